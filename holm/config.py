@@ -1,0 +1,86 @@
+"""Settings from HOLM_* environment variables, in one place."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+
+class Config(msgspec.Struct, kw_only=True):
+    server_addr: str = "127.0.0.1:8080"
+    server_token: str | None = None
+    cron_secret: str | None = None
+    public_url: str | None = None
+    storage_backend: Literal["memory", "local"] = "memory"
+    state_dir: Path = Path("var")
+    keep_frames_secs: int = 2 * 3600
+    keep_entries_secs: int = 7 * 24 * 3600
+    keep_events_secs: int = 7 * 24 * 3600
+    prune_secs: int = 3600
+    reap_secs: int = 30
+    schedule: Literal["internal", "external"] = "internal"
+    jobs: Literal["inline", "queue"] = "inline"
+    default_runtime: str = "local"
+    # An event shows in the feed this long after it happened, so that the feed's order is
+    # final when it is read (entries of different boxes land concurrently).
+    events_delay_ms: int = 2000
+    max_body_bytes: int = 64 * 1024 * 1024
+    # The caps of a fork: at most this long between two replayed steps, this long in all.
+    fork_wait_cap_ms: int = 2000
+    fork_limit_secs: int = 180
+
+    @property
+    def host(self) -> str:
+        return self.server_addr.rsplit(":", 1)[0]
+
+    @property
+    def port(self) -> int:
+        return int(self.server_addr.rsplit(":", 1)[1])
+
+
+_ENV = {
+    "server_addr": "HOLM_SERVER_ADDR",
+    "server_token": "HOLM_SERVER_TOKEN",
+    "cron_secret": "CRON_SECRET",
+    "public_url": "HOLM_PUBLIC_URL",
+    "storage_backend": "HOLM_STORAGE_BACKEND",
+    "state_dir": "HOLM_STATE_DIR",
+    "keep_frames_secs": "HOLM_KEEP_FRAMES_SECS",
+    "keep_entries_secs": "HOLM_KEEP_ENTRIES_SECS",
+    "keep_events_secs": "HOLM_KEEP_EVENTS_SECS",
+    "prune_secs": "HOLM_PRUNE_SECS",
+    "reap_secs": "HOLM_SERVER_REAP_SECS",
+    "schedule": "HOLM_SERVER_SCHEDULE",
+    "jobs": "HOLM_SERVER_JOBS",
+    "default_runtime": "HOLM_DEFAULT_RUNTIME",
+    "events_delay_ms": "HOLM_EVENTS_DELAY_MS",
+    "max_body_bytes": "HOLM_MAX_BODY_BYTES",
+    "fork_wait_cap_ms": "HOLM_FORK_WAIT_CAP_MS",
+    "fork_limit_secs": "HOLM_FORK_LIMIT_SECS",
+}
+
+
+def load_config(environ: Mapping[str, str] | None = None, **overrides: object) -> Config:
+    """Read the settings; a malformed value is an error that names its variable."""
+    env = os.environ if environ is None else environ
+    raw: dict[str, object] = {
+        field: env[var] for field, var in _ENV.items() if env.get(var, "") != ""
+    }
+    raw.update(overrides)
+    try:
+        return msgspec.convert(raw, Config, strict=False, dec_hook=_decode_path)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"bad setting: {exc}") from exc
+
+
+def _decode_path(type_: type, value: object) -> object:
+    if type_ is Path and isinstance(value, str):
+        return Path(value)
+    raise NotImplementedError
+
+
+__all__ = ["Config", "load_config"]

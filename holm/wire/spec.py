@@ -1,0 +1,119 @@
+"""A box's spec (what desktop it is) and placement (where and how long it runs).
+
+Two boxes that differ only in placement are the same desktop: `spec_digest` is a digest of
+the canonical spec alone, with its defaults filled in, so that the default feature set and
+the same features listed by name give one digest (and one image).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+import msgspec
+
+Feature = Literal["wide_fonts", "audio", "video", "dock", "x11_apps", "accessibility"]
+
+DEFAULT_WIDTH = 1280
+DEFAULT_HEIGHT = 800
+MAX_SCREENS = 8
+MIN_LIFETIME_SECS = 60
+DEFAULT_LIFETIME_SECS = 3600
+
+
+class Desktop(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    server: Literal["x11", "wayland"] = "x11"
+    width: int | None = None
+    height: int | None = None
+    screens: int = 1
+    features: list[Feature] | None = None
+    packages: list[str] = msgspec.field(default_factory=list)
+
+
+class Policy(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    network: bool = True
+    auth: Literal["none", "password", "token"] = "none"
+    bind: Literal["loopback", "any"] = "loopback"
+    advertise: str | None = None
+
+
+class AppDefinition(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """An application that is not in the catalog: the command to start it and the
+    WM_CLASS of its window, so a launch can wait for that window."""
+
+    command: list[str]
+    window_class: str | None = None
+
+
+class Spec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    desktop: Desktop = msgspec.field(default_factory=Desktop)
+    policy: Policy = msgspec.field(default_factory=Policy)
+    apps: dict[str, AppDefinition] = msgspec.field(default_factory=dict)
+
+
+class Placement(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    runtime: str | None = None
+    memory: str | None = None
+    cpus: str | None = None
+    expires_after_secs: int | None = None
+    idle_timeout_secs: int | None = None
+    persistent: bool = False
+    profile: str | None = None
+
+
+def default_features(server: str) -> list[Feature]:
+    features: list[Feature] = ["wide_fonts", "video", "dock", "accessibility"]
+    if server == "wayland":
+        features.append("x11_apps")
+    return sorted(features)
+
+
+def canonical_spec(spec: Spec) -> Spec:
+    """The spec with every default made explicit and every list in one order."""
+    d = spec.desktop
+    features = default_features(d.server) if d.features is None else sorted(set(d.features))
+    return Spec(
+        desktop=Desktop(
+            server=d.server,
+            width=d.width or DEFAULT_WIDTH,
+            height=d.height or DEFAULT_HEIGHT,
+            screens=d.screens,
+            features=features,
+            packages=sorted(set(d.packages)),
+        ),
+        policy=spec.policy,
+        apps=dict(sorted(spec.apps.items())),
+    )
+
+
+def canonical_json(value: object) -> bytes:
+    """JSON with sorted keys and no spaces: the input of every digest and key in holm."""
+    return msgspec.json.encode(msgspec.to_builtins(value, order="sorted"), order="sorted")
+
+
+def spec_digest(spec: Spec) -> str:
+    return "sha256:" + hashlib.sha256(canonical_json(canonical_spec(spec))).hexdigest()
+
+
+def validate_spec(spec: Spec) -> list[str]:
+    """The problems of a spec, each naming its key; empty when the spec is good."""
+    problems = []
+    d = spec.desktop
+    if not 1 <= d.screens <= MAX_SCREENS:
+        problems.append(f"spec.desktop.screens must be 1 to {MAX_SCREENS}")
+    for name, value in (("width", d.width), ("height", d.height)):
+        if value is not None and not 64 <= value <= 8192:
+            problems.append(f"spec.desktop.{name} must be 64 to 8192")
+    for pkg in d.packages:
+        if not pkg or not all(c.isalnum() or c in "+-.:" for c in pkg):
+            problems.append(f"spec.desktop.packages has an invalid package name {pkg!r}")
+    return problems
+
+
+def validate_placement(placement: Placement) -> list[str]:
+    problems = []
+    for name in ("expires_after_secs", "idle_timeout_secs"):
+        value = getattr(placement, name)
+        if value is not None and value < MIN_LIFETIME_SECS:
+            problems.append(f"placement.{name} must be at least {MIN_LIFETIME_SECS}")
+    return problems
