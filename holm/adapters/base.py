@@ -45,6 +45,10 @@ class RuntimeBox(msgspec.Struct, kw_only=True):
     state: Literal["running", "paused", "stopped"]
     # The server that created it (a label), so that one server does not adopt another's.
     server_id: str | None = None
+    # What the runtime kept of the box, so a server whose store lost it can adopt it.
+    spec: Spec | None = None
+    placement: Placement | None = None
+    created_at_ms: int | None = None
 
 
 class FrameResult(msgspec.Struct, kw_only=True):

@@ -145,6 +145,9 @@ class AppLaunched(_Entry, tag="app_launched"):
     key: str
     args: list[str] = msgspec.field(default_factory=list)
     window: str | None = None
+    # Set when the launch was a step of a batch, which also has its `acted` entry: a fork
+    # does that step once, through the `acted` entry.
+    batch: str | None = None
 
 
 class AppsInstalled(_Entry, tag="apps_installed"):
