@@ -1,0 +1,202 @@
+"""How close two traces are (a source and its fork, or any two runs): their steps aligned by
+key in order, and their last frames compared pixel by pixel.
+
+`diff_traces` works on any two traces given a way to read entries and frames, so the same
+code serves `GET /v1/boxes/{a}/diff/{b}` (through the engine's store), `holm diff` against a
+server (through the client) and `holm diff` on two JSONL files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import io
+from collections.abc import Awaitable, Callable, Sequence
+
+import msgspec
+from msgspec.structs import replace
+from PIL import Image, ImageChops, ImageStat
+
+from holm.events.entries import Entry, ForkedFrom, FrameSeen
+from holm.replay.plan import Step, plan_fork
+from holm.wire.actions import Region
+
+ReadEntries = Callable[[str], Awaitable[Sequence[Entry]]]
+ReadFrame = Callable[[str, str], Awaitable[bytes | None]]
+
+
+class StepRef(msgspec.Struct, kw_only=True):
+    seq: int
+    kind: str
+    key: str
+
+
+class MatchedStep(msgspec.Struct, kw_only=True):
+    a: int
+    b: int
+    key: str
+
+
+class FrameComparison(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The last frame of one screen in each trace. `distance` is the mean absolute difference
+    over every pixel and channel, 0 (equal) to 1; `changed` the bounding box of the pixels
+    that differ. `note` says why pixels could not be compared (no frame, frame pruned)."""
+
+    screen: int
+    a: str | None
+    b: str | None
+    pixels_equal: bool
+    distance: float | None = None
+    changed: Region | None = None
+    note: str | None = None
+
+
+class TraceDiff(msgspec.Struct, kw_only=True):
+    a: str
+    b: str
+    # B is a fork of A up to this seq: A's steps after it are not counted as missing.
+    a_up_to: int | None
+    matched: int
+    missing: list[StepRef]
+    extra: list[StepRef]
+    pairs: list[MatchedStep]
+    frames: list[FrameComparison]
+
+    @property
+    def same(self) -> bool:
+        return not self.missing and not self.extra and all(f.pixels_equal for f in self.frames)
+
+
+def align_steps(
+    a: Sequence[Step], b: Sequence[Step]
+) -> tuple[list[MatchedStep], list[StepRef], list[StepRef]]:
+    """Matched pairs, steps of A that B lacks (missing), steps of B that A lacks (extra);
+    matched in order (a longest common subsequence of keys)."""
+    keys_a = [s.key for s in a]
+    keys_b = [s.key for s in b]
+    matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
+    pairs: list[MatchedStep] = []
+    seen_a: set[int] = set()
+    seen_b: set[int] = set()
+    for block in matcher.get_matching_blocks():
+        for i in range(block.size):
+            sa, sb = a[block.a + i], b[block.b + i]
+            pairs.append(MatchedStep(a=sa.seq, b=sb.seq, key=sa.key))
+            seen_a.add(block.a + i)
+            seen_b.add(block.b + i)
+    missing = [_ref(s) for i, s in enumerate(a) if i not in seen_a]
+    extra = [_ref(s) for i, s in enumerate(b) if i not in seen_b]
+    return pairs, missing, extra
+
+
+def _ref(step: Step) -> StepRef:
+    return StepRef(seq=step.seq, kind=step.kind, key=step.key)
+
+
+def last_frames(entries: Sequence[Entry]) -> dict[int, FrameSeen]:
+    """The last frame entry of each screen."""
+    frames: dict[int, FrameSeen] = {}
+    for entry in entries:
+        if isinstance(entry, FrameSeen):
+            frames[entry.screen] = entry
+    return frames
+
+
+def compare_pngs(png_a: bytes, png_b: bytes) -> tuple[float, Region | None]:
+    """The perceptual distance of two pictures (0–1) and the box around what differs. Two
+    sizes are as far apart as can be."""
+    with Image.open(io.BytesIO(png_a)) as raw_a, Image.open(io.BytesIO(png_b)) as raw_b:
+        image_a = raw_a.convert("RGB")
+        image_b = raw_b.convert("RGB")
+    if image_a.size != image_b.size:
+        width = max(image_a.width, image_b.width)
+        height = max(image_a.height, image_b.height)
+        return 1.0, Region(x=0, y=0, width=width, height=height)
+    difference = ImageChops.difference(image_a, image_b)
+    box = difference.getbbox()
+    if box is None:
+        return 0.0, None
+    distance = sum(ImageStat.Stat(difference).mean) / (3 * 255)
+    left, top, right, bottom = box
+    return distance, Region(x=left, y=top, width=right - left, height=bottom - top)
+
+
+async def compare_frames(
+    screen: int,
+    a: tuple[str, FrameSeen | None],
+    b: tuple[str, FrameSeen | None],
+    read_frame: ReadFrame,
+) -> FrameComparison:
+    (trace_a, frame_a), (trace_b, frame_b) = a, b
+    unknown = FrameComparison(
+        screen=screen,
+        a=frame_a.frame if frame_a else None,
+        b=frame_b.frame if frame_b else None,
+        pixels_equal=False,
+    )
+    if frame_a is None or frame_b is None:
+        which = (
+            trace_b if frame_a is not None else trace_a if frame_b is not None else "either trace"
+        )
+        return replace(unknown, note=f"no frame of screen {screen} in {which}")
+    if frame_a.frame == frame_b.frame:
+        # A frame's hash identifies its pixels: no need to decode anything.
+        return replace(unknown, pixels_equal=True, distance=0.0)
+    png_a, png_b = await asyncio.gather(
+        read_frame(trace_a, frame_a.frame), read_frame(trace_b, frame_b.frame)
+    )
+    if png_a is None or png_b is None:
+        gone = trace_a if png_a is None else trace_b
+        return replace(unknown, note=f"the last frame of {gone} is no longer kept")
+    distance, changed = await asyncio.to_thread(compare_pngs, png_a, png_b)
+    return replace(unknown, pixels_equal=changed is None, distance=distance, changed=changed)
+
+
+def fork_up_to(entries_b: Sequence[Entry], a: str) -> int | None:
+    """The `up_to` of B's `forked_from` when B is a fork of A."""
+    for entry in entries_b:
+        if isinstance(entry, ForkedFrom) and entry.source == a:
+            return entry.up_to
+    return None
+
+
+async def diff_traces(
+    a: str, b: str, read_entries: ReadEntries, read_frame: ReadFrame
+) -> TraceDiff:
+    entries_a, entries_b = await asyncio.gather(read_entries(a), read_entries(b))
+    up_to = fork_up_to(entries_b, a)
+    pairs, missing, extra = align_steps(
+        plan_fork(entries_a, up_to=up_to).steps, plan_fork(entries_b).steps
+    )
+    frames_a, frames_b = last_frames(entries_a), last_frames(entries_b)
+    screens = sorted(set(frames_a) | set(frames_b)) or [0]
+    frames = [
+        await compare_frames(
+            screen, (a, frames_a.get(screen)), (b, frames_b.get(screen)), read_frame
+        )
+        for screen in screens
+    ]
+    return TraceDiff(
+        a=a,
+        b=b,
+        a_up_to=up_to,
+        matched=len(pairs),
+        missing=missing,
+        extra=extra,
+        pairs=pairs,
+        frames=frames,
+    )
+
+
+__all__ = [
+    "FrameComparison",
+    "MatchedStep",
+    "ReadEntries",
+    "ReadFrame",
+    "StepRef",
+    "TraceDiff",
+    "align_steps",
+    "compare_pngs",
+    "diff_traces",
+    "last_frames",
+]

@@ -1,0 +1,337 @@
+"""The plan of a fork: a pure function from a source trace (and `up_to`) to the steps a new
+box does again and the steps it cannot, with their reason. No I/O.
+
+What is done again, in order (trace-and-fork.md, "Make a run that you can fork"):
+- each `acted` entry with `ok: true`: every action of a batch, page actions included;
+- each `executed` entry;
+- each `app_launched` entry that did not come from a batch (one with `batch` set is the window
+  report of a batch's `launch` step, which its own `acted` entry does again).
+
+What is not: `acted` with `ok: false` (the source refused it, so it did not happen),
+`apps_installed` (put applications in the spec instead), frames, reads, lifecycle entries and
+anything a person did. `file_written` and `clipboard_set` are listed in `skipped`, because
+the trace keeps that they happened but not their bytes.
+
+A trace that restarted (`adopted`) replays only what follows its last `adopted` entry: what
+came before belongs to a desktop that no longer exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from holm.events.entries import (
+    Acted,
+    Adopted,
+    AppLaunched,
+    BoxCreated,
+    BoxReady,
+    BoxStarted,
+    ClipboardSet,
+    Entry,
+    Executed,
+    FileWritten,
+    FrameSeen,
+    TakeoverStarted,
+    step_key,
+)
+from holm.wire.actions import Action, Exec, Launch
+from holm.wire.spec import Placement, Spec
+
+# Frames only show a settled screen when it stayed that way for a while before the next step;
+# a shorter-lived frame may be an intermediate picture (a page half loaded, text half typed).
+SETTLED_MS = 300
+
+
+class DoAction(msgspec.Struct, tag="action", kw_only=True):
+    """One action of a batch, done again as a batch of one on the same screen."""
+
+    screen: int
+    action: Action
+
+
+class DoExec(msgspec.Struct, tag="exec", kw_only=True):
+    argv: list[str]
+    timeout_ms: int
+
+
+class DoLaunch(msgspec.Struct, tag="launch", kw_only=True):
+    """An application opened outside a batch (its `app_launched` entry has no `batch`)."""
+
+    screen: int
+    app: str
+    args: list[str]
+
+
+Do = DoAction | DoExec | DoLaunch
+
+
+class ExecOutcome(msgspec.Struct, kw_only=True):
+    code: int | None
+    stdout: Any
+    stderr: Any
+    timed_out: bool
+
+    @property
+    def succeeded(self) -> bool:
+        return self.code == 0 and not self.timed_out
+
+
+class ExpectedFrame(msgspec.Struct, kw_only=True):
+    """The screen as the source last recorded it before its next step: the `frame` entry
+    `seq`, its pixel hash, and how long it stayed before the next step (None: it stayed until
+    the trace's end)."""
+
+    screen: int
+    seq: int
+    hash: str
+    held_ms: int | None
+
+    def settled(self, settled_ms: int = SETTLED_MS) -> bool:
+        return self.held_ms is None or self.held_ms >= settled_ms
+
+
+class Expected(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What a strict replay compares after the step: it succeeded (always, since only steps
+    that succeeded are planned), an exec's outcome, and the screen the source showed next."""
+
+    exec: ExecOutcome | None = None
+    frame: ExpectedFrame | None = None
+
+
+class Step(msgspec.Struct, kw_only=True):
+    seq: int
+    at_ms: int
+    kind: Literal["acted", "executed", "app_launched"]
+    # The step's identity for aligning two traces; a launch outside a batch gets the key of
+    # the `acted` launch that replays it, so that a source and its fork align.
+    key: str
+    do: Do
+    expect: Expected = msgspec.field(default_factory=Expected)
+    # The batch of the source step and its index in it: a strict replay looks at frames only
+    # at the end of a source batch, where the screen had time to settle.
+    batch: str | None = None
+    index: int = 0
+
+
+class Skipped(msgspec.Struct, kw_only=True):
+    seq: int
+    kind: str
+    why: str
+
+
+class Origin(msgspec.Struct, kw_only=True):
+    """Where the source box came from: the spec and placement to create the fork with."""
+
+    runtime: str
+    spec: Spec
+    placement: Placement
+    # When the source desktop was ready (or created, or adopted): the first step is paced
+    # from it.
+    ready_at_ms: int
+
+
+class Plan(msgspec.Struct, kw_only=True):
+    steps: list[Step]
+    skipped: list[Skipped]
+    origin: Origin | None = None
+    # The last seq planned from (the given `up_to`, or the last entry of the trace).
+    up_to: int | None = None
+
+
+def plan_fork(entries: Sequence[Entry], up_to: int | None = None) -> Plan:
+    """The steps a fork of this trace does again (up to and including seq `up_to`), and the
+    ones it cannot do, with why."""
+    kept = [e for e in entries if up_to is None or e.seq <= up_to]
+    last_adopted = max((i for i, e in enumerate(entries) if isinstance(e, Adopted)), default=-1)
+    replayable = list(entries[last_adopted + 1 :])
+
+    steps: list[Step] = []
+    skipped: list[Skipped] = []
+    for entry in replayable:
+        if entry.actor == "person":
+            continue
+        step = _step(entry)
+        if step is not None:
+            steps.append(step)
+            continue
+        why = _why_skipped(entry)
+        if why is not None:
+            skipped.append(Skipped(seq=entry.seq, kind=_kind(entry), why=why))
+
+    # Frames are attached over the whole trace, so that the last step before `up_to` still
+    # knows how long its screen stayed before the next (unplanned) step.
+    _attach_frames(steps, replayable)
+    within = [s for s in steps if up_to is None or s.seq <= up_to]
+    return Plan(
+        steps=within,
+        skipped=[s for s in skipped if up_to is None or s.seq <= up_to],
+        origin=_origin(kept),
+        up_to=kept[-1].seq if kept else None,
+    )
+
+
+def _kind(entry: Entry) -> str:
+    return str(type(entry).__struct_config__.tag)
+
+
+def _step(entry: Entry) -> Step | None:
+    match entry:
+        case Acted(ok=True):
+            return Step(
+                seq=entry.seq,
+                at_ms=entry.at_ms,
+                kind="acted",
+                key=entry.key,
+                do=DoAction(screen=entry.screen, action=entry.action),
+                expect=Expected(exec=_acted_exec_outcome(entry)),
+                batch=entry.batch,
+                index=entry.index,
+            )
+        case Executed():
+            return Step(
+                seq=entry.seq,
+                at_ms=entry.at_ms,
+                kind="executed",
+                key=entry.key,
+                do=DoExec(argv=list(entry.argv), timeout_ms=entry.timeout_ms),
+                expect=Expected(
+                    exec=ExecOutcome(
+                        code=entry.code,
+                        stdout=entry.stdout,
+                        stderr=entry.stderr,
+                        timed_out=entry.timed_out,
+                    )
+                ),
+            )
+        case AppLaunched(batch=None):
+            launch = Launch(app=entry.app, args=list(entry.args))
+            return Step(
+                seq=entry.seq,
+                at_ms=entry.at_ms,
+                kind="app_launched",
+                key=acted_key(entry.screen, launch),
+                do=DoLaunch(screen=entry.screen, app=entry.app, args=list(entry.args)),
+            )
+        case _:
+            return None
+
+
+def acted_key(screen: int, action: Action) -> str:
+    """The key the engine gives an `acted` entry (rest of the contract in the engine)."""
+    return step_key("acted", {"screen": screen, "action": action})
+
+
+def _acted_exec_outcome(entry: Acted) -> ExecOutcome | None:
+    result = entry.result
+    if not isinstance(entry.action, Exec) or not isinstance(result, dict):
+        return None
+    return ExecOutcome(
+        code=result.get("code"),
+        stdout=result.get("stdout", ""),
+        stderr=result.get("stderr", ""),
+        timed_out=bool(result.get("timed_out", False)),
+    )
+
+
+def _why_skipped(entry: Entry) -> str | None:
+    match entry:
+        case FileWritten():
+            return f"the trace records that {entry.path} was written, not what went into it"
+        case ClipboardSet():
+            return (
+                f"the trace records that the {entry.selection} selection of screen "
+                f"{entry.screen} was set, not its text"
+            )
+        case _:
+            return None
+
+
+def _origin(entries: Iterable[Entry]) -> Origin | None:
+    """The spec and placement of the last `box_created`, or of a later `adopted` that carries
+    them (the adopting server's store had lost the box)."""
+    origin: Origin | None = None
+    for entry in entries:
+        match entry:
+            case BoxCreated():
+                origin = Origin(
+                    runtime=entry.runtime,
+                    spec=entry.spec,
+                    placement=entry.placement,
+                    ready_at_ms=entry.at_ms,
+                )
+            case Adopted(spec=Spec() as spec):
+                placement = entry.placement if entry.placement is not None else Placement()
+                origin = Origin(
+                    runtime=entry.runtime, spec=spec, placement=placement, ready_at_ms=entry.at_ms
+                )
+            case Adopted() if origin is not None:
+                origin.ready_at_ms = entry.at_ms
+            case BoxReady() | BoxStarted() if origin is not None:
+                origin.ready_at_ms = entry.at_ms
+            case _:
+                pass
+    return origin
+
+
+def _attach_frames(steps: list[Step], entries: Sequence[Entry]) -> None:
+    """Give each step that ends a source batch the last frame its screen showed before the
+    next step began (or a person took the screen: what they did is not replayed), with how
+    long that frame stayed."""
+    positions = {e.seq: i for i, e in enumerate(entries)}
+    for n, step in enumerate(steps):
+        screen = _screen_of(step.do)
+        if screen is None or not _ends_batch(steps, n):
+            continue
+        following = steps[n + 1] if n + 1 < len(steps) else None
+        end = positions[following.seq] if following is not None else len(entries)
+        end_at_ms = following.at_ms if following is not None else None
+        last: FrameSeen | None = None
+        for entry in entries[positions[step.seq] + 1 : end]:
+            if isinstance(entry, TakeoverStarted) and entry.screen == screen:
+                end_at_ms = entry.at_ms
+                break
+            if isinstance(entry, FrameSeen) and entry.screen == screen:
+                last = entry
+        if last is None:
+            continue
+        held = end_at_ms - last.at_ms if end_at_ms is not None else None
+        step.expect.frame = ExpectedFrame(
+            screen=screen, seq=last.seq, hash=last.frame, held_ms=held
+        )
+
+
+def _screen_of(do: Do) -> int | None:
+    match do:
+        case DoAction() | DoLaunch():
+            return do.screen
+        case DoExec():
+            return None
+
+
+def _ends_batch(steps: list[Step], n: int) -> bool:
+    step = steps[n]
+    if step.batch is None or n + 1 >= len(steps):
+        return True
+    return steps[n + 1].batch != step.batch
+
+
+__all__ = [
+    "SETTLED_MS",
+    "Do",
+    "DoAction",
+    "DoExec",
+    "DoLaunch",
+    "ExecOutcome",
+    "Expected",
+    "ExpectedFrame",
+    "Origin",
+    "Plan",
+    "Skipped",
+    "Step",
+    "acted_key",
+    "plan_fork",
+]

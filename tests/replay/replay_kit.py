@@ -1,0 +1,171 @@
+"""What the replay tests share: a builder of hand-made traces, and the trace files the plan
+goldens run over. Imported by name (conftest.py puts this folder on sys.path), since pytest
+runs with --import-mode=importlib."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from holm.errors import ErrorBody
+from holm.events.entries import (
+    Acted,
+    Actor,
+    AppLaunched,
+    BoxCreated,
+    BoxReady,
+    Entry,
+    Executed,
+    FrameSeen,
+    step_key,
+)
+from holm.replay.plan import acted_key
+from holm.wire.actions import Action, Launch
+from holm.wire.spec import Placement, Spec, spec_digest
+
+REPO = Path(__file__).resolve().parents[2]
+REGEN = os.environ.get("HOLM_REGEN_GOLDEN") == "1"
+
+
+class TraceBuilder:
+    """Entries as an engine would append them: seq from 0, at_ms moving forward by `gap_ms`
+    (100 ms unless said), actor agent unless said."""
+
+    def __init__(self, start_ms: int = 1_790_000_000_000) -> None:
+        self.entries: list[Entry] = []
+        self.now = start_ms
+
+    def add(
+        self, cls: type[Any], *, gap_ms: int = 100, actor: Actor = "agent", **fields: Any
+    ) -> Any:
+        self.now += gap_ms
+        entry = cls(seq=len(self.entries), at_ms=self.now, actor=actor, **fields)
+        self.entries.append(entry)
+        return entry
+
+    def created(self, spec: Spec | None = None, runtime: str = "local") -> BoxCreated:
+        spec = spec or Spec()
+        created: BoxCreated = self.add(
+            BoxCreated,
+            gap_ms=0,
+            box_id="box_source",
+            runtime=runtime,
+            spec=spec,
+            placement=Placement(runtime=runtime, expires_after_secs=600),
+            spec_digest=spec_digest(spec),
+            expires_at_ms=self.now + 600_000,
+        )
+        self.add(BoxReady, gap_ms=1500)
+        return created
+
+    def acted(
+        self,
+        action: Action,
+        *,
+        ok: bool = True,
+        screen: int = 0,
+        batch: str | None = None,
+        index: int = 0,
+        result: Any = None,
+        gap_ms: int = 100,
+        actor: Actor = "agent",
+    ) -> Acted:
+        error = None if ok else ErrorBody(code="failed", message="no such element")
+        acted: Acted = self.add(
+            Acted,
+            gap_ms=gap_ms,
+            actor=actor,
+            screen=screen,
+            action=action,
+            ok=ok,
+            key=acted_key(screen, action),
+            error=error,
+            batch=batch,
+            index=index,
+            result=result,
+        )
+        if ok and isinstance(action, Launch):
+            self.add(
+                AppLaunched,
+                gap_ms=0,
+                screen=screen,
+                app=action.app,
+                key=step_key("app_launched", {"screen": screen, "app": action.app}),
+                args=action.args,
+                window="0x400001",
+                batch=batch,
+            )
+        return acted
+
+    def executed(
+        self,
+        argv: list[str],
+        *,
+        code: int | None = 0,
+        stdout: str = "",
+        stderr: str = "",
+        timed_out: bool = False,
+        gap_ms: int = 100,
+    ) -> Executed:
+        executed: Executed = self.add(
+            Executed,
+            gap_ms=gap_ms,
+            argv=argv,
+            code=code,
+            timed_out=timed_out,
+            key=step_key("executed", {"argv": argv, "timeout_ms": 10_000}),
+            stdout=stdout,
+            stderr=stderr,
+        )
+        return executed
+
+    def frame(
+        self, frame_hash: str, *, screen: int = 0, gap_ms: int = 50, actor: Actor = "agent"
+    ) -> FrameSeen:
+        frame: FrameSeen = self.add(
+            FrameSeen,
+            gap_ms=gap_ms,
+            actor=actor,
+            screen=screen,
+            frame=frame_hash,
+            width=1280,
+            height=800,
+        )
+        return frame
+
+    def jsonl(self) -> bytes:
+        return b"".join(msgspec.json.encode(e) + b"\n" for e in self.entries)
+
+
+_DECODER = msgspec.json.Decoder(Entry)
+
+
+def read_trace_lines(path: Path) -> list[Entry]:
+    """The whole entries of a JSONL trace; a torn last line (a killed writer) is left out."""
+    entries: list[Entry] = []
+    lines = path.read_bytes().split(b"\n")
+    for n, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            entries.append(_DECODER.decode(line))
+        except msgspec.DecodeError:
+            if n == len(lines) - 1:
+                break
+            raise
+    return entries
+
+
+def trace_fixture_files() -> list[Path]:
+    """Every trace the plan goldens cover: the hand-written ones of fixtures/traces/, the
+    recorded ones, and this folder's own."""
+    return sorted(
+        [
+            *(REPO / "fixtures" / "traces").glob("*.jsonl"),
+            *(REPO / "fixtures" / "traces" / "recorded").glob("*.jsonl"),
+            *(Path(__file__).parent / "traces").glob("*.jsonl"),
+        ]
+    )
