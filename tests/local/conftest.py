@@ -1,0 +1,144 @@
+"""Fixtures of the local runtime's tests: a short state dir (Unix socket paths are short),
+sandboxes of plain processes, and runtimes whose boxes are all ended when a test ends."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from holm.adapters.local import procs
+from holm.adapters.local.records import read_records
+
+if TYPE_CHECKING:
+    from holm.adapters.local.runtime import LocalRuntime  # TEMP
+from holm.adapters.local.sandbox import SandboxPlan, bwrap_argv
+
+# The X displays these tests may use (the machine is shared).
+DISPLAY_BASE = 220
+DISPLAY_COUNT = 20
+
+
+@pytest.fixture
+def state_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="h4-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def plan(state_dir: Path, name: str, *, network: bool) -> SandboxPlan:
+    home, run = state_dir / name / "home", state_dir / name / "run"
+    home.mkdir(parents=True, exist_ok=True)
+    run.mkdir(parents=True, exist_ok=True)
+    return SandboxPlan(
+        home=home,
+        run_dir=run,
+        network=network,
+        screens=1,
+        width=1280,
+        height=800,
+        display_base=DISPLAY_BASE,
+    )
+
+
+Completed = subprocess.CompletedProcess[str]
+RunInBox = Callable[..., Completed]
+
+
+@pytest.fixture
+def run_in_box(state_dir: Path) -> RunInBox:
+    """Run a Python snippet in a sandbox built exactly as a box's (the agent replaced by
+    the snippet); boxes of one name share their home."""
+
+    def run(
+        code: str, *, name: str = "a", network: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        argv = bwrap_argv(plan(state_dir, name, network=network), ["python3", "-c", code])
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+    return run
+
+
+@pytest.fixture
+def tcp_server() -> Iterator[int]:
+    """A TCP server on the host's 127.0.0.1 that answers b"hi" to every connection."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.sendall(b"hi")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield port
+    stop.set()
+    thread.join()
+    server.close()
+
+
+MakeRuntime = Callable[..., "LocalRuntime"]
+
+
+@pytest.fixture
+async def make_runtime(state_dir: Path) -> AsyncIterator[MakeRuntime]:
+    """LocalRuntime objects on one state dir; at the end every box in it is ended, whatever
+    the test left behind, and no process of any of them is left."""
+    from holm.adapters.local.runtime import LocalRuntime  # TEMP
+
+    made: list[LocalRuntime] = []
+
+    def make(*, chromium: bool = True, server_id: str = "test-server") -> LocalRuntime:
+        runtime = LocalRuntime(
+            state_dir / "boxes",
+            server_id,
+            display_base=DISPLAY_BASE,
+            display_count=DISPLAY_COUNT,
+            chromium=chromium,
+        )
+        made.append(runtime)
+        return runtime
+
+    yield make
+    inits = _box_inits(state_dir / "boxes")
+    cleaner = LocalRuntime(state_dir / "boxes", "cleaner", display_base=DISPLAY_BASE)
+    for box in await cleaner.list():
+        await cleaner.delete(box.box_id)
+    for runtime in made:
+        await runtime.close()
+    await cleaner.close()
+    left = [pid for pid, start in inits if procs.is_alive(pid, start)]
+    assert not left, f"box processes left running: {left}"
+
+
+def _box_inits(boxes_dir: Path) -> list[tuple[int, int]]:
+    return [
+        (r.init_pid, r.init_start)
+        for r in read_records(boxes_dir)
+        if r.init_pid is not None and r.init_start is not None
+    ]
+
+
+async def wait_for(check: Callable[[], object], timeout_s: float = 10.0) -> None:
+    """Poll `check` until it is true (a state change, not a timing claim)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError(f"{check} stayed false")
+        await asyncio.sleep(0.05)

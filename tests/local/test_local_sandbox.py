@@ -1,0 +1,159 @@
+"""What a local box can see and reach: the sandbox of `sandbox.py`, run with plain
+processes in place of the agent (the same bwrap command line a box gets)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+from holm.adapters.local import procs
+from holm.adapters.local.sandbox import bwrap_argv, launch
+
+from .conftest import RunInBox, plan
+
+LOOK = """
+import json, os
+paths = ["/etc/shadow", "/root", "/etc/ssl/private", "/work", "/var", "/etc/sudoers"]
+print(json.dumps({
+    "seen": {p: os.path.exists(p) for p in paths},
+    "etc": sorted(os.listdir("/etc")),
+    "env": dict(os.environ),
+    "home": os.environ["HOME"],
+    "pid": os.getpid(),
+    "usr_writable": os.access("/usr/bin", os.W_OK) and _try_write("/usr/bin/holm-probe"),
+}))
+"""
+TRY_WRITE = """
+def _try_write(path):
+    try:
+        open(path, "w").close()
+    except OSError:
+        return False
+    return True
+"""
+
+
+def look(run_in_box: RunInBox, *, network: bool = False) -> dict[str, object]:
+    done = run_in_box(TRY_WRITE + LOOK, network=network)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def test_host_secrets_are_not_in_the_box(run_in_box: RunInBox) -> None:
+    seen = look(run_in_box)
+    assert seen["seen"] == {
+        "/etc/shadow": False,
+        "/root": False,
+        "/etc/ssl/private": False,
+        "/work": False,
+        "/var": False,
+        "/etc/sudoers": False,
+    }
+    assert seen["usr_writable"] is False
+    assert seen["pid"] != os.getpid()
+
+
+def test_holmd_environment_does_not_reach_the_box(run_in_box: RunInBox) -> None:
+    os.environ["HOLM_SERVER_TOKEN"] = "secret-of-the-host"
+    try:
+        env = look(run_in_box)["env"]
+    finally:
+        del os.environ["HOLM_SERVER_TOKEN"]
+    assert isinstance(env, dict)
+    assert "secret-of-the-host" not in env.values()
+    assert env["HOME"] == "/home/box"
+
+
+def test_only_network_boxes_get_name_resolution_and_certificates(run_in_box: RunInBox) -> None:
+    offline = look(run_in_box, network=False)["etc"]
+    online = look(run_in_box, network=True)["etc"]
+    assert isinstance(offline, list) and isinstance(online, list)
+    assert "resolv.conf" not in offline and "ssl" not in offline
+    assert "resolv.conf" in online and "ssl" in online
+    assert {"fonts", "passwd", "X11"} <= set(offline)
+
+
+CONNECT = """
+import socket, sys
+try:
+    with socket.create_connection(("127.0.0.1", {port}), timeout=5) as s:
+        print(s.recv(2).decode())
+except OSError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_a_box_without_network_cannot_reach_the_host(run_in_box: RunInBox, tcp_server: int) -> None:
+    offline = run_in_box(CONNECT.format(port=tcp_server), network=False)
+    online = run_in_box(CONNECT.format(port=tcp_server), network=True)
+    assert offline.stdout.startswith("refused:"), offline
+    assert online.stdout.strip() == "hi", online
+
+
+WRITE = """
+import os
+open("/home/box/mine.txt", "w").write("{text}")
+open("/tmp/box-scratch-{text}.txt", "w").write("{text}")
+print(sorted(os.listdir("/home/box")), os.path.exists("/tmp/box-scratch-{other}.txt"))
+"""
+
+
+def test_each_box_sees_only_its_own_files(run_in_box: RunInBox, state_dir: Path) -> None:
+    a = run_in_box(WRITE.format(text="a", other="b"), name="a")
+    b = run_in_box(WRITE.format(text="b", other="a"), name="b")
+    assert a.stdout.strip() == "['mine.txt'] False"
+    assert b.stdout.strip() == "['mine.txt'] False"
+    assert (state_dir / "a" / "home" / "mine.txt").read_text() == "a"
+    assert (state_dir / "b" / "home" / "mine.txt").read_text() == "b"
+    # The box's /tmp is its own tmpfs: nothing of it lands in the host's /tmp.
+    assert not Path("/tmp/box-scratch-a.txt").exists()
+
+
+def test_the_agent_code_is_importable_read_only(run_in_box: RunInBox) -> None:
+    code = (
+        "import holm.errors as e, msgspec, PIL, Xlib, os;"
+        "print(e.__file__, os.access(e.__file__, os.W_OK))"
+    )
+    done = run_in_box(code)
+    assert done.stdout.split() == ["/opt/holm/src/holm/errors.py", "False"], done.stderr
+
+
+def test_a_launched_sandbox_is_one_tree_that_freezes_thaws_and_ends(state_dir: Path) -> None:
+    argv = bwrap_argv(
+        plan(state_dir, "tree", network=False),
+        ["sh", "-c", "sleep 300 & (sleep 301 &) ; exec sleep 302"],
+    )
+    launched = launch(argv, state_dir / "tree.log")
+    root, start = launched.init_pid, launched.init_start
+    try:
+        pids = procs.tree(root, start)
+        while len(pids) < 4:  # init, sh→sleep 302, sleep 300, the orphaned sleep 301
+            pids = procs.tree(root, start)
+        starts = {pid: stat.start for pid in pids if (stat := procs.read_stat(pid))}
+        # The box has its own session: a signal to holmd's process group misses it.
+        assert os.getsid(root) != os.getsid(0)
+
+        procs.freeze(root, start)
+        assert procs.is_frozen(root, start)
+        assert all(procs.is_stopped(pid) for pid in procs.tree(root, start))
+
+        procs.thaw(root, start)
+        assert not any(procs.is_stopped(pid) for pid in procs.tree(root, start))
+
+        procs.freeze(root, start)
+        procs.end(root, start, grace_s=2.0)
+        assert procs.tree(root, start) == []
+        assert not any(procs.is_alive(pid, start) for pid, start in starts.items())
+        assert launched.process.wait(timeout=10) is not None
+    finally:
+        procs.send([root], signal.SIGKILL)
+
+
+def test_a_reused_pid_is_not_taken_for_the_box() -> None:
+    me = procs.read_stat(os.getpid())
+    assert me is not None
+    assert procs.is_alive(me.pid, me.start)
+    assert not procs.is_alive(me.pid, me.start + 1)
