@@ -1,0 +1,54 @@
+"""Projections: what is derived from the traces by pure folds over their entries (a box's
+state, the events feed, the trace's text and figures), so each can be rebuilt from the log
+at any time and equal the live one."""
+
+from holm.projections.box_state import (
+    DELETED_REASON,
+    BoxState,
+    ForkOrigin,
+    Holder,
+    Lifecycle,
+    NotABoxTrace,
+    apply,
+    fold,
+)
+from holm.projections.events_feed import (
+    LIMIT_DEFAULT,
+    LIMIT_MAX,
+    Event,
+    EventKind,
+    EventsFeed,
+    EventsPage,
+    event_of,
+    events_from_traces,
+    read_page,
+)
+from holm.projections.stats import TraceStats, trace_stats
+from holm.projections.text import INCOMPLETE_LINE, action_text, entry_line, entry_text, render_lines
+
+__all__ = [
+    "DELETED_REASON",
+    "INCOMPLETE_LINE",
+    "LIMIT_DEFAULT",
+    "LIMIT_MAX",
+    "BoxState",
+    "Event",
+    "EventKind",
+    "EventsFeed",
+    "EventsPage",
+    "ForkOrigin",
+    "Holder",
+    "Lifecycle",
+    "NotABoxTrace",
+    "TraceStats",
+    "action_text",
+    "apply",
+    "entry_line",
+    "entry_text",
+    "event_of",
+    "events_from_traces",
+    "fold",
+    "read_page",
+    "render_lines",
+    "trace_stats",
+]

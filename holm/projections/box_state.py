@@ -1,0 +1,265 @@
+"""A box's state, folded from its trace: `apply(state, entry)` is pure, and `fold` is
+`apply` over a sequence, so the live state and a state rebuilt from the log are equal.
+
+Lifecycle (the entry → the state it leaves):
+
+    box_created → starting        box_ready   → ready       box_paused  → paused
+    box_resumed → ready           box_stopped → stopped     box_started → starting
+    box_failed  → failed (why)    box_unreachable → unreachable (reason)
+    gone        → gone, removed (reason)                    box_deleted → gone, removed
+    adopted     → ready (and the box itself, when the trace has no box_created)
+
+`removed` is sticky: a removed box leaves the list and answers 410 whatever follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, TypeVar
+
+import msgspec
+
+from holm.events.entries import (
+    Acted,
+    Adopted,
+    AppLaunched,
+    AppsInstalled,
+    BoxCreated,
+    BoxDeleted,
+    BoxFailed,
+    BoxPaused,
+    BoxReady,
+    BoxResumed,
+    BoxStarted,
+    BoxStopped,
+    BoxUnreachable,
+    ClipboardRead,
+    ClipboardSet,
+    Entry,
+    Executed,
+    FileRead,
+    FileWritten,
+    ForkedFrom,
+    FrameSeen,
+    Gone,
+    ImageBuilt,
+    ImageRemoved,
+    PageCaptured,
+    TakeoverEnded,
+    TakeoverStarted,
+)
+from holm.wire.spec import DEFAULT_HEIGHT, DEFAULT_WIDTH, Placement, Spec, canonical_spec
+
+Lifecycle = Literal["starting", "ready", "paused", "stopped", "unreachable", "gone", "failed"]
+Holder = Literal["agent", "person"]
+
+DELETED_REASON = "deleted"
+
+_T = TypeVar("_T")
+_AGENT: tuple[Holder, ...] = ("agent",)
+
+
+class NotABoxTrace(ValueError):
+    """The entries do not describe a box: they start with something other than
+    `box_created` or `adopted`, create it twice, or belong to the server trace."""
+
+
+class ForkOrigin(msgspec.Struct, frozen=True):
+    source: str
+    up_to: int | None = None
+
+
+class BoxState(msgspec.Struct, kw_only=True, frozen=True):
+    id: str
+    runtime: str
+    state: Lifecycle
+    # Gone or deleted: the box leaves the list and each call to it answers 410.
+    removed: bool = False
+    reason: str | None = None
+    spec: Spec | None = None
+    placement: Placement | None = None
+    spec_digest: str | None = None
+    created_at_ms: int
+    expires_at_ms: int | None = None
+    idle_timeout_secs: int | None = None
+    # The last entry by an agent or a person: the idle reaper's clock. The server's own
+    # entries (adoption, removal) are not use.
+    last_used_ms: int
+    owner: str | None = None
+    screens: int = 1
+    width: int = DEFAULT_WIDTH
+    height: int = DEFAULT_HEIGHT
+    # One item per screen: the hash of the last frame seen, and who has the screen.
+    frames: tuple[str | None, ...] = (None,)
+    held_by: tuple[Holder, ...] = ("agent",)
+    viewer_urls: tuple[str, ...] = ()
+    devtools_url: str | None = None
+    forked_from: ForkOrigin | None = None
+    adopted: bool = False
+    # The seq of the last entry folded in, so a reader can go on from there.
+    last_seq: int = -1
+
+
+def apply(state: BoxState | None, entry: Entry) -> BoxState:
+    """The state after `entry`. Never changes `state`."""
+    if state is None:
+        return _first(entry)
+    used = entry.at_ms if entry.actor != "system" else state.last_used_ms
+    step: dict[str, object] = {"last_seq": entry.seq, "last_used_ms": used}
+    # The kinds that happen most (steps and frames) come first: `match` tries in order.
+    match entry:
+        case FrameSeen(screen=screen, frame=frame):
+            step["frames"] = _put(state.frames, screen, frame, None)
+        case (
+            Acted()
+            | Executed()
+            | AppLaunched()
+            | AppsInstalled()
+            | FileWritten()
+            | FileRead()
+            | ClipboardSet()
+            | ClipboardRead()
+            | PageCaptured()
+        ):
+            pass
+        case TakeoverStarted(screen=screen):
+            step["held_by"] = _put(state.held_by, screen, "person", "agent")
+        case TakeoverEnded(screen=screen):
+            step["held_by"] = _put(state.held_by, screen, "agent", "agent")
+        case BoxReady(viewer_urls=viewer_urls, devtools_url=devtools_url):
+            step.update(state="ready", reason=None, viewer_urls=tuple(viewer_urls))
+            step["devtools_url"] = devtools_url
+        case BoxPaused():
+            step.update(state="paused", reason=None)
+        case BoxResumed():
+            step.update(state="ready", reason=None)
+        case BoxStopped():
+            # The desktop is released: its viewers, frames and takeovers end with it.
+            step.update(state="stopped", reason=None, **_no_desktop(state.screens))
+        case BoxStarted():
+            step.update(state="starting", reason=None)
+        case BoxFailed(why=why):
+            step.update(state="failed", reason=why)
+        case BoxUnreachable(reason=reason):
+            step.update(state="unreachable", reason=reason)
+        case Gone(reason=reason):
+            step.update(state="gone", removed=True, reason=reason)
+        case BoxDeleted():
+            step.update(state="gone", removed=True, reason=DELETED_REASON)
+        case ForkedFrom(source=source, up_to=up_to):
+            step["forked_from"] = ForkOrigin(source, up_to)
+        case Adopted():
+            step.update(state="ready", reason=None, adopted=True, **_adopted_fields(state, entry))
+        case BoxCreated():
+            raise NotABoxTrace(f"entry {entry.seq}: box_created again, in a box already created")
+        case ImageBuilt() | ImageRemoved():
+            raise NotABoxTrace(f"entry {entry.seq}: {_kind(entry)} belongs to the server trace")
+        case _:
+            raise TypeError(f"not a trace entry: {entry!r}")
+    return msgspec.structs.replace(state, **step)
+
+
+def fold(entries: Iterable[Entry], state: BoxState | None = None) -> BoxState | None:
+    """`apply` over `entries`, from `state` (nothing when None). None for no entries."""
+    for entry in entries:
+        state = apply(state, entry)
+    return state
+
+
+def _first(entry: Entry) -> BoxState:
+    match entry:
+        case BoxCreated():
+            spec = canonical_spec(entry.spec).desktop
+            return BoxState(
+                id=entry.box_id,
+                runtime=entry.runtime,
+                state="starting",
+                spec=entry.spec,
+                placement=entry.placement,
+                spec_digest=entry.spec_digest,
+                created_at_ms=entry.at_ms,
+                expires_at_ms=entry.expires_at_ms,
+                idle_timeout_secs=entry.placement.idle_timeout_secs,
+                last_used_ms=entry.at_ms,
+                owner=entry.owner,
+                width=spec.width or DEFAULT_WIDTH,
+                height=spec.height or DEFAULT_HEIGHT,
+                screens=spec.screens,
+                frames=(None,) * spec.screens,
+                held_by=_AGENT * spec.screens,
+                last_seq=entry.seq,
+            )
+        case Adopted():
+            # The store lost the box's record (or never had it): the adoption names it.
+            bare = BoxState(
+                id=entry.box_id,
+                runtime=entry.runtime,
+                state="ready",
+                created_at_ms=entry.at_ms,
+                last_used_ms=entry.at_ms,
+                adopted=True,
+                last_seq=entry.seq,
+            )
+            return msgspec.structs.replace(bare, **_adopted_fields(bare, entry))
+        case _:
+            raise NotABoxTrace(
+                f"entry {entry.seq}: a box's trace starts with box_created or adopted,"
+                f" not {_kind(entry)}"
+            )
+
+
+def _adopted_fields(state: BoxState, entry: Adopted) -> dict[str, object]:
+    """What an adoption fills in: only what the box's record does not have already."""
+    fields: dict[str, object] = {}
+    if state.spec is None and entry.spec is not None:
+        desktop = canonical_spec(entry.spec).desktop
+        fields.update(
+            spec=entry.spec,
+            width=desktop.width or DEFAULT_WIDTH,
+            height=desktop.height or DEFAULT_HEIGHT,
+            **_no_desktop(desktop.screens),
+        )
+    if state.placement is None and entry.placement is not None:
+        fields["placement"] = entry.placement
+        fields["idle_timeout_secs"] = entry.placement.idle_timeout_secs
+    for name in ("spec_digest", "expires_at_ms", "owner"):
+        if getattr(state, name) is None and getattr(entry, name) is not None:
+            fields[name] = getattr(entry, name)
+    return fields
+
+
+def _no_desktop(screens: int) -> dict[str, object]:
+    return {
+        "screens": screens,
+        "frames": (None,) * screens,
+        "held_by": _AGENT * screens,
+        "viewer_urls": (),
+        "devtools_url": None,
+    }
+
+
+def _put(items: tuple[_T, ...], index: int, value: _T, filler: _T) -> tuple[_T, ...]:
+    """`items` with `items[index] = value`, grown with `filler` when the screen is past
+    the end (an entry for a screen the spec did not ask for is still kept)."""
+    if index < 0:
+        raise NotABoxTrace(f"screen {index} is not a screen")
+    if index >= len(items):
+        items = items + (filler,) * (index + 1 - len(items))
+    return (*items[:index], value, *items[index + 1 :])
+
+
+def _kind(entry: object) -> str:
+    config = getattr(type(entry), "__struct_config__", None)
+    return str(config.tag) if config is not None else type(entry).__name__
+
+
+__all__ = [
+    "DELETED_REASON",
+    "BoxState",
+    "ForkOrigin",
+    "Holder",
+    "Lifecycle",
+    "NotABoxTrace",
+    "apply",
+    "fold",
+]

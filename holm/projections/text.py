@@ -1,0 +1,279 @@
+"""The trace as text, one line an entry, in the form of `holm trace`:
+
+       0  agent    created 1280x800
+       1  agent    screen 0  open_url https://example.com
+       2  agent    screen 0  the screen changed
+       3  agent    screen 0 handed to a person
+
+`f"{seq:>4}  {actor:<8} {text}"`. What happened on one screen starts `screen N` and two
+spaces; a change of who has the screen reads as a sentence, with one. Every form is listed
+in docs/trace.md. Rendering never fails: a value that would break the line (a newline in a
+typed text, a long URL) is escaped and clipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from holm.events.entries import (
+    Acted,
+    Adopted,
+    AppLaunched,
+    AppsInstalled,
+    BoxCreated,
+    BoxDeleted,
+    BoxFailed,
+    BoxPaused,
+    BoxReady,
+    BoxResumed,
+    BoxStarted,
+    BoxStopped,
+    BoxUnreachable,
+    ClipboardRead,
+    ClipboardSet,
+    Entry,
+    Executed,
+    FileRead,
+    FileWritten,
+    ForkedFrom,
+    FrameSeen,
+    Gone,
+    ImageBuilt,
+    ImageRemoved,
+    PageCaptured,
+    TakeoverEnded,
+    TakeoverStarted,
+)
+from holm.wire import actions as a
+from holm.wire.spec import DEFAULT_HEIGHT, DEFAULT_WIDTH
+
+INCOMPLETE_LINE = "incomplete: the trace ends in a torn line (its writer stopped mid-entry)"
+
+# How much of a free text a line shows: a step's hint (URL, typed text, command), and a
+# reason or error message, which says more and is what a reader came for.
+CLIP = 60
+CLIP_REASON = 120
+
+
+def entry_line(entry: Entry) -> str:
+    return f"{entry.seq:>4}  {entry.actor:<8} {entry_text(entry)}"
+
+
+def render_lines(entries: Iterable[Entry], incomplete: bool = False) -> Iterator[str]:
+    """The lines of a trace; a trace whose writer stopped mid-line ends with a line that
+    says it is incomplete, after every whole entry."""
+    for entry in entries:
+        yield entry_line(entry)
+    if incomplete:
+        yield INCOMPLETE_LINE
+
+
+def entry_text(entry: Entry) -> str:
+    match entry:
+        case Acted(screen=screen, action=action, ok=ok, error=error):
+            text = f"screen {screen}  {action_text(action)}"
+            if ok:
+                return text
+            why = _clip(error.message, CLIP_REASON) if error else "no reason given"
+            return f"{text} failed: {why}"
+        case FrameSeen(screen=screen):
+            return f"screen {screen}  the screen changed"
+        case Executed(argv=argv, code=code, timed_out=timed_out):
+            if timed_out:
+                outcome = "timed out"
+            else:
+                outcome = str(code) if code is not None else "no exit code"
+            return f"ran {_command(argv)} → {outcome}"
+        case TakeoverStarted(screen=screen, shared=shared):
+            return f"screen {screen} handed to a person" + (" (shared)" if shared else "")
+        case TakeoverEnded(screen=screen):
+            return f"screen {screen} taken back"
+        case BoxCreated(spec=spec):
+            width = spec.desktop.width or DEFAULT_WIDTH
+            height = spec.desktop.height or DEFAULT_HEIGHT
+            screens = spec.desktop.screens
+            return f"created {width}x{height}" + (f", {screens} screens" if screens != 1 else "")
+        case ForkedFrom(source=source, up_to=up_to):
+            return f"forked from {_clip(source)}" + (f" up to {up_to}" if up_to is not None else "")
+        case Adopted():
+            return "adopted"
+        case BoxReady():
+            return "ready"
+        case BoxPaused():
+            return "paused"
+        case BoxResumed():
+            return "resumed"
+        case BoxStopped():
+            return "stopped"
+        case BoxStarted():
+            return "started"
+        case BoxFailed(why=why):
+            return f"failed: {_clip(why, CLIP_REASON)}"
+        case BoxUnreachable(reason=reason):
+            return f"unreachable: {_clip(reason, CLIP_REASON)}"
+        case Gone(reason=reason):
+            return f"removed: {_clip(reason, CLIP_REASON)}"
+        case BoxDeleted():
+            return "deleted"
+        case AppLaunched(screen=screen, app=app, window=window):
+            return f"screen {screen}  launched {_clip(app)}" + (
+                f" (window {_clip(window)})" if window else ""
+            )
+        case AppsInstalled(apps=apps):
+            return f"installed {_clip(', '.join(apps))}"
+        case FileWritten(path=path, bytes=size):
+            return f"wrote {_clip(path)} ({_bytes(size)})"
+        case FileRead(path=path, bytes=size):
+            return f"read {_clip(path)} ({_bytes(size)})"
+        case ClipboardSet(screen=screen, selection=selection, bytes=size):
+            return f"screen {screen}  set the {_selection(selection)} ({_bytes(size)})"
+        case ClipboardRead(screen=screen, selection=selection, bytes=size):
+            return f"screen {screen}  read the {_selection(selection)} ({_bytes(size)})"
+        case PageCaptured(format=format_, bytes=size, screen=screen, path=path):
+            where = f" to {_clip(path)}" if path else ""
+            text = f"captured the page as {_clip(format_)}{where} ({_bytes(size)})"
+            return f"screen {screen}  {text}" if screen is not None else text
+        case ImageBuilt(runtime=runtime, image=image):
+            return f"built image {_clip(image)} on {_clip(runtime)}"
+        case ImageRemoved(runtime=runtime, image=image):
+            return f"removed image {_clip(image)} from {_clip(runtime)}"
+        case _:
+            return f"{_clip(type(entry).__name__)}"
+
+
+def action_text(action: a.Action) -> str:
+    """The action's type and a short hint of what it did."""
+    hint = _action_hint(action)
+    tag = str(action.__struct_config__.tag)
+    return f"{tag} {hint}" if hint else tag
+
+
+def _action_hint(action: a.Action) -> str:
+    match action:
+        case a.Click(at=at, button=button, held=held):
+            return _words(_point(at), _button(button), _held(held))
+        case a.DoubleClick(at=at) | a.MouseDown(at=at) | a.MouseUp(at=at):
+            return _words(_point(at), _button(action.button))
+        case a.Move(to=to):
+            return _point(to)
+        case a.Drag(from_=start, to=end, button=button, held=held):
+            return _words(
+                f"{_point(start) or 'pointer'} → {_point(end)}", _button(button), _held(held)
+            )
+        case a.Path(through=through):
+            return f"through {len(through)} points"
+        case a.Scroll(at=at, dx=dx, dy=dy):
+            return _words(_point(at), f"dx={dx}" if dx else "", f"dy={dy}" if dy else "")
+        case a.Type(text=text):
+            return _quoted(text)
+        case a.Press(chord=chord, then=then, held=held):
+            return _clip(_words("+".join(chord), *then, _held(held)))
+        case a.KeyDown(key=key) | a.KeyUp(key=key):
+            return _clip(key)
+        case a.Wait(ms=ms):
+            return f"{ms} ms"
+        case a.AwaitWindow(what=what):
+            return _clip(what.class_ or what.title or "")
+        case a.OnWindow(window=window, what=what):
+            return f"{_clip(window)} {what.do}"
+        case a.Launch(app=app, args=args):
+            return _command([app, *args])
+        case a.Record(what=what):
+            return what.do
+        case a.Clipboard(selection=selection, text=text):
+            # The text itself stays out of the line, as the trace keeps no clipboard text.
+            verb = "read" if text is None else "set"
+            return verb if selection == "clipboard" else f"{verb} {selection}"
+        case a.OpenUrl(url=url, label=label):
+            return _clip(url) + (f" as {_clip(label)}" if label else "")
+        case a.OnTab(tab=tab, close=close):
+            return _clip(tab) + (" close" if close else "")
+        case a.OnPage(what=what) | a.OnNode(what=what):
+            return _operation(what)
+        case a.Look(what=what):
+            return _quoted(what.get("query"))
+        case a.Evaluate(what=what):
+            return _clip(what.expression)
+        case a.Dialog(accept=accept):
+            return "accept" if accept else "dismiss"
+        case a.Exec(what=what):
+            return _command(what.argv)
+        case a.ReadFile(path=path) | a.ListFiles(path=path):
+            return _clip(path)
+        case a.WriteFile(what=what):
+            return _clip(what.path)
+        case a.Grep(what=what) | a.Glob(what=what):
+            return f"{_quoted(what.pattern)} in {_clip(what.path)}"
+        case _:
+            return ""
+
+
+def _operation(what: dict[str, Any]) -> str:
+    """An element or widget operation: its `op` and what it looks for."""
+    op = what.get("op")
+    target = what.get("query", what.get("node"))
+    if isinstance(target, dict):
+        target = target.get("query")
+    return _words(
+        _clip(str(op)) if op is not None else "",
+        _quoted(target) if target else "",
+        _clip(str(what["go"])) if "go" in what else "",
+    )
+
+
+def _point(point: a.Point | None) -> str:
+    return f"{point.x},{point.y}" if point is not None else ""
+
+
+def _button(button: str) -> str:
+    return "" if button == "left" else button
+
+
+def _held(held: list[a.Modifier]) -> str:
+    return f"with {'+'.join(held)}" if held else ""
+
+
+def _words(*words: str) -> str:
+    return " ".join(word for word in words if word)
+
+
+def _command(argv: list[str]) -> str:
+    """A command as a person would type it: an argument with spaces or quotes in double
+    quotes (easier to read than a shell's exact quoting, which is not the point here)."""
+    return _clip(" ".join(_argument(arg) for arg in argv))
+
+
+def _argument(arg: str) -> str:
+    if arg and not any(c.isspace() or c in "\"'\\" for c in arg):
+        return arg
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _selection(selection: str) -> str:
+    return "clipboard" if selection == "clipboard" else f"{_clip(selection)} selection"
+
+
+def _bytes(size: int) -> str:
+    return "1 byte" if size == 1 else f"{size} bytes"
+
+
+def _quoted(value: object) -> str:
+    if value is None:
+        return ""
+    return '"' + _clip(str(value)).replace('"', '\\"') + '"'
+
+
+def _clip(text: str, most: int = CLIP) -> str:
+    """One line of at most `most` characters: control characters (a newline in a typed
+    text) are escaped, so that an entry stays one line."""
+    text = "".join(c if c.isprintable() else _escape(c) for c in text)
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _escape(char: str) -> str:
+    named = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    return named.get(char, f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+
+__all__ = ["CLIP", "INCOMPLETE_LINE", "action_text", "entry_line", "entry_text", "render_lines"]
