@@ -1,0 +1,166 @@
+"""The default store (`HOLM_STORAGE_BACKEND=memory`): traces in the server's memory, lost
+when it stops.
+
+Bounded as the spec says: at most 10,000 entries and 256 frames for each trace, and 256
+box traces; the oldest goes first. Dropping old entries does not renumber: seq keeps
+counting, and a read from the start begins at the oldest kept. The trace dropped when a
+257th box arrives is the one written least recently; the server's own trace does not count
+as a box. Entries are kept as their encoded lines, so that a reader gets its own copy,
+shaped exactly as the durable store would give it back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+from itertools import islice
+
+import msgspec
+
+from holm.events.blobs import check_name
+from holm.events.codec import decode_lines, encode_entry
+from holm.events.entries import SERVER_TRACE, Entry
+from holm.events.store import PAGE_MAX, PruneReport, TraceInfo
+
+MAX_ENTRIES = 10_000
+MAX_FRAMES = 256
+MAX_TRACES = 256
+
+
+class _Frame(msgspec.Struct):
+    png: bytes
+    at_ms: int
+
+
+class _Trace:
+    __slots__ = ("first_at_ms", "frames", "last_at_ms", "lines", "name", "next_seq")
+
+    def __init__(self, name: str, max_entries: int) -> None:
+        self.name = name
+        self.lines: deque[tuple[int, bytes]] = deque(maxlen=max_entries)  # (at_ms, line)
+        self.next_seq = 0
+        self.first_at_ms: int | None = None
+        self.last_at_ms: int | None = None
+        self.frames: OrderedDict[str, _Frame] = OrderedDict()
+
+    def info(self) -> TraceInfo:
+        return TraceInfo(
+            trace=self.name,
+            entries=len(self.lines),
+            max_seq=self.next_seq - 1,
+            first_at_ms=self.lines[0][0] if self.lines else None,
+            last_at_ms=self.last_at_ms,
+        )
+
+
+class MemoryStore:
+    def __init__(
+        self,
+        *,
+        keep_frames_secs: int = 2 * 3600,
+        keep_entries_secs: int = 7 * 24 * 3600,
+        max_entries: int = MAX_ENTRIES,
+        max_frames: int = MAX_FRAMES,
+        max_traces: int = MAX_TRACES,
+    ) -> None:
+        self.keep_frames_secs = keep_frames_secs
+        self.keep_entries_secs = keep_entries_secs
+        self.max_entries = max_entries
+        self.max_frames = max_frames
+        self.max_traces = max_traces
+        # Least recently written first.
+        self._traces: OrderedDict[str, _Trace] = OrderedDict()
+
+    async def append(self, trace: str, entries: Sequence[Entry]) -> list[Entry]:
+        if not entries:
+            check_name("trace", trace)
+            return []
+        holder = self._holder(trace)
+        seq = holder.next_seq
+        numbered = [msgspec.structs.replace(entry, seq=seq + i) for i, entry in enumerate(entries)]
+        # Encoded before anything changes, so an entry that cannot be written fails alone.
+        lines = [encode_entry(entry) for entry in numbered]
+        holder.lines.extend(zip((entry.at_ms for entry in numbered), lines, strict=True))
+        holder.next_seq += len(numbered)
+        holder.last_at_ms = numbered[-1].at_ms
+        return numbered
+
+    async def read(
+        self, trace: str, after: int | None = None, limit: int = PAGE_MAX
+    ) -> list[Entry]:
+        holder = self._traces.get(trace)
+        if holder is None or limit <= 0:
+            return []
+        oldest = holder.next_seq - len(holder.lines)
+        start = 0 if after is None else max(after + 1 - oldest, 0)
+        page = islice(holder.lines, start, start + limit)
+        return decode_lines(b"".join(line for _, line in page))
+
+    async def max_seq(self, trace: str) -> int:
+        holder = self._traces.get(trace)
+        return -1 if holder is None else holder.next_seq - 1
+
+    async def info(self, trace: str) -> TraceInfo | None:
+        holder = self._traces.get(trace)
+        return None if holder is None or holder.next_seq == 0 else holder.info()
+
+    async def traces(self) -> list[TraceInfo]:
+        return [
+            self._traces[name].info()
+            for name in sorted(self._traces)
+            if self._traces[name].next_seq > 0
+        ]
+
+    async def put_frame(self, trace: str, frame_hash: str, png: bytes) -> None:
+        check_name("frame hash", frame_hash)
+        frames = self._holder(trace).frames
+        frames[frame_hash] = _Frame(png, _now_ms())
+        frames.move_to_end(frame_hash)
+        while len(frames) > self.max_frames:
+            frames.popitem(last=False)
+
+    async def get_frame(self, trace: str, frame_hash: str) -> bytes | None:
+        holder = self._traces.get(trace)
+        frame = None if holder is None else holder.frames.get(frame_hash)
+        return None if frame is None else frame.png
+
+    async def prune(self, now_ms: int) -> PruneReport:
+        report = PruneReport()
+        frames_cutoff = now_ms - self.keep_frames_secs * 1000
+        entries_cutoff = now_ms - self.keep_entries_secs * 1000
+        for name, holder in list(self._traces.items()):
+            if holder.last_at_ms is not None and holder.last_at_ms < entries_cutoff:
+                del self._traces[name]
+                report.boxes += 1
+                report.entries += len(holder.lines)
+                report.frames += len(holder.frames)
+                continue
+            for frame_hash, frame in list(holder.frames.items()):
+                if frame.at_ms < frames_cutoff:
+                    del holder.frames[frame_hash]
+                    report.frames += 1
+        return report
+
+    async def close(self) -> None:
+        self._traces.clear()
+
+    def _holder(self, trace: str) -> _Trace:
+        """The trace to write to, made the most recent; a new one may push out the least
+        recently written box trace."""
+        holder = self._traces.get(trace)
+        if holder is None:
+            check_name("trace", trace)
+            holder = self._traces[trace] = _Trace(trace, self.max_entries)
+            boxes = [name for name in self._traces if name != SERVER_TRACE]
+            for name in boxes[: max(len(boxes) - self.max_traces, 0)]:
+                del self._traces[name]
+        self._traces.move_to_end(trace)
+        return holder
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+__all__ = ["MAX_ENTRIES", "MAX_FRAMES", "MAX_TRACES", "MemoryStore"]
