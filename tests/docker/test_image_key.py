@@ -1,0 +1,95 @@
+"""The image key (the tag): one image per image source, added packages and architecture;
+nothing else of a spec changes it."""
+
+from __future__ import annotations
+
+import msgspec
+
+from holm.adapters.docker.dockerfile import FEATURE_PACKAGES, render
+from holm.adapters.docker.images import image_key, image_ref, image_source
+from holm.wire.spec import Desktop, Policy, Spec, default_features
+
+ARCH = "amd64"
+
+
+def test_the_same_spec_gives_the_same_key() -> None:
+    spec = Spec(desktop=Desktop(packages=["jq", "curl"]))
+    assert image_key(spec, image_source(), ARCH) == image_key(spec, image_source(), ARCH)
+
+
+def test_the_default_features_and_the_same_features_by_name_are_one_image() -> None:
+    source = image_source()
+    named = Spec(desktop=Desktop(features=list(reversed(default_features("x11")))))
+    assert image_key(Spec(), source, ARCH) == image_key(named, source, ARCH)
+
+
+def test_package_order_and_repeats_do_not_make_a_new_image() -> None:
+    source = image_source()
+    one = Spec(desktop=Desktop(packages=["jq", "curl"]))
+    other = Spec(desktop=Desktop(packages=["curl", "jq", "curl"]))
+    assert image_key(one, source, ARCH) == image_key(other, source, ARCH)
+
+
+def test_what_the_container_is_given_does_not_make_a_new_image() -> None:
+    source = image_source()
+    other = Spec(desktop=Desktop(width=800, height=600, screens=3), policy=Policy(network=False))
+    assert image_key(Spec(), source, ARCH) == image_key(other, source, ARCH)
+
+
+def test_added_packages_make_a_new_image() -> None:
+    source = image_source()
+    keys = {
+        image_key(Spec(), source, ARCH),
+        image_key(Spec(desktop=Desktop(packages=["jq"])), source, ARCH),
+        image_key(Spec(desktop=Desktop(packages=["jq", "curl"])), source, ARCH),
+        image_key(Spec(desktop=Desktop(features=[])), source, ARCH),
+        image_key(Spec(desktop=Desktop(features=["audio"])), source, ARCH),
+    }
+    assert len(keys) == 5
+
+
+def test_the_architecture_makes_a_new_image() -> None:
+    source = image_source()
+    assert image_key(Spec(), source, "amd64") != image_key(Spec(), source, "arm64")
+
+
+def test_each_part_of_the_image_source_makes_a_new_image() -> None:
+    source = image_source()
+    (first_path, _), *rest = source.agent_files
+    changed = [
+        msgspec.structs.replace(source, template=source.template + "RUN true\n"),
+        msgspec.structs.replace(source, base_image="debian:trixie-slim"),
+        msgspec.structs.replace(source, agent_files=((first_path, "0" * 64), *rest)),
+        msgspec.structs.replace(source, python_libraries=(*source.python_libraries, "six==9.9")),
+        msgspec.structs.replace(source, python_version="3.12"),
+    ]
+    keys = {image_key(Spec(), s, ARCH) for s in changed}
+    assert image_key(Spec(), source, ARCH) not in keys
+    assert len(keys) == len(changed)
+
+
+def test_the_source_holds_the_agent_code_and_its_libraries() -> None:
+    source = image_source()
+    paths = [path for path, _ in source.agent_files]
+    assert "adapters/agent/protocol.py" in paths
+    assert "adapters/base.py" in paths
+    # The server's code is not in a box's image.
+    assert not any(path.startswith(("http/", "engine", "adapters/docker/")) for path in paths)
+    names = {lib.split("==")[0].lower() for lib in source.python_libraries}
+    assert {"msgspec", "aiohttp", "pillow", "python-xlib", "six", "yarl"} <= names
+
+
+def test_the_tag_names_the_key() -> None:
+    key = image_key(Spec(), image_source(), ARCH)
+    assert image_ref(key) == f"holm-box:{key}"
+    assert len(key) == 32 and int(key, 16) >= 0
+
+
+def test_each_feature_installs_its_packages_and_no_other() -> None:
+    bare = render([], [], "3.11")
+    for feature, packages in FEATURE_PACKAGES.items():
+        text = render([feature], [], "3.11")
+        for package in packages:
+            assert package in text and package not in bare
+    with_jq = render([], ["jq"], "3.11")
+    assert " jq" in with_jq and " jq" not in bare
