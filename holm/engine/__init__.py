@@ -1,0 +1,7 @@
+"""The command side of holm: operations on boxes that call the runtimes and append what
+happened to the log. `Engine` is used by the HTTP routes and the replay interpreter."""
+
+from .engine import Engine, new_box_id
+from .views import box_view
+
+__all__ = ["Engine", "box_view", "new_box_id"]

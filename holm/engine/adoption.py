@@ -1,0 +1,113 @@
+"""Start-up: settle the boxes the log knows with the boxes the runtimes have.
+
+- A box in both: its trace simply continues. If the server stopped while the box was
+  starting, the box is taken back with `adopted`; if the runtime's state differs from the
+  trace's (paused, running, stopped), the difference is recorded by the `system` actor.
+- A box in the log that its runtime no longer has: `box_unreachable`, then `gone`; one that
+  was starting when the server stopped: `box_failed`.
+- A box a runtime has (created by this server) that the log lacks, because the store lost it
+  or keeps nothing across restarts (the memory store): a new trace that starts with
+  `adopted`, carrying the spec and placement the runtime kept.
+- A box the log says was removed but the runtime still has: removed from the runtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from holm.adapters.base import Runtime, RuntimeBox
+from holm.errors import HolmError
+from holm.events.entries import (
+    Adopted,
+    BoxFailed,
+    BoxPaused,
+    BoxResumed,
+    BoxStopped,
+    Entry,
+)
+from holm.wire.spec import DEFAULT_LIFETIME_SECS, Placement, Spec, spec_digest
+
+from .guards import boundary
+from .journal import entry, now_ms
+from .reaper import LOST_REASON
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+log = logging.getLogger(__name__)
+
+STOPPED_WHILE_STARTING = "the server stopped before the box was ready"
+
+
+async def reconcile(engine: Engine) -> None:
+    for name, runtime in engine.runtimes.items():
+        try:
+            listed = await boundary(runtime.list(), "listing boxes")
+        except HolmError as exc:
+            log.warning("the %s runtime could not list its boxes: %s", name, exc)
+            continue
+        mine = [box for box in listed if box.server_id in (None, engine.server_id)]
+        for box in mine:
+            await _settle_listed(engine, runtime, box)
+        have = {box.box_id for box in listed}
+        for state in engine.boxes():
+            if state.runtime != name or state.id in have or state.state == "failed":
+                continue
+            if state.state == "starting":
+                failed = entry(BoxFailed, "system", why=STOPPED_WHILE_STARTING)
+                await engine.journal.append(state.id, [failed])
+            else:
+                await engine.remove(state.id, LOST_REASON, lost=True)
+
+
+async def _settle_listed(engine: Engine, runtime: Runtime, box: RuntimeBox) -> None:
+    state = engine.journal.state(box.box_id)
+    if state is not None and state.runtime != runtime.name:
+        log.warning("box %s is on %s, its trace says %s", box.box_id, runtime.name, state.runtime)
+        return
+    if state is not None and state.removed:
+        with contextlib.suppress(HolmError):
+            await boundary(runtime.delete(box.box_id), "removing a removed box")
+        return
+    entries: list[Entry] = []
+    if state is None:
+        entries.append(_adopted_unknown(runtime.name, box))
+        was = "ready"
+    elif state.state in ("starting", "unreachable", "failed"):
+        entries.append(entry(Adopted, "system", box_id=box.box_id, runtime=runtime.name))
+        was = "ready"
+    else:
+        was = state.state
+    now = {"running": "ready", "paused": "paused", "stopped": "stopped"}[box.state]
+    if was != now:
+        entries.extend(_difference(was, now))
+    if entries:
+        await engine.journal.append(box.box_id, entries)
+
+
+def _adopted_unknown(runtime: str, box: RuntimeBox) -> Adopted:
+    spec = box.spec or Spec()
+    placement = box.placement or Placement(runtime=runtime)
+    created = box.created_at_ms or now_ms()
+    lifetime = placement.expires_after_secs or DEFAULT_LIFETIME_SECS
+    return entry(
+        Adopted,
+        "system",
+        box_id=box.box_id,
+        runtime=runtime,
+        spec=spec,
+        placement=placement,
+        spec_digest=spec_digest(spec),
+        expires_at_ms=created + lifetime * 1000,
+    )
+
+
+def _difference(was: str, now: str) -> list[Entry]:
+    """What the runtime did while the server was away, as the entries that say so."""
+    if now == "paused":
+        return [entry(BoxPaused, "system")]
+    if now == "stopped":
+        return [entry(BoxStopped, "system")]
+    return [entry(BoxResumed, "system")]

@@ -1,0 +1,158 @@
+"""A batch of actions on one screen: each step runs in the box, and its `acted` entry is
+queued for the store at once (the next step does not wait for the fsync); the answer waits
+until every entry is durable. What the answer adds after the steps (windows, the frame, the
+cursor, what stays held down) is read while the last appends are being made durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import uuid
+from typing import Any
+
+import msgspec
+
+from holm.adapters.base import Desktop, FrameResult, Held, Released, WindowInfo
+from holm.errors import HolmError
+from holm.events.entries import Acted, Actor, AppLaunched, Entry, step_key
+from holm.wire.actions import Action, Exec, Launch, Point
+from holm.wire.api import ActionsRequest, ActionsResult, FrameView, Holding, StepResult
+
+from .guards import boundary
+from .journal import Journal, entry
+
+
+def acted_key(screen: int, action: Action) -> str:
+    return step_key("acted", {"screen": screen, "action": action})
+
+
+def launched_key(screen: int, app: str, args: list[str]) -> str:
+    return step_key("app_launched", {"screen": screen, "app": app, "args": args})
+
+
+def frame_view(frame: FrameResult) -> FrameView:
+    png = None if frame.png is None else base64.b64encode(frame.png).decode()
+    return FrameView(
+        hash=frame.hash,
+        unchanged=frame.unchanged,
+        width=frame.width,
+        height=frame.height,
+        png_base64=png,
+    )
+
+
+async def run_steps(
+    journal: Journal,
+    desktop: Desktop,
+    box_id: str,
+    screen: int,
+    request: ActionsRequest,
+    actor: Actor,
+) -> ActionsResult:
+    """Do the steps of `request` on `screen` and record each; the caller holds the screen."""
+    batch = "bat_" + uuid.uuid4().hex[:16]
+    results: list[StepResult] = []
+    appends: list[asyncio.Future[list[Entry]]] = []
+    stopped_at: int | None = None
+    for index, action in enumerate(request.actions):
+        value, error = await _step(desktop, screen, action)
+        entries: list[Entry] = [
+            entry(
+                Acted,
+                actor,
+                screen=screen,
+                action=action,
+                ok=error is None,
+                key=acted_key(screen, action),
+                error=None if error is None else error.body(),
+                batch=batch,
+                index=index,
+                result=value if isinstance(action, Exec) else None,
+            )
+        ]
+        if isinstance(action, Launch) and error is None:
+            window = (value or {}).get("window") or {}
+            entries.append(
+                entry(
+                    AppLaunched,
+                    actor,
+                    screen=screen,
+                    app=action.app,
+                    key=launched_key(screen, action.app, action.args),
+                    args=action.args,
+                    window=window.get("id") if isinstance(window, dict) else None,
+                    batch=batch,
+                )
+            )
+        appends.append(journal.submit(box_id, entries))
+        results.append(
+            StepResult(
+                index=index,
+                type=_type_of(action),
+                ok=error is None,
+                error=None if error is None else error.body(),
+                value=value or None,
+            )
+        )
+        if error is not None and not request.keep_going:
+            stopped_at = index
+            break
+    if request.settle_ms:
+        await asyncio.sleep(request.settle_ms / 1000)
+    # Both are awaited to the end whatever fails, so the entries are durable before any
+    # answer, an error included.
+    after, appended = await asyncio.gather(
+        _after_batch(desktop, screen, request),
+        asyncio.gather(*appends),
+        return_exceptions=True,
+    )
+    if isinstance(appended, BaseException):
+        raise appended
+    if isinstance(after, BaseException):
+        raise after
+    (released, held), windows, frame, cursor = after
+    return ActionsResult(
+        results=results,
+        stopped_at=stopped_at,
+        windows=windows,
+        tabs=[],
+        released=released.buttons,
+        released_keys=released.keys,
+        holding=_holding(held.buttons, held),
+        holding_keys=_holding(held.keys, held),
+        frame=None if frame is None else frame_view(frame),
+        cursor=cursor,
+    )
+
+
+async def _step(
+    desktop: Desktop, screen: int, action: Action
+) -> tuple[dict[str, Any] | None, HolmError | None]:
+    try:
+        value = await boundary(desktop.act(screen, action), f"a {_type_of(action)} step")
+    except HolmError as exc:
+        return None, exc
+    return msgspec.to_builtins(value), None
+
+
+async def _after_batch(
+    desktop: Desktop, screen: int, request: ActionsRequest
+) -> tuple[tuple[Released, Held], list[WindowInfo], FrameResult | None, Point | None]:
+    async def nothing() -> None:
+        return None
+
+    frame = desktop.frame(screen, have=request.have_frame) if "frame" in request.want else nothing()
+    cursor = desktop.cursor(screen) if "cursor" in request.want else nothing()
+    return await boundary(
+        asyncio.gather(desktop.end_batch(screen), desktop.windows(screen), frame, cursor),
+        "reading the screen after a batch",
+    )
+
+
+def _holding(names: list[str], held: Held) -> list[Holding]:
+    return [Holding(name=name, release_at_ms=held.release_at_ms) for name in names]
+
+
+def _type_of(action: Action) -> str:
+    return str(type(action).__struct_config__.tag)

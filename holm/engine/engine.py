@@ -1,0 +1,672 @@
+"""The command side: each operation checks the box's derived state, calls the runtime or the
+box's desktop, and appends what happened; it answers only once its entries are durable.
+
+Box state is never kept here: `Engine.box` and the list are the box projection that the
+journal folds as it appends (and rebuilds from the store at start-up).
+
+Concurrency: lifecycle operations on one box (pause, resume, stop, delete, removals by the
+reaper) hold that box's lock; a batch holds its screen, so a second batch on the same screen
+waits for the first, while batches on other screens, reads and `exec` run beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import contextvars
+import importlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Literal
+
+import msgspec
+
+from holm.adapters.base import (
+    Desktop,
+    ExecResult,
+    FileInfo,
+    FrameResult,
+    GrepMatch,
+    Runtime,
+    Started,
+    WindowInfo,
+)
+from holm.config import Config
+from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
+from holm.events.entries import (
+    Actor,
+    AppLaunched,
+    BoxCreated,
+    BoxDeleted,
+    BoxFailed,
+    BoxPaused,
+    BoxReady,
+    BoxResumed,
+    BoxStarted,
+    BoxStopped,
+    BoxUnreachable,
+    ClipboardRead,
+    ClipboardSet,
+    Entry,
+    Executed,
+    FileRead,
+    FileWritten,
+    ForkedFrom,
+    Gone,
+    step_key,
+)
+from holm.events.store import PAGE_MAX, PruneReport, TraceStore
+from holm.projections.box_state import BoxState
+from holm.projections.events_feed import EventsFeed
+from holm.wire.actions import Arrange, Point, Region, Selection
+from holm.wire.api import (
+    ActionsRequest,
+    ActionsResult,
+    ForkRequest,
+    ForkResult,
+    ReplayReport,
+    TracePage,
+)
+from holm.wire.spec import (
+    DEFAULT_LIFETIME_SECS,
+    Placement,
+    Spec,
+    spec_digest,
+    validate_placement,
+    validate_spec,
+)
+
+from . import guards
+from .batch import launched_key, run_steps
+from .catalog import catalog_names
+from .guards import boundary
+from .jobs import JobQueue
+from .journal import Journal, entry, now_ms, stored
+from .views import box_view
+from .watcher import FrameWatchers
+
+log = logging.getLogger(__name__)
+
+FRAME_POLL_SECS = 0.25
+
+# Set by a queued fork's job: the box it recorded when the fork was asked for, which the
+# interpreter's `create_box` then starts instead of recording another.
+_PRERECORDED: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "prerecorded", default=None
+)
+
+
+def new_box_id() -> str:
+    return "box_" + uuid.uuid4().hex
+
+
+class Engine:
+    """Every operation on boxes, for the HTTP routes and the replay interpreter alike."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: TraceStore,
+        runtimes: Mapping[str, Runtime],
+        *,
+        server_id: str,
+        frame_poll_secs: float = FRAME_POLL_SECS,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.runtimes = dict(runtimes)
+        self.server_id = server_id
+        self.feed = EventsFeed.for_config(config)
+        self.journal = Journal(store, self.feed)
+        self.jobs = JobQueue(config)
+        self.watchers = FrameWatchers(self.journal, store, self._desktop, frame_poll_secs)
+        self._box_locks: dict[str, asyncio.Lock] = {}
+        self._screen_locks: dict[tuple[str, int], asyncio.Lock] = {}
+        self._loops: list[asyncio.Task[None]] = []
+
+    # Start and stop
+
+    async def start(self) -> None:
+        """Rebuild every box from the store, settle them with what the runtimes have
+        (adopting, and forgetting what is lost), and start the watchers and, with an
+        internal schedule, the reaper, the pruner and the job runner."""
+        from .adoption import reconcile
+        from .reaper import every
+
+        await self.journal.rebuild()
+        await reconcile(self)
+        for state in self.journal.states():
+            if not state.removed and state.state == "ready":
+                self.watchers.start(state.id)
+        if self.config.schedule == "internal":
+            self.jobs.serve()
+            self._loops = [
+                asyncio.create_task(every(self.config.reap_secs, self.reap), name="reaper"),
+                asyncio.create_task(every(self.config.prune_secs, self.prune), name="pruner"),
+            ]
+
+    async def close(self) -> None:
+        for task in self._loops:
+            task.cancel()
+        for task in self._loops:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.jobs.close()
+        await self.watchers.close()
+        await self.journal.close()
+
+    # Reading
+
+    async def box(self, box_id: str) -> BoxState:
+        """The box as its trace says, removed ones included; NotFound when unknown."""
+        return guards.known(self.journal.state(box_id), box_id)
+
+    def boxes(self) -> list[BoxState]:
+        """The boxes not removed, oldest first."""
+        live = [s for s in self.journal.states() if not s.removed]
+        return sorted(live, key=lambda s: (s.created_at_ms, s.id))
+
+    def runtime_of(self, box_id: str) -> Runtime:
+        state = guards.known(self.journal.state(box_id), box_id)
+        return self._runtime_named(state.runtime)
+
+    async def read_trace(
+        self, box_id: str, after: int | None = None, limit: int = PAGE_MAX
+    ) -> TracePage:
+        """A page of a box's trace (also after the box was removed)."""
+        limit = max(1, min(limit, PAGE_MAX))
+        info = await stored(self.store.info(box_id))
+        if info is None and self.journal.state(box_id) is None:
+            raise NotFound(f"no trace for box {box_id}")
+        entries = await stored(self.store.read(box_id, after, limit))
+        last = await stored(self.store.max_seq(box_id))
+        next_after = entries[-1].seq if entries else (-1 if after is None else after)
+        return TracePage(
+            entries=entries,
+            next=next_after,
+            more=next_after < last,
+            incomplete=bool(info and info.incomplete),
+        )
+
+    async def trace_frame(self, box_id: str, frame_hash: str) -> bytes:
+        png = await stored(self.store.get_frame(box_id, frame_hash))
+        if png is None:
+            raise NotFound(f"box {box_id} has no frame {frame_hash}")
+        return png
+
+    def catalog(self) -> list[str]:
+        return catalog_names()
+
+    # Lifecycle
+
+    async def create_box(
+        self,
+        spec: Spec,
+        placement: Placement,
+        *,
+        owner: str | None = None,
+        forked_from: tuple[str, int | None] | None = None,
+    ) -> BoxState:
+        """Record `box_created` (and `forked_from` when given), then start the box. Answers
+        the ready box; with queued jobs, the `starting` box at once. A runtime's refusal
+        is recorded as `box_failed` and raised."""
+        prerecorded = _PRERECORDED.get()
+        if prerecorded is not None:
+            # A queued fork recorded this box when it was asked for; now it starts.
+            _PRERECORDED.set(None)
+            await self._bring_up(prerecorded)
+            return await self.box(prerecorded)
+        box_id = await self._record_created(spec, placement, owner, forked_from)
+        if self.config.jobs == "queue":
+            self.jobs.put(f"launch {box_id}", lambda: self._bring_up(box_id))
+        else:
+            await self._bring_up(box_id)
+        return await self.box(box_id)
+
+    async def _record_created(
+        self,
+        spec: Spec,
+        placement: Placement,
+        owner: str | None,
+        forked_from: tuple[str, int | None] | None,
+    ) -> str:
+        problems = validate_spec(spec) + validate_placement(placement)
+        if problems:
+            raise BadRequest("; ".join(problems))
+        runtime = self._runtime_named(placement.runtime or self.config.default_runtime)
+        _check_can(runtime, spec, placement)
+        # The placement is kept with its runtime named, so a fork or a relaunch lands on the
+        # same runtime even if the server's default changes.
+        placement = msgspec.structs.replace(placement, runtime=runtime.name)
+        box_id = new_box_id()
+        lifetime = placement.expires_after_secs or DEFAULT_LIFETIME_SECS
+        created = entry(
+            BoxCreated,
+            "agent",
+            box_id=box_id,
+            runtime=runtime.name,
+            spec=spec,
+            placement=placement,
+            spec_digest=spec_digest(spec),
+            expires_at_ms=now_ms() + lifetime * 1000,
+            owner=owner,
+        )
+        entries: list[Entry] = [created]
+        if forked_from is not None:
+            source, up_to = forked_from
+            entries.append(entry(ForkedFrom, "agent", source=source, up_to=up_to))
+        await self.journal.append(box_id, entries)
+        return box_id
+
+    async def fork(self, box_id: str, request: ForkRequest) -> ForkResult:
+        """A new box from the trace of `box_id` (removed boxes too), by the replay
+        interpreter. With queued jobs: the new box, `starting`, and an empty report at
+        once; the launch and the replay run as one job."""
+        if request.mode == "snapshot":
+            raise Unsupported("a snapshot fork is refused: a fork replays the trace")
+        source = await self.box(box_id)
+        fork_box = _fork_interpreter()
+        if self.config.jobs != "queue":
+            return await fork_box(self, box_id, request)
+        placement = request.placement or source.placement or Placement()
+        if placement.runtime is None:
+            placement = msgspec.structs.replace(placement, runtime=source.runtime)
+        new_id = await self._record_created(
+            source.spec or Spec(), placement, source.owner, (box_id, request.up_to)
+        )
+
+        async def launch_and_replay() -> None:
+            token = _PRERECORDED.set(new_id)
+            try:
+                await fork_box(self, box_id, request)
+            finally:
+                _PRERECORDED.reset(token)
+                if (await self.box(new_id)).state == "starting":
+                    why = "the fork stopped before its box was started"
+                    await self.journal.append(new_id, [entry(BoxFailed, "system", why=why)])
+
+        self.jobs.put(f"fork {box_id} into {new_id}", launch_and_replay)
+        return ForkResult(box=box_view(await self.box(new_id)), replay=ReplayReport())
+
+    async def _bring_up(self, box_id: str) -> None:
+        state = await self.box(box_id)
+        if state.removed:
+            return
+        runtime = self._runtime_named(state.runtime)
+        spec, placement = state.spec or Spec(), state.placement or Placement()
+        try:
+            started = await boundary(runtime.create(box_id, spec, placement), "creating a box")
+        except HolmError as exc:
+            await self.journal.append(box_id, [entry(BoxFailed, "system", why=exc.message)])
+            raise
+        await self._record_started(box_id, runtime, started)
+
+    async def _record_started(self, box_id: str, runtime: Runtime, started: Started) -> None:
+        if (await self.box(box_id)).removed:
+            # Deleted while it was starting: finish the removal.
+            with contextlib.suppress(HolmError):
+                await boundary(runtime.delete(box_id), "deleting a box")
+            return
+        ready = entry(
+            BoxReady,
+            "system",
+            viewer_urls=started.viewer_urls,
+            devtools_url=started.devtools_url,
+        )
+        await self.journal.append(box_id, [ready])
+        self.watchers.start(box_id)
+
+    async def delete_box(self, box_id: str) -> BoxState:
+        """Remove the box from its runtime and record `box_deleted`; its trace stays."""
+        async with self._lock(box_id):
+            state = guards.live(self.journal.state(box_id), box_id)
+            await self.watchers.stop(box_id)
+            runtime = self._runtime_named(state.runtime)
+            with contextlib.suppress(NotFound):
+                await boundary(runtime.delete(box_id), "deleting a box")
+            await self.journal.append(box_id, [entry(BoxDeleted, "agent")])
+        return await self.box(box_id)
+
+    async def pause_box(self, box_id: str) -> BoxState:
+        async with self._lock(box_id):
+            state = self._expect(box_id, ("ready", "paused"), "paused")
+            if state.state == "ready":
+                runtime = self._can(state, "pause")
+                await self.watchers.stop(box_id)
+                await boundary(runtime.pause(box_id), "pausing a box")
+                await self.journal.append(box_id, [entry(BoxPaused, "agent")])
+        return await self.box(box_id)
+
+    async def resume_box(self, box_id: str) -> BoxState:
+        """A paused box comes back as it was; a stopped one with a new desktop."""
+        async with self._lock(box_id):
+            state = self._expect(box_id, ("ready", "paused", "stopped"), "resumed")
+            runtime = self._runtime_named(state.runtime)
+            if state.state == "paused":
+                await boundary(runtime.resume(box_id), "resuming a box")
+                await self.journal.append(box_id, [entry(BoxResumed, "agent")])
+                self.watchers.start(box_id)
+            elif state.state == "stopped":
+                await self.journal.append(box_id, [entry(BoxStarted, "agent")])
+                try:
+                    started = await boundary(runtime.start(box_id), "starting a box")
+                except HolmError as exc:
+                    failed = entry(BoxFailed, "system", why=exc.message)
+                    await self.journal.append(box_id, [failed])
+                    raise
+                await self._record_started(box_id, runtime, started)
+        return await self.box(box_id)
+
+    async def stop_box(self, box_id: str) -> BoxState:
+        async with self._lock(box_id):
+            state = self._expect(box_id, ("ready", "paused", "stopped"), "stopped")
+            if state.state != "stopped":
+                runtime = self._can(state, "stop")
+                await self.watchers.stop(box_id)
+                await boundary(runtime.stop(box_id), "stopping a box")
+                await self.journal.append(box_id, [entry(BoxStopped, "agent")])
+        return await self.box(box_id)
+
+    async def install_apps(self, box_id: str, apps: list[str]) -> BoxState:
+        """No runtime can install into a running box yet: refused, and nothing recorded."""
+        state = guards.ready(self.journal.state(box_id), box_id)
+        known = set(self.catalog()) | set((state.spec or Spec()).apps)
+        unknown = sorted(set(apps) - known)
+        if unknown:
+            raise BadRequest(f"not in the catalog: {', '.join(unknown)}")
+        raise Unsupported(
+            f"the {state.runtime} runtime cannot install applications into a running box;"
+            " name them in the spec's apps or packages instead"
+        )
+
+    async def remove(self, box_id: str, reason: str, *, lost: bool = False) -> bool:
+        """The server removes a box (expired, idle, or `lost` by its runtime): `gone`, with
+        `box_unreachable` first when lost. False when it was removed already."""
+        async with self._lock(box_id):
+            state = self.journal.state(box_id)
+            if state is None or state.removed:
+                return False
+            await self.watchers.stop(box_id)
+            entries: list[Entry] = []
+            if lost:
+                if state.state != "unreachable":
+                    entries.append(entry(BoxUnreachable, "system", reason=reason))
+            else:
+                runtime = self._runtime_named(state.runtime)
+                with contextlib.suppress(NotFound):
+                    await boundary(runtime.delete(box_id), "removing a box")
+            entries.append(entry(Gone, "system", reason=reason))
+            await self.journal.append(box_id, entries)
+            return True
+
+    # In the box
+
+    async def run_batch(
+        self, box_id: str, screen: int, request: ActionsRequest, *, actor: Actor = "agent"
+    ) -> ActionsResult:
+        """Do a batch on one screen: one `acted` entry per step that ran (with the batch's
+        id and the step's index), plus `app_launched` for a `launch`. A second batch on the
+        same screen waits for this one."""
+        state = guards.ready(self.journal.state(box_id), box_id)
+        guards.screen_of(state, screen, drive=True)
+        async with self._screen_lock(box_id, screen):
+            # Checked again: the box may have been paused while this batch waited.
+            state = guards.ready(self.journal.state(box_id), box_id)
+            guards.screen_of(state, screen, drive=True)
+            desktop = await self._desktop(box_id)
+            return await run_steps(self.journal, desktop, box_id, screen, request, actor)
+
+    async def launch(
+        self, box_id: str, screen: int, app: str, args: list[str], *, actor: Actor = "agent"
+    ) -> WindowInfo:
+        """Open an application outside a batch; recorded as `app_launched` alone."""
+        desktop = await self._driving(box_id, screen)
+        async with self._screen_lock(box_id, screen):
+            window = await boundary(desktop.launch(screen, app, args), "launching an app")
+            launched = entry(
+                AppLaunched,
+                actor,
+                screen=screen,
+                app=app,
+                key=launched_key(screen, app, args),
+                args=args,
+                window=window.id,
+            )
+            await self.journal.append(box_id, [launched])
+        return window
+
+    async def exec(
+        self, box_id: str, argv: list[str], timeout_ms: int, *, actor: Actor = "agent"
+    ) -> ExecResult:
+        """Run a command in the box; recorded as `executed` with its output."""
+        state = guards.ready(self.journal.state(box_id), box_id)
+        desktop = await self._desktop(state.id)
+        result = await boundary(desktop.exec(argv, timeout_ms), "running a command")
+        executed = entry(
+            Executed,
+            actor,
+            argv=argv,
+            code=result.code,
+            timed_out=result.timed_out,
+            key=step_key("executed", {"argv": argv, "timeout_ms": timeout_ms}),
+            timeout_ms=timeout_ms,
+            stdout=result.stdout,
+            stderr=result.stderr,
+            truncated=result.truncated,
+        )
+        await self.journal.append(box_id, [executed])
+        return result
+
+    async def frame(
+        self,
+        box_id: str,
+        screen: int,
+        *,
+        have: str | None = None,
+        window: str | None = None,
+        region: Region | None = None,
+        scale: int = 100,
+    ) -> FrameResult:
+        """A capture of a screen, a window or a rectangle; not recorded."""
+        desktop = await self._reading(box_id, screen)
+        return await boundary(
+            desktop.frame(screen, have=have, window=window, region=region, scale=scale),
+            "a frame capture",
+        )
+
+    async def cursor(self, box_id: str, screen: int) -> Point:
+        desktop = await self._reading(box_id, screen)
+        return await boundary(desktop.cursor(screen), "reading the pointer")
+
+    async def clipboard_get(
+        self, box_id: str, screen: int, selection: Selection, *, actor: Actor = "agent"
+    ) -> str:
+        """Read a selection; recorded as `clipboard_read` with its size, not its text."""
+        desktop = await self._reading(box_id, screen)
+        text = await boundary(desktop.clipboard_get(screen, selection), "reading the clipboard")
+        size = len(text.encode())
+        read = entry(ClipboardRead, actor, screen=screen, selection=selection, bytes=size)
+        await self.journal.append(box_id, [read])
+        return text
+
+    async def clipboard_set(
+        self, box_id: str, screen: int, selection: Selection, text: str, *, actor: Actor = "agent"
+    ) -> None:
+        desktop = await self._driving(box_id, screen)
+        await boundary(desktop.clipboard_set(screen, selection, text), "setting the clipboard")
+        size = len(text.encode())
+        written = entry(ClipboardSet, actor, screen=screen, selection=selection, bytes=size)
+        await self.journal.append(box_id, [written])
+
+    async def windows(self, box_id: str, screen: int) -> list[WindowInfo]:
+        desktop = await self._reading(box_id, screen)
+        return await boundary(desktop.windows(screen), "listing windows")
+
+    async def active_window(self, box_id: str, screen: int) -> WindowInfo | None:
+        desktop = await self._reading(box_id, screen)
+        return await boundary(desktop.active_window(screen), "reading the active window")
+
+    async def wait_window(
+        self, box_id: str, screen: int, class_: str | None, title: str | None, within_ms: int
+    ) -> WindowInfo:
+        desktop = await self._reading(box_id, screen)
+        return await boundary(
+            desktop.wait_window(screen, class_, title, within_ms), "waiting for a window"
+        )
+
+    async def focus_window(self, box_id: str, screen: int, window: str) -> None:
+        desktop = await self._driving(box_id, screen)
+        async with self._screen_lock(box_id, screen):
+            await boundary(desktop.focus_window(screen, window), "focusing a window")
+
+    async def arrange_window(
+        self, box_id: str, screen: int, window: str, how: Arrange
+    ) -> WindowInfo:
+        desktop = await self._driving(box_id, screen)
+        async with self._screen_lock(box_id, screen):
+            return await boundary(desktop.arrange_window(screen, window, how), "arranging a window")
+
+    async def close_window(self, box_id: str, screen: int, window: str) -> None:
+        desktop = await self._driving(box_id, screen)
+        async with self._screen_lock(box_id, screen):
+            await boundary(desktop.close_window(screen, window), "closing a window")
+
+    async def read_file(self, box_id: str, path: str, *, actor: Actor = "agent") -> bytes:
+        """Read a file; recorded as `file_read` with its path and size."""
+        desktop = await self._desktop(guards.ready(self.journal.state(box_id), box_id).id)
+        data = await boundary(desktop.read_file(path), "reading a file")
+        await self.journal.append(box_id, [entry(FileRead, actor, path=path, bytes=len(data))])
+        return data
+
+    async def write_file(
+        self, box_id: str, path: str, contents_base64: str, *, actor: Actor = "agent"
+    ) -> int:
+        """Write a file; recorded as `file_written` with its path and size, never its
+        bytes. Returns the size."""
+        try:
+            data = base64.b64decode(contents_base64, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise BadRequest(f"contents_base64 is not base64: {exc}") from exc
+        desktop = await self._desktop(guards.ready(self.journal.state(box_id), box_id).id)
+        await boundary(desktop.write_file(path, data), "writing a file")
+        written = entry(FileWritten, actor, path=path, bytes=len(data))
+        await self.journal.append(box_id, [written])
+        return len(data)
+
+    async def list_files(self, box_id: str, path: str) -> list[FileInfo]:
+        desktop = await self._desktop(guards.ready(self.journal.state(box_id), box_id).id)
+        return await boundary(desktop.list_files(path), "listing files")
+
+    async def grep(
+        self,
+        box_id: str,
+        pattern: str,
+        path: str,
+        include: str | None,
+        ignore_case: bool,
+        limit: int,
+    ) -> tuple[list[GrepMatch], bool]:
+        desktop = await self._desktop(guards.ready(self.journal.state(box_id), box_id).id)
+        return await boundary(
+            desktop.grep(pattern, path, include, ignore_case, limit), "searching files"
+        )
+
+    async def glob(
+        self, box_id: str, pattern: str, path: str, limit: int
+    ) -> tuple[list[str], bool]:
+        desktop = await self._desktop(guards.ready(self.journal.state(box_id), box_id).id)
+        return await boundary(desktop.glob(pattern, path, limit), "finding files")
+
+    # Scheduled work
+
+    async def reap(self) -> int:
+        """Remove the boxes past their deadline or idle too long, and forget the ones their
+        runtime no longer has. Returns how many were removed."""
+        from .reaper import reap
+
+        return await reap(self, now_ms())
+
+    async def prune(self) -> PruneReport:
+        """Drop old frames, old traces (whole) and old events."""
+        now = now_ms()
+        report = await stored(self.store.prune(now))
+        for state in self.journal.states():
+            if await stored(self.store.info(state.id)) is None:
+                self.journal.forget(state.id)
+        self.feed.prune(now)
+        return report
+
+    async def run_jobs(self) -> int:
+        return await self.jobs.run()
+
+    # Helpers
+
+    def _runtime_named(self, name: str) -> Runtime:
+        runtime = self.runtimes.get(name)
+        if runtime is None:
+            have = ", ".join(sorted(self.runtimes)) or "none"
+            raise NotFound(f"no runtime named {name!r} (this server has: {have})")
+        return runtime
+
+    def _expect(self, box_id: str, allowed: tuple[str, ...], verb: str) -> BoxState:
+        state = guards.usable(self.journal.state(box_id), box_id)
+        if state.state not in allowed:
+            raise ScreenUnavailable(
+                f"box {box_id} is {state.state} ({state.reason}); it cannot be {verb}",
+                retryable=False,
+            )
+        return state
+
+    def _can(self, state: BoxState, what: Literal["pause", "stop"]) -> Runtime:
+        runtime = self._runtime_named(state.runtime)
+        if not getattr(runtime.can(), what):
+            raise Unsupported(f"the {runtime.name} runtime cannot {what} a box")
+        return runtime
+
+    async def _desktop(self, box_id: str) -> Desktop:
+        runtime = self.runtime_of(box_id)
+        return await boundary(runtime.desktop(box_id), "reaching the box's desktop")
+
+    async def _reading(self, box_id: str, screen: int) -> Desktop:
+        state = guards.ready(self.journal.state(box_id), box_id)
+        guards.screen_of(state, screen, drive=False)
+        return await self._desktop(box_id)
+
+    async def _driving(self, box_id: str, screen: int) -> Desktop:
+        state = guards.ready(self.journal.state(box_id), box_id)
+        guards.screen_of(state, screen, drive=True)
+        return await self._desktop(box_id)
+
+    def _lock(self, box_id: str) -> asyncio.Lock:
+        return self._box_locks.setdefault(box_id, asyncio.Lock())
+
+    def _screen_lock(self, box_id: str, screen: int) -> asyncio.Lock:
+        return self._screen_locks.setdefault((box_id, screen), asyncio.Lock())
+
+
+def _fork_interpreter() -> Callable[[Engine, str, ForkRequest], Awaitable[ForkResult]]:
+    fork_box = getattr(importlib.import_module("holm.replay"), "fork_box", None)
+    if fork_box is None:
+        raise Unsupported("fork is not built yet in this server")
+    return fork_box  # type: ignore[no-any-return]
+
+
+def _check_can(runtime: Runtime, spec: Spec, placement: Placement) -> None:
+    """Refuse before anything is recorded what the runtime says it cannot do."""
+    can = runtime.can()
+    desktop = spec.desktop
+    refusals = [
+        (desktop.screens > can.max_screens, f"more than {can.max_screens} screens"),
+        (desktop.server == "wayland" and not can.wayland, "a wayland desktop"),
+        (bool(desktop.packages) and not can.packages, "packages"),
+        (not spec.policy.network and not can.network_off, "a box without network"),
+        (placement.persistent and not can.persistent, "a persistent box"),
+        (placement.memory is not None and not can.memory_limit, "a memory limit"),
+        (placement.cpus is not None and not can.cpu_limit, "a cpu limit"),
+    ]
+    for refused, what in refusals:
+        if refused:
+            raise Unsupported(f"the {runtime.name} runtime cannot give {what}")

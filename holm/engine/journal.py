@@ -1,0 +1,147 @@
+"""The engine's one record of boxes: it appends entries to the store and folds what the
+store wrote into the box projection and the events feed, in seq order.
+
+Appends to one trace go through one writer that takes everything queued while the store
+was busy in a single `append` call: the entries keep the order in which they were queued,
+share one fsync, and are folded as soon as they are durable, so an operation that awaited
+its append sees its own entries in the box state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from holm.errors import HolmError, Unavailable
+from holm.events.entries import SERVER_TRACE, Actor, Entry
+from holm.events.store import PAGE_MAX, TraceStore
+from holm.projections.box_state import BoxState, NotABoxTrace, apply
+from holm.projections.events_feed import EventsFeed
+
+log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=Entry)
+T = TypeVar("T")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def entry(cls: type[E], actor: Actor, **fields: Any) -> E:
+    """A new entry of kind `cls`, stamped now; the store gives its seq."""
+    return cls(seq=0, at_ms=now_ms(), actor=actor, **fields)
+
+
+async def stored(call: Awaitable[T]) -> T:
+    """Await a store call; a failure that is not a holm error (the disk, the OS) means the
+    store is not available."""
+    try:
+        return await call
+    except HolmError:
+        raise
+    except Exception as exc:
+        log.exception("the trace store failed")
+        raise Unavailable(f"the trace store failed: {exc}") from exc
+
+
+class Journal:
+    def __init__(self, store: TraceStore, feed: EventsFeed) -> None:
+        self.store = store
+        self.feed = feed
+        self._states: dict[str, BoxState] = {}
+        self._writers: dict[str, _TraceWriter] = {}
+
+    def state(self, box_id: str) -> BoxState | None:
+        return self._states.get(box_id)
+
+    def states(self) -> Iterator[BoxState]:
+        return iter(list(self._states.values()))
+
+    def forget(self, box_id: str) -> None:
+        """Drop a box whose trace the store pruned."""
+        self._states.pop(box_id, None)
+
+    async def append(self, trace: str, entries: Sequence[Entry]) -> list[Entry]:
+        """Make `entries` durable, fold them in, and return them with their seq."""
+        return await self.submit(trace, entries)
+
+    def submit(self, trace: str, entries: Sequence[Entry]) -> asyncio.Future[list[Entry]]:
+        """Queue `entries` behind what was queued before for `trace` and return at once;
+        the future resolves when they are durable and folded in."""
+        writer = self._writers.get(trace)
+        if writer is None:
+            writer = self._writers[trace] = _TraceWriter(self, trace)
+        return writer.submit(entries)
+
+    def _fold(self, trace: str, written: Sequence[Entry]) -> None:
+        self.feed.add(trace, written)
+        if trace == SERVER_TRACE:
+            return
+        for item in written:
+            try:
+                self._states[trace] = apply(self._states.get(trace), item)
+            except NotABoxTrace as exc:
+                log.error("trace %s: %s", trace, exc)
+
+    async def rebuild(self) -> None:
+        """Fold every trace of the store from scratch (at start-up)."""
+        for info in await stored(self.store.traces()):
+            after: int | None = None
+            while True:
+                page = await stored(self.store.read(info.trace, after, PAGE_MAX))
+                if not page:
+                    break
+                self._fold(info.trace, page)
+                after = page[-1].seq
+
+    async def close(self) -> None:
+        for writer in list(self._writers.values()):
+            await writer.drain()
+
+
+class _TraceWriter:
+    def __init__(self, journal: Journal, trace: str) -> None:
+        self.journal = journal
+        self.trace = trace
+        self.queue: list[tuple[list[Entry], asyncio.Future[list[Entry]]]] = []
+        self.flushing: asyncio.Task[None] | None = None
+
+    def submit(self, entries: Sequence[Entry]) -> asyncio.Future[list[Entry]]:
+        future: asyncio.Future[list[Entry]] = asyncio.get_running_loop().create_future()
+        self.queue.append((list(entries), future))
+        if self.flushing is None:
+            self.flushing = asyncio.create_task(self._flush())
+        return future
+
+    async def drain(self) -> None:
+        if self.flushing is not None:
+            await asyncio.shield(self.flushing)
+
+    async def _flush(self) -> None:
+        try:
+            while self.queue:
+                batch, self.queue = self.queue, []
+                flat = [item for entries, _ in batch for item in entries]
+                try:
+                    written = await stored(self.journal.store.append(self.trace, flat))
+                except HolmError as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                self.journal._fold(self.trace, written)
+                start = 0
+                for entries, future in batch:
+                    if not future.done():
+                        future.set_result(written[start : start + len(entries)])
+                    start += len(entries)
+        finally:
+            self.flushing = None
+            for _, future in self.queue:
+                if not future.done():
+                    future.set_exception(Unavailable("the server is stopping"))
+            self.queue = []

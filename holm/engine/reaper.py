@@ -1,0 +1,86 @@
+"""The reaper: removes boxes past their deadline (`expires_at_ms`) or idle too long
+(`idle_timeout_secs` since the last entry an agent or a person made), and forgets boxes
+their runtime no longer has (`box_unreachable`, then `gone`). Each removal is a `gone` entry
+by the `system` actor with its reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from holm.errors import HolmError
+from holm.projections.box_state import BoxState
+
+from .guards import boundary
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+log = logging.getLogger(__name__)
+
+LOST_REASON = "the runtime no longer has the box"
+
+
+def removal_due(state: BoxState, now_ms: int) -> str | None:
+    """Why the box must go now, or None. A starting box waits for its launch to end, and
+    a failed one stays until it is deleted."""
+    if state.removed or state.state in ("starting", "failed"):
+        return None
+    if state.expires_at_ms is not None and now_ms >= state.expires_at_ms:
+        return "expired: the box passed its deadline"
+    idle = state.idle_timeout_secs
+    if idle is not None and now_ms - state.last_used_ms >= idle * 1000:
+        return f"idle: no use for {idle} s"
+    return None
+
+
+async def reap(engine: Engine, now_ms: int) -> int:
+    removed = 0
+    for state in engine.boxes():
+        reason = removal_due(state, now_ms)
+        if reason is None:
+            continue
+        try:
+            removed += await engine.remove(state.id, reason)
+        except HolmError as exc:
+            log.warning("could not remove %s (%s): %s; trying again later", state.id, reason, exc)
+    removed += await forget_lost(engine)
+    return removed
+
+
+async def forget_lost(engine: Engine) -> int:
+    """Remove the boxes whose runtime does not list them. A runtime that cannot be asked
+    loses nothing."""
+    removed = 0
+    for name, runtime in engine.runtimes.items():
+        # Taken before asking the runtime, so that a box that comes up meanwhile (and so
+        # may be missing from its answer) is not taken for lost.
+        settled = [
+            state.id
+            for state in engine.boxes()
+            if state.runtime == name and state.state not in ("starting", "failed")
+        ]
+        try:
+            listed = {box.box_id for box in await boundary(runtime.list(), "listing boxes")}
+        except HolmError as exc:
+            log.warning("the %s runtime could not list its boxes: %s", name, exc)
+            continue
+        for box_id in settled:
+            if box_id not in listed:
+                removed += await engine.remove(box_id, LOST_REASON, lost=True)
+    return removed
+
+
+async def every(seconds: float, work: Callable[[], Awaitable[object]]) -> None:
+    """Do `work` every `seconds`, for ever; a failure is logged and the loop goes on."""
+    while True:
+        await asyncio.sleep(seconds)
+        try:
+            await work()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("scheduled work failed")

@@ -1,0 +1,34 @@
+"""The box of a response (`BoxView`), made from the box's derived state."""
+
+from __future__ import annotations
+
+from holm.projections.box_state import BoxState
+from holm.wire.api import BoxView, ForkOrigin
+from holm.wire.spec import Placement, Spec, spec_digest
+
+
+def box_view(state: BoxState) -> BoxView:
+    spec = state.spec or Spec()
+    origin = state.forked_from
+    return BoxView(
+        id=state.id,
+        runtime=state.runtime,
+        spec_digest=state.spec_digest or spec_digest(spec),
+        state=state.state,
+        screens=state.screens,
+        width=state.width,
+        height=state.height,
+        created_at_ms=state.created_at_ms,
+        expires_at_ms=state.expires_at_ms or 0,
+        spec=spec,
+        placement=state.placement or Placement(runtime=state.runtime),
+        reason=state.reason,
+        viewer_url=state.viewer_urls[0] if state.viewer_urls else None,
+        viewer_urls=list(state.viewer_urls),
+        devtools_url=state.devtools_url,
+        owner=state.owner,
+        forked_from=None
+        if origin is None
+        else ForkOrigin(source=origin.source, up_to=origin.up_to),
+        adopted=state.adopted,
+    )

@@ -1,0 +1,107 @@
+"""Frame watchers: one task per screen of each ready box polls the screen's pixel hash and,
+when it changed, captures the PNG, keeps it in the store and appends a `frame` entry whose
+actor is whoever has the screen. They run beside the requests, never on a batch's path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from holm.adapters.base import Desktop
+from holm.errors import HolmError
+from holm.events.entries import FrameSeen
+from holm.events.store import TraceStore
+from holm.projections.box_state import BoxState
+
+from .guards import boundary
+from .journal import Journal, entry
+
+log = logging.getLogger(__name__)
+
+# After an error (a box going away, a desktop restarting) a watcher waits this much longer.
+BACKOFF_SECS = 2.0
+
+
+class FrameWatchers:
+    def __init__(
+        self,
+        journal: Journal,
+        store: TraceStore,
+        desktop_of: Callable[[str], Awaitable[Desktop]],
+        poll_secs: float,
+    ) -> None:
+        self.journal = journal
+        self.store = store
+        self.desktop_of = desktop_of
+        self.poll_secs = poll_secs
+        self._tasks: dict[str, list[asyncio.Task[None]]] = {}
+
+    def start(self, box_id: str) -> None:
+        """Watch every screen of a box that just became ready (no-op when watched)."""
+        state = self.journal.state(box_id)
+        running = self._tasks.get(box_id, [])
+        if state is None or any(not task.done() for task in running):
+            return
+        self._tasks[box_id] = [
+            asyncio.create_task(self._watch(box_id, screen), name=f"frames {box_id}/{screen}")
+            for screen in range(state.screens)
+        ]
+
+    async def stop(self, box_id: str) -> None:
+        """Stop watching a box before it is paused, stopped or removed: a call in flight
+        to a paused box would otherwise hang until it resumes."""
+        tasks = self._tasks.pop(box_id, [])
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def close(self) -> None:
+        for box_id in list(self._tasks):
+            await self.stop(box_id)
+
+    async def _watch(self, box_id: str, screen: int) -> None:
+        while True:
+            state = self.journal.state(box_id)
+            if state is None or state.removed or state.state != "ready":
+                return
+            try:
+                await self._look(state, screen)
+                await asyncio.sleep(self.poll_secs)
+            except HolmError as exc:
+                log.debug("frames of %s/%s: %s", box_id, screen, exc)
+                await asyncio.sleep(self.poll_secs + BACKOFF_SECS)
+            except Exception:
+                log.exception("frames of %s/%s", box_id, screen)
+                await asyncio.sleep(self.poll_secs + BACKOFF_SECS)
+
+    async def _look(self, state: BoxState, screen: int) -> None:
+        last = state.frames[screen] if screen < len(state.frames) else None
+        desktop = await boundary(self.desktop_of(state.id), "reaching the desktop")
+        now, _, _ = await boundary(desktop.frame_hash(screen), "a frame hash")
+        if now == last:
+            return
+        frame = await boundary(desktop.frame(screen, have=last), "a frame capture")
+        if frame.unchanged or frame.png is None:
+            return
+        await self.store.put_frame(state.id, frame.hash, frame.png)
+        # Who has the screen now, not when the poll began.
+        current = self.journal.state(state.id) or state
+        holder = current.held_by[screen] if screen < len(current.held_by) else "agent"
+        await self.journal.append(
+            state.id,
+            [
+                entry(
+                    FrameSeen,
+                    holder,
+                    screen=screen,
+                    frame=frame.hash,
+                    width=frame.width,
+                    height=frame.height,
+                )
+            ],
+        )

@@ -1,0 +1,117 @@
+"""The one factory of holmd's aiohttp application, used by `holmd` and the tests alike."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+from aiohttp import web
+
+from holm.adapters.base import Runtime
+from holm.config import Config
+from holm.engine import Engine
+from holm.events.store import TraceStore
+
+from .idempotency import KEYS, KeyCache, idempotency_middleware
+from .middlewares import auth_middleware, body_size_middleware, errors_middleware
+from .openapi import openapi_route
+from .routes import ALL_ROUTES
+from .routing import CONFIG, ROUTES, SLOT, Route, Slot
+
+log = logging.getLogger(__name__)
+
+SERVER_ID_FILE = "server-id"
+
+
+def create_app(
+    config: Config,
+    *,
+    runtimes: Mapping[str, Runtime] | None = None,
+    store: TraceStore | None = None,
+) -> web.Application:
+    """The app for `config`. Runtimes and store default to those the config names
+    (`make_runtimes`, `open_store`) and are then opened and closed with the app; given
+    ones belong to the caller."""
+    app = web.Application(
+        client_max_size=config.max_body_bytes,
+        middlewares=[
+            errors_middleware,
+            auth_middleware,
+            body_size_middleware,
+            idempotency_middleware,
+        ],
+    )
+    app[CONFIG] = config
+    app[SLOT] = Slot()
+    app[KEYS] = KeyCache()
+    routes = [*ALL_ROUTES]
+    routes.append(openapi_route(routes))
+    declared: dict[tuple[str, str], Route] = {}
+    for route in routes:
+        resource = app.router.add_route(route.method, route.path, route.handler).resource
+        assert resource is not None
+        methods = (
+            ("GET", "POST", "PUT", "PATCH", "DELETE") if route.method == "*" else (route.method,)
+        )
+        for method in methods:
+            declared[(method, resource.canonical)] = route
+    app[ROUTES] = declared
+
+    async def engine_context(app: web.Application) -> AsyncIterator[None]:
+        async with _opened(config, runtimes, store) as engine:
+            app[SLOT].engine = engine
+            yield
+            app[SLOT].engine = None
+
+    app.cleanup_ctx.append(engine_context)
+    return app
+
+
+@contextlib.asynccontextmanager
+async def _opened(
+    config: Config, runtimes: Mapping[str, Runtime] | None, store: TraceStore | None
+) -> AsyncIterator[Engine]:
+    server_id = await asyncio.to_thread(server_id_of, config.state_dir)
+    async with contextlib.AsyncExitStack() as stack:
+        if store is None:
+            from holm.events import open_store
+
+            store = open_store(config)
+            stack.push_async_callback(store.close)
+        if runtimes is None:
+            from holm.adapters.registry import make_runtimes
+
+            runtimes = make_runtimes(config, server_id)
+            for runtime in runtimes.values():
+                stack.push_async_callback(runtime.close)
+        engine = Engine(config, store, runtimes, server_id=server_id)
+        await engine.start()
+        stack.push_async_callback(engine.close)
+        log.info(
+            "holmd %s: %d box(es), runtimes %s",
+            server_id,
+            len(engine.boxes()),
+            ", ".join(sorted(runtimes)),
+        )
+        yield engine
+
+
+def server_id_of(state_dir: Path) -> str:
+    """This server's id, kept in the state dir so that a restarted server adopts the boxes
+    it labelled before (and never another server's)."""
+    path = state_dir / SERVER_ID_FILE
+    with contextlib.suppress(FileNotFoundError):
+        existing = path.read_text().strip()
+        if existing:
+            return existing
+    state_dir.mkdir(parents=True, exist_ok=True)
+    server_id = "srv_" + secrets.token_hex(8)
+    path.write_text(server_id + "\n")
+    return server_id
+
+
+__all__ = ["create_app", "server_id_of"]

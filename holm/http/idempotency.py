@@ -1,0 +1,134 @@
+"""`idempotency-key` on the routes that take it (create, actions, fork): the same key with
+the same body answers the first result (status and body) and does not do the work again,
+also while the first request is still running (the second waits for it); the same key with
+another body is refused with `409 denied`.
+
+Keys live in memory (the spec says so), per route (method and path), for a day, at most
+10,000 of them (the oldest go first). A result with a 5xx status is not kept, so that a
+retry after a server or runtime failure can succeed; requests already waiting on it get it.
+Bodies are compared as canonical JSON, so key order and spacing do not matter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import msgspec
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from holm.errors import Denied
+from holm.wire.spec import canonical_json
+
+from .middlewares import error_response
+from .routing import route_of
+
+HEADER = "idempotency-key"
+KEEP_SECS = 24 * 3600
+MAX_KEYS = 10_000
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+    content_type: str
+    headers: tuple[tuple[str, str], ...]
+
+    def response(self) -> web.Response:
+        response = web.Response(status=self.status, body=self.body, content_type=self.content_type)
+        response.headers.extend(self.headers)
+        response.headers["Idempotent-Replayed"] = "true"
+        return response
+
+
+@dataclass
+class _Key:
+    digest: str
+    made: float
+    answer: asyncio.Future[Answer]
+
+
+class KeyCache:
+    def __init__(self, keep_secs: float = KEEP_SECS, max_keys: int = MAX_KEYS) -> None:
+        self.keep_secs = keep_secs
+        self.max_keys = max_keys
+        self._keys: OrderedDict[tuple[str, str, str], _Key] = OrderedDict()
+
+    def get(self, scope: tuple[str, str, str]) -> _Key | None:
+        found = self._keys.get(scope)
+        if found is not None and time.monotonic() - found.made > self.keep_secs:
+            del self._keys[scope]
+            return None
+        return found
+
+    def begin(self, scope: tuple[str, str, str], digest: str) -> _Key:
+        key = _Key(digest, time.monotonic(), asyncio.get_running_loop().create_future())
+        self._keys[scope] = key
+        while len(self._keys) > self.max_keys:
+            self._keys.popitem(last=False)
+        return key
+
+    def drop(self, scope: tuple[str, str, str], key: _Key) -> None:
+        if self._keys.get(scope) is key:
+            del self._keys[scope]
+
+
+KEYS = web.AppKey("idempotency_keys", KeyCache)
+
+
+def body_digest(raw: bytes) -> str:
+    try:
+        canonical = canonical_json(msgspec.json.decode(raw or b"{}"))
+    except msgspec.DecodeError:
+        canonical = raw
+    return hashlib.sha256(canonical).hexdigest()
+
+
+@web.middleware
+async def idempotency_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    name = request.headers.get(HEADER)
+    route = route_of(request)
+    if not name or route is None or not route.idempotent:
+        return await handler(request)
+    cache = request.app[KEYS]
+    scope = (request.method, request.path, name)
+    digest = body_digest(await request.read())
+    found = cache.get(scope)
+    if found is not None:
+        if found.digest != digest:
+            raise Denied(
+                f"idempotency-key {name!r} was used on this route with another body;"
+                " use a new key for a new request",
+                retryable=False,
+            )
+        return (await asyncio.shield(found.answer)).response()
+    key = cache.begin(scope, digest)
+    try:
+        try:
+            response = await handler(request)
+        except Exception as exc:
+            response = error_response(exc, request)
+    except BaseException:
+        cache.drop(scope, key)
+        key.answer.cancel()
+        raise
+    if not isinstance(response, web.Response) or not isinstance(response.body, bytes):
+        # Not a body that can be kept (a stream): the key does not hold it.
+        cache.drop(scope, key)
+        key.answer.cancel()
+        return response
+    answer = Answer(
+        status=response.status,
+        body=response.body,
+        content_type=response.content_type,
+        headers=tuple((k, v) for k, v in response.headers.items() if k.lower() == "location"),
+    )
+    key.answer.set_result(answer)
+    if answer.status >= 500:
+        cache.drop(scope, key)
+    return response

@@ -1,0 +1,21 @@
+"""The routes of the REST API, by area."""
+
+from __future__ import annotations
+
+from ..routing import Route
+from . import boxes, events, files, health, history, jobs, runtimes, screens, unbuilt, windows
+
+ALL_ROUTES: list[Route] = [
+    *health.ROUTES,
+    *boxes.ROUTES,
+    *screens.ROUTES,
+    *windows.ROUTES,
+    *files.ROUTES,
+    *history.ROUTES,
+    *events.ROUTES,
+    *runtimes.ROUTES,
+    *jobs.ROUTES,
+    *unbuilt.ROUTES,
+]
+
+__all__ = ["ALL_ROUTES"]

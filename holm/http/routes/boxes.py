@@ -1,0 +1,121 @@
+"""Boxes: list, create, get, delete, pause, resume, stop, apps, fork; and the catalog."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from holm.engine import box_view, guards
+from holm.errors import BadRequest
+from holm.wire.api import BoxList, BoxView, Catalog, CreateBox, ForkRequest, ForkResult, InstallApps
+
+from ..routing import Route, body_of, engine_of, json_response
+
+CONFIRM_DELETE = "x-holm-confirm-delete"
+
+
+def _box_id(request: web.Request) -> str:
+    return request.match_info["id"]
+
+
+def _answer(view: BoxView) -> web.Response:
+    # A queued launch answers at once with the box still starting.
+    return json_response(view, 202 if view.state == "starting" else 200)
+
+
+async def list_boxes(request: web.Request) -> web.Response:
+    boxes = [box_view(state) for state in engine_of(request).boxes()]
+    return json_response(BoxList(boxes=boxes))
+
+
+async def create_box(request: web.Request) -> web.Response:
+    body = await body_of(request, CreateBox)
+    state = await engine_of(request).create_box(body.spec, body.placement)
+    return _answer(box_view(state))
+
+
+async def get_box(request: web.Request) -> web.Response:
+    box_id = _box_id(request)
+    state = guards.live(await engine_of(request).box(box_id), box_id)
+    return json_response(box_view(state))
+
+
+async def delete_box(request: web.Request) -> web.Response:
+    if request.headers.get(CONFIRM_DELETE, "").lower() != "true":
+        raise BadRequest(f"removing a box needs the header `{CONFIRM_DELETE}: true`")
+    state = await engine_of(request).delete_box(_box_id(request))
+    return json_response(box_view(state))
+
+
+async def pause_box(request: web.Request) -> web.Response:
+    return json_response(box_view(await engine_of(request).pause_box(_box_id(request))))
+
+
+async def resume_box(request: web.Request) -> web.Response:
+    return json_response(box_view(await engine_of(request).resume_box(_box_id(request))))
+
+
+async def stop_box(request: web.Request) -> web.Response:
+    return json_response(box_view(await engine_of(request).stop_box(_box_id(request))))
+
+
+async def install_apps(request: web.Request) -> web.Response:
+    body = await body_of(request, InstallApps)
+    state = await engine_of(request).install_apps(_box_id(request), body.apps)
+    return json_response(box_view(state))
+
+
+async def fork_box(request: web.Request) -> web.Response:
+    body = await body_of(request, ForkRequest)
+    result = await engine_of(request).fork(_box_id(request), body)
+    return json_response(result, 202 if result.box.state == "starting" else 200)
+
+
+async def catalog(request: web.Request) -> web.Response:
+    return json_response(Catalog(apps=engine_of(request).catalog()))
+
+
+BOX = "/v1/boxes/{id}"
+
+ROUTES = [
+    Route("GET", "/v1/boxes", list_boxes, "List the boxes", response=BoxList),
+    Route(
+        "POST",
+        "/v1/boxes",
+        create_box,
+        "Create a box (202 with a starting box when jobs are queued)",
+        body=CreateBox,
+        response=BoxView,
+        also=(202,),
+        idempotent=True,
+    ),
+    Route("GET", BOX, get_box, "Get one box", response=BoxView),
+    Route(
+        "DELETE",
+        BOX,
+        delete_box,
+        "Remove a box; needs the header x-holm-confirm-delete: true",
+        response=BoxView,
+    ),
+    Route("POST", f"{BOX}/pause", pause_box, "Pause the box", response=BoxView),
+    Route("POST", f"{BOX}/resume", resume_box, "Resume a paused or stopped box", response=BoxView),
+    Route("POST", f"{BOX}/stop", stop_box, "Stop the box and keep its files", response=BoxView),
+    Route(
+        "POST",
+        f"{BOX}/apps",
+        install_apps,
+        "Install catalog applications in a running box",
+        body=InstallApps,
+        response=BoxView,
+    ),
+    Route(
+        "POST",
+        f"{BOX}/fork",
+        fork_box,
+        "Make a new box from the trace (202 with a starting box when jobs are queued)",
+        body=ForkRequest,
+        response=ForkResult,
+        also=(202,),
+        idempotent=True,
+    ),
+    Route("GET", "/v1/catalog", catalog, "List the catalog's applications", response=Catalog),
+]

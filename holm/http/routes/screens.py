@@ -1,0 +1,112 @@
+"""A screen: a batch of actions, the frame, the pointer, the clipboard."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from holm.engine.batch import frame_view
+from holm.errors import BadRequest
+from holm.wire.actions import Point, Region
+from holm.wire.api import (
+    ActionsRequest,
+    ActionsResult,
+    ClipboardPut,
+    ClipboardQuery,
+    ClipboardView,
+    Done,
+    FrameQuery,
+    FrameView,
+)
+
+from ..routing import Route, body_of, engine_of, int_param, json_response, query_of
+
+SCREEN = "/v1/boxes/{id}/screens/{screen:\\d+}"
+
+
+def _where(request: web.Request) -> tuple[str, int]:
+    return request.match_info["id"], int_param(request, "screen")
+
+
+async def run_actions(request: web.Request) -> web.Response:
+    body = await body_of(request, ActionsRequest)
+    box_id, screen = _where(request)
+    return json_response(await engine_of(request).run_batch(box_id, screen, body))
+
+
+async def get_frame(request: web.Request) -> web.Response:
+    query = query_of(request, FrameQuery)
+    box_id, screen = _where(request)
+    frame = await engine_of(request).frame(
+        box_id,
+        screen,
+        have=query.have,
+        window=query.window,
+        region=_region(query),
+        scale=query.scale,
+    )
+    return json_response(frame_view(frame))
+
+
+def _region(query: FrameQuery) -> Region | None:
+    given = (query.x, query.y, query.width, query.height)
+    if all(value is None for value in given):
+        return None
+    if query.x is None or query.y is None or query.width is None or query.height is None:
+        raise BadRequest("a rectangle needs all of x, y, width and height")
+    return Region(x=query.x, y=query.y, width=query.width, height=query.height)
+
+
+async def get_cursor(request: web.Request) -> web.Response:
+    return json_response(await engine_of(request).cursor(*_where(request)))
+
+
+async def get_clipboard(request: web.Request) -> web.Response:
+    query = query_of(request, ClipboardQuery)
+    box_id, screen = _where(request)
+    text = await engine_of(request).clipboard_get(box_id, screen, query.selection)
+    return json_response(ClipboardView(selection=query.selection, text=text))
+
+
+async def put_clipboard(request: web.Request) -> web.Response:
+    body = await body_of(request, ClipboardPut)
+    box_id, screen = _where(request)
+    await engine_of(request).clipboard_set(box_id, screen, body.selection, body.text)
+    return json_response(Done(ok=True))
+
+
+ROUTES = [
+    Route(
+        "POST",
+        f"{SCREEN}/actions",
+        run_actions,
+        "Run a batch of actions (one batch at a time per screen)",
+        body=ActionsRequest,
+        response=ActionsResult,
+        idempotent=True,
+    ),
+    Route(
+        "GET",
+        f"{SCREEN}/frame",
+        get_frame,
+        "Get a screenshot",
+        query=FrameQuery,
+        response=FrameView,
+    ),
+    Route("GET", f"{SCREEN}/cursor", get_cursor, "Get the pointer position", response=Point),
+    Route(
+        "GET",
+        f"{SCREEN}/clipboard",
+        get_clipboard,
+        "Read the clipboard",
+        query=ClipboardQuery,
+        response=ClipboardView,
+    ),
+    Route(
+        "PUT",
+        f"{SCREEN}/clipboard",
+        put_clipboard,
+        "Set the clipboard",
+        body=ClipboardPut,
+        response=Done,
+    ),
+]

@@ -1,0 +1,121 @@
+"""Endpoints of the reference that later work brings: each answers `400 unsupported`
+saying it is not built yet, never 404 or 500, so a client can tell "not here yet" from a
+wrong address."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from holm.errors import Unsupported
+
+from ..routing import Auth, Handler, Route
+
+BOX = "/v1/boxes/{id}"
+SCREEN = BOX + "/screens/{screen:\\d+}"
+
+_FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
+    (
+        "browser tabs",
+        [
+            ("GET", f"{BOX}/pages"),
+            ("DELETE", f"{BOX}/pages/{{tab}}"),
+            ("POST", f"{BOX}/pages/{{tab}}/focus"),
+        ],
+        "token",
+    ),
+    (
+        "page reading and element operations",
+        [
+            ("GET", f"{BOX}/page"),
+            ("GET", f"{BOX}/page/find"),
+            ("GET", f"{BOX}/page/snapshot"),
+            ("POST", f"{BOX}/page/element"),
+            ("POST", f"{BOX}/page/evaluate"),
+            ("POST", f"{BOX}/page/screenshot"),
+            ("POST", f"{BOX}/page/pdf"),
+            ("POST", f"{BOX}/page/console"),
+        ],
+        "token",
+    ),
+    (
+        "browser state",
+        [
+            ("POST", f"{BOX}/state/save"),
+            ("POST", f"{BOX}/state/load"),
+            ("GET", "/v1/states"),
+            ("DELETE", "/v1/states/{name}"),
+        ],
+        "token",
+    ),
+    (
+        "cookies",
+        [("GET", f"{BOX}/cookies"), ("POST", f"{BOX}/cookies"), ("DELETE", f"{BOX}/cookies")],
+        "token",
+    ),
+    ("Chrome DevTools addresses", [("POST", f"{BOX}/cdp")], "token"),
+    (
+        "the DevTools proxy",
+        [
+            ("*", "/v1/cdp/{token}/json"),
+            ("*", "/v1/cdp/{token}/json/{rest:.*}"),
+            ("GET", "/v1/cdp/{token}/devtools/{rest:.*}"),
+        ],
+        "none",
+    ),
+    (
+        "human control",
+        [
+            ("POST", f"{SCREEN}/takeover"),
+            ("DELETE", f"{SCREEN}/takeover"),
+            ("GET", f"{SCREEN}/viewers"),
+            ("POST", f"{SCREEN}/viewer/ticket"),
+        ],
+        "token",
+    ),
+    ("the viewer socket", [("GET", f"{SCREEN}/viewer/socket")], "none"),
+    (
+        "screen recording",
+        [
+            ("GET", f"{SCREEN}/recording"),
+            ("POST", f"{SCREEN}/recording"),
+            ("DELETE", f"{SCREEN}/recording"),
+        ],
+        "token",
+    ),
+    ("native widgets", [("POST", f"{SCREEN}/desktop/node")], "token"),
+    (
+        "remote runtime vendors",
+        [
+            ("POST", "/v1/runtimes"),
+            ("PATCH", "/v1/runtimes/{name}"),
+            ("DELETE", "/v1/runtimes/{name}"),
+        ],
+        "token",
+    ),
+    (
+        "images",
+        [
+            ("POST", "/v1/runtimes/{name}/image"),
+            ("GET", "/v1/runtimes/{name}/images"),
+            ("GET", "/v1/runtimes/{name}/images/{digest}"),
+            ("DELETE", "/v1/runtimes/{name}/images/{digest}"),
+            ("GET", "/v1/images"),
+        ],
+        "token",
+    ),
+    ("MCP", [("*", "/mcp")], "token"),
+]
+
+
+def _unbuilt(feature: str) -> Handler:
+    async def refuse(request: web.Request) -> web.Response:
+        raise Unsupported(f"not built yet in this server: {feature}")
+
+    return refuse
+
+
+ROUTES = [
+    Route(method, path, _unbuilt(feature), f"Not built yet: {feature}", auth=auth)
+    for feature, routes, auth in _FEATURES
+    for method, path in routes
+]

@@ -1,0 +1,100 @@
+"""How a route is declared (method, path, handler, and the wire types of its query, body and
+answer, from which the OpenAPI document is generated), and the helpers every handler uses
+to decode a request into a wire type and to answer one."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+import msgspec
+from aiohttp import web
+
+from holm.config import Config
+from holm.engine import Engine
+from holm.errors import BadRequest
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Auth = Literal["none", "token", "cron"]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    query: type | None = None
+    body: type | None = None
+    response: Any = None
+    # The status of a success; `also` lists other success statuses (202 when queued).
+    status: int = 200
+    also: tuple[int, ...] = ()
+    auth: Auth = "token"
+    idempotent: bool = False
+    content_type: str = "application/json"
+    tags: tuple[str, ...] = field(default=())
+
+
+class Slot:
+    """Holds the engine, which exists only once the app has started."""
+
+    engine: Engine | None = None
+
+
+CONFIG = web.AppKey("config", Config)
+SLOT = web.AppKey("slot", Slot)
+ROUTES = web.AppKey("routes", dict[tuple[str, str], Route])
+
+_encoder = msgspec.json.Encoder()
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def engine_of(request: web.Request) -> Engine:
+    engine = request.app[SLOT].engine
+    assert engine is not None, "the engine starts with the app"
+    return engine
+
+
+def route_of(request: web.Request) -> Route | None:
+    """The declared route a request matched, or None for an unknown path or method."""
+    info = request.match_info
+    if info.http_exception is not None:
+        return None
+    resource = info.route.resource
+    if resource is None:
+        return None
+    return request.app[ROUTES].get((request.method, resource.canonical))
+
+
+async def body_of(request: web.Request, type_: type[T]) -> T:
+    """The request's JSON body as `type_`; an empty body is `{}`."""
+    raw = await request.read()
+    decoder = _decoders.get(type_)
+    if decoder is None:
+        decoder = _decoders[type_] = msgspec.json.Decoder(type_)
+    try:
+        return decoder.decode(raw or b"{}")  # type: ignore[no-any-return]
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"bad body: {exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"the body is not valid JSON: {exc}") from exc
+
+
+def query_of(request: web.Request, type_: type[T]) -> T:
+    """The query string as `type_` (numbers and booleans converted from their text)."""
+    try:
+        return msgspec.convert(dict(request.query), type_, strict=False)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"bad query: {exc}") from exc
+
+
+def json_response(value: object, status: int = 200) -> web.Response:
+    return web.Response(body=_encoder.encode(value), status=status, content_type="application/json")
+
+
+def int_param(request: web.Request, name: str) -> int:
+    """A path parameter the route's pattern already restricts to digits."""
+    return int(request.match_info[name])

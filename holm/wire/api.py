@@ -1,0 +1,388 @@
+"""The request and response bodies of the REST API (rest-api.md) that are not already in
+`holm.wire.spec`, `holm.wire.actions`, `holm.adapters.base` or `holm.events`.
+
+Requests refuse unknown fields, so a misspelled key is an error that names it. Query strings
+are decoded into Structs too (`…Query`), so that a bad parameter gets the same kind of
+message as a bad body. The OpenAPI document is generated from these types.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from holm.adapters.base import Capabilities, ExecResult, FileInfo, GrepMatch, WindowInfo
+from holm.errors import ErrorBody
+from holm.events.entries import Entry
+from holm.events.store import PAGE_MAX, PruneReport
+from holm.wire.actions import (
+    MAX_EXEC_MS,
+    MAX_WAIT_MS,
+    Action,
+    Arrange,
+    GrepWhat,
+    Point,
+    Selection,
+    WindowQuery,
+)
+from holm.wire.spec import Placement, Spec
+
+BoxStateName = Literal["starting", "ready", "paused", "stopped", "unreachable", "gone", "failed"]
+
+MAX_SCALE = 400
+EVENTS_PAGE_DEFAULT = 200
+EVENTS_PAGE_MAX = 1000
+
+
+class _Request(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
+    pass
+
+
+class _Response(msgspec.Struct, omit_defaults=True, kw_only=True):
+    pass
+
+
+# Health
+
+
+class Health(_Response):
+    ok: bool
+    service: str
+
+
+# Boxes
+
+
+class CreateBox(_Request):
+    """`POST /v1/boxes`. Every field is optional: `{}` is a box with the defaults."""
+
+    spec: Spec = msgspec.field(default_factory=Spec)
+    placement: Placement = msgspec.field(default_factory=Placement)
+
+
+class ForkOrigin(_Response):
+    source: str
+    up_to: int | None = None
+
+
+class BoxView(_Response):
+    """A box in a response. Fields with no value (`reason`, `owner`, …) are left out."""
+
+    id: str
+    runtime: str
+    spec_digest: str
+    state: BoxStateName
+    screens: int
+    width: int
+    height: int
+    created_at_ms: int
+    expires_at_ms: int
+    spec: Spec
+    placement: Placement
+    reason: str | None = None
+    viewer_url: str | None = None
+    viewer_urls: list[str] = msgspec.field(default_factory=list)
+    devtools_url: str | None = None
+    owner: str | None = None
+    forked_from: ForkOrigin | None = None
+    adopted: bool = False
+
+
+class BoxList(_Response):
+    boxes: list[BoxView]
+
+
+class InstallApps(_Request):
+    apps: Annotated[list[str], Meta(min_length=1)]
+
+
+class Catalog(_Response):
+    apps: list[str]
+
+
+# Screens
+
+
+class ActionsRequest(_Request):
+    """`POST …/screens/{screen}/actions`: a batch that holds the screen for all its steps."""
+
+    actions: list[Action]
+    want: list[Literal["frame", "cursor"]] = msgspec.field(default_factory=list)
+    settle_ms: Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)] = 0
+    have_frame: str | None = None
+    keep_going: bool = False
+
+
+class StepResult(_Response):
+    """What one step of a batch gave: `value` holds what a reading step read."""
+
+    index: int
+    type: str
+    ok: bool
+    error: ErrorBody | None = None
+    value: dict[str, Any] | None = None
+
+
+class FrameView(_Response):
+    """A capture. With `unchanged: true` there is no `png_base64`."""
+
+    hash: str
+    unchanged: bool
+    width: int
+    height: int
+    png_base64: str | None = None
+
+
+class Holding(_Response):
+    """A button or key still down after a batch, and when the server will release it."""
+
+    name: str
+    release_at_ms: int | None = None
+
+
+class ActionsResult(_Response):
+    results: list[StepResult]
+    stopped_at: int | None
+    windows: list[WindowInfo]
+    tabs: list[dict[str, Any]]
+    released: list[str]
+    released_keys: list[str]
+    holding: list[Holding]
+    holding_keys: list[Holding]
+    frame: FrameView | None = None
+    cursor: Point | None = None
+
+
+class FrameQuery(_Request):
+    have: str | None = None
+    window: str | None = None
+    x: Annotated[int, Meta(ge=0)] | None = None
+    y: Annotated[int, Meta(ge=0)] | None = None
+    width: Annotated[int, Meta(ge=1)] | None = None
+    height: Annotated[int, Meta(ge=1)] | None = None
+    scale: Annotated[int, Meta(ge=1, le=MAX_SCALE)] = 100
+
+
+class ClipboardQuery(_Request):
+    selection: Selection = "clipboard"
+
+
+class ClipboardPut(_Request):
+    text: str
+    selection: Selection = "clipboard"
+
+
+class ClipboardView(_Response):
+    selection: Selection
+    text: str
+
+
+# Windows
+
+
+class WindowList(_Response):
+    windows: list[WindowInfo]
+
+
+class ActiveWindow(_Response):
+    """`window` is null when no window has the keyboard."""
+
+    window: WindowInfo | None
+
+
+WaitWindow = WindowQuery
+ArrangeWindow = Arrange
+
+
+class Done(_Response):
+    ok: bool
+
+
+# Files and commands
+
+
+class ExecRequest(_Request):
+    argv: Annotated[list[str], Meta(min_length=1)]
+    timeout_ms: Annotated[int, Meta(ge=1, le=MAX_EXEC_MS)] = 10_000
+
+
+ExecResponse = ExecResult
+
+
+class PathQuery(_Request):
+    path: Annotated[str, Meta(min_length=1)]
+
+
+class FileContents(_Request):
+    """The body of `PUT …/files` and the answer of `GET …/files`."""
+
+    path: Annotated[str, Meta(min_length=1)]
+    contents_base64: str
+
+
+class FileWritten(_Response):
+    path: str
+    bytes: int
+
+
+class FileList(_Response):
+    path: str
+    entries: list[FileInfo]
+
+
+GrepRequest = GrepWhat
+
+
+class GrepResult(_Response):
+    matches: list[GrepMatch]
+    cut: bool
+
+
+class GlobQuery(_Request):
+    pattern: Annotated[str, Meta(min_length=1)]
+    path: str = "/"
+    limit: Annotated[int, Meta(ge=1, le=10_000)] = 200
+
+
+class GlobResult(_Response):
+    paths: list[str]
+    cut: bool
+
+
+# History
+
+
+class TraceQuery(_Request):
+    after: Annotated[int, Meta(ge=-1)] | None = None
+    limit: Annotated[int, Meta(ge=1, le=PAGE_MAX)] = PAGE_MAX
+
+
+class TracePage(_Response):
+    """A page of a trace. Send `next` as `after` to read on; `more` says there is more now.
+    `incomplete` says a writer died mid-line (the torn line is not served)."""
+
+    entries: list[Entry]
+    next: int
+    more: bool
+    incomplete: bool
+
+
+# Events
+
+
+class EventsQuery(_Request):
+    after: Annotated[int, Meta(ge=0)] = 0
+    limit: Annotated[int, Meta(ge=1, le=EVENTS_PAGE_MAX)] = EVENTS_PAGE_DEFAULT
+
+
+# Runtimes
+
+
+class RuntimeView(_Response):
+    name: str
+    default: bool
+    can: Capabilities
+
+
+class RuntimeList(_Response):
+    runtimes: list[RuntimeView]
+
+
+# Scheduled work
+
+
+class ReapResult(_Response):
+    removed: int
+
+
+PruneResult = PruneReport
+
+
+class RunResult(_Response):
+    ran: int
+
+
+# Fork
+
+
+class ForkRequest(_Request):
+    """`POST …/fork`. A given `placement` replaces the source's completely."""
+
+    mode: Literal["replay", "snapshot"] = "replay"
+    up_to: int | None = None
+    placement: Placement | None = None
+
+
+class Skipped(_Response):
+    seq: int
+    kind: str
+    why: str
+
+
+class ReplayReport(msgspec.Struct, kw_only=True):
+    """Every field is always written, so that an empty report (a queued fork) reads as one."""
+
+    attempted: int = 0
+    ok: int = 0
+    stopped_at: int | None = None
+    truncated: bool = False
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
+
+
+class ForkResult(_Response):
+    box: BoxView
+    replay: ReplayReport
+
+
+__all__ = [
+    "EVENTS_PAGE_DEFAULT",
+    "EVENTS_PAGE_MAX",
+    "MAX_SCALE",
+    "ActionsRequest",
+    "ActionsResult",
+    "ActiveWindow",
+    "ArrangeWindow",
+    "BoxList",
+    "BoxStateName",
+    "BoxView",
+    "Catalog",
+    "ClipboardPut",
+    "ClipboardQuery",
+    "ClipboardView",
+    "CreateBox",
+    "Done",
+    "ErrorBody",
+    "EventsQuery",
+    "ExecRequest",
+    "ExecResponse",
+    "FileContents",
+    "FileList",
+    "FileWritten",
+    "ForkOrigin",
+    "ForkRequest",
+    "ForkResult",
+    "FrameQuery",
+    "FrameView",
+    "GlobQuery",
+    "GlobResult",
+    "GrepRequest",
+    "GrepResult",
+    "Health",
+    "Holding",
+    "InstallApps",
+    "PathQuery",
+    "PruneResult",
+    "ReapResult",
+    "ReplayReport",
+    "RunResult",
+    "RuntimeList",
+    "RuntimeView",
+    "Skipped",
+    "StepResult",
+    "TracePage",
+    "TraceQuery",
+    "WaitWindow",
+    "WindowList",
+]
