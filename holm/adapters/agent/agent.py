@@ -1,0 +1,314 @@
+"""The agent: the box's screens, its catalog and its files, and what each request does."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp
+import msgspec
+
+from holm.adapters.agent import commands, desktop_up, files, processes
+from holm.adapters.agent import protocol as p
+from holm.adapters.agent.acts import act
+from holm.adapters.agent.catalog import Catalog
+from holm.adapters.agent.pages import Pages
+from holm.adapters.agent.screen import Screen
+from holm.adapters.base import ExecResult, FileInfo, GrepMatch, Held, Released, WindowInfo
+from holm.errors import BadRequest, Failed, ScreenUnavailable, Timeout, Unsupported
+
+log = logging.getLogger("holm.agent")
+T = TypeVar("T")
+
+LAUNCH_WITHIN_MS = 30_000
+MAX_READY_MS = 600_000
+
+
+class Options(msgspec.Struct, kw_only=True):
+    run_dir: Path
+    screens: int
+    width: int
+    height: int
+    display_base: int = 0
+    chromium: bool = True
+    home: str = msgspec.field(default_factory=lambda: os.environ.get("HOME", "/root"))
+
+
+class Agent:
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.home = options.home
+        self.run_dir = options.run_dir
+        self._png_pool = ThreadPoolExecutor(2, thread_name_prefix="png")
+        # exec and files: each call blocks a thread for as long as it runs.
+        self._work_pool = ThreadPoolExecutor(64, thread_name_prefix="work")
+        self.screens = [
+            Screen(i, options.width, options.height, self._png_pool) for i in range(options.screens)
+        ]
+        self.catalog = Catalog(self.home, options.width, options.height)
+        self.ready = asyncio.Event()
+        self.failure: str | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._pages: dict[int, Pages] = {}
+        self._display_lock = asyncio.Lock()
+
+    # Bring-up
+
+    async def bring_up(self) -> None:
+        await asyncio.gather(*(self._bring_up(s) for s in self.screens))
+        failures = [s.failure for s in self.screens if s.failure]
+        self.failure = "; ".join(failures) if failures else None
+        if self.failure:
+            log.error("the desktop did not come up: %s", self.failure)
+        else:
+            log.info("the desktop is up: %s", ", ".join(s.display_name for s in self.screens))
+        self.ready.set()
+
+    async def _bring_up(self, screen: Screen) -> None:
+        o = self.options
+        i = screen.index
+        try:
+            async with self._display_lock:
+                # Screens start one after another from the base, so they do not race each
+                # other for one display number.
+                base = max(
+                    [o.display_base] + [_number(s) + 1 for s in self.screens if s.display_name]
+                )
+                number, _ = await asyncio.to_thread(
+                    desktop_up.start_xvfb, i, o.width, o.height, base, self.run_dir, self._env(None)
+                )
+                screen.display_name = f":{number}"
+            name = screen.display_name
+            env = self._env(name)
+            await screen.connect(name)
+            viewer = asyncio.to_thread(desktop_up.start_viewer, i, name, self.run_dir, env)
+            await asyncio.to_thread(desktop_up.start_window_manager, i, name, self.run_dir, env)
+            chromium = None
+            if o.chromium:
+                chromium = await asyncio.to_thread(
+                    desktop_up.start_chromium, i, o.width, o.height, self.home, self.run_dir, env
+                )
+            sock, vnc = await viewer
+            await asyncio.to_thread(desktop_up.wait_viewer, i, sock, vnc, self.run_dir)
+            screen.vnc_socket = str(sock)
+            if chromium is not None:
+                screen.devtools_port = await asyncio.to_thread(
+                    desktop_up.wait_chromium, i, name, self.home, chromium, self.run_dir
+                )
+            screen.up.set()
+        except desktop_up.StartFailed as exc:
+            screen.failure = str(exc)
+        except Exception as exc:
+            log.exception("screen %d", i)
+            screen.failure = f"screen {i}: {type(exc).__name__}: {exc}"
+
+    def _env(self, display: str | None) -> dict[str, str]:
+        return processes.box_env(self.home, display)
+
+    async def wait_ready(self, timeout_ms: int) -> None:
+        if not 0 < timeout_ms <= MAX_READY_MS:
+            raise BadRequest(f"timeout_ms must be 1 to {MAX_READY_MS}")
+        try:
+            await asyncio.wait_for(self.ready.wait(), timeout_ms / 1000)
+        except TimeoutError:
+            starting = [str(s.index) for s in self.screens if not s.up.is_set()]
+            raise Timeout(
+                f"the desktop was not up within {timeout_ms} ms (screens still starting: "
+                f"{', '.join(starting)})"
+            ) from None
+        if self.failure:
+            raise Failed(self.failure)
+
+    def info(self) -> p.AgentInfo:
+        return p.AgentInfo(
+            pid=os.getpid(),
+            ready=self.ready.is_set() and self.failure is None,
+            failure=self.failure,
+            screens=[
+                p.ScreenInfo(
+                    screen=s.index,
+                    display=s.display_name,
+                    width=s.width,
+                    height=s.height,
+                    vnc_socket=s.vnc_socket,
+                    devtools_port=s.devtools_port,
+                )
+                for s in self.screens
+            ],
+        )
+
+    def screen(self, index: int) -> Screen:
+        if not 0 <= index < len(self.screens):
+            raise ScreenUnavailable(
+                f"no screen {index}: this box has {len(self.screens)}", retryable=False
+            )
+        return self.screens[index]
+
+    def pages(self, index: int) -> Pages:
+        screen = self.screen(index)
+        if screen.devtools_port is None:
+            if not self.options.chromium:
+                raise Unsupported("this box runs no Chromium (--no-chromium)")
+            raise ScreenUnavailable(f"screen {index}'s Chromium is not up")
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        if index not in self._pages:
+            self._pages[index] = Pages(self._session, screen.devtools_port)
+        return self._pages[index]
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+        for s in self.screens:
+            s.close()
+        self._png_pool.shutdown(wait=False, cancel_futures=True)
+        self._work_pool.shutdown(wait=False, cancel_futures=True)
+
+    # Work in threads
+
+    async def _work(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._work_pool, fn, *args)
+
+    async def exec(self, argv: list[str], timeout_ms: int) -> ExecResult:
+        env = self._env(self.screens[0].display_name or None)
+        result: ExecResult = await self._work(
+            lambda: commands.run(argv, timeout_ms, home=self.home, env=env)
+        )
+        return result
+
+    async def read_file(self, path: str) -> bytes:
+        data: bytes = await self._work(files.read, path, self.home)
+        return data
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        await self._work(files.write, path, data, self.home)
+
+    async def list_files(self, path: str) -> list[FileInfo]:
+        found: list[FileInfo] = await self._work(files.list_dir, path, self.home)
+        return found
+
+    async def grep(
+        self, pattern: str, path: str, include: str | None, ignore_case: bool, limit: int
+    ) -> tuple[list[GrepMatch], bool]:
+        found: tuple[list[GrepMatch], bool] = await self._work(
+            files.grep, pattern, path, include, ignore_case, limit, self.home
+        )
+        return found
+
+    async def glob(self, pattern: str, path: str, limit: int) -> tuple[list[str], bool]:
+        found: tuple[list[str], bool] = await self._work(
+            files.glob, pattern, path, limit, self.home
+        )
+        return found
+
+    # Apps
+
+    async def launch(self, index: int, name: str, args: list[str]) -> WindowInfo:
+        screen = self.screen(index)
+        app = self.catalog.resolve(name)
+        before = await screen.window_ids()
+        argv = self.catalog.argv(app, index, args)
+        log_path = self.run_dir / f"app-{app.name}-{index}.log"
+        try:
+            proc = await asyncio.to_thread(
+                processes.spawn,
+                argv,
+                env=self._env(screen.display_name),
+                cwd=self.home,
+                log_path=log_path,
+            )
+        except OSError as exc:
+            raise Failed(f"could not start {app.name}: {exc.strerror or exc}") from None
+        processes.supervise(f"{app.name} (screen {index}, pid {proc.pid})", proc)
+
+        def still_trying() -> None:
+            # A launcher that hands over to a running instance ends with 0 (chromium):
+            # only a failure ends the wait early.
+            if proc.returncode not in (None, 0):
+                tail = _tail(log_path)
+                raise Failed(f"{app.name} ended with {proc.returncode}: {tail}")
+
+        return await screen.wait_window(
+            app.window_class, None, LAUNCH_WITHIN_MS, ignore=before, still_trying=still_trying
+        )
+
+    # Requests
+
+    async def answer(self, request: p.Request) -> Any:
+        match request:
+            case p.Ping():
+                return "pong"
+            case p.Ready(timeout_ms=timeout_ms):
+                await self.wait_ready(timeout_ms)
+                return self.info()
+            case p.Info():
+                return self.info()
+            case p.Act(screen=screen, action=action):
+                return await act(self, screen, action)
+            case p.EndBatch(screen=screen):
+                return await self.end_batch(screen)
+            case p.Frame(screen=screen, have=have, window=window, region=region, scale=scale):
+                return await self.screen(screen).frame(have, window, region, scale)
+            case p.FrameHash(screen=screen):
+                return await self.screen(screen).frame_hash()
+            case p.GetCursor(screen=screen):
+                return await self.screen(screen).cursor()
+            case p.ListWindows(screen=screen):
+                return await self.screen(screen).windows()
+            case p.ActiveWindow(screen=screen):
+                return await self.screen(screen).active_window()
+            case p.WaitWindow(screen=screen, class_=class_, title=title, within_ms=within_ms):
+                return await self.screen(screen).wait_window(class_, title, within_ms)
+            case p.FocusWindow(screen=screen, window=window):
+                return await self.screen(screen).focus_window(window)
+            case p.ArrangeWindow(screen=screen, window=window, how=how):
+                return await self.screen(screen).arrange_window(window, how)
+            case p.CloseWindow(screen=screen, window=window):
+                return await self.screen(screen).close_window(window)
+            case p.LaunchApp(screen=screen, app=app, args=args):
+                return await self.launch(screen, app, args)
+            case p.DefineApps(apps=apps):
+                self.catalog.define(apps)
+                return [app.name for app in self.catalog.names()]
+            case p.ClipboardGet(screen=screen, selection=selection):
+                return await self.screen(screen).clipboard_get(selection)
+            case p.ClipboardSet(screen=screen, selection=selection, text=text):
+                return await self.screen(screen).clipboard_set(selection, text)
+            case p.RunCommand(argv=argv, timeout_ms=timeout_ms):
+                return await self.exec(argv, timeout_ms)
+            case p.ReadFile(path=path):
+                return await self.read_file(path)
+            case p.WriteFile(path=path, data=data):
+                return await self.write_file(path, data)
+            case p.ListFiles(path=path):
+                return await self.list_files(path)
+            case p.Grep(pattern=pattern, path=path, include=include, ignore_case=ic, limit=limit):
+                return await self.grep(pattern, path, include, ic, limit)
+            case p.Glob(pattern=pattern, path=path, limit=limit):
+                return await self.glob(pattern, path, limit)
+        raise BadRequest(f"unknown request {type(request).__name__}")
+
+    async def end_batch(self, index: int) -> tuple[Released, Held]:
+        screen = self.screen(index)
+        buttons, keys, held_buttons, held_keys, release_at = await screen.on_input(
+            lambda i: i.end_batch()
+        )
+        return (
+            Released(buttons=buttons, keys=keys),
+            Held(buttons=held_buttons, keys=held_keys, release_at_ms=release_at),
+        )
+
+
+def _number(screen: Screen) -> int:
+    return int(screen.display_name.lstrip(":"))
+
+
+def _tail(path: Path, size: int = 400) -> str:
+    try:
+        return path.read_bytes()[-size:].decode(errors="replace").strip()
+    except OSError:
+        return ""

@@ -1,0 +1,96 @@
+"""Frames: raw pixels from the X server, their hash, and a PNG only when one is needed.
+
+A frame's hash covers its raw pixels, its size and how it was shown (scale, pointer), so
+equal hashes mean equal pictures, and checking "unchanged" never encodes a PNG.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+
+import msgspec
+from PIL import Image, ImageDraw
+from Xlib import X
+from Xlib.display import Display
+
+from holm.errors import BadRequest
+from holm.wire.actions import Region
+
+HASH_PREFIX = "px:"
+PNG_LEVEL = 1
+MIN_SCALE, MAX_SCALE = 1, 400
+
+
+class Raw(msgspec.Struct):
+    """Pixels as the X server gave them: 32 bits a pixel, BGRX."""
+
+    data: bytes
+    width: int
+    height: int
+
+
+def grab(conn: Display, region: Region) -> Raw:
+    root = conn.screen().root
+    reply = root.get_image(region.x, region.y, region.width, region.height, X.ZPixmap, 0xFFFFFFFF)
+    return Raw(bytes(reply.data), region.width, region.height)
+
+
+def clip(region: Region, width: int, height: int) -> Region:
+    """`region` cut to the screen; refused when nothing of it is on the screen."""
+    x0, y0 = max(region.x, 0), max(region.y, 0)
+    x1, y1 = min(region.x + region.width, width), min(region.y + region.height, height)
+    if x1 <= x0 or y1 <= y0:
+        raise BadRequest(
+            f"the region {region.width}x{region.height} at ({region.x}, {region.y}) "
+            f"is off the screen of {width}x{height}"
+        )
+    return Region(x0, y0, x1 - x0, y1 - y0)
+
+
+def pixel_hash(raw: Raw, scale: int = 100, pointer: tuple[int, int] | None = None) -> str:
+    digest = hashlib.sha256(raw.data)
+    shown = f"|{raw.width}x{raw.height}"
+    if scale != 100:
+        shown += f"@{scale}%"
+    if pointer is not None:
+        shown += f"+pointer{pointer[0]},{pointer[1]}"
+    digest.update(shown.encode())
+    return HASH_PREFIX + digest.hexdigest()[:40]
+
+
+def check_scale(scale: int) -> None:
+    if not MIN_SCALE <= scale <= MAX_SCALE:
+        raise BadRequest(f"scale must be {MIN_SCALE} to {MAX_SCALE} (percent)")
+
+
+def scaled_size(raw: Raw, scale: int) -> tuple[int, int]:
+    return max(1, raw.width * scale // 100), max(1, raw.height * scale // 100)
+
+
+def encode_png(raw: Raw, scale: int = 100, pointer: tuple[int, int] | None = None) -> bytes:
+    """The PNG of the pixels (blocking; run it in a thread)."""
+    image = Image.frombuffer("RGB", (raw.width, raw.height), raw.data, "raw", "BGRX", 0, 1)
+    if pointer is not None:
+        image = image.copy()
+        _draw_pointer(image, pointer)
+    if scale != 100:
+        image = image.resize(scaled_size(raw, scale), Image.Resampling.BILINEAR)
+    out = io.BytesIO()
+    image.save(out, format="PNG", compress_level=PNG_LEVEL)
+    return out.getvalue()
+
+
+def _draw_pointer(image: Image.Image, at: tuple[int, int]) -> None:
+    # The X server's cursor is not in captured pixels; an arrow shows where it is.
+    x, y = at
+    arrow = [
+        (x, y),
+        (x, y + 16),
+        (x + 4, y + 12),
+        (x + 8, y + 19),
+        (x + 10, y + 18),
+        (x + 7, y + 11),
+        (x + 12, y + 11),
+    ]
+    ImageDraw.Draw(image).polygon(arrow, fill=(255, 255, 255), outline=(0, 0, 0))

@@ -1,0 +1,267 @@
+"""`AgentDesktop`: a box's `Desktop` over one connection to its agent.
+
+Calls are multiplexed on the connection by request id, so concurrent calls (a capture on
+one screen, a click on another) run concurrently in the agent. Errors come back as
+`holm.errors` classes; a lost connection fails every call in flight, and every later one,
+with `Transport` (retryable: the runtime may reconnect).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from holm.adapters.agent import protocol as p
+from holm.adapters.base import (
+    ExecResult,
+    FileInfo,
+    FrameResult,
+    GrepMatch,
+    Held,
+    Released,
+    WindowInfo,
+)
+from holm.errors import ERRORS_BY_CODE, HolmError, Internal, Timeout, Transport
+from holm.wire.actions import Action, Arrange, Point, Region, Selection
+from holm.wire.spec import AppDefinition
+
+T = TypeVar("T")
+
+_decoders: dict[Any, msgspec.msgpack.Decoder[Any]] = {}
+
+
+def _decode(raw: msgspec.Raw, kind: type[T]) -> T:
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.msgpack.Decoder(kind)
+    value: T = decoder.decode(raw)
+    return value
+
+
+class AgentDesktop:
+    """Implements `holm.adapters.base.Desktop`."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[msgspec.Raw]] = {}
+        self._lost: str | None = None
+        self._reading = asyncio.create_task(self._read())
+
+    @classmethod
+    async def connect(cls, socket_path: str | Path) -> AgentDesktop:
+        try:
+            reader, writer = await asyncio.open_unix_connection(
+                str(socket_path), limit=p.MAX_FRAME_BYTES
+            )
+        except OSError as exc:
+            raise Transport(f"cannot reach the box's agent at {socket_path}: {exc}") from None
+        return cls(reader, writer)
+
+    @classmethod
+    async def connect_when_up(cls, socket_path: str | Path, within_s: float) -> AgentDesktop:
+        """Connect, retrying while the agent has not created its socket yet."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within_s
+        while True:
+            try:
+                return await cls.connect(socket_path)
+            except Transport:
+                if loop.time() >= deadline:
+                    raise
+            await asyncio.sleep(0.05)
+
+    @property
+    def connected(self) -> bool:
+        """False once the connection is lost or closed (a runtime then connects anew)."""
+        return self._lost is None
+
+    async def _read(self) -> None:
+        why = "the agent closed the connection"
+        try:
+            while True:
+                body = await p.read_frame(self._reader)
+                reply = p.response_decoder.decode(body)
+                future = self._waiting.pop(reply.id, None)
+                if future is None or future.done():
+                    continue
+                if isinstance(reply, p.Err):
+                    cls = ERRORS_BY_CODE.get(reply.code, Internal)
+                    future.set_exception(cls(reply.message, retryable=reply.retryable))
+                else:
+                    future.set_result(reply.value)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except (ValueError, msgspec.DecodeError) as exc:
+            why = f"the agent sent something unreadable: {exc}"
+        except asyncio.CancelledError:
+            why = "the connection was closed"
+        self._lose(why)
+
+    def _lose(self, why: str) -> None:
+        self._lost = why
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(Transport(f"lost the box's agent: {why}"))
+        self._waiting.clear()
+        self._writer.close()
+
+    async def call(self, request: p.Request, kind: type[T]) -> T:
+        """Send one request and decode its answer as `kind`."""
+        if self._lost is not None:
+            raise Transport(f"lost the box's agent: {self._lost}")
+        future: asyncio.Future[msgspec.Raw] = asyncio.get_running_loop().create_future()
+        self._waiting[request.id] = future
+        try:
+            self._writer.write(p.frame(request))
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            self._waiting.pop(request.id, None)
+            self._lose(str(exc))
+            raise Transport(f"lost the box's agent: {exc}") from None
+        try:
+            raw = await future
+        finally:
+            self._waiting.pop(request.id, None)
+        return _decode(raw, kind)
+
+    def _id(self) -> int:
+        return next(self._ids)
+
+    # Agent
+
+    async def ping(self) -> None:
+        await self.call(p.Ping(id=self._id()), str)
+
+    async def ready(self, timeout: float) -> p.AgentInfo:
+        """Wait until every screen is up (Chromium's window mapped on each); the agent's
+        error names what failed."""
+        timeout_ms = max(1, int(timeout * 1000))
+        try:
+            return await asyncio.wait_for(
+                self.call(p.Ready(id=self._id(), timeout_ms=timeout_ms), p.AgentInfo),
+                timeout + 5,
+            )
+        except TimeoutError:
+            raise Timeout(f"the box's agent did not answer within {timeout} s") from None
+
+    async def info(self) -> p.AgentInfo:
+        return await self.call(p.Info(id=self._id()), p.AgentInfo)
+
+    async def define_apps(self, apps: dict[str, AppDefinition]) -> list[str]:
+        return await self.call(p.DefineApps(id=self._id(), apps=apps), list[str])
+
+    # Desktop
+
+    async def act(self, screen: int, action: Action) -> dict[str, Any]:
+        return await self.call(p.Act(id=self._id(), screen=screen, action=action), dict[str, Any])
+
+    async def end_batch(self, screen: int) -> tuple[Released, Held]:
+        return await self.call(p.EndBatch(id=self._id(), screen=screen), tuple[Released, Held])
+
+    async def frame(
+        self,
+        screen: int,
+        *,
+        have: str | None = None,
+        window: str | None = None,
+        region: Region | None = None,
+        scale: int = 100,
+    ) -> FrameResult:
+        request = p.Frame(
+            id=self._id(), screen=screen, have=have, window=window, region=region, scale=scale
+        )
+        return await self.call(request, FrameResult)
+
+    async def frame_hash(self, screen: int) -> tuple[str, int, int]:
+        return await self.call(p.FrameHash(id=self._id(), screen=screen), tuple[str, int, int])
+
+    async def cursor(self, screen: int) -> Point:
+        return await self.call(p.GetCursor(id=self._id(), screen=screen), Point)
+
+    async def windows(self, screen: int) -> list[WindowInfo]:
+        return await self.call(p.ListWindows(id=self._id(), screen=screen), list[WindowInfo])
+
+    async def active_window(self, screen: int) -> WindowInfo | None:
+        return await self.call(
+            p.ActiveWindow(id=self._id(), screen=screen),
+            WindowInfo | None,  # type: ignore[arg-type]
+        )
+
+    async def wait_window(
+        self, screen: int, class_: str | None, title: str | None, within_ms: int
+    ) -> WindowInfo:
+        request = p.WaitWindow(
+            id=self._id(), screen=screen, class_=class_, title=title, within_ms=within_ms
+        )
+        return await self.call(request, WindowInfo)
+
+    async def focus_window(self, screen: int, window: str) -> None:
+        await self.call(p.FocusWindow(id=self._id(), screen=screen, window=window), type(None))
+
+    async def arrange_window(self, screen: int, window: str, how: Arrange) -> WindowInfo:
+        request = p.ArrangeWindow(id=self._id(), screen=screen, window=window, how=how)
+        return await self.call(request, WindowInfo)
+
+    async def close_window(self, screen: int, window: str) -> None:
+        await self.call(p.CloseWindow(id=self._id(), screen=screen, window=window), type(None))
+
+    async def launch(self, screen: int, app: str, args: list[str]) -> WindowInfo:
+        request = p.LaunchApp(id=self._id(), screen=screen, app=app, args=args)
+        return await self.call(request, WindowInfo)
+
+    async def clipboard_get(self, screen: int, selection: Selection) -> str:
+        request = p.ClipboardGet(id=self._id(), screen=screen, selection=selection)
+        return await self.call(request, str)
+
+    async def clipboard_set(self, screen: int, selection: Selection, text: str) -> None:
+        request = p.ClipboardSet(id=self._id(), screen=screen, selection=selection, text=text)
+        await self.call(request, type(None))
+
+    async def exec(self, argv: list[str], timeout_ms: int) -> ExecResult:
+        request = p.RunCommand(id=self._id(), argv=argv, timeout_ms=timeout_ms)
+        return await self.call(request, ExecResult)
+
+    async def read_file(self, path: str) -> bytes:
+        return await self.call(p.ReadFile(id=self._id(), path=path), bytes)
+
+    async def write_file(self, path: str, data: bytes) -> None:
+        await self.call(p.WriteFile(id=self._id(), path=path, data=data), type(None))
+
+    async def list_files(self, path: str) -> list[FileInfo]:
+        return await self.call(p.ListFiles(id=self._id(), path=path), list[FileInfo])
+
+    async def grep(
+        self, pattern: str, path: str, include: str | None, ignore_case: bool, limit: int
+    ) -> tuple[list[GrepMatch], bool]:
+        request = p.Grep(
+            id=self._id(),
+            pattern=pattern,
+            path=path,
+            include=include,
+            ignore_case=ignore_case,
+            limit=limit,
+        )
+        return await self.call(request, tuple[list[GrepMatch], bool])
+
+    async def glob(self, pattern: str, path: str, limit: int) -> tuple[list[str], bool]:
+        request = p.Glob(id=self._id(), pattern=pattern, path=path, limit=limit)
+        return await self.call(request, tuple[list[str], bool])
+
+    async def close(self) -> None:
+        if self._lost is None:
+            self._reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reading
+        self._writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await self._writer.wait_closed()
+
+
+__all__ = ["AgentDesktop", "HolmError"]

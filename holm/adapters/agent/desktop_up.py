@@ -1,0 +1,315 @@
+"""Bringing a screen up: Xvfb, openbox, x11vnc and Chromium, each a child of the agent.
+
+Everything here blocks (it waits for processes and sockets); the server runs it in threads.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import select
+import socket
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+from Xlib import X, display
+
+from holm.adapters.agent import processes
+from holm.adapters.agent.windows import client_windows, wm_running
+
+log = logging.getLogger("holm.agent")
+
+# How many display numbers past the base a screen tries before it gives up.
+DISPLAY_TRIES = 64
+XVFB_START_S = 10.0
+WM_START_S = 10.0
+CHROMIUM_START_S = 45.0
+
+# Chromium reaches the internet on its own unless told not to; as root it needs
+# --no-sandbox, and --test-type hides the warning bar that flag brings (it would change
+# every frame).
+CHROMIUM_FLAGS = (
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-sandbox",
+    "--test-type",
+    "--no-default-browser-check",
+    "--password-store=basic",
+    "--disable-dev-shm-usage",
+    "--hide-crash-restore-bubble",
+)
+
+
+class StartFailed(Exception):
+    """A part of the desktop did not come up; the message names it."""
+
+
+def chromium_profile(home: str, screen: int) -> Path:
+    return Path(home) / ".holm" / f"chromium-{screen}"
+
+
+def chromium_argv(home: str, screen: int, width: int, height: int) -> list[str]:
+    return [
+        "/usr/bin/chromium",
+        *CHROMIUM_FLAGS,
+        "--remote-debugging-port=0",
+        f"--user-data-dir={chromium_profile(home, screen)}",
+        "--window-position=0,0",
+        f"--window-size={width},{height}",
+        "--start-maximized",
+    ]
+
+
+def _abstract_name(number: int) -> str:
+    return f"\0/tmp/.X11-unix/X{number}"
+
+
+def _abstract_taken(number: int) -> bool:
+    """Whether some X server of this network namespace holds display `number`'s abstract
+    socket. X clients built on libxcb try that socket first, so a display whose abstract
+    name belongs to another box's server would send our clients there."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.bind(_abstract_name(number))
+    except OSError as exc:
+        return exc.errno == errno.EADDRINUSE
+    finally:
+        probe.close()
+    return False
+
+
+def _abstract_owner(number: int) -> int | None:
+    """The pid of the process that serves display `number`'s abstract socket."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(_abstract_name(number))
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    finally:
+        conn.close()
+    pid, _, _ = struct.unpack("3i", creds)
+    return int(pid)
+
+
+def _lock_held(number: int) -> bool:
+    lock = Path(f"/tmp/.X{number}-lock")
+    try:
+        pid = int(lock.read_text().strip())
+    except (OSError, ValueError):
+        return lock.exists()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def start_xvfb(
+    screen: int, width: int, height: int, base: int, run_dir: Path, env: dict[str, str]
+) -> tuple[int, subprocess.Popen[bytes]]:
+    """Start Xvfb on the first free display at or above `base`.
+
+    Several boxes can share the host's network namespace (and so the abstract X socket
+    names) while each has its own /tmp; a display is taken only when its lock file and its
+    abstract name are free, and after the start the abstract socket must be our server's
+    (checked by the peer's pid), else the next number is tried.
+    """
+    for number in range(base, base + DISPLAY_TRIES):
+        if _lock_held(number) or _abstract_taken(number):
+            continue
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = processes.spawn(
+                [
+                    "Xvfb",
+                    f":{number}",
+                    "-screen",
+                    "0",
+                    f"{width}x{height}x24",
+                    "-nolisten",
+                    "tcp",
+                    "-displayfd",
+                    str(write_fd),
+                    "-noreset",
+                ],
+                env=env,
+                log_path=run_dir / f"xvfb-{screen}.log",
+                pass_fds=(write_fd,),
+            )
+        finally:
+            os.close(write_fd)
+        try:
+            announced = _read_line(read_fd, XVFB_START_S)
+        finally:
+            os.close(read_fd)
+        if announced is None:
+            _stop(proc)
+            continue
+        if _abstract_owner(number) != proc.pid:
+            log.warning("display :%d is served by another process; trying the next", number)
+            _stop(proc)
+            continue
+        processes.supervise(f"Xvfb :{number}", proc)
+        return number, proc
+    raise StartFailed(
+        f"screen {screen}: no free X display from :{base} to :{base + DISPLAY_TRIES - 1}"
+    )
+
+
+def _read_line(fd: int, timeout_s: float) -> str | None:
+    """The first line written on `fd`, or None when the writer closed it or time ran out."""
+    deadline = time.monotonic() + timeout_s
+    data = b""
+    while b"\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            return None
+        chunk = os.read(fd, 64)
+        if not chunk:
+            return None
+        data += chunk
+    return data.decode().strip()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    processes.kill_group(proc.pid)
+    proc.wait()
+    processes.forget(proc)
+
+
+def start_window_manager(
+    screen: int, display_name: str, run_dir: Path, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    proc = processes.spawn(
+        ["openbox", "--sm-disable"], env=env, log_path=run_dir / f"openbox-{screen}.log"
+    )
+    processes.supervise(f"openbox {display_name}", proc)
+    conn = display.Display(display_name)
+    try:
+        deadline = time.monotonic() + WM_START_S
+        while not wm_running(conn):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise StartFailed(
+                    f"screen {screen}: the window manager (openbox) did not start "
+                    f"(see {run_dir / f'openbox-{screen}.log'})"
+                )
+            time.sleep(0.02)
+    finally:
+        conn.close()
+    return proc
+
+
+def start_viewer(
+    screen: int, display_name: str, run_dir: Path, env: dict[str, str]
+) -> tuple[Path, subprocess.Popen[bytes]]:
+    """x11vnc on a Unix socket only: `-rfbport 0 -no6` keeps it off every TCP port."""
+    sock = run_dir / f"vnc-{screen}.sock"
+    sock.unlink(missing_ok=True)
+    proc = processes.spawn(
+        [
+            "x11vnc",
+            "-display",
+            display_name,
+            "-unixsock",
+            str(sock),
+            "-rfbport",
+            "0",
+            "-no6",
+            "-localhost",
+            "-forever",
+            "-shared",
+            "-nopw",
+            "-quiet",
+        ],
+        env=env,
+        log_path=run_dir / f"x11vnc-{screen}.log",
+    )
+    processes.supervise(f"x11vnc {display_name}", proc)
+    return sock, proc
+
+
+def wait_viewer(screen: int, sock: Path, proc: subprocess.Popen[bytes], run_dir: Path) -> None:
+    deadline = time.monotonic() + XVFB_START_S
+    while not sock.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise StartFailed(
+                f"screen {screen}: the viewer (x11vnc) did not open {sock} "
+                f"(see {run_dir / f'x11vnc-{screen}.log'})"
+            )
+        time.sleep(0.02)
+    os.chmod(sock, 0o600)
+
+
+def start_chromium(
+    screen: int, width: int, height: int, home: str, run_dir: Path, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    profile = chromium_profile(home, screen)
+    profile.mkdir(parents=True, exist_ok=True)
+    # A port file left by an earlier run would name a port nobody listens on.
+    (profile / "DevToolsActivePort").unlink(missing_ok=True)
+    proc = processes.spawn(
+        [*chromium_argv(home, screen, width, height), "about:blank"],
+        env=env,
+        cwd=home,
+        log_path=run_dir / f"chromium-{screen}.log",
+    )
+    processes.supervise(f"chromium (screen {screen})", proc)
+    return proc
+
+
+def wait_chromium(
+    screen: int,
+    display_name: str,
+    home: str,
+    proc: subprocess.Popen[bytes],
+    run_dir: Path,
+) -> int:
+    """Wait for Chromium's DevTools port and for its window to be mapped; return the port."""
+    port_file = chromium_profile(home, screen) / "DevToolsActivePort"
+    log_file = run_dir / f"chromium-{screen}.log"
+    deadline = time.monotonic() + CHROMIUM_START_S
+    port: int | None = None
+    conn = display.Display(display_name)
+    try:
+        while True:
+            if port is None:
+                port = read_devtools_port(port_file)
+            mapped = any(
+                w.class_.lower() == "chromium"
+                for w in client_windows(conn)
+                if w.map_state == X.IsViewable
+            )
+            if port is not None and mapped:
+                return port
+            if proc.poll() is not None:
+                raise StartFailed(
+                    f"screen {screen}: chromium ended with {proc.returncode} (see {log_file})"
+                )
+            if time.monotonic() > deadline:
+                missing = "its window was not mapped" if port else "no DevTools port"
+                raise StartFailed(
+                    f"screen {screen}: chromium did not come up within "
+                    f"{CHROMIUM_START_S:.0f} s: {missing} (see {log_file})"
+                )
+            time.sleep(0.05)
+    finally:
+        conn.close()
+
+
+def read_devtools_port(port_file: Path) -> int | None:
+    try:
+        first = port_file.read_text().splitlines()[0]
+        return int(first)
+    except (OSError, ValueError, IndexError):
+        return None

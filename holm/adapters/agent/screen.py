@@ -1,0 +1,210 @@
+"""One screen of the box, as the event loop sees it.
+
+Each screen has its own X connections, each used by one thread only, so that nothing slow
+on one path holds up another: input (XTEST), capture (XGetImage and the pixel hash),
+queries (windows, pointer) and the clipboard. PNG encoding runs in a pool shared by the
+screens. Every method here is a coroutine that hands blocking work to the right thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from Xlib.display import Display
+
+from holm.adapters.agent import capture, windows
+from holm.adapters.agent.capture import Raw
+from holm.adapters.agent.clipboard import ClipboardOwner
+from holm.adapters.agent.input import Input
+from holm.adapters.base import FrameResult, WindowInfo
+from holm.errors import BadRequest, ScreenUnavailable
+from holm.wire.actions import Arrange, Point, Region, Selection
+
+T = TypeVar("T")
+C = TypeVar("C")
+
+STILL_POLL_S = 0.05
+WINDOW_POLL_S = 0.03
+
+
+class Screen:
+    def __init__(self, index: int, width: int, height: int, png_pool: ThreadPoolExecutor) -> None:
+        self.index = index
+        self.width = width
+        self.height = height
+        self.display_name = ""
+        self.vnc_socket: str | None = None
+        self.devtools_port: int | None = None
+        self.up = asyncio.Event()
+        self.failure: str | None = None
+        self._png_pool = png_pool
+        self._input_thread = ThreadPoolExecutor(1, thread_name_prefix=f"input-{index}")
+        self._capture_thread = ThreadPoolExecutor(1, thread_name_prefix=f"capture-{index}")
+        self._query_thread = ThreadPoolExecutor(1, thread_name_prefix=f"query-{index}")
+        self._input: Input | None = None
+        self._capture_conn: Display | None = None
+        self._query_conn: Display | None = None
+        self.clipboard: ClipboardOwner | None = None
+
+    async def connect(self, display_name: str) -> None:
+        """Open the screen's connections (the display is up)."""
+        self.display_name = display_name
+        loop = asyncio.get_running_loop()
+
+        def open_input() -> Input:
+            return Input(Display(display_name), self.width, self.height)
+
+        self._input = await loop.run_in_executor(self._input_thread, open_input)
+        self._capture_conn = await loop.run_in_executor(self._capture_thread, Display, display_name)
+        self._query_conn = await loop.run_in_executor(self._query_thread, Display, display_name)
+        self.clipboard = await asyncio.to_thread(ClipboardOwner, display_name)
+
+    def _up(self, conn: C | None) -> C:
+        if conn is None or self._input is None:
+            why = self.failure or "it is still starting"
+            raise ScreenUnavailable(f"screen {self.index} is not up: {why}")
+        return conn
+
+    async def on_input(self, work: Callable[[Input], T]) -> T:
+        conn = self._up(self._input)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._input_thread, lambda: work(conn)
+        )
+
+    async def on_query(self, work: Callable[[Display], T]) -> T:
+        conn = self._up(self._query_conn)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._query_thread, lambda: work(conn)
+        )
+
+    # Frames
+
+    def _region(self, region: Region | None) -> Region:
+        whole = Region(0, 0, self.width, self.height)
+        return whole if region is None else capture.clip(region, self.width, self.height)
+
+    async def _grab(self, region: Region) -> Raw:
+        conn = self._up(self._capture_conn)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._capture_thread, capture.grab, conn, region
+        )
+
+    async def frame_hash(self) -> tuple[str, int, int]:
+        raw = await self._grab(self._region(None))
+        loop = asyncio.get_running_loop()
+        digest = await loop.run_in_executor(self._capture_thread, capture.pixel_hash, raw)
+        return digest, raw.width, raw.height
+
+    async def frame(
+        self,
+        have: str | None = None,
+        window: str | None = None,
+        region: Region | None = None,
+        scale: int = 100,
+        pointer: bool = False,
+    ) -> FrameResult:
+        capture.check_scale(scale)
+        if window is not None:
+            if region is not None:
+                raise BadRequest("capture a window or a region, not both")
+            found = await self.on_query(lambda c: windows.get_window(c, window))
+            region = Region(found.x, found.y, found.width, found.height)
+        area = self._region(region)
+        raw = await self._grab(area)
+        at: tuple[int, int] | None = None
+        if pointer:
+            where = await self.cursor()
+            at = (where.x - area.x, where.y - area.y)
+        loop = asyncio.get_running_loop()
+        digest = await loop.run_in_executor(
+            self._capture_thread, capture.pixel_hash, raw, scale, at
+        )
+        width, height = capture.scaled_size(raw, scale)
+        if digest == have:
+            return FrameResult(hash=digest, unchanged=True, width=width, height=height)
+        png = await loop.run_in_executor(self._png_pool, capture.encode_png, raw, scale, at)
+        return FrameResult(hash=digest, png=png, width=width, height=height)
+
+    async def wait_still(self, settle_ms: int, within_ms: int) -> dict[str, Any]:
+        """Wait until the screen's pixels stay the same for `settle_ms`."""
+        start = time.monotonic()
+        deadline = start + within_ms / 1000
+        last, _, _ = await self.frame_hash()
+        since = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now - since >= settle_ms / 1000:
+                return {"still": True, "waited_ms": round((now - start) * 1000), "hash": last}
+            if now >= deadline:
+                return {"still": False, "waited_ms": round((now - start) * 1000), "hash": last}
+            await asyncio.sleep(min(STILL_POLL_S, max(0.0, deadline - now)))
+            current, _, _ = await self.frame_hash()
+            if current != last:
+                last, since = current, time.monotonic()
+
+    # Pointer and windows
+
+    async def cursor(self) -> Point:
+        def query(conn: Display) -> Point:
+            pointer = conn.screen().root.query_pointer()
+            return Point(int(pointer.root_x), int(pointer.root_y))
+
+        return await self.on_query(query)
+
+    async def windows(self) -> list[WindowInfo]:
+        return await self.on_query(windows.list_windows)
+
+    async def active_window(self) -> WindowInfo | None:
+        return await self.on_query(windows.active_window)
+
+    async def window_ids(self) -> set[int]:
+        return await self.on_query(lambda c: {w.id for w in windows.client_windows(c)})
+
+    async def wait_window(
+        self,
+        class_: str | None,
+        title: str | None,
+        within_ms: int,
+        ignore: set[int] | None = None,
+        still_trying: Callable[[], None] | None = None,
+    ) -> WindowInfo:
+        """Poll (on the query thread, a short call each time) until a mapped window that
+        matches appears; `still_trying` may raise to give up early."""
+        ignored = ignore or set()
+        deadline = time.monotonic() + within_ms / 1000
+        while True:
+            found = await self.on_query(lambda c: windows.find_window(c, class_, title, ignored))
+            if found is not None:
+                return found
+            if time.monotonic() >= deadline:
+                raise windows.no_window(class_, title, within_ms)
+            if still_trying is not None:
+                still_trying()
+            await asyncio.sleep(WINDOW_POLL_S)
+
+    async def focus_window(self, window: str) -> None:
+        await self.on_query(lambda c: windows.focus(c, window))
+
+    async def arrange_window(self, window: str, how: Arrange) -> WindowInfo:
+        return await self.on_query(lambda c: windows.arrange(c, window, how))
+
+    async def close_window(self, window: str) -> None:
+        await self.on_query(lambda c: windows.close(c, window))
+
+    # Clipboard
+
+    async def clipboard_get(self, selection: Selection) -> str:
+        return await asyncio.to_thread(self._up(self.clipboard).get, selection)
+
+    async def clipboard_set(self, selection: Selection, text: str) -> None:
+        await asyncio.to_thread(self._up(self.clipboard).set, selection, text)
+
+    def close(self) -> None:
+        if self.clipboard is not None:
+            self.clipboard.close()
+        for pool in (self._input_thread, self._capture_thread, self._query_thread):
+            pool.shutdown(wait=False, cancel_futures=True)

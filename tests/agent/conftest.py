@@ -1,0 +1,118 @@
+"""A real agent process on real Xvfb displays (:200 and up), with Chromium, shared by the
+tests of this folder; each test gets its own connection to it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from holm.adapters.agent import AgentDesktop
+
+REPO = Path(__file__).resolve().parents[2]
+SYSTEM_PYTHON = "/usr/bin/python3"
+WIDTH, HEIGHT = 1280, 800
+
+
+class RunningAgent(msgspec.Struct):
+    proc: subprocess.Popen[bytes]
+    run_dir: Path
+    home: Path
+    pages: Path
+
+    @property
+    def socket(self) -> Path:
+        return self.run_dir / "agent.sock"
+
+
+def start_agent(tmp: Path, *args: str) -> RunningAgent:
+    """Start `python3 -m holm.adapters.agent` the way a runtime does: Debian's Python, the
+    venv's packages on PYTHONPATH."""
+    home, run_dir = tmp / "home", tmp / "run"
+    home.mkdir(parents=True, exist_ok=True)
+    site = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
+    env = {
+        "HOME": str(home),
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "PYTHONPATH": f"{REPO}:{site}",
+        "LANG": "C.UTF-8",
+    }
+    log = open(tmp / "agent.log", "wb")  # noqa: SIM115 - the child keeps it
+    proc = subprocess.Popen(
+        [SYSTEM_PYTHON, "-m", "holm.adapters.agent", "--run-dir", str(run_dir), *args],
+        env=env,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 20
+    while not (run_dir / "agent.sock").exists():
+        assert proc.poll() is None, (tmp / "agent.log").read_text()
+        assert time.monotonic() < deadline, "the agent did not open its socket"
+        time.sleep(0.02)
+    pages = tmp / "pages"
+    pages.mkdir(exist_ok=True)
+    return RunningAgent(proc=proc, run_dir=run_dir, home=home, pages=pages)
+
+
+def stop_agent(agent: RunningAgent) -> int:
+    agent.proc.send_signal(signal.SIGTERM)
+    try:
+        return agent.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(agent.proc.pid, signal.SIGKILL)
+        agent.proc.wait()
+        raise
+
+
+@pytest.fixture(scope="session")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAgent]:
+    running = start_agent(
+        tmp_path_factory.mktemp("agent"),
+        "--screens",
+        "2",
+        "--width",
+        str(WIDTH),
+        "--height",
+        str(HEIGHT),
+        "--display-base",
+        "200",
+    )
+    yield running
+    stop_agent(running)
+
+
+@pytest.fixture
+async def desktop(agent: RunningAgent) -> AsyncIterator[AgentDesktop]:
+    d = await AgentDesktop.connect(agent.socket)
+    await d.ready(90)
+    yield d
+    await d.close()
+
+
+def write_page(agent: RunningAgent, name: str, html: str) -> str:
+    path = agent.pages / name
+    path.write_text(html)
+    return path.as_uri()
+
+
+async def page_title(desktop: AgentDesktop, screen: int, expect_prefix: str) -> str:
+    """The front tab's title once it starts with `expect_prefix` (pages update it from JS
+    events, a moment after the input that caused them); the last title after 5 s."""
+    from holm.wire.actions import Tabs
+
+    title = ""
+    for _ in range(100):
+        tabs = (await desktop.act(screen, Tabs()))["tabs"]
+        title = tabs[0]["title"] if tabs else ""
+        if title.startswith(expect_prefix):
+            return str(title)
+        await asyncio.sleep(0.05)
+    return str(title)
