@@ -103,12 +103,19 @@ def ensure_base_image(
             f"base image {base_image} is missing and no registry gives it; only a "
             "debian:<suite> base can be bootstrapped with debootstrap"
         )
-    bootstrap_base_image(client, suite, mirror or host_mirror(), log)
-    return stand_in_ref(suite)
+    return bootstrap_base_image(client, suite, mirror or host_mirror(), log)
 
 
-def bootstrap_base_image(client: docker.DockerClient, suite: str, mirror: str, log: Log) -> None:
-    log(f"no registry answers: bootstrapping {stand_in_ref(suite)} with debootstrap from {mirror}")
+def bootstrap_base_image(
+    client: docker.DockerClient,
+    suite: str,
+    mirror: str,
+    log: Log,
+    repository: str = STAND_IN_REPOSITORY,
+) -> str:
+    """Make `<repository>:<suite>` from Debian's mirror; return its reference."""
+    ref = f"{repository}:{suite}"
+    log(f"no registry answers: bootstrapping {ref} with debootstrap from {mirror}")
     with tempfile.TemporaryDirectory(prefix="holm-debootstrap-") as tmp:
         root = Path(tmp) / "root"
         _run(
@@ -123,14 +130,12 @@ def bootstrap_base_image(client: docker.DockerClient, suite: str, mirror: str, l
             log,
             what="tar",
         )
-        log(f"importing {tarball.stat().st_size // (1 << 20)} MiB as {stand_in_ref(suite)}")
+        log(f"importing {tarball.stat().st_size // (1 << 20)} MiB as {ref}")
         result: Any = client.api.import_image(
-            src=str(tarball),
-            repository=STAND_IN_REPOSITORY,
-            tag=suite,
-            changes=_IMPORT_CHANGES,
+            src=str(tarball), repository=repository, tag=suite, changes=_IMPORT_CHANGES
         )
-    log(f"imported {stand_in_ref(suite)}: {str(result).strip()[:200]}")
+    log(f"imported {ref}: {str(result).strip()[:200]}")
+    return ref
 
 
 def _make_slim(root: Path, suite: str, mirror: str) -> None:

@@ -1,0 +1,521 @@
+"""The `docker` runtime: each box is a container of the Docker Engine, made from the image
+of its spec (`images.py`), running the in-box agent.
+
+The container is the box's record: its labels name the box, the server and the runtime,
+and keep the spec and placement, so a restarted holmd (a new runtime object) lists and
+adopts its boxes, even one its store lost. The agent's run folder is a host folder
+(`<boxes_dir>/<box_id>/run`) bound at /run/holm, so holmd reaches `agent.sock` and the
+viewers' `vnc-<i>.sock` with no TCP and no published port.
+
+Lifecycle on the engine: pause/resume are the engine's pause (the freezer); stop stops the
+container. A `persistent` box starts again in the same container, so its files are kept;
+any other box starts in a new container from its image, with fresh files. /tmp is a tmpfs,
+as after a reboot. Delete removes the container.
+
+Errors, as the engine sees them (the same as the local runtime's):
+- `NotFound`: the engine has no container for that box.
+- `Denied`: a lifecycle step the box's state does not allow (start a running box, resume
+  a stopped one).
+- `ScreenUnavailable`: the desktop of a paused or stopped box.
+- `Transport`: the agent cannot be reached.
+- `Unavailable` / `Timeout`: the engine does not answer, or a desktop did not come up
+  (the message quotes the container's log).
+
+Every docker SDK call runs in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import docker
+import docker.errors
+import msgspec
+
+from holm.adapters.agent.client import AgentDesktop
+from holm.adapters.base import Capabilities, Desktop, RuntimeBox, Started
+from holm.adapters.docker.images import (
+    DEFAULT_BASE_IMAGE,
+    LABEL_KEY,
+    ImageInfo,
+    Images,
+    ImageSource,
+    Progress,
+    engine_arch,
+    engine_errors,
+    image_source,
+)
+from holm.adapters.local.limits import parse_cpus, parse_memory
+from holm.errors import (
+    BadRequest,
+    Denied,
+    HolmError,
+    NotFound,
+    ScreenUnavailable,
+    Timeout,
+    Transport,
+    Unavailable,
+    Unsupported,
+)
+from holm.wire.spec import (
+    MAX_SCREENS,
+    Placement,
+    Spec,
+    canonical_json,
+    canonical_spec,
+    validate_spec,
+)
+
+T = TypeVar("T")
+
+LABEL_BOX = "holm.box"
+LABEL_SERVER = "holm.server"
+LABEL_RUNTIME = "holm.runtime"
+LABEL_SPEC = "holm.spec"
+LABEL_PLACEMENT = "holm.placement"
+LABEL_CREATED = "holm.created_at_ms"
+LABEL_RUN_DIR = "holm.run_dir"
+LABEL_EXPIRES = "holm.expires_after_secs"
+LABEL_IDLE = "holm.idle_timeout_secs"
+
+BOX_HOME = "/home/box"
+BOX_RUN = "/run/holm"
+BOX_HOSTNAME = "holm-box"
+READY_TIMEOUT_S = 90.0
+STOP_GRACE_S = 5
+SOCKET_POLL_S = 0.01
+STATE_POLL_S = 0.5
+LOG_TAIL_LINES = 30
+# Chromium's own /dev/shm use is off (--disable-dev-shm-usage); this is for the rest.
+SHM_SIZE = "256m"
+# sun_path holds 108 bytes with its NUL.
+MAX_SOCKET_PATH = 107
+# A profile lock names a pid of the last run; in the same container that pid may now be
+# another process, and Chromium would refuse the profile.
+_START_COMMAND = 'rm -f "$HOME"/.holm/chromium-*/Singleton*; exec "$@"'
+
+_spec_decoder = msgspec.json.Decoder(Spec)
+_placement_decoder = msgspec.json.Decoder(Placement)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def container_name(box_id: str) -> str:
+    return f"holm-{box_id}"
+
+
+class DockerRuntime:
+    """Boxes as containers of one Docker Engine (the one `client` talks to)."""
+
+    def __init__(
+        self,
+        boxes_dir: Path,
+        server_id: str | None = None,
+        *,
+        name: str = "docker",
+        client: docker.DockerClient | None = None,
+        base_image: str = DEFAULT_BASE_IMAGE,
+        source: ImageSource | None = None,
+        arch: str | None = None,
+        ready_timeout_s: float = READY_TIMEOUT_S,
+        stop_grace_s: int = STOP_GRACE_S,
+        chromium: bool = True,
+    ) -> None:
+        """Blocks briefly (it asks the engine its architecture unless `arch` is given):
+        make it before the event loop runs, or in a thread."""
+        self.name = name
+        self.boxes_dir = boxes_dir
+        self.server_id = server_id
+        self.ready_timeout_s = ready_timeout_s
+        self.stop_grace_s = stop_grace_s
+        # Without Chromium a box is only Xvfb, openbox and x11vnc: for tests and benches.
+        self.chromium = chromium
+        self.client = client if client is not None else docker.from_env()
+        with engine_errors():
+            self.arch = arch if arch is not None else engine_arch(self.client)
+        self.images = Images(
+            self.client,
+            runtime=name,
+            arch=self.arch,
+            source=source if source is not None else image_source(base_image),
+            base_image=base_image,
+        )
+        self._desktops: dict[str, AgentDesktop] = {}
+        # Boxes this object paused: their desktop is refused without asking the engine.
+        self._paused: set[str] = set()
+        self._box_locks: dict[str, asyncio.Lock] = {}
+        self._connect_locks: dict[str, asyncio.Lock] = {}
+
+    def can(self) -> Capabilities:
+        return Capabilities(
+            pause=True,
+            stop=True,
+            persistent=True,
+            network_off=True,
+            packages=True,
+            memory_limit=True,
+            cpu_limit=True,
+            max_screens=MAX_SCREENS,
+            pages=False,
+            viewer=True,
+            wayland=False,
+        )
+
+    # Images (served by the server as the images API)
+
+    async def build_image(self, spec: Spec, progress: Progress | None = None) -> ImageInfo:
+        return await self.images.build_image(spec, progress)
+
+    async def list_images(self) -> list[ImageInfo]:
+        return await self.images.list_images()
+
+    async def get_image(self, digest: str) -> ImageInfo:
+        return await self.images.get_image(digest)
+
+    async def remove_image(self, digest: str) -> None:
+        await self.images.remove_image(digest)
+
+    # Lifecycle
+
+    async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+        self._refuse(box_id, spec, placement)
+        image = await self.images.build_image(spec)
+        run_dir = self._run_dir(box_id)
+        labels = {
+            LABEL_BOX: box_id,
+            LABEL_SERVER: self.server_id or "",
+            LABEL_RUNTIME: self.name,
+            LABEL_SPEC: canonical_json(canonical_spec(spec)).decode(),
+            LABEL_PLACEMENT: canonical_json(placement).decode(),
+            LABEL_CREATED: str(_now_ms()),
+            LABEL_RUN_DIR: str(run_dir),
+            LABEL_KEY: image.digest,
+        }
+        if placement.expires_after_secs is not None:
+            labels[LABEL_EXPIRES] = str(placement.expires_after_secs)
+        if placement.idle_timeout_secs is not None:
+            labels[LABEL_IDLE] = str(placement.idle_timeout_secs)
+        async with self._box_lock(box_id):
+            if await self._call(self._find, box_id) is not None:
+                raise BadRequest(f"the docker runtime already has a box {box_id}")
+            try:
+                await self._call(self._run_container, image.image, labels)
+                return await self._await_ready(box_id, run_dir)
+            except BaseException:
+                await self._drop_desktop(box_id)
+                await self._call(self._remove, box_id)
+                raise
+
+    async def pause(self, box_id: str) -> None:
+        async with self._box_lock(box_id):
+            container = await self._call(self._get, box_id)
+            status = container.status
+            if status == "paused":
+                return
+            if status != "running":
+                raise Denied(f"box {box_id} is stopped; only a running box can be paused")
+            await self._call(container.pause)
+            self._paused.add(box_id)
+
+    async def resume(self, box_id: str) -> None:
+        async with self._box_lock(box_id):
+            container = await self._call(self._get, box_id)
+            if container.status == "paused":
+                await self._call(container.unpause)
+            elif container.status != "running":
+                raise Denied(f"box {box_id} is stopped; start it rather than resume it")
+            self._paused.discard(box_id)
+
+    async def stop(self, box_id: str) -> None:
+        async with self._box_lock(box_id):
+            container = await self._call(self._get, box_id)
+            await self._drop_desktop(box_id)
+            if container.status == "paused":
+                # The engine does not stop a frozen container.
+                await self._call(container.unpause)
+            self._paused.discard(box_id)
+            if container.status in ("running", "paused", "restarting"):
+                await self._call(container.stop, timeout=self.stop_grace_s)
+
+    async def start(self, box_id: str) -> Started:
+        async with self._box_lock(box_id):
+            container = await self._call(self._get, box_id)
+            if container.status in ("running", "paused", "restarting"):
+                raise Denied(f"box {box_id} is running; stop it before starting it again")
+            run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
+            placement = _placement_decoder.decode(container.labels.get(LABEL_PLACEMENT, "{}"))
+            await self._call(_empty, run_dir)
+            if placement.persistent:
+                await self._call(container.start)
+            else:
+                # Fresh files: a new container from the same image, with the same labels.
+                image = str(container.attrs["Config"]["Image"])
+                labels = dict(container.labels)
+                await self._call(container.remove, force=True, v=True)
+                await self._call(self._run_container, image, labels)
+            try:
+                return await self._await_ready(box_id, run_dir)
+            except BaseException:
+                await self._drop_desktop(box_id)
+                raise
+
+    async def delete(self, box_id: str) -> None:
+        async with self._box_lock(box_id):
+            await self._drop_desktop(box_id)
+            await self._call(self._remove, box_id)
+            self._paused.discard(box_id)
+        self._box_locks.pop(box_id, None)
+        self._connect_locks.pop(box_id, None)
+
+    async def list(self) -> list[RuntimeBox]:
+        containers = await self._call(
+            self.client.containers.list,
+            all=True,
+            filters={"label": [LABEL_BOX, f"{LABEL_RUNTIME}={self.name}"]},
+        )
+        return [_runtime_box(c) for c in containers]
+
+    async def desktop(self, box_id: str) -> Desktop:
+        async with self._connect_locks.setdefault(box_id, asyncio.Lock()):
+            desktop = self._desktops.get(box_id)
+            if desktop is not None and desktop.connected and box_id not in self._paused:
+                return desktop
+            container = await self._call(self._get, box_id)
+            if container.status == "paused":
+                raise ScreenUnavailable(f"box {box_id} is paused; resume it first")
+            if container.status != "running":
+                raise ScreenUnavailable(f"box {box_id} is stopped; start it first")
+            self._paused.discard(box_id)
+            run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
+            desktop = await self._connect(run_dir / "agent.sock", box_id)
+            self._desktops[box_id] = desktop
+            return desktop
+
+    async def close(self) -> None:
+        """Let go of the boxes' agents and the engine; the containers keep running."""
+        desktops = list(self._desktops.values())
+        self._desktops.clear()
+        for desktop in desktops:
+            await desktop.close()
+        await asyncio.to_thread(self.client.close)
+
+    # What a box is
+
+    def _refuse(self, box_id: str, spec: Spec, placement: Placement) -> None:
+        problems = validate_spec(spec)
+        if problems:
+            raise BadRequest("; ".join(problems))
+        if spec.desktop.server != "x11":
+            raise Unsupported("the docker runtime runs X11 desktops only")
+        try:
+            if placement.memory is not None:
+                parse_memory(placement.memory)
+            if placement.cpus is not None:
+                parse_cpus(placement.cpus)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        longest = self._run_dir(box_id) / f"vnc-{MAX_SCREENS - 1}.sock"
+        if len(str(longest)) > MAX_SOCKET_PATH:
+            raise Unavailable(
+                f"the box's sockets would be too long a path ({longest}); "
+                "set HOLM_STATE_DIR to a shorter folder",
+                retryable=False,
+            )
+
+    def _run_dir(self, box_id: str) -> Path:
+        return self.boxes_dir / box_id / "run"
+
+    def _run_container(self, image: str, labels: dict[str, str]) -> None:
+        spec = _spec_decoder.decode(labels[LABEL_SPEC])
+        placement = _placement_decoder.decode(labels[LABEL_PLACEMENT])
+        desktop = spec.desktop
+        run_dir = Path(labels[LABEL_RUN_DIR])
+        _empty(run_dir)
+        agent = [
+            "python3",
+            "-m",
+            "holm.adapters.agent",
+            "--run-dir",
+            BOX_RUN,
+            "--screens",
+            str(desktop.screens),
+            "--width",
+            str(desktop.width),
+            "--height",
+            str(desktop.height),
+            "--apps-json",
+            canonical_json(spec.apps).decode(),
+        ]
+        if not self.chromium:
+            agent.append("--no-chromium")
+        options: dict[str, Any] = {}
+        if placement.memory is not None:
+            options["mem_limit"] = parse_memory(placement.memory)
+        if placement.cpus is not None:
+            options["nano_cpus"] = int(parse_cpus(placement.cpus) * 1e9)
+        if not spec.policy.network:
+            options["network_mode"] = "none"
+        self.client.containers.run(
+            image,
+            ["sh", "-c", _START_COMMAND, "holm-box", *agent],
+            name=container_name(labels[LABEL_BOX]),
+            detach=True,
+            labels=labels,
+            # docker-init as pid 1 reaps what the agent's children leave behind.
+            init=True,
+            hostname=BOX_HOSTNAME,
+            working_dir=BOX_HOME,
+            environment={
+                "HOME": BOX_HOME,
+                "USER": "root",
+                "LANG": "C.UTF-8",
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            },
+            volumes={str(run_dir): {"bind": BOX_RUN, "mode": "rw"}},
+            tmpfs={"/tmp": "mode=1777"},
+            shm_size=SHM_SIZE,
+            **options,
+        )
+
+    async def _await_ready(self, box_id: str, run_dir: Path) -> Started:
+        """Wait for the agent's socket, then for the agent to say its desktop is up."""
+        socket = run_dir / "agent.sock"
+        deadline = time.monotonic() + self.ready_timeout_s
+        next_check = time.monotonic() + STATE_POLL_S
+        while not socket.exists():
+            now = time.monotonic()
+            if now > deadline:
+                raise Timeout(f"box {box_id}: its agent did not listen in time")
+            if now > next_check:
+                next_check = now + STATE_POLL_S
+                await self._check_running(box_id)
+            await asyncio.sleep(SOCKET_POLL_S)
+        desktop = await self._connect(socket, box_id)
+        try:
+            await desktop.ready(max(deadline - time.monotonic(), 1.0))
+        except HolmError as exc:
+            await desktop.close()
+            await self._check_running(box_id)
+            raise Unavailable(f"box {box_id}: {exc.message}", retryable=False) from None
+        except BaseException:
+            await desktop.close()
+            raise
+        self._desktops[box_id] = desktop
+        self._paused.discard(box_id)
+        info = await self._call(self._get, box_id)
+        screens = _spec_decoder.decode(info.labels[LABEL_SPEC]).desktop.screens
+        return Started(viewer_urls=[f"unix:{run_dir / f'vnc-{i}.sock'}" for i in range(screens)])
+
+    async def _check_running(self, box_id: str) -> None:
+        """Raise, quoting its log, when the box's container ended."""
+        container = await self._call(self._get, box_id)
+        if container.status in ("exited", "dead"):
+            tail = await self._call(_log_tail, container)
+            code = container.attrs.get("State", {}).get("ExitCode")
+            raise Unavailable(
+                f"box {box_id} ended with {code} before its desktop was up: {tail}",
+                retryable=False,
+            )
+
+    async def _connect(self, socket: Path, box_id: str) -> AgentDesktop:
+        try:
+            return await AgentDesktop.connect(str(socket))
+        except OSError as exc:
+            raise Transport(f"cannot reach the agent of box {box_id}: {exc}") from None
+
+    async def _drop_desktop(self, box_id: str) -> None:
+        desktop = self._desktops.pop(box_id, None)
+        if desktop is not None:
+            await desktop.close()
+
+    # The engine, in threads
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        def call() -> T:
+            with engine_errors():
+                return fn(*args, **kwargs)
+
+        return await asyncio.to_thread(call)
+
+    def _find(self, box_id: str) -> Any:
+        try:
+            container = self.client.containers.get(container_name(box_id))
+        except docker.errors.NotFound:
+            return None
+        if container.labels.get(LABEL_BOX) != box_id:
+            return None
+        return container
+
+    def _get(self, box_id: str) -> Any:
+        container = self._find(box_id)
+        if container is None:
+            raise NotFound(f"the docker runtime has no box {box_id}")
+        return container
+
+    def _remove(self, box_id: str) -> None:
+        container = self._find(box_id)
+        run_dir = self._run_dir(box_id)
+        if container is not None:
+            run_dir = Path(container.labels.get(LABEL_RUN_DIR) or run_dir)
+            with suppress(docker.errors.NotFound):
+                container.remove(force=True, v=True)
+        shutil.rmtree(run_dir.parent if run_dir.name == "run" else run_dir, ignore_errors=True)
+
+    # Locks
+
+    @asynccontextmanager
+    async def _box_lock(self, box_id: str) -> AsyncIterator[None]:
+        async with self._box_locks.setdefault(box_id, asyncio.Lock()):
+            yield
+
+
+def _runtime_box(container: Any) -> RuntimeBox:
+    labels: dict[str, str] = container.labels
+    status = container.status
+    state: Literal["running", "paused", "stopped"] = (
+        "running" if status == "running" else "paused" if status == "paused" else "stopped"
+    )
+    return RuntimeBox(
+        box_id=labels[LABEL_BOX],
+        state=state,
+        server_id=labels.get(LABEL_SERVER) or None,
+        spec=_decode_or_none(_spec_decoder, labels.get(LABEL_SPEC)),
+        placement=_decode_or_none(_placement_decoder, labels.get(LABEL_PLACEMENT)),
+        created_at_ms=int(labels[LABEL_CREATED]) if labels.get(LABEL_CREATED) else None,
+    )
+
+
+def _decode_or_none(decoder: msgspec.json.Decoder[T], text: str | None) -> T | None:
+    if not text:
+        return None
+    try:
+        return decoder.decode(text)
+    except msgspec.DecodeError:
+        return None
+
+
+def _log_tail(container: Any) -> str:
+    raw: bytes = container.logs(tail=LOG_TAIL_LINES)
+    return raw.decode(errors="replace").strip() or "(no log)"
+
+
+def _empty(folder: Path) -> None:
+    """Remove what is in `folder`, keeping the folder (it is a bind-mount source)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+__all__ = ["DockerRuntime", "container_name"]

@@ -1,0 +1,304 @@
+"""The runtime contract, against a real Docker Engine: boxes are containers from the
+session's image, with a real Xvfb, openbox, x11vnc and Chromium driven by the in-box agent
+over the bind-mounted socket."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import docker
+import pytest
+
+from holm.adapters.base import RuntimeBox
+from holm.adapters.docker.runtime import DockerRuntime, container_name
+from holm.errors import BadRequest, Denied, NotFound, ScreenUnavailable, Unsupported
+from holm.wire.actions import Click, Point, Press, Type
+from holm.wire.spec import Desktop, Placement, Policy, Spec, canonical_spec
+
+from .conftest import MakeRuntime, new_box_id
+
+pytestmark = pytest.mark.docker
+
+
+async def _box(runtime: DockerRuntime, box_id: str) -> RuntimeBox:
+    boxes = {box.box_id: box for box in await runtime.list()}
+    assert box_id in boxes, f"{box_id} not listed"
+    return boxes[box_id]
+
+
+async def _shell(runtime: DockerRuntime, box_id: str, script: str) -> str:
+    desktop = await runtime.desktop(box_id)
+    result = await desktop.exec(["sh", "-c", script], 10_000)
+    assert result.code == 0, result.stderr
+    return result.stdout
+
+
+async def test_a_box_comes_up_with_chromium_and_takes_input(
+    runtime: DockerRuntime, engine: docker.DockerClient, server_id: str
+) -> None:
+    box_id = new_box_id()
+    placement = Placement(expires_after_secs=600, idle_timeout_secs=300)
+    started = await runtime.create(box_id, Spec(), placement)
+
+    # The viewer's socket is reached on the host, through the bound run folder.
+    assert len(started.viewer_urls) == 1
+    assert Path(started.viewer_urls[0].removeprefix("unix:")).is_socket()
+    desktop = await runtime.desktop(box_id)
+    windows = await desktop.windows(0)
+    assert any(w.class_.lower() == "chromium" and w.width > 0 for w in windows), windows
+
+    await desktop.act(0, Click(at=Point(x=321, y=456)))
+    assert await desktop.cursor(0) == Point(x=321, y=456)
+
+    first = await desktop.frame(0)
+    assert first.png is not None and first.png.startswith(b"\x89PNG")
+    assert (first.width, first.height) == (1280, 800)
+    again = await desktop.frame(0, have=first.hash)
+    assert again.unchanged and again.png is None
+    await desktop.act(0, Press(chord=["ctrl", "l"]))
+    await desktop.act(0, Type(text="holm docker box"))
+    # Chromium draws the typed text on its own time: wait for it, bounded.
+    for _ in range(100):
+        changed = await desktop.frame(0, have=first.hash)
+        if not changed.unchanged:
+            break
+        await asyncio.sleep(0.05)
+    assert not changed.unchanged and changed.png is not None
+
+    assert (await _shell(runtime, box_id, "echo $HOME; hostname")).split() == [
+        "/home/box",
+        "holm-box",
+    ]
+    await desktop.write_file("/home/box/notes.txt", b"written through the agent")
+    assert await desktop.read_file("/home/box/notes.txt") == b"written through the agent"
+    assert "notes.txt" in {f.name for f in await desktop.list_files("/home/box")}
+
+    listed = await _box(runtime, box_id)
+    assert listed.state == "running"
+    assert listed.server_id == server_id
+    assert listed.spec == canonical_spec(Spec())
+    assert listed.placement == placement
+    labels = engine.containers.get(container_name(box_id)).labels
+    assert labels["holm.box"] == box_id and labels["holm.server"] == server_id
+    assert labels["holm.expires_after_secs"] == "600"
+    assert labels["holm.idle_timeout_secs"] == "300"
+
+
+async def test_pause_freezes_the_box_and_resume_thaws_it(
+    runtime: DockerRuntime, engine: docker.DockerClient
+) -> None:
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(), Placement())
+    desktop = await runtime.desktop(box_id)
+
+    await runtime.pause(box_id)
+    assert (await _box(runtime, box_id)).state == "paused"
+    assert engine.containers.get(container_name(box_id)).status == "paused"
+    with pytest.raises(ScreenUnavailable):
+        await runtime.desktop(box_id)
+    # A frozen agent answers nothing until it is thawed, then answers what it was asked.
+    pending = asyncio.ensure_future(desktop.cursor(0))
+    done, _ = await asyncio.wait({pending}, timeout=0.5)
+    assert not done
+
+    await runtime.resume(box_id)
+    assert isinstance(await pending, Point)
+    assert (await _box(runtime, box_id)).state == "running"
+    assert await (await runtime.desktop(box_id)).cursor(0) == await pending
+
+
+async def test_a_persistent_box_keeps_its_files_across_stop_and_start(
+    runtime: DockerRuntime, engine: docker.DockerClient
+) -> None:
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(), Placement(persistent=True))
+    container_id = engine.containers.get(container_name(box_id)).id
+    await _shell(runtime, box_id, "echo kept > ~/kept.txt; echo kept > /opt/kept.txt")
+
+    await runtime.stop(box_id)
+    assert (await _box(runtime, box_id)).state == "stopped"
+    with pytest.raises(ScreenUnavailable):
+        await runtime.desktop(box_id)
+    with pytest.raises(Denied):
+        await runtime.resume(box_id)
+
+    started = await runtime.start(box_id)
+    assert Path(started.viewer_urls[0].removeprefix("unix:")).is_socket()
+    assert (await _box(runtime, box_id)).state == "running"
+    assert await _shell(runtime, box_id, "cat ~/kept.txt /opt/kept.txt") == "kept\nkept\n"
+    assert engine.containers.get(container_name(box_id)).id == container_id
+    windows = await (await runtime.desktop(box_id)).windows(0)
+    assert any(w.class_.lower() == "chromium" for w in windows)
+
+
+async def test_a_box_that_is_not_persistent_starts_with_fresh_files(
+    runtime: DockerRuntime, engine: docker.DockerClient
+) -> None:
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(), Placement())
+    container_id = engine.containers.get(container_name(box_id)).id
+    await _shell(runtime, box_id, "echo gone > ~/gone.txt; echo gone > /opt/gone.txt")
+
+    await runtime.stop(box_id)
+    assert (await _box(runtime, box_id)).state == "stopped"
+    await runtime.start(box_id)
+
+    desktop = await runtime.desktop(box_id)
+    result = await desktop.exec(["sh", "-c", "test -e ~/gone.txt || test -e /opt/gone.txt"], 5000)
+    assert result.code == 1
+    assert engine.containers.get(container_name(box_id)).id != container_id
+    listed = await _box(runtime, box_id)
+    assert listed.state == "running" and listed.spec == canonical_spec(Spec())
+
+
+async def test_delete_removes_the_container_and_its_run_folder(
+    runtime: DockerRuntime, engine: docker.DockerClient, boxes_dir: Path
+) -> None:
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(), Placement())
+    assert (boxes_dir / box_id / "run" / "agent.sock").is_socket()
+
+    await runtime.delete(box_id)
+    assert box_id not in {box.box_id for box in await runtime.list()}
+    with pytest.raises(docker.errors.NotFound):
+        engine.containers.get(container_name(box_id))
+    assert not (boxes_dir / box_id).exists()
+    with pytest.raises(NotFound):
+        await runtime.desktop(box_id)
+    # Deleting what is gone is not an error: a retried delete succeeds.
+    await runtime.delete(box_id)
+
+
+async def test_a_new_runtime_object_adopts_the_boxes_of_the_last(
+    make_runtime: MakeRuntime, server_id: str
+) -> None:
+    first = make_runtime()
+    box_id = new_box_id()
+    spec = Spec(desktop=Desktop(width=1024, height=768))
+    placement = Placement(memory="1g", persistent=True)
+    await first.create(box_id, spec, placement)
+    await (await first.desktop(box_id)).act(0, Click(at=Point(x=10, y=20)))
+    await first.close()
+
+    # As after a restart of holmd: nothing in memory, only the engine and the state dir.
+    second = make_runtime()
+    listed = await _box(second, box_id)
+    assert listed.state == "running"
+    assert listed.server_id == server_id
+    assert listed.spec == canonical_spec(spec)
+    assert listed.placement == placement
+    assert listed.created_at_ms is not None
+    desktop = await second.desktop(box_id)
+    assert await desktop.cursor(0) == Point(x=10, y=20)
+    assert (await desktop.frame(0)).width == 1024
+    await second.pause(box_id)
+    assert (await _box(second, box_id)).state == "paused"
+    await second.resume(box_id)
+    assert await (await second.desktop(box_id)).cursor(0) == Point(x=10, y=20)
+
+
+async def test_a_container_removed_behind_the_runtime_is_no_longer_listed(
+    make_runtime: MakeRuntime, engine: docker.DockerClient
+) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(), Placement())
+    engine.containers.get(container_name(box_id)).remove(force=True)
+
+    assert box_id not in {box.box_id for box in await runtime.list()}
+    with pytest.raises(NotFound):
+        await runtime.pause(box_id)
+
+
+async def test_a_box_without_network_has_only_its_loopback(make_runtime: MakeRuntime) -> None:
+    runtime = make_runtime(chromium=False)
+    offline, online = new_box_id(), new_box_id()
+    await runtime.create(offline, Spec(policy=Policy(network=False)), Placement())
+    await runtime.create(online, Spec(), Placement())
+
+    assert (await _shell(runtime, offline, "ls /sys/class/net")).split() == ["lo"]
+    assert "eth0" in (await _shell(runtime, online, "ls /sys/class/net")).split()
+
+
+async def test_memory_and_cpu_limits_are_the_containers_cgroup_limits(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(), Placement(memory="300m", cpus="0.5"))
+
+    # cgroup v2 (memory.max, cpu.max) or v1 (this machine), read from inside the box.
+    memory = await _shell(
+        runtime,
+        box_id,
+        "cat /sys/fs/cgroup/memory.max 2>/dev/null"
+        " || cat /sys/fs/cgroup/memory/memory.limit_in_bytes",
+    )
+    assert int(memory) == 300 << 20
+    cpu = await _shell(
+        runtime,
+        box_id,
+        "cat /sys/fs/cgroup/cpu.max 2>/dev/null"
+        " || echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us)",
+    )
+    quota, period = (int(n) for n in cpu.split())
+    assert quota / period == 0.5
+
+
+async def test_screens_come_at_the_specs_size_each_with_its_viewer(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_box_id()
+    started = await runtime.create(
+        box_id, Spec(desktop=Desktop(screens=2, width=800, height=600)), Placement()
+    )
+    assert len(started.viewer_urls) == 2
+    desktop = await runtime.desktop(box_id)
+    for screen in (0, 1):
+        frame = await desktop.frame(screen)
+        assert (frame.width, frame.height) == (800, 600)
+    await desktop.act(1, Click(at=Point(x=700, y=500)))
+    assert await desktop.cursor(1) == Point(x=700, y=500)
+
+
+async def test_what_the_runtime_refuses(runtime: DockerRuntime) -> None:
+    with pytest.raises(Unsupported):
+        await runtime.create(new_box_id(), Spec(desktop=Desktop(server="wayland")), Placement())
+    with pytest.raises(BadRequest):
+        await runtime.create(new_box_id(), Spec(), Placement(memory="lots"))
+    with pytest.raises(BadRequest):
+        await runtime.create(new_box_id(), Spec(), Placement(cpus="two"))
+    with pytest.raises(BadRequest):
+        await runtime.create(new_box_id(), Spec(desktop=Desktop(packages=["jq; rm"])), Placement())
+    with pytest.raises(NotFound):
+        await runtime.pause(new_box_id())
+    with pytest.raises(NotFound):
+        await runtime.start(new_box_id())
+
+
+async def test_lifecycle_steps_the_state_does_not_allow_are_denied(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(), Placement())
+    with pytest.raises(BadRequest):
+        await runtime.create(box_id, Spec(), Placement())
+    with pytest.raises(Denied):
+        await runtime.start(box_id)
+    await runtime.stop(box_id)
+    with pytest.raises(Denied):
+        await runtime.pause(box_id)
+    # Stopping a stopped box is not an error.
+    await runtime.stop(box_id)
+    await runtime.start(box_id)
+    assert (await _box(runtime, box_id)).state == "running"
+
+
+def test_the_runtime_says_what_it_can_do(runtime: DockerRuntime) -> None:
+    can = runtime.can()
+    assert can.packages and can.memory_limit and can.cpu_limit and can.persistent
+    assert can.pause and can.stop and can.network_off
+    assert not can.wayland
