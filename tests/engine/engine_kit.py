@@ -1,0 +1,33 @@
+"""What the engine's tests share: the server id of their runtimes, the watchers' poll, and
+reading a trace back."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from holm.engine import Engine
+from holm.events.entries import Entry
+
+SERVER_ID = "srv_test"
+# Fast enough that a test waits little for a frame; the tests never assert on timing.
+POLL_SECS = 0.02
+
+MakeEngine = Callable[..., Awaitable[Engine]]
+
+
+async def trace_of(engine: Engine, box_id: str) -> list[Entry]:
+    page = await engine.read_trace(box_id)
+    return page.entries
+
+
+def kinds(entries: Sequence[Entry]) -> list[str]:
+    return [str(type(e).__struct_config__.tag) for e in entries]
+
+
+def fields(entry: Entry, *names: str) -> dict[str, Any]:
+    """Some fields of an entry as written (JSON values), whatever its kind."""
+    written = msgspec.to_builtins(entry)
+    return {name: written[name] for name in names}

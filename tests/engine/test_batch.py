@@ -1,0 +1,214 @@
+"""A batch of actions: one `acted` entry per step that ran (batch id, index, key, ok and
+the error of a failed step), `app_launched` beside a `launch` step, the answer's fields,
+and one batch at a time per screen."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import msgspec
+import pytest
+from engine_kit import fields, kinds, trace_of
+
+from holm.engine import Engine
+from holm.engine.journal import entry
+from holm.errors import Denied, NotFound
+from holm.events.entries import (
+    Acted,
+    AppLaunched,
+    Entry,
+    Executed,
+    FrameSeen,
+    TakeoverStarted,
+    step_key,
+)
+from holm.wire.actions import (
+    Action,
+    Click,
+    Cursor,
+    Exec,
+    ExecWhat,
+    Launch,
+    MouseDown,
+    Point,
+    ReadFile,
+    Type,
+    Wait,
+)
+from holm.wire.api import ActionsRequest
+from holm.wire.spec import Desktop, Placement, Spec
+
+
+def steps(entries: list[Entry]) -> list[Acted | AppLaunched]:
+    return [e for e in entries if isinstance(e, Acted | AppLaunched)]
+
+
+def acted_of(entries: list[Entry]) -> list[Acted]:
+    return [e for e in entries if isinstance(e, Acted)]
+
+
+async def test_each_step_is_its_own_acted_entry(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    actions: list[Action] = [
+        Click(at=Point(x=10, y=20)),
+        Type(text="hello"),
+        Cursor(),
+        Exec(what=ExecWhat(argv=["echo", "hi"])),
+    ]
+    result = await engine.run_batch(box.id, 0, ActionsRequest(actions=actions, want=["cursor"]))
+    assert [r.type for r in result.results] == ["click", "type", "cursor", "exec"]
+    assert all(r.ok for r in result.results) and result.stopped_at is None
+    assert result.results[2].value == {"x": 10, "y": 20}
+    assert result.cursor == Point(x=10, y=20)
+    assert result.windows and result.windows[0].class_ == "chromium"
+    acted = acted_of(await trace_of(engine, box.id))
+    assert [a.index for a in acted] == [0, 1, 2, 3]
+    assert len({a.batch for a in acted}) == 1 and str(acted[0].batch).startswith("bat_")
+    for a, action in zip(acted, actions, strict=True):
+        assert (a.actor, a.screen, a.ok, a.action) == ("agent", 0, True, action)
+        assert a.key == step_key("acted", {"screen": 0, "action": action})
+    # An exec step keeps what a strict replay compares.
+    assert acted[3].result["stdout"] == "hi\n" and acted[0].result is None
+
+
+async def test_a_refused_step_stops_the_batch_unless_keep_going(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    actions: list[Action] = [
+        Click(at=Point(x=1, y=1)),
+        ReadFile(path="/nope"),
+        Click(at=Point(x=2, y=2)),
+    ]
+    stopped = await engine.run_batch(box.id, 0, ActionsRequest(actions=actions))
+    assert stopped.stopped_at == 1
+    assert [r.ok for r in stopped.results] == [True, False]
+    assert stopped.results[1].error is not None and stopped.results[1].error.code == "not_found"
+    went_on = await engine.run_batch(box.id, 0, ActionsRequest(actions=actions, keep_going=True))
+    assert went_on.stopped_at is None
+    assert [r.ok for r in went_on.results] == [True, False, True]
+    acted = acted_of(await trace_of(engine, box.id))
+    assert [(a.index, a.ok) for a in acted] == [
+        (0, True),
+        (1, False),
+        (0, True),
+        (1, False),
+        (2, True),
+    ]
+    failed = acted[1]
+    assert failed.error is not None and failed.error.code == "not_found"
+    assert "/nope" in failed.error.message
+
+
+async def test_a_launch_step_also_records_app_launched_with_its_batch(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    result = await engine.run_batch(
+        box.id, 0, ActionsRequest(actions=[Launch(app="xterm", args=["-e", "true"])])
+    )
+    value = result.results[0].value
+    assert value is not None
+    window = value["window"]
+    recorded = steps(await trace_of(engine, box.id))
+    assert [type(e).__name__ for e in recorded] == ["Acted", "AppLaunched"]
+    acted, launched = recorded
+    assert isinstance(launched, AppLaunched) and launched.batch == acted.batch
+    assert (launched.app, launched.args, launched.window) == ("xterm", ["-e", "true"], window["id"])
+    assert launched.key == step_key(
+        "app_launched", {"screen": 0, "app": "xterm", "args": ["-e", "true"]}
+    )
+    # Outside a batch, a launch is recorded alone (a fork does it again from that entry).
+    await engine.launch(box.id, 0, "mousepad", [])
+    alone = steps(await trace_of(engine, box.id))[-1]
+    assert isinstance(alone, AppLaunched) and alone.batch is None and alone.app == "mousepad"
+
+
+async def test_buttons_left_down_are_released_at_the_end(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    result = await engine.run_batch(
+        box.id, 0, ActionsRequest(actions=[MouseDown(at=Point(x=5, y=5), button="right")])
+    )
+    assert result.released == ["right"]
+    assert result.holding == []
+
+
+async def test_want_frame_with_have_frame_gives_unchanged(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    first = await engine.run_batch(box.id, 0, ActionsRequest(actions=[], want=["frame"]))
+    assert first.frame is not None and first.frame.png_base64 is not None
+    assert base64.b64decode(first.frame.png_base64).startswith(b"\x89PNG")
+    again = await engine.run_batch(
+        box.id, 0, ActionsRequest(actions=[], want=["frame"], have_frame=first.frame.hash)
+    )
+    assert again.frame is not None and again.frame.unchanged and again.frame.png_base64 is None
+
+
+async def test_one_batch_at_a_time_per_screen(engine: Engine) -> None:
+    box = await engine.create_box(Spec(desktop=Desktop(screens=2)), Placement())
+    slow = ActionsRequest(actions=[Wait(ms=30), Cursor(), Wait(ms=30), Cursor()])
+    await asyncio.gather(
+        engine.run_batch(box.id, 0, slow),
+        engine.run_batch(box.id, 0, slow),
+        engine.run_batch(box.id, 1, slow),
+    )
+    acted = [e for e in acted_of(await trace_of(engine, box.id)) if e.screen == 0]
+    # The two batches of screen 0 do not interleave: each one's four steps are together.
+    batches = [a.batch for a in acted]
+    assert batches[:4] == [batches[0]] * 4 and batches[4:] == [batches[4]] * 4
+    assert batches[0] != batches[4]
+
+
+async def test_a_screen_a_person_has_refuses_the_agent(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    await engine.journal.append(box.id, [entry(TakeoverStarted, "agent", screen=0)])
+    with pytest.raises(Denied, match="a person has screen 0"):
+        await engine.run_batch(box.id, 0, ActionsRequest(actions=[Cursor()]))
+    with pytest.raises(Denied):
+        await engine.clipboard_set(box.id, 0, "clipboard", "x")
+    # Reading the screen is still allowed.
+    assert (await engine.frame(box.id, 0)).hash.startswith("px:")
+
+
+async def test_a_screen_that_does_not_exist(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    with pytest.raises(NotFound, match="no screen 1"):
+        await engine.run_batch(box.id, 1, ActionsRequest(actions=[Cursor()]))
+
+
+async def test_exec_files_and_clipboard_record_sizes_not_content(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    result = await engine.exec(box.id, ["echo", "hi"], 5000)
+    assert (result.code, result.stdout) == (0, "hi\n")
+    timed_out = await engine.exec(box.id, ["sleep", "1"], 10)
+    assert timed_out.timed_out and timed_out.code is None
+    await engine.write_file(box.id, "/tmp/secret.txt", base64.b64encode(b"s3cret!").decode())
+    assert await engine.read_file(box.id, "/tmp/secret.txt") == b"s3cret!"
+    await engine.clipboard_set(box.id, 0, "primary", "pässword")
+    assert await engine.clipboard_get(box.id, 0, "primary") == "pässword"
+    entries = [e for e in await trace_of(engine, box.id) if not isinstance(e, FrameSeen)][2:]
+    assert kinds(entries) == [
+        "executed",
+        "executed",
+        "file_written",
+        "file_read",
+        "clipboard_set",
+        "clipboard_read",
+    ]
+    executed = entries[0]
+    assert isinstance(executed, Executed)
+    assert (executed.argv, executed.code, executed.stdout, executed.timed_out) == (
+        ["echo", "hi"],
+        0,
+        "hi\n",
+        False,
+    )
+    assert executed.key == step_key("executed", {"argv": ["echo", "hi"], "timeout_ms": 5000})
+    assert fields(entries[1], "timed_out", "code") == {"timed_out": True, "code": None}
+    for file_entry in entries[2:4]:
+        assert fields(file_entry, "path", "bytes") == {"path": "/tmp/secret.txt", "bytes": 7}
+    for clip in entries[4:6]:
+        assert fields(clip, "selection", "bytes", "screen") == {
+            "selection": "primary",
+            "bytes": 9,
+            "screen": 0,
+        }
+    written = b"".join(msgspec.json.encode(e) for e in await trace_of(engine, box.id))
+    assert b"s3cret" not in written and "pässword".encode() not in written

@@ -1,0 +1,47 @@
+"""Queued jobs (`HOLM_SERVER_JOBS=queue`): a create answers a `starting` box at once; the
+launch runs later (here: when the scheduler calls run), and the box becomes `ready` or
+`failed`; meanwhile it refuses calls with `denied`."""
+
+from __future__ import annotations
+
+import pytest
+from engine_kit import SERVER_ID, MakeEngine, kinds, trace_of
+
+from holm.engine.memory_runtime import MemoryRuntime, MemoryWorld
+from holm.errors import Denied
+from holm.wire.spec import Placement, Spec
+
+
+async def test_a_queued_create_starts_when_the_jobs_run(make_engine: MakeEngine) -> None:
+    engine = await make_engine(jobs="queue")
+    box = await engine.create_box(Spec(), Placement())
+    assert box.state == "starting"
+    assert kinds(await trace_of(engine, box.id)) == ["box_created"]
+    with pytest.raises(Denied, match="starting"):
+        await engine.exec(box.id, ["true"], 1000)
+    assert await engine.run_jobs() == 1
+    assert (await engine.box(box.id)).state == "ready"
+    assert await engine.run_jobs() == 0
+
+
+async def test_a_queued_create_that_fails(make_engine: MakeEngine, world: MemoryWorld) -> None:
+    runtime = MemoryRuntime(server_id=SERVER_ID, world=world)
+    runtime.fail_create = "the image is missing"
+    engine = await make_engine(jobs="queue", runtime=runtime)
+    box = await engine.create_box(Spec(), Placement())
+    assert await engine.run_jobs() == 1
+    failed = await engine.box(box.id)
+    assert (failed.state, failed.reason) == ("failed", "the image is missing")
+    with pytest.raises(Denied, match="failed to start"):
+        await engine.exec(box.id, ["true"], 1000)
+
+
+async def test_a_box_deleted_while_queued_never_starts(
+    make_engine: MakeEngine, world: MemoryWorld
+) -> None:
+    engine = await make_engine(jobs="queue")
+    box = await engine.create_box(Spec(), Placement())
+    await engine.delete_box(box.id)
+    await engine.run_jobs()
+    assert box.id not in world.boxes
+    assert kinds(await trace_of(engine, box.id)) == ["box_created", "box_deleted"]
