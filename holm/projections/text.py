@@ -71,8 +71,10 @@ def render_lines(entries: Iterable[Entry], incomplete: bool = False) -> Iterator
 
 def entry_text(entry: Entry) -> str:
     match entry:
-        case Acted(screen=screen, action=action, ok=ok, error=error):
+        case Acted(screen=screen, action=action, ok=ok, error=error, result=result):
             text = f"screen {screen}  {action_text(action)}"
+            if ok and isinstance(action, a.Exec) and isinstance(result, dict):
+                return f"{text} → {_outcome(result.get('code'), result.get('timed_out'))}"
             if ok:
                 return text
             why = _clip(error.message, CLIP_REASON) if error else "no reason given"
@@ -80,11 +82,7 @@ def entry_text(entry: Entry) -> str:
         case FrameSeen(screen=screen):
             return f"screen {screen}  the screen changed"
         case Executed(argv=argv, code=code, timed_out=timed_out):
-            if timed_out:
-                outcome = "timed out"
-            else:
-                outcome = str(code) if code is not None else "no exit code"
-            return f"ran {_command(argv)} → {outcome}"
+            return f"ran {_command(argv)} → {_outcome(code, timed_out)}"
         case TakeoverStarted(screen=screen, shared=shared):
             return f"screen {screen} handed to a person" + (" (shared)" if shared else "")
         case TakeoverEnded(screen=screen):
@@ -220,6 +218,13 @@ def _operation(what: dict[str, Any]) -> str:
         _quoted(target) if target else "",
         _clip(str(what["go"])) if "go" in what else "",
     )
+
+
+def _outcome(code: object, timed_out: object) -> str:
+    """How a command ended: its exit code, or why it has none."""
+    if timed_out is True:
+        return "timed out"
+    return _clip(str(code)) if code is not None else "no exit code"
 
 
 def _point(point: a.Point | None) -> str:
