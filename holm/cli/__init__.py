@@ -1,0 +1,20 @@
+"""The `holm` command line: one click group, `main` (the `holm` console script), with each
+command in its own module, registered below with `main.add_command`."""
+
+from __future__ import annotations
+
+import click
+
+from holm.cli.trace_cmd import trace
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="holm", prog_name="holm")
+def main() -> None:
+    """holm: isolated Linux desktops (boxes) that agents drive, and the trace of what was
+    done in each."""
+
+
+main.add_command(trace)
+
+__all__ = ["main"]

@@ -1,0 +1,268 @@
+"""`holm trace`: print a trace in the text form of trace-and-fork.md, as the JSON lines it is
+stored as (`--json`), or as figures (`--stats`).
+
+    holm trace BOX_ID                 a box's trace, from the server
+    holm trace FILE.jsonl             one trace file, offline
+    holm trace DIR                    every trace of a state dir (its traces/) or a folder of
+                                      .jsonl files, each after a header line naming it
+
+An argument that is an existing file or folder is read offline; anything else is a box ID.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import NamedTuple, NoReturn
+
+import click
+import msgspec
+from rich.console import Console
+from rich.table import Table
+
+from holm.events.codec import CorruptLine, read_envelope
+from holm.events.entries import Entry
+from holm.events.local import TORN, read_trace_file, trace_files
+from holm.projections.stats import TraceStats, trace_stats
+from holm.projections.text import INCOMPLETE_LINE, entry_line
+
+# How often `--follow` looks at the file again once it has printed all there is.
+FOLLOW_POLL_SECS = 0.2
+
+# The exit codes of docs/cli.md: the error code a server would give for the same thing.
+EXIT_FAILED = 1
+EXIT_NO_SERVER = 2
+EXIT_BAD_FILE = 3  # bad_request: a file that is not a trace
+EXIT_NOT_FOUND = 5  # not_found
+
+
+# The kinds after which a box's trace has nothing more to follow.
+_REMOVALS = frozenset({"gone", "box_deleted"})
+
+
+class _Page(NamedTuple):
+    """What one read of a trace file gives: each whole entry's seq and its printed line,
+    the kind of the last (to see a removal), and whether a torn line was left out."""
+
+    lines: list[tuple[int, str]]
+    last_kind: str | None
+    incomplete: bool
+
+
+class _Kind(msgspec.Struct):
+    kind: str
+
+
+_kind_decoder = msgspec.json.Decoder(_Kind)
+
+
+@click.command("trace")
+@click.argument("target", metavar="BOX_ID|FILE|DIR")
+@click.option("--after", type=int, help="Only the entries after this seq.")
+@click.option(
+    "--limit", type=click.IntRange(min=0), help="At most this many entries (of each trace)."
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="The entries as stored: one JSON line each, for jq."
+)
+@click.option("--stats", is_flag=True, help="Figures about the trace instead of its entries.")
+@click.option(
+    "--follow", "-f", is_flag=True, help="Keep printing entries as they land (Ctrl-C stops)."
+)
+# For tests and scripts: stop following after this many seconds.
+@click.option("--follow-timeout", type=float, hidden=True)
+def trace(
+    target: str,
+    after: int | None,
+    limit: int | None,
+    as_json: bool,
+    stats: bool,
+    follow: bool,
+    follow_timeout: float | None,
+) -> None:
+    """Print a trace: a box's (BOX_ID, from the server), one trace file, or every trace of a
+    folder, read offline. A trace whose writer stopped mid-line ends with a line that says
+    it is incomplete."""
+    path = Path(target)
+    if not path.exists():
+        if _looks_like_path(target):
+            _fail(f"not_found: no such file or directory: {target}", EXIT_NOT_FOUND)
+        _fail(f"{target}: not a trace file or folder, and no server support yet", EXIT_NO_SERVER)
+    if follow and (stats or path.is_dir()):
+        raise click.UsageError("--follow reads one trace file, as entries, not figures")
+    paths = trace_files(path) if path.is_dir() else [path]
+    if not paths:
+        _fail(f"not_found: no trace files (*.jsonl) in {target}", EXIT_NOT_FOUND)
+    try:
+        if follow:
+            _follow(path, after, limit, as_json, follow_timeout)
+        elif stats:
+            _print_stats(paths, after, limit, as_json, headers=path.is_dir())
+        else:
+            for n, trace_path in enumerate(paths):
+                if path.is_dir() and not as_json:
+                    click.echo(("\n" if n else "") + _header(trace_path))
+                _print_entries(trace_path, after, limit, as_json)
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as Python's docs advise.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_FAILED)
+    except CorruptLine as exc:
+        _fail(f"bad_request: not a trace: {exc}", EXIT_BAD_FILE)
+    except FileNotFoundError as exc:
+        _fail(f"not_found: {exc}", EXIT_NOT_FOUND)
+    except OSError as exc:
+        _fail(str(exc))
+
+
+def _looks_like_path(target: str) -> bool:
+    return os.sep in target or target.endswith(".jsonl") or target.startswith((".", "~"))
+
+
+def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    click.echo(f"holm: {message}", err=True)
+    sys.exit(code)
+
+
+def _header(path: Path) -> str:
+    return f"# {path.stem} ({path})"
+
+
+def _read(path: Path, after: int | None, limit: int | None, as_json: bool) -> _Page:
+    if as_json:
+        return _raw_lines(path, after, limit)
+    read = read_trace_file(path, after=after, limit=limit)
+    lines = [(entry.seq, entry_line(entry)) for entry in read.entries]
+    last_kind = _kind(read.entries[-1]) if read.entries else None
+    return _Page(lines, last_kind, read.incomplete)
+
+
+def _kind(entry: Entry) -> str:
+    return str(type(entry).__struct_config__.tag)
+
+
+def _raw_lines(path: Path, after: int | None, limit: int | None) -> _Page:
+    """The whole lines of a trace file exactly as stored, for `--json`. The torn tail is
+    what `read_trace_file` leaves out: bytes after the last newline, and a last line that
+    is not an entry's JSON object."""
+    *lines, tail = path.read_bytes().split(b"\n")
+    incomplete = tail != b"" or path.with_suffix(TORN).exists()
+    seqs = [read_envelope(line) for line in lines]
+    while seqs and seqs[-1] is None:
+        seqs.pop()
+        lines.pop()
+        incomplete = True
+    first = -1 if after is None else after
+    wanted = [
+        (envelope.seq, line.decode())
+        for envelope, line in zip(seqs, lines, strict=True)
+        if envelope is not None and envelope.seq > first
+    ]
+    wanted = wanted if limit is None else wanted[:limit]
+    last_kind = _kind_decoder.decode(wanted[-1][1]).kind if wanted else None
+    return _Page(wanted, last_kind, incomplete)
+
+
+def _print_entries(path: Path, after: int | None, limit: int | None, as_json: bool) -> None:
+    page = _read(path, after, limit, as_json)
+    for _, line in page.lines:
+        click.echo(line)
+    if page.incomplete:
+        if as_json:
+            # stdout stays pure JSON lines for jq; the note goes beside it.
+            click.echo(f"holm: {path}: {INCOMPLETE_LINE}", err=True)
+        else:
+            click.echo(INCOMPLETE_LINE)
+
+
+def _follow(
+    path: Path, after: int | None, limit: int | None, as_json: bool, timeout: float | None
+) -> None:
+    """Print what the file has, then what lands in it, until Ctrl-C, `limit` entries, the
+    box's removal or `timeout`. The file is read again whenever it changes (it grows, or is
+    cut or replaced by its store): entries are told apart by seq, so none prints twice."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    printed, seen = 0, None
+    try:
+        while limit is None or printed < limit:
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                _fail(f"not_found: {path} was removed", EXIT_NOT_FOUND)
+            if (stat.st_size, stat.st_mtime_ns, stat.st_ino) != seen:
+                seen = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+                page = _read(path, after, None if limit is None else limit - printed, as_json)
+                for seq, line in page.lines:
+                    click.echo(line)
+                    after = seq
+                printed += len(page.lines)
+                if page.last_kind in _REMOVALS:
+                    return
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            time.sleep(FOLLOW_POLL_SECS)
+    except KeyboardInterrupt:
+        return
+
+
+def _print_stats(
+    paths: Iterable[Path], after: int | None, limit: int | None, as_json: bool, headers: bool
+) -> None:
+    console = Console(highlight=False)
+    for path in paths:
+        read = read_trace_file(path, after=after, limit=limit)
+        figures = trace_stats(read.entries, incomplete=read.incomplete)
+        if as_json:
+            body = {"trace": path.stem, **msgspec.to_builtins(figures)}
+            click.echo(msgspec.json.encode(body).decode())
+        else:
+            console.print(_stats_table(path.stem if headers else None, figures))
+
+
+def _stats_table(title: str | None, stats: TraceStats) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column()
+    table.add_column(justify="right")
+    for label, value in _summary(stats):
+        table.add_row(label, value)
+    table.add_section()
+    for kind, count in stats.by_kind.items():
+        table.add_row(kind, str(count))
+    table.add_section()
+    for actor, count in stats.by_actor.items():
+        table.add_row(f"by {actor}", str(count))
+    return table
+
+
+def _summary(stats: TraceStats) -> Iterator[tuple[str, str]]:
+    yield "entries", str(stats.entries)
+    if stats.first_seq is not None:
+        yield "seqs", f"{stats.first_seq} to {stats.last_seq}"
+    if stats.first_at_ms is not None:
+        yield "first at", _when(stats.first_at_ms)
+    yield "duration", _duration(stats.duration_ms)
+    yield "frames", str(stats.frames)
+    yield "failures", str(stats.failures)
+    if stats.incomplete:
+        yield "incomplete", "yes"
+
+
+def _when(at_ms: int) -> str:
+    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(ms: int) -> str:
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    minutes, seconds = divmod(ms // 1000, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+__all__ = ["trace"]
