@@ -13,8 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-import msgspec
-
+from holm.events.codec import decode_lines, encode_entry
 from holm.events.entries import (
     Acted,
     BoxCreated,
@@ -26,6 +25,7 @@ from holm.events.entries import (
     TakeoverStarted,
     step_key,
 )
+from holm.events.local import read_trace_file
 from holm.projections import events_from_traces, fold, render_lines
 from holm.wire.actions import Action, Click, OpenUrl, Point, Type
 from holm.wire.spec import Placement, Spec, spec_digest
@@ -109,27 +109,29 @@ def make_trace(n: int) -> list[Entry]:
 
 
 def timed(what: str, work: Callable[[], T]) -> tuple[T, float]:
-    start = time.perf_counter()
+    """Run `work`, print its wall and CPU time (CPU time is what to read on a busy
+    machine: other processes stretch the wall time, not it), give the CPU seconds."""
+    start, start_cpu = time.perf_counter(), time.process_time()
     result = work()
-    seconds = time.perf_counter() - start
-    print(f"{what:<34} {seconds * 1000:8.1f} ms")
-    return result, seconds
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    print(f"{what:<38} {wall * 1000:8.1f} ms wall {cpu * 1000:8.1f} ms CPU")
+    return result, cpu
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     entries = make_trace(n)
-    encoder = msgspec.json.Encoder()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "box_bench.jsonl"
-        path.write_bytes(b"".join(encoder.encode(e) + b"\n" for e in entries))
-        size = path.stat().st_size
-        print(f"{n} entries, {size / 1e6:.1f} MB of JSONL")
-        decoder = msgspec.json.Decoder(Entry)
-        decoded, decode_s = timed("read + decode", lambda: decoder.decode_lines(path.read_bytes()))
+        path.write_bytes(b"".join(encode_entry(e) for e in entries))
+        print(f"{n} entries, {path.stat().st_size / 1e6:.1f} MB of JSONL")
+        read, decode_s = timed("read + decode (read_trace_file)", lambda: read_trace_file(path))
+        decoded = read.entries
+        timed("read + decode (one msgspec pass)", lambda: decode_lines(path.read_bytes()))
     state, fold_s = timed("fold (box state)", lambda: fold(decoded))
     assert state is not None and state.last_seq == n - 1
-    print(f"{'box state: decode + fold':<34} {(decode_s + fold_s) * 1000:8.1f} ms  (target < 1000)")
+    total = f"{(decode_s + fold_s) * 1000:8.1f} ms CPU"
+    print(f"{'box state: read_trace_file + fold':<38} {total}  (target < 1000)")
     timed("events feed from scratch", lambda: events_from_traces({"box_bench": decoded}))
     timed("text of every entry", lambda: sum(1 for _ in render_lines(decoded)))
 
