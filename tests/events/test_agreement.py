@@ -1,0 +1,162 @@
+"""The memory store, a local store and a local store closed and reopened at random points
+are given the same random appends; after every step they read back the same entries."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from holm.events import LocalStore, MemoryStore, TraceStore
+from holm.events.codec import SPILL_BYTES
+from holm.events.entries import (
+    Acted,
+    BoxPaused,
+    Entry,
+    Executed,
+    FileWritten,
+    FrameSeen,
+    Gone,
+)
+from holm.wire.actions import Type
+
+from .conftest import created
+
+T = TypeVar("T")
+TRACES = ["box_a", "box_b", "server"]
+
+envelope = {
+    "seq": st.just(-1),
+    "at_ms": st.integers(0, 2**41),
+    "actor": st.sampled_from(["agent", "person", "system"]),
+}
+
+# Over the spill size in JSON, with characters whose JSON is longer than they are.
+big_text = st.builds(
+    lambda n, char: char * (n // len(char.encode())),
+    st.integers(SPILL_BYTES - 100, 2 * SPILL_BYTES),
+    st.sampled_from(["a", "é", "€", "𝄞", "\n", '"']),
+)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+)
+keys = st.sampled_from(["a", "b", "bytes", "__blob"]) | st.text(max_size=6)
+json_values = st.recursive(
+    scalars | big_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=6,
+)
+
+entries: st.SearchStrategy[Entry] = st.one_of(
+    st.builds(BoxPaused, **envelope),
+    st.builds(Gone, reason=st.text(max_size=30), **envelope),
+    st.builds(
+        Executed,
+        argv=st.lists(st.text(max_size=8), min_size=1, max_size=3),
+        code=st.none() | st.integers(-255, 255),
+        timed_out=st.booleans(),
+        key=st.just("sha256:" + "3" * 64),
+        stdout=st.text(max_size=40) | big_text | json_values,
+        stderr=st.text(max_size=40) | big_text,
+        **envelope,
+    ),
+    st.builds(
+        Acted,
+        screen=st.integers(0, 7),
+        action=st.builds(Type, text=st.text(max_size=20) | big_text),
+        ok=st.booleans(),
+        key=st.just("sha256:" + "4" * 64),
+        result=json_values,
+        **envelope,
+    ),
+    st.builds(
+        FrameSeen,
+        screen=st.integers(0, 7),
+        frame=st.text("0123456789abcdef", min_size=8, max_size=8).map(lambda h: "px:" + h),
+        width=st.integers(1, 4096),
+        height=st.integers(1, 4096),
+        **envelope,
+    ),
+    st.builds(FileWritten, path=st.text(max_size=20), bytes=st.integers(0, 2**40), **envelope),
+    st.builds(created, box_id=st.sampled_from(TRACES), at_ms=st.integers(0, 2**41)),
+)
+
+
+class StoresAgree(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.folder = Path(tempfile.mkdtemp(prefix="holm-agree-"))
+        self.memory = MemoryStore()
+        self.local = LocalStore(self.folder / "kept_open")
+        self.reopened = LocalStore(self.folder / "reopened")
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run_until_complete(work)
+
+    @property
+    def stores(self) -> list[TraceStore]:
+        return [self.memory, self.local, self.reopened]
+
+    @rule(trace=st.sampled_from(TRACES), batch=st.lists(entries, min_size=1, max_size=4))
+    def append(self, trace: str, batch: list[Entry]) -> None:
+        appended = [self.run(store.append(trace, batch)) for store in self.stores]
+        assert appended[0] == appended[1] == appended[2]
+
+    @rule(
+        trace=st.sampled_from(TRACES),
+        batches=st.lists(st.lists(entries, min_size=1, max_size=3), min_size=2, max_size=6),
+    )
+    def append_concurrently(self, trace: str, batches: list[list[Entry]]) -> None:
+        async def all_at_once(store: TraceStore) -> list[list[Entry]]:
+            return list(await asyncio.gather(*(store.append(trace, b) for b in batches)))
+
+        appended = [self.run(all_at_once(store)) for store in self.stores]
+        assert appended[0] == appended[1] == appended[2]
+
+    @rule()
+    def reopen(self) -> None:
+        self.run(self.reopened.close())
+        self.reopened = LocalStore(self.folder / "reopened")
+
+    @rule(trace=st.sampled_from(TRACES), after=st.integers(-1, 40), limit=st.integers(0, 30))
+    def read_a_page(self, trace: str, after: int, limit: int) -> None:
+        pages = [self.run(store.read(trace, after, limit)) for store in self.stores]
+        assert pages[0] == pages[1] == pages[2]
+
+    @invariant()
+    def stores_agree(self) -> None:
+        for trace in TRACES:
+            read = [self.run(store.read(trace, limit=100_000)) for store in self.stores]
+            assert read[0] == read[1] == read[2]
+            assert [entry.seq for entry in read[0]] == list(range(len(read[0])))
+            infos = [self.run(store.info(trace)) for store in self.stores]
+            assert infos[0] == infos[1] == infos[2]
+        listed = [self.run(store.traces()) for store in self.stores]
+        assert listed[0] == listed[1] == listed[2]
+
+    def teardown(self) -> None:
+        for store in self.stores:
+            self.run(store.close())
+        self.loop.close()
+        shutil.rmtree(self.folder)
+
+
+TestStoresAgree = StoresAgree.TestCase
+TestStoresAgree.settings = settings(
+    max_examples=30,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
