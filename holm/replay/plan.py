@@ -39,6 +39,7 @@ from holm.events.entries import (
     step_key,
 )
 from holm.wire.actions import Action, Exec, Launch
+from holm.wire.api import Skipped
 from holm.wire.spec import Placement, Spec
 
 # Frames only show a settled screen when it stayed that way for a while before the next step;
@@ -115,12 +116,6 @@ class Step(msgspec.Struct, kw_only=True):
     # at the end of a source batch, where the screen had time to settle.
     batch: str | None = None
     index: int = 0
-
-
-class Skipped(msgspec.Struct, kw_only=True):
-    seq: int
-    kind: str
-    why: str
 
 
 class Origin(msgspec.Struct, kw_only=True):

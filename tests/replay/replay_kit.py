@@ -4,13 +4,18 @@ runs with --import-mode=importlib."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from holm.errors import ErrorBody
+from holm.adapters.local.runtime import LocalRuntime
+from holm.config import load_config
+from holm.engine import Engine
+from holm.errors import ErrorBody, HolmError
+from holm.events import MemoryStore
 from holm.events.entries import (
     Acted,
     Actor,
@@ -22,6 +27,7 @@ from holm.events.entries import (
     FrameSeen,
     step_key,
 )
+from holm.events.local import read_trace_file
 from holm.replay.plan import acted_key
 from holm.wire.actions import Action, Launch
 from holm.wire.spec import Placement, Spec, spec_digest
@@ -46,12 +52,14 @@ class TraceBuilder:
         self.entries.append(entry)
         return entry
 
-    def created(self, spec: Spec | None = None, runtime: str = "local") -> BoxCreated:
+    def created(
+        self, spec: Spec | None = None, runtime: str = "local", box_id: str = "box_source"
+    ) -> BoxCreated:
         spec = spec or Spec()
         created: BoxCreated = self.add(
             BoxCreated,
             gap_ms=0,
-            box_id="box_source",
+            box_id=box_id,
             runtime=runtime,
             spec=spec,
             placement=Placement(runtime=runtime, expires_after_secs=600),
@@ -140,23 +148,9 @@ class TraceBuilder:
         return b"".join(msgspec.json.encode(e) + b"\n" for e in self.entries)
 
 
-_DECODER = msgspec.json.Decoder(Entry)
-
-
 def read_trace_lines(path: Path) -> list[Entry]:
-    """The whole entries of a JSONL trace; a torn last line (a killed writer) is left out."""
-    entries: list[Entry] = []
-    lines = path.read_bytes().split(b"\n")
-    for n, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            entries.append(_DECODER.decode(line))
-        except msgspec.DecodeError:
-            if n == len(lines) - 1:
-                break
-            raise
-    return entries
+    """The whole entries of a JSONL trace, as `holm trace FILE` reads them."""
+    return read_trace_file(path).entries
 
 
 def trace_fixture_files() -> list[Path]:
@@ -169,3 +163,43 @@ def trace_fixture_files() -> list[Path]:
             *(Path(__file__).parent / "traces").glob("*.jsonl"),
         ]
     )
+
+
+# The X displays these tests may use (the machine is shared).
+DISPLAY_BASE = 280
+DISPLAY_COUNT = 20
+
+
+class Desktops:
+    """A local runtime on this test's displays, and engines over it, each with its own
+    memory store and settings."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.runtime = LocalRuntime(
+            state_dir / "boxes",
+            "srv_h6test",
+            display_base=DISPLAY_BASE,
+            display_count=DISPLAY_COUNT,
+        )
+        self.engines: list[Engine] = []
+
+    def engine(self, **settings: Any) -> Engine:
+        config = load_config({}, state_dir=str(self.state_dir), **settings)
+        engine = Engine(config, MemoryStore(), {"local": self.runtime}, server_id="srv_h6test")
+        self.engines.append(engine)
+        return engine
+
+    async def close(self) -> None:
+        for engine in self.engines:
+            for state in engine.boxes():
+                with contextlib.suppress(HolmError):
+                    await engine.delete_box(state.id)
+            await engine.close()
+        await self.runtime.close()
+
+
+def write_file_argv(path: str, text: str) -> list[str]:
+    """A command that writes `text` to `path` in the box: unlike a file upload, a fork does
+    it again."""
+    return ["sh", "-c", f"cat > {path} <<'HOLM_EOF'\n{text}\nHOLM_EOF"]

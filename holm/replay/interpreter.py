@@ -1,0 +1,256 @@
+"""The replay interpreter: it does a plan's steps on a new box through the engine, at about
+the source's pace, and judges each step with a policy (a fork's, or a strict replay's).
+
+Pacing: before each step it sleeps the source's gap between that step and the one before
+(for the first step, the gap from the source desktop being ready) minus the time the replay
+already spent since the previous step began, each wait at most `fork_wait_cap_ms` (2 s). The
+replay stops at the first step its policy rejects (`stopped_at` = that step's source seq), or
+when `fork_limit_secs` (3 min) have passed since its first step could begin (`truncated`; a
+step still running then is abandoned). Whatever happens, it records the final screen of
+every screen as a `frame` entry, and the new box stays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from holm.engine import Engine, box_view
+from holm.engine.journal import entry
+from holm.errors import BadRequest, HolmError, Unsupported
+from holm.events.entries import Entry, FrameSeen
+from holm.events.store import PAGE_MAX
+from holm.projections.box_state import BoxState
+from holm.replay.plan import DoAction, DoExec, DoLaunch, ExecOutcome, Plan, Step, plan_fork
+from holm.replay.strict import Divergence, ForkPolicy, Outcome, Policy
+from holm.wire.actions import Action, Exec
+from holm.wire.api import ActionsRequest, ForkRequest, ForkResult, ReplayReport
+from holm.wire.spec import Placement, Spec
+
+# How often a strict replay looks at the screen while it waits for an expected frame.
+FRAME_POLL_SECS = 0.05
+
+
+class ReplayTiming(msgspec.Struct, kw_only=True):
+    """Where a replay's time went, in seconds: for the overhead figure of bench/fork.py."""
+
+    wall: float = 0.0
+    in_steps: float = 0.0
+    # The pause before each step, as chosen: the source's gap less the time already spent,
+    # at most the cap.
+    waits: list[float] = msgspec.field(default_factory=list)
+
+    @property
+    def waited(self) -> float:
+        return sum(self.waits)
+
+
+class ReplayRun(msgspec.Struct, kw_only=True):
+    box: BoxState
+    report: ReplayReport
+    divergence: Divergence | None = None
+    timing: ReplayTiming = msgspec.field(default_factory=ReplayTiming)
+
+
+async def fork_box(
+    engine: Engine, source_box_id: str, request: ForkRequest | Mapping[str, Any]
+) -> ForkResult:
+    """A new box made from the trace of `source_box_id` (a removed box too: its trace
+    stays), doing the source's steps again up to `request.up_to`."""
+    run = await fork_run(engine, source_box_id, _fork_request(request))
+    return ForkResult(box=box_view(run.box), replay=run.report)
+
+
+async def fork_run(engine: Engine, source_box_id: str, request: ForkRequest) -> ReplayRun:
+    """`fork_box` with what the report leaves out: the timing, and why it stopped."""
+    if request.mode == "snapshot":
+        raise Unsupported("a snapshot fork is refused: a fork replays the trace")
+    entries = await read_whole_trace(engine, source_box_id)
+    plan = plan_fork(entries, up_to=request.up_to)
+    spec, placement, owner = await _origin_of(engine, source_box_id, plan, request.placement)
+    box = await engine.create_box(
+        spec, placement, owner=owner, forked_from=(source_box_id, request.up_to)
+    )
+    return await replay_plan(engine, box.id, plan, ForkPolicy())
+
+
+async def replay_plan(engine: Engine, box_id: str, plan: Plan, policy: Policy) -> ReplayRun:
+    """Do the plan's steps on the ready box `box_id` and record its final screens."""
+    config = engine.config
+    cap = config.fork_wait_cap_ms / 1000
+    began = time.monotonic()
+    deadline = began + config.fork_limit_secs
+    timing = ReplayTiming()
+    report = ReplayReport(skipped=list(plan.skipped))
+    divergence: Divergence | None = None
+    previous_at_ms = plan.origin.ready_at_ms if plan.origin is not None else None
+    previous_began = began
+    for step in plan.steps:
+        gap = 0.0 if previous_at_ms is None else (step.at_ms - previous_at_ms) / 1000
+        wait = min(cap, max(0.0, gap - (time.monotonic() - previous_began)))
+        remaining = deadline - time.monotonic()
+        if wait >= remaining:
+            await asyncio.sleep(max(0.0, remaining))
+            timing.waits.append(max(0.0, remaining))
+            report.truncated = True
+            break
+        await asyncio.sleep(wait)
+        timing.waits.append(wait)
+        previous_at_ms, previous_began = step.at_ms, time.monotonic()
+        report.attempted += 1
+        try:
+            async with asyncio.timeout(deadline - previous_began):
+                outcome = await do_step(engine, box_id, step)
+                divergence = policy.judge(step, outcome) or await _meet_frame(
+                    engine, box_id, step, policy
+                )
+        except TimeoutError:
+            report.truncated = True
+            break
+        finally:
+            timing.in_steps += time.monotonic() - previous_began
+        if divergence is not None:
+            report.stopped_at = step.seq
+            break
+        report.ok += 1
+    await record_final_frames(engine, box_id)
+    timing.wall = time.monotonic() - began
+    return ReplayRun(
+        box=await engine.box(box_id), report=report, divergence=divergence, timing=timing
+    )
+
+
+async def do_step(engine: Engine, box_id: str, step: Step) -> Outcome:
+    """Do one step as the agent and tell how it went; a refusal is an outcome, not an
+    error."""
+    try:
+        match step.do:
+            case DoAction(screen=screen, action=action):
+                return await _act(engine, box_id, screen, action)
+            case DoExec(argv=argv, timeout_ms=timeout_ms):
+                result = await engine.exec(box_id, argv, timeout_ms)
+                return Outcome(ok=True, exec=_exec_outcome(msgspec.to_builtins(result)))
+            case DoLaunch(screen=screen, app=app, args=args):
+                await engine.launch(box_id, screen, app, args)
+                return Outcome(ok=True)
+    except HolmError as exc:
+        return Outcome(ok=False, error=exc.body())
+
+
+async def _act(engine: Engine, box_id: str, screen: int, action: Action) -> Outcome:
+    answer = await engine.run_batch(box_id, screen, ActionsRequest(actions=[action]))
+    (result,) = answer.results
+    if not result.ok:
+        return Outcome(ok=False, error=result.error)
+    value = result.value or {}
+    return Outcome(ok=True, exec=_exec_outcome(value) if isinstance(action, Exec) else None)
+
+
+def _exec_outcome(value: Mapping[str, Any]) -> ExecOutcome:
+    return ExecOutcome(
+        code=value.get("code"),
+        stdout=value.get("stdout", ""),
+        stderr=value.get("stderr", ""),
+        timed_out=bool(value.get("timed_out", False)),
+    )
+
+
+async def _meet_frame(engine: Engine, box_id: str, step: Step, policy: Policy) -> Divergence | None:
+    """Wait until the screen shows the frame the source recorded after this step; a
+    divergence naming the last hash seen when it does not within the policy's time."""
+    expected = policy.frame_to_meet(step)
+    if expected is None:
+        return None
+    give_up = time.monotonic() + policy.frame_within_ms / 1000
+    while True:
+        frame = await engine.frame(box_id, expected.screen, have=expected.hash)
+        if frame.unchanged or frame.hash == expected.hash:
+            return None
+        if time.monotonic() >= give_up:
+            return Divergence(
+                seq=step.seq,
+                what="frame",
+                expected={"screen": expected.screen, "hash": expected.hash, "seq": expected.seq},
+                actual={"screen": expected.screen, "hash": frame.hash},
+            )
+        await asyncio.sleep(FRAME_POLL_SECS)
+
+
+async def record_final_frames(engine: Engine, box_id: str) -> None:
+    """End the new trace with a `frame` entry of every screen as it is now, so that the
+    last frames of a source and its fork can be compared."""
+    with contextlib.suppress(HolmError):
+        state = await engine.box(box_id)
+        if state.state != "ready":
+            return
+        for screen in range(state.screens):
+            frame = await engine.frame(box_id, screen)
+            if frame.png is not None:
+                await engine.store.put_frame(box_id, frame.hash, frame.png)
+            seen = entry(
+                FrameSeen,
+                "agent",
+                screen=screen,
+                frame=frame.hash,
+                width=frame.width,
+                height=frame.height,
+            )
+            # Through the journal, so that the box state knows its last frame and the
+            # frame watcher does not record the same picture again.
+            await engine.journal.append(box_id, [seen])
+
+
+async def read_whole_trace(engine: Engine, box_id: str) -> list[Entry]:
+    entries: list[Entry] = []
+    after: int | None = None
+    while True:
+        page = await engine.read_trace(box_id, after, PAGE_MAX)
+        entries.extend(page.entries)
+        if not page.more or not page.entries:
+            return entries
+        after = page.next
+
+
+async def _origin_of(
+    engine: Engine, source: str, plan: Plan, given: Placement | None
+) -> tuple[Spec, Placement, str | None]:
+    """The spec of the source and the placement of the fork: the given one replaces the
+    source's completely, and names the source's runtime when it names none."""
+    state = await engine.box(source)
+    if plan.origin is not None:
+        spec, placement, runtime = plan.origin.spec, plan.origin.placement, plan.origin.runtime
+    elif state.spec is not None:
+        # The store dropped the front of the trace; the box state still has its spec.
+        spec, placement, runtime = state.spec, state.placement or Placement(), state.runtime
+    else:
+        raise Unsupported(f"the trace of {source} has no spec to make a fork from")
+    placement = given if given is not None else placement
+    if placement.runtime is None:
+        placement = msgspec.structs.replace(placement, runtime=runtime)
+    return spec, placement, state.owner
+
+
+def _fork_request(request: ForkRequest | Mapping[str, Any]) -> ForkRequest:
+    if isinstance(request, ForkRequest):
+        return request
+    try:
+        return msgspec.convert(dict(request), ForkRequest)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"bad fork request: {exc}") from exc
+
+
+__all__ = [
+    "ReplayRun",
+    "ReplayTiming",
+    "do_step",
+    "fork_box",
+    "fork_run",
+    "read_whole_trace",
+    "record_final_frames",
+    "replay_plan",
+]

@@ -1,0 +1,215 @@
+"""Forks of real local boxes, end to end through the engine: what is done again, what is
+skipped, the pace and its caps, where a fork stops, and how close it comes to its source."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+import pytest
+from replay_kit import TraceBuilder, write_file_argv
+
+from holm.errors import Unsupported
+from holm.events.entries import Executed, ForkedFrom, FrameSeen
+from holm.replay import diff_traces, fork_box, fork_run
+from holm.replay.interpreter import read_whole_trace, record_final_frames
+from holm.wire.actions import Click, OpenUrl, Point, Press, Type, WaitStill
+from holm.wire.api import ActionsRequest, ForkRequest
+from holm.wire.spec import Placement, Spec
+
+pytestmark = pytest.mark.desktop
+
+FORM = """<!doctype html>
+<html><head><title>Order</title><style>
+* { caret-color: transparent; }
+body { margin: 0; font: 16px sans-serif; }
+input, button { position: absolute; left: 40px; width: 240px; height: 28px; font: 16px monospace; }
+#name { top: 40px; } #city { top: 90px; } button { top: 140px; }
+#out { position: absolute; left: 40px; top: 200px; }
+</style></head><body>
+<input id="name"><input id="city">
+<button onclick="send()">Send</button>
+<p id="out"></p>
+<script>
+function send() {
+  const value = (id) => document.getElementById(id).value;
+  document.title = out.textContent = `Hello ${value("name")} from ${value("city")}`;
+}
+</script>
+</body></html>"""
+
+# Chromium's page starts 87 pixels down the screen, under its tab strip and address bar.
+PAGE_TOP = 87
+FILL_FORM = [
+    OpenUrl(url="file:///tmp/form.html"),
+    WaitStill(settle_ms=300),
+    Click(at=Point(x=160, y=PAGE_TOP + 54)),
+    Type(text="Ada"),
+    Press(chord=["Tab"]),
+    Type(text="Paris"),
+    Click(at=Point(x=160, y=PAGE_TOP + 154)),
+    WaitStill(settle_ms=300),
+]
+
+
+def kinds(entries: Any) -> list[str]:
+    return [type(e).__struct_config__.tag for e in entries]
+
+
+async def diff(engine: Any, a: str, b: str) -> Any:
+    async def read_entries(box: str) -> Any:
+        return await read_whole_trace(engine, box)
+
+    return await diff_traces(a, b, read_entries, engine.store.get_frame)
+
+
+async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
+    desktops: Any,
+) -> None:
+    engine = desktops.engine()
+    source = (await engine.create_box(Spec(), Placement())).id
+    await engine.exec(source, write_file_argv("/tmp/form.html", FORM), 10_000)
+    batch = await engine.run_batch(source, 0, ActionsRequest(actions=FILL_FORM))
+    assert all(r.ok for r in batch.results), batch.results
+    await engine.write_file(source, "/tmp/marker.txt", "c2VjcmV0IG1hcmtlcgo=")
+    await engine.clipboard_set(source, 0, "clipboard", "a secret")
+    await record_final_frames(engine, source)
+    recorded = await read_whole_trace(engine, source)
+    wrote = next(e for e in recorded if type(e).__name__ == "FileWritten")
+    clip = next(e for e in recorded if type(e).__name__ == "ClipboardSet")
+
+    result = await fork_box(engine, source, {})
+
+    fork = result.box.id
+    assert result.box.state == "ready" and result.box.forked_from is not None
+    assert (result.replay.attempted, result.replay.ok) == (1 + len(FILL_FORM),) * 2
+    assert (result.replay.stopped_at, result.replay.truncated) == (None, False)
+    assert [msgspec.to_builtins(s) for s in result.replay.skipped] == [
+        {
+            "seq": wrote.seq,
+            "kind": "file_written",
+            "why": "the trace records that /tmp/marker.txt was written, not what went into it",
+        },
+        {
+            "seq": clip.seq,
+            "kind": "clipboard_set",
+            "why": "the trace records that the clipboard selection of screen 0 was set, "
+            "not its text",
+        },
+    ]
+    # The form was filled and sent in the fork too: the page put the greeting in its title.
+    titles = [w.title for w in await engine.windows(fork, 0)]
+    assert any("Hello Ada from Paris" in t for t in titles), titles
+    forked = await read_whole_trace(engine, fork)
+    assert kinds(forked)[:2] == ["box_created", "forked_from"]
+    assert forked[1] == ForkedFrom(seq=1, at_ms=forked[1].at_ms, actor="agent", source=source)
+    assert isinstance(forked[-1], FrameSeen)
+
+    fidelity = await diff(engine, source, fork)
+
+    assert (fidelity.matched, fidelity.missing, fidelity.extra) == (1 + len(FILL_FORM), [], [])
+    (frame,) = fidelity.frames
+    assert frame.pixels_equal, frame
+
+
+async def test_an_exec_run_forks_with_the_same_output_and_up_to_a_step(desktops: Any) -> None:
+    engine = desktops.engine()
+    source = (await engine.create_box(Spec(), Placement())).id
+    await engine.exec(source, ["sh", "-c", "mkdir -p /tmp/w && echo 42 > /tmp/w/answer"], 10_000)
+    await engine.exec(source, ["cat", "/tmp/w/answer"], 10_000)
+    await engine.exec(source, ["sh", "-c", "echo $((6 * 7)); exit 3"], 10_000)
+    recorded = [e for e in await read_whole_trace(engine, source) if isinstance(e, Executed)]
+
+    whole = await fork_box(engine, source, ForkRequest())
+    part = await fork_box(engine, source, ForkRequest(up_to=recorded[1].seq))
+
+    assert (whole.replay.attempted, whole.replay.ok, whole.replay.stopped_at) == (3, 3, None)
+    again = [e for e in await read_whole_trace(engine, whole.box.id) if isinstance(e, Executed)]
+    assert [(e.argv, e.code, e.stdout) for e in again] == [
+        (e.argv, e.code, e.stdout) for e in recorded
+    ]
+    assert again[1].stdout == "42\n" and again[2].code == 3
+    assert (part.replay.attempted, part.replay.ok) == (2, 2)
+    assert part.box.forked_from is not None and part.box.forked_from.up_to == recorded[1].seq
+    partial = await diff(engine, source, part.box.id)
+    assert (partial.a_up_to, partial.matched, partial.missing) == (recorded[1].seq, 2, [])
+
+
+async def test_a_fork_stops_at_the_first_step_that_fails_and_its_box_stays(
+    desktops: Any,
+) -> None:
+    engine = desktops.engine()
+    source = (await engine.create_box(Spec(), Placement())).id
+    await engine.write_file(source, "/tmp/marker.txt", "bWFyawo=")
+    checked = await engine.exec(source, ["test", "-f", "/tmp/marker.txt"], 10_000)
+    assert checked.code == 0
+    await engine.exec(source, ["echo", "after"], 10_000)
+    check = next(e for e in await read_whole_trace(engine, source) if isinstance(e, Executed))
+
+    result = await fork_box(engine, source, {})
+
+    # The marker's bytes are not in the trace, so the check that passed before fails now.
+    assert result.replay.stopped_at == check.seq
+    assert (result.replay.attempted, result.replay.ok) == (1, 0)
+    assert [s.kind for s in result.replay.skipped] == ["file_written"]
+    assert (await engine.box(result.box.id)).state == "ready"
+    ran = [e for e in await read_whole_trace(engine, result.box.id) if isinstance(e, Executed)]
+    assert [(e.argv, e.code) for e in ran] == [(["test", "-f", "/tmp/marker.txt"], 1)]
+
+
+def paced_source(box_id: str, gaps_ms: list[int]) -> TraceBuilder:
+    """A source trace of `echo` commands with the given gaps before each, written as if it
+    had happened: nobody waits for its 20-second pauses."""
+    made = TraceBuilder(start_ms=int(time.time() * 1000) - 3_600_000)
+    made.created(box_id=box_id)
+    for n, gap in enumerate(gaps_ms):
+        made.executed(["echo", str(n)], stdout=f"{n}\n", gap_ms=gap)
+    return made
+
+
+async def test_a_wait_between_two_steps_is_at_most_two_seconds(desktops: Any) -> None:
+    engine = desktops.engine()
+    assert engine.config.fork_wait_cap_ms == 2000
+    source = paced_source("box_paced", [20_000, 20_000])
+    await engine.journal.append("box_paced", source.entries)
+
+    run = await fork_run(engine, "box_paced", ForkRequest())
+
+    assert (run.report.attempted, run.report.ok) == (2, 2)
+    assert run.timing.waits == [2.0, 2.0]
+    ran = [e for e in await read_whole_trace(engine, run.box.id) if isinstance(e, Executed)]
+    gap_ms = ran[1].at_ms - ran[0].at_ms
+    assert 2000 <= gap_ms < 20_000
+
+
+async def test_a_fork_is_truncated_when_it_runs_out_of_time(desktops: Any) -> None:
+    engine = desktops.engine(fork_limit_secs=1)
+    source = paced_source("box_slow", [100, 5_000, 5_000])
+    await engine.journal.append("box_slow", source.entries)
+
+    result = await fork_box(engine, "box_slow", {})
+
+    assert result.replay.truncated
+    assert (result.replay.attempted, result.replay.ok, result.replay.stopped_at) == (1, 1, None)
+    assert result.box.state == "ready"
+
+
+async def test_a_removed_box_forks_and_a_given_placement_replaces_its_own(
+    desktops: Any,
+) -> None:
+    engine = desktops.engine()
+    source = (
+        await engine.create_box(Spec(), Placement(expires_after_secs=900, idle_timeout_secs=600))
+    ).id
+    await engine.exec(source, ["echo", "still here"], 10_000)
+    await engine.delete_box(source)
+    assert (await engine.box(source)).removed
+
+    with pytest.raises(Unsupported):
+        await fork_box(engine, source, {"mode": "snapshot"})
+    result = await fork_box(engine, source, {"placement": {"expires_after_secs": 120}})
+
+    assert (result.replay.attempted, result.replay.ok) == (1, 1)
+    assert result.box.placement == Placement(runtime="local", expires_after_secs=120)
+    assert result.box.expires_at_ms - result.box.created_at_ms <= 121_000
