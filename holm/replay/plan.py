@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from holm.engine.batch import acted_key
 from holm.events.entries import (
     Acted,
     Adopted,
@@ -36,7 +37,6 @@ from holm.events.entries import (
     FileWritten,
     FrameSeen,
     TakeoverStarted,
-    step_key,
 )
 from holm.wire.actions import Action, Exec, Launch
 from holm.wire.api import Skipped
@@ -213,11 +213,6 @@ def _step(entry: Entry) -> Step | None:
             )
         case _:
             return None
-
-
-def acted_key(screen: int, action: Action) -> str:
-    """The key the engine gives an `acted` entry (rest of the contract in the engine)."""
-    return step_key("acted", {"screen": screen, "action": action})
 
 
 def _acted_exec_outcome(entry: Acted) -> ExecOutcome | None:
