@@ -11,9 +11,13 @@ import docker
 import pytest
 
 from holm.adapters.base import RuntimeBox
-from holm.adapters.docker.runtime import DockerRuntime, container_name
+from holm.adapters.docker.runtime import (
+    DockerRuntime,
+    container_name,
+    docker_runtime_if_engine_answers,
+)
 from holm.errors import BadRequest, Denied, NotFound, ScreenUnavailable, Unsupported
-from holm.wire.actions import Click, Point, Press, Type
+from holm.wire.actions import Click, Point, Press, Type, WaitStill
 from holm.wire.spec import Desktop, Placement, Policy, Spec, canonical_spec
 
 from .conftest import MakeRuntime, new_box_id
@@ -51,6 +55,8 @@ async def test_a_box_comes_up_with_chromium_and_takes_input(
     await desktop.act(0, Click(at=Point(x=321, y=456)))
     assert await desktop.cursor(0) == Point(x=321, y=456)
 
+    # Chromium may still be drawing just after it came up: compare once the screen is still.
+    await desktop.act(0, WaitStill(settle_ms=500, within_ms=15_000))
     first = await desktop.frame(0)
     assert first.png is not None and first.png.startswith(b"\x89PNG")
     assert (first.width, first.height) == (1280, 800)
@@ -302,3 +308,13 @@ def test_the_runtime_says_what_it_can_do(runtime: DockerRuntime) -> None:
     assert can.packages and can.memory_limit and can.cpu_limit and can.persistent
     assert can.pause and can.stop and can.network_off
     assert not can.wayland
+
+
+async def test_the_runtime_is_there_only_when_an_engine_answers(
+    engine: docker.DockerClient, boxes_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = docker_runtime_if_engine_answers(boxes_dir, "s")
+    assert runtime is not None and runtime.arch == engine.version()["Arch"]
+    await runtime.close()
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{boxes_dir}/no-engine.sock")
+    assert docker_runtime_if_engine_answers(boxes_dir, "s") is None

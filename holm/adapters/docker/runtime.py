@@ -37,6 +37,7 @@ from typing import Any, Literal, TypeVar
 import docker
 import docker.errors
 import msgspec
+import requests.exceptions
 
 from holm.adapters.agent.client import AgentDesktop
 from holm.adapters.base import Capabilities, Desktop, RuntimeBox, Started
@@ -84,6 +85,10 @@ LABEL_RUN_DIR = "holm.run_dir"
 LABEL_EXPIRES = "holm.expires_after_secs"
 LABEL_IDLE = "holm.idle_timeout_secs"
 
+# An engine that does not answer a ping in this long is taken as absent.
+PING_TIMEOUT_S = 3
+# Long calls (a stop waits for its grace, an image build streams for minutes) stay open.
+ENGINE_TIMEOUT_S = 600
 BOX_HOME = "/home/box"
 BOX_RUN = "/run/holm"
 BOX_HOSTNAME = "holm-box"
@@ -138,7 +143,7 @@ class DockerRuntime:
         self.stop_grace_s = stop_grace_s
         # Without Chromium a box is only Xvfb, openbox and x11vnc: for tests and benches.
         self.chromium = chromium
-        self.client = client if client is not None else docker.from_env()
+        self.client = client if client is not None else docker.from_env(timeout=ENGINE_TIMEOUT_S)
         with engine_errors():
             self.arch = arch if arch is not None else engine_arch(self.client)
         self.images = Images(
@@ -478,6 +483,28 @@ class DockerRuntime:
             yield
 
 
+def docker_runtime_if_engine_answers(
+    boxes_dir: Path,
+    server_id: str | None,
+    *,
+    base_image: str = DEFAULT_BASE_IMAGE,
+    timeout_s: float = PING_TIMEOUT_S,
+) -> DockerRuntime | None:
+    """The docker runtime when a Docker Engine answers (`DOCKER_HOST`, else the local
+    socket), else None. Blocks up to `timeout_s`: call it at startup or in a thread."""
+    try:
+        client = docker.from_env(timeout=int(timeout_s))
+        client.ping()
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        return None
+    client.api.timeout = ENGINE_TIMEOUT_S
+    try:
+        return DockerRuntime(boxes_dir, server_id, client=client, base_image=base_image)
+    except HolmError:
+        client.close()
+        return None
+
+
 def _runtime_box(container: Any) -> RuntimeBox:
     labels: dict[str, str] = container.labels
     status = container.status
@@ -518,4 +545,4 @@ def _empty(folder: Path) -> None:
             entry.unlink()
 
 
-__all__ = ["DockerRuntime", "container_name"]
+__all__ = ["DockerRuntime", "container_name", "docker_runtime_if_engine_answers"]
