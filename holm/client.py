@@ -1,0 +1,572 @@
+"""The Python client of holmd's REST API (`/v1`), on aiohttp; the `holm` CLI is built on it.
+
+    async with HolmClient() as holm:
+        box = await holm.create_box(Spec(desktop=Desktop(width=1024, height=768)))
+        await holm.act(box.id, [OpenUrl(url="https://example.com")])
+
+`SyncHolmClient` is the same client for scripts without an event loop.
+
+The server's URL comes from `HOLM_SERVER_URL` (else `http://` + `HOLM_SERVER_ADDR`, else
+`http://127.0.0.1:8080`) and its token from `HOLM_SERVER_TOKEN`. An error response is raised
+as the `holm.errors` class of its `code`; a server that cannot be reached at all raises
+`ServerUnreachable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Concatenate, Generic, Literal, ParamSpec, TypedDict, TypeVar, Unpack
+
+import aiohttp
+import msgspec
+
+from holm.adapters.base import ExecResult, WindowInfo
+from holm.errors import ERRORS_BY_CODE, ErrorBody, HolmError, Internal, Unavailable
+from holm.projections.events_feed import EventsPage
+from holm.wire.actions import Action, Arrange, GrepWhat, Point, Region, Selection, WindowQuery
+from holm.wire.api import (
+    ActionsRequest,
+    ActionsResult,
+    ActiveWindow,
+    BoxList,
+    BoxView,
+    Catalog,
+    ClipboardPut,
+    ClipboardView,
+    CreateBox,
+    ExecRequest,
+    FileContents,
+    FileList,
+    FileWritten,
+    ForkRequest,
+    ForkResult,
+    FrameView,
+    GlobResult,
+    GrepResult,
+    Health,
+    InstallApps,
+    PruneResult,
+    ReapResult,
+    RunResult,
+    RuntimeList,
+    RuntimeView,
+    TracePage,
+    WindowList,
+)
+from holm.wire.spec import Placement, Spec
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class _RequestOptions(TypedDict, total=False):
+    params: Mapping[str, object] | None
+    body: object
+    headers: Mapping[str, str] | None
+    idempotency_key: str | None
+
+
+class ServerUnreachable(Unavailable):
+    """No answer from holmd at all (refused, reset, DNS): not an answer with an error."""
+
+
+def server_url(environ: Mapping[str, str] | None = None) -> str:
+    env = os.environ if environ is None else environ
+    if env.get("HOLM_SERVER_URL"):
+        return env["HOLM_SERVER_URL"].rstrip("/")
+    if env.get("HOLM_SERVER_ADDR"):
+        return "http://" + env["HOLM_SERVER_ADDR"]
+    return DEFAULT_URL
+
+
+def server_token(environ: Mapping[str, str] | None = None) -> str | None:
+    env = os.environ if environ is None else environ
+    return env.get("HOLM_SERVER_TOKEN") or None
+
+
+# Body-less error answers (a proxy's, or aiohttp's own 404/405) still get a class by status.
+_ERRORS_BY_STATUS: dict[int, type[HolmError]] = {}
+for _cls in ERRORS_BY_CODE.values():
+    _ERRORS_BY_STATUS.setdefault(_cls.status, _cls)
+
+
+def error_from_response(status: int, body: bytes) -> HolmError:
+    """The exception for an error answer: its body's `code` when it has one, else its
+    status."""
+    try:
+        return HolmError.from_body(msgspec.json.decode(body, type=ErrorBody))
+    except msgspec.DecodeError:
+        cls = _ERRORS_BY_STATUS.get(status, Internal)
+        text = body.decode(errors="replace").strip()[:500]
+        return cls(f"HTTP {status}: {text}" if text else f"HTTP {status}")
+
+
+def _drop_none(params: Mapping[str, object]) -> dict[str, str]:
+    query = {}
+    for name, value in params.items():
+        if value is None:
+            continue
+        query[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return query
+
+
+class HolmClient:
+    """One holmd, one aiohttp session. Use it as an async context manager, or call
+    `close()`."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.url = (url or server_url()).rstrip("/")
+        self.token = token if token is not None else server_token()
+        self._connect_timeout = connect_timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> HolmClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _open_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+            # No total timeout: an exec may run 10 minutes and a fork 3; the server bounds
+            # them. Only the connection itself is bounded here.
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout)
+            self._session = aiohttp.ClientSession(headers=headers, timeout=timeout)
+        return self._session
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, object] | None = None,
+        body: object = None,
+        headers: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[int, bytes]:
+        """Send one request; the status and body of a success, or the error raised."""
+        sent_headers = dict(headers or {})
+        data = None
+        if body is not None:
+            data = msgspec.json.encode(body)
+            sent_headers["content-type"] = "application/json"
+        if idempotency_key is not None:
+            sent_headers["idempotency-key"] = idempotency_key
+        session = self._open_session()
+        try:
+            async with session.request(
+                method,
+                self.url + path,
+                params=_drop_none(params or {}),
+                data=data,
+                headers=sent_headers,
+            ) as response:
+                payload = await response.read()
+                status = response.status
+        except aiohttp.ClientConnectionError as exc:
+            raise ServerUnreachable(f"cannot reach holmd at {self.url}: {exc}") from exc
+        if status >= 400:
+            raise error_from_response(status, payload)
+        return status, payload
+
+    async def _call(
+        self, type_: type[T], method: str, path: str, **options: Unpack[_RequestOptions]
+    ) -> T:
+        _, payload = await self.request(method, path, **options)
+        return msgspec.json.decode(payload, type=type_)
+
+    # Health
+
+    async def health(self) -> Health:
+        return await self._call(Health, "GET", "/v1/health")
+
+    # Boxes
+
+    async def list_boxes(self) -> list[BoxView]:
+        return (await self._call(BoxList, "GET", "/v1/boxes")).boxes
+
+    async def create_box(
+        self,
+        spec: Spec | None = None,
+        placement: Placement | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> BoxView:
+        """A new box; its state is `starting` when the server queues its jobs."""
+        body = CreateBox(spec=spec or Spec(), placement=placement or Placement())
+        return await self._call(
+            BoxView, "POST", "/v1/boxes", body=body, idempotency_key=idempotency_key
+        )
+
+    async def get_box(self, box_id: str) -> BoxView:
+        return await self._call(BoxView, "GET", f"/v1/boxes/{box_id}")
+
+    async def delete_box(self, box_id: str) -> BoxView:
+        """Remove a box; the answer is its last view. Later calls to it raise `Gone`."""
+        return await self._call(
+            BoxView,
+            "DELETE",
+            f"/v1/boxes/{box_id}",
+            headers={"x-holm-confirm-delete": "true"},
+        )
+
+    async def pause_box(self, box_id: str) -> BoxView:
+        return await self._call(BoxView, "POST", f"/v1/boxes/{box_id}/pause")
+
+    async def resume_box(self, box_id: str) -> BoxView:
+        return await self._call(BoxView, "POST", f"/v1/boxes/{box_id}/resume")
+
+    async def stop_box(self, box_id: str) -> BoxView:
+        return await self._call(BoxView, "POST", f"/v1/boxes/{box_id}/stop")
+
+    async def install_apps(self, box_id: str, apps: Sequence[str]) -> BoxView:
+        body = InstallApps(apps=list(apps))
+        return await self._call(BoxView, "POST", f"/v1/boxes/{box_id}/apps", body=body)
+
+    async def catalog(self) -> list[str]:
+        return (await self._call(Catalog, "GET", "/v1/catalog")).apps
+
+    async def fork(
+        self,
+        box_id: str,
+        *,
+        up_to: int | None = None,
+        placement: Placement | None = None,
+        mode: Literal["replay", "snapshot"] = "replay",
+        idempotency_key: str | None = None,
+    ) -> ForkResult:
+        """A new box that does the source's recorded steps again (up to `up_to`)."""
+        body = ForkRequest(mode=mode, up_to=up_to, placement=placement)
+        return await self._call(
+            ForkResult,
+            "POST",
+            f"/v1/boxes/{box_id}/fork",
+            body=body,
+            idempotency_key=idempotency_key,
+        )
+
+    # Screens
+
+    async def act(
+        self,
+        box_id: str,
+        actions: Sequence[Action] | ActionsRequest,
+        *,
+        screen: int = 0,
+        idempotency_key: str | None = None,
+    ) -> ActionsResult:
+        """Run a batch: a list of actions, or a whole `ActionsRequest` (with `want`,
+        `settle_ms`, `have_frame`, `keep_going`). A refused step does not raise: it is in
+        `results` and `stopped_at`."""
+        if not isinstance(actions, ActionsRequest):
+            actions = ActionsRequest(actions=list(actions))
+        return await self._call(
+            ActionsResult,
+            "POST",
+            f"{_screen(box_id, screen)}/actions",
+            body=actions,
+            idempotency_key=idempotency_key,
+        )
+
+    async def frame(
+        self,
+        box_id: str,
+        *,
+        screen: int = 0,
+        have: str | None = None,
+        window: str | None = None,
+        region: Region | None = None,
+        scale: int | None = None,
+    ) -> FrameView:
+        params: dict[str, object] = {"have": have, "window": window, "scale": scale}
+        if region is not None:
+            params.update(x=region.x, y=region.y, width=region.width, height=region.height)
+        return await self._call(FrameView, "GET", f"{_screen(box_id, screen)}/frame", params=params)
+
+    async def cursor(self, box_id: str, *, screen: int = 0) -> Point:
+        return await self._call(Point, "GET", f"{_screen(box_id, screen)}/cursor")
+
+    async def get_clipboard(
+        self, box_id: str, *, screen: int = 0, selection: Selection = "clipboard"
+    ) -> str:
+        answer = await self._call(
+            ClipboardView,
+            "GET",
+            f"{_screen(box_id, screen)}/clipboard",
+            params={"selection": selection},
+        )
+        return answer.text
+
+    async def set_clipboard(
+        self,
+        box_id: str,
+        text: str,
+        *,
+        screen: int = 0,
+        selection: Selection = "clipboard",
+    ) -> None:
+        await self.request(
+            "PUT",
+            f"{_screen(box_id, screen)}/clipboard",
+            body=ClipboardPut(text=text, selection=selection),
+        )
+
+    # Windows
+
+    async def windows(self, box_id: str, *, screen: int = 0) -> list[WindowInfo]:
+        path = f"{_screen(box_id, screen)}/windows"
+        return (await self._call(WindowList, "GET", path)).windows
+
+    async def active_window(self, box_id: str, *, screen: int = 0) -> WindowInfo | None:
+        path = f"{_screen(box_id, screen)}/windows/active"
+        return (await self._call(ActiveWindow, "GET", path)).window
+
+    async def wait_window(
+        self,
+        box_id: str,
+        *,
+        class_: str | None = None,
+        title: str | None = None,
+        within_ms: int = 30_000,
+        screen: int = 0,
+    ) -> WindowInfo:
+        query = WindowQuery(class_=class_, title=title, within_ms=within_ms)
+        return await self._call(
+            WindowInfo, "POST", f"{_screen(box_id, screen)}/windows/wait", body=query
+        )
+
+    async def focus_window(self, box_id: str, window: str, *, screen: int = 0) -> None:
+        await self.request("POST", f"{_screen(box_id, screen)}/windows/{window}/focus")
+
+    async def arrange_window(
+        self, box_id: str, window: str, how: Arrange, *, screen: int = 0
+    ) -> WindowInfo:
+        path = f"{_screen(box_id, screen)}/windows/{window}/arrange"
+        return await self._call(WindowInfo, "POST", path, body=how)
+
+    async def close_window(self, box_id: str, window: str, *, screen: int = 0) -> None:
+        await self.request("DELETE", f"{_screen(box_id, screen)}/windows/{window}")
+
+    # Files and commands
+
+    async def exec(
+        self, box_id: str, argv: Sequence[str], *, timeout_ms: int = 10_000
+    ) -> ExecResult:
+        """Run a command; its exit code is in the result (a non-zero code does not raise)."""
+        body = ExecRequest(argv=list(argv), timeout_ms=timeout_ms)
+        return await self._call(ExecResult, "POST", f"/v1/boxes/{box_id}/exec", body=body)
+
+    async def read_file(self, box_id: str, path: str) -> bytes:
+        answer = await self._call(
+            FileContents, "GET", f"/v1/boxes/{box_id}/files", params={"path": path}
+        )
+        return base64.b64decode(answer.contents_base64)
+
+    async def write_file(self, box_id: str, path: str, contents: bytes) -> FileWritten:
+        body = FileContents(path=path, contents_base64=base64.b64encode(contents).decode())
+        return await self._call(FileWritten, "PUT", f"/v1/boxes/{box_id}/files", body=body)
+
+    async def list_files(self, box_id: str, path: str) -> FileList:
+        return await self._call(
+            FileList, "GET", f"/v1/boxes/{box_id}/files/list", params={"path": path}
+        )
+
+    async def grep(
+        self,
+        box_id: str,
+        pattern: str,
+        *,
+        path: str = "/",
+        include: str | None = None,
+        ignore_case: bool = False,
+        limit: int = 200,
+    ) -> GrepResult:
+        body = GrepWhat(
+            pattern=pattern, path=path, include=include, ignore_case=ignore_case, limit=limit
+        )
+        return await self._call(GrepResult, "POST", f"/v1/boxes/{box_id}/files/grep", body=body)
+
+    async def glob(
+        self, box_id: str, pattern: str, *, path: str = "/", limit: int = 200
+    ) -> GlobResult:
+        return await self._call(
+            GlobResult,
+            "GET",
+            f"/v1/boxes/{box_id}/files/glob",
+            params={"pattern": pattern, "path": path, "limit": limit},
+        )
+
+    # History
+
+    async def trace(
+        self, box_id: str, *, after: int | None = None, limit: int | None = None
+    ) -> TracePage:
+        """One page of the trace; send its `next` as `after` to read on."""
+        return await self._call(
+            TracePage,
+            "GET",
+            f"/v1/boxes/{box_id}/trace",
+            params={"after": after, "limit": limit},
+        )
+
+    async def trace_frame(self, box_id: str, frame_hash: str) -> bytes:
+        """The PNG of a frame the trace refers to."""
+        _, png = await self.request("GET", f"/v1/boxes/{box_id}/trace/frames/{frame_hash}")
+        return png
+
+    async def events(self, *, after: int | None = None, limit: int | None = None) -> EventsPage:
+        """One page of the events feed; send its `next` as `after` to read on."""
+        return await self._call(
+            EventsPage, "GET", "/v1/events", params={"after": after, "limit": limit}
+        )
+
+    # Runtimes
+
+    async def runtimes(self) -> list[RuntimeView]:
+        return (await self._call(RuntimeList, "GET", "/v1/runtimes")).runtimes
+
+    async def runtime(self, name: str) -> RuntimeView:
+        return await self._call(RuntimeView, "GET", f"/v1/runtimes/{name}")
+
+    # Scheduled work
+
+    async def reap(self) -> ReapResult:
+        return await self._call(ReapResult, "POST", "/v1/jobs/reap")
+
+    async def prune(self) -> PruneResult:
+        return await self._call(PruneResult, "POST", "/v1/jobs/prune")
+
+    async def run_jobs(self) -> RunResult:
+        return await self._call(RunResult, "POST", "/v1/jobs/run")
+
+
+def _screen(box_id: str, screen: int) -> str:
+    return f"/v1/boxes/{box_id}/screens/{screen}"
+
+
+class _Sync(Generic[P, T]):
+    """A method of `SyncHolmClient`: the same method of `HolmClient`, run to its end."""
+
+    def __init__(self, method: Callable[Concatenate[HolmClient, P], Awaitable[T]]) -> None:
+        self._method = method
+
+    def __get__(self, owner: SyncHolmClient, kind: type[SyncHolmClient]) -> Callable[P, T]:
+        def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            return owner.run(self._method(owner.client, *args, **kwargs))
+
+        return call
+
+
+class SyncHolmClient:
+    """`HolmClient` for code without an event loop: it runs the async client on a private
+    loop in its own thread, so it also works where a loop is already running."""
+
+    def __init__(self, url: str | None = None, token: str | None = None) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="holm-client", daemon=True
+        )
+        self._thread.start()
+        self.client = HolmClient(url, token)
+
+    @property
+    def url(self) -> str:
+        return self.client.url
+
+    def run(self, work: Awaitable[T]) -> T:
+        async def wrapped() -> T:
+            return await work
+
+        return asyncio.run_coroutine_threadsafe(wrapped(), self._loop).result()
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        self.run(self.client.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> SyncHolmClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    request = _Sync(HolmClient.request)
+    health = _Sync(HolmClient.health)
+    list_boxes = _Sync(HolmClient.list_boxes)
+    create_box = _Sync(HolmClient.create_box)
+    get_box = _Sync(HolmClient.get_box)
+    delete_box = _Sync(HolmClient.delete_box)
+    pause_box = _Sync(HolmClient.pause_box)
+    resume_box = _Sync(HolmClient.resume_box)
+    stop_box = _Sync(HolmClient.stop_box)
+    install_apps = _Sync(HolmClient.install_apps)
+    catalog = _Sync(HolmClient.catalog)
+    fork = _Sync(HolmClient.fork)
+    act = _Sync(HolmClient.act)
+    frame = _Sync(HolmClient.frame)
+    cursor = _Sync(HolmClient.cursor)
+    get_clipboard = _Sync(HolmClient.get_clipboard)
+    set_clipboard = _Sync(HolmClient.set_clipboard)
+    windows = _Sync(HolmClient.windows)
+    active_window = _Sync(HolmClient.active_window)
+    wait_window = _Sync(HolmClient.wait_window)
+    focus_window = _Sync(HolmClient.focus_window)
+    arrange_window = _Sync(HolmClient.arrange_window)
+    close_window = _Sync(HolmClient.close_window)
+    exec = _Sync(HolmClient.exec)
+    read_file = _Sync(HolmClient.read_file)
+    write_file = _Sync(HolmClient.write_file)
+    list_files = _Sync(HolmClient.list_files)
+    grep = _Sync(HolmClient.grep)
+    glob = _Sync(HolmClient.glob)
+    trace = _Sync(HolmClient.trace)
+    trace_frame = _Sync(HolmClient.trace_frame)
+    events = _Sync(HolmClient.events)
+    runtimes = _Sync(HolmClient.runtimes)
+    runtime = _Sync(HolmClient.runtime)
+    reap = _Sync(HolmClient.reap)
+    prune = _Sync(HolmClient.prune)
+    run_jobs = _Sync(HolmClient.run_jobs)
+
+
+__all__ = [
+    "DEFAULT_URL",
+    "HolmClient",
+    "ServerUnreachable",
+    "SyncHolmClient",
+    "error_from_response",
+    "server_token",
+    "server_url",
+]
