@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from holm.cli import actions, boxes, history, inside
 from holm.cli.trace_cmd import trace
 
 
@@ -16,5 +17,7 @@ def main() -> None:
 
 
 main.add_command(trace)
+for command in (*boxes.COMMANDS, *actions.COMMANDS, *inside.COMMANDS, *history.COMMANDS):
+    main.add_command(command)
 
 __all__ = ["main"]

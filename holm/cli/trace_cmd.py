@@ -24,6 +24,8 @@ import msgspec
 from rich.console import Console
 from rich.table import Table
 
+from holm.cli.history import print_server_trace, read_server_trace
+from holm.cli.remote import connected
 from holm.events.codec import CorruptLine, read_envelope
 from holm.events.entries import Entry
 from holm.events.local import TORN, read_trace_file, trace_files
@@ -91,7 +93,26 @@ def trace(
     if not path.exists():
         if _looks_like_path(target):
             _fail(f"not_found: no such file or directory: {target}", EXIT_NOT_FOUND)
-        _fail(f"{target}: not a trace file or folder, and no server support yet", EXIT_NO_SERVER)
+        # Anything else is a box ID: its trace is read from the server (holm/cli/history.py).
+        with connected(None, None, as_json) as remote:
+            if stats:
+                entries, incomplete = read_server_trace(remote, target, after=after, limit=limit)
+                figures = trace_stats(entries, incomplete=incomplete)
+                if as_json:
+                    body = {"trace": target, **msgspec.to_builtins(figures)}
+                    click.echo(msgspec.json.encode(body).decode())
+                else:
+                    Console(highlight=False).print(_stats_table(None, figures))
+            else:
+                print_server_trace(
+                    remote,
+                    target,
+                    after=after,
+                    limit=limit,
+                    follow=follow,
+                    follow_timeout=follow_timeout,
+                )
+        return
     if follow and (stats or path.is_dir()):
         raise click.UsageError("--follow reads one trace file, as entries, not figures")
     paths = trace_files(path) if path.is_dir() else [path]
