@@ -11,15 +11,12 @@ import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from holm.adapters.local import procs
 from holm.adapters.local.records import read_records
-
-if TYPE_CHECKING:
-    from holm.adapters.local.runtime import LocalRuntime  # TEMP
+from holm.adapters.local.runtime import LocalRuntime
 from holm.adapters.local.sandbox import SandboxPlan, bwrap_argv
 
 # The X displays these tests may use (the machine is shared).
@@ -62,6 +59,8 @@ def run_in_box(state_dir: Path) -> RunInBox:
         code: str, *, name: str = "a", network: bool = False
     ) -> subprocess.CompletedProcess[str]:
         argv = bwrap_argv(plan(state_dir, name, network=network), ["python3", "-c", code])
+        # Unlike a box, a snippet must not outlive the test, even when it times out.
+        argv.insert(1, "--die-with-parent")
         return subprocess.run(argv, capture_output=True, text=True, timeout=60)
 
     return run
@@ -92,15 +91,13 @@ def tcp_server() -> Iterator[int]:
     server.close()
 
 
-MakeRuntime = Callable[..., "LocalRuntime"]
+MakeRuntime = Callable[..., LocalRuntime]
 
 
 @pytest.fixture
 async def make_runtime(state_dir: Path) -> AsyncIterator[MakeRuntime]:
     """LocalRuntime objects on one state dir; at the end every box in it is ended, whatever
     the test left behind, and no process of any of them is left."""
-    from holm.adapters.local.runtime import LocalRuntime  # TEMP
-
     made: list[LocalRuntime] = []
 
     def make(*, chromium: bool = True, server_id: str = "test-server") -> LocalRuntime:

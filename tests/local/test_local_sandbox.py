@@ -23,6 +23,8 @@ print(json.dumps({
     "home": os.environ["HOME"],
     "pid": os.getpid(),
     "usr_writable": os.access("/usr/bin", os.W_OK) and _try_write("/usr/bin/holm-probe"),
+    "caps": [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0],
+    "hostname": open("/proc/sys/kernel/hostname").read().strip(),
 }))
 """
 TRY_WRITE = """
@@ -54,6 +56,17 @@ def test_host_secrets_are_not_in_the_box(run_in_box: RunInBox) -> None:
     }
     assert seen["usr_writable"] is False
     assert seen["pid"] != os.getpid()
+    assert seen["hostname"] == "holm-box"
+
+
+def test_root_in_the_box_keeps_no_capability_but_setgid(run_in_box: RunInBox) -> None:
+    caps = int(str(look(run_in_box)["caps"]), 16)
+    cap_setgid = 1 << 6
+    assert caps == cap_setgid
+    mount = run_in_box("import os; print(os.system('mount -t tmpfs x /home/box'))")
+    assert mount.stdout.strip() not in ("", "0"), mount
+    mknod = run_in_box("import os; os.mknod('/tmp/sda', 0o600 | 0o060000, os.makedev(8, 0))")
+    assert "PermissionError" in mknod.stderr
 
 
 def test_holmd_environment_does_not_reach_the_box(run_in_box: RunInBox) -> None:

@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+import msgspec
+
 from holm.adapters.local import procs
+from holm.wire.spec import AppDefinition
 
 BOX_HOME = "/home/box"
 BOX_RUN = "/run/holm"
@@ -28,6 +31,14 @@ AGENT_SRC = "/opt/holm/src"
 # Debian's interpreter: the venv is built on it, so the venv's compiled packages load here.
 AGENT_PYTHON = "/usr/bin/python3"
 
+# `--unshare-all` less the user namespace: a user namespace maps one group only, so a
+# terminal (xterm, anything that chowns its pty to group `tty`) fails in it; and since holmd
+# runs as root, root in the box would be the host's root in it all the same.
+UNSHARE = ("--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
+# bwrap run by root keeps every capability in the box unless told otherwise. A box keeps
+# only CAP_SETGID, which xterm needs to start its shell: root in the box can mount nothing,
+# make no device, and write only what is bound writable (its home and run folder).
+CAPS = ("--cap-drop", "ALL", "--cap-add", "CAP_SETGID")
 # Bound read-only into every box, when the host has them.
 DESKTOP_ETC = (
     "/etc/fonts",
@@ -83,6 +94,7 @@ class SandboxPlan:
     height: int
     display_base: int
     chromium: bool = True
+    apps: dict[str, AppDefinition] = field(default_factory=dict)
     site_dirs: Sequence[Path] = field(default_factory=agent_code_dirs)
     holm_dir: Path = field(default_factory=holm_package_dir)
 
@@ -106,6 +118,8 @@ def agent_argv(plan: SandboxPlan) -> list[str]:
     ]
     if not plan.chromium:
         argv.append("--no-chromium")
+    if plan.apps:
+        argv += ["--apps-json", msgspec.json.encode(plan.apps).decode()]
     return argv
 
 
@@ -132,11 +146,12 @@ def box_env(plan: SandboxPlan) -> dict[str, str]:
 def bwrap_argv(plan: SandboxPlan, command: Sequence[str] | None = None) -> list[str]:
     """The whole `bwrap …` command; `command` replaces the agent (tests run plain
     processes in the same sandbox)."""
-    argv = ["bwrap", "--unshare-all"]
-    if plan.network:
-        argv.append("--share-net")
+    argv = ["bwrap", *UNSHARE]
+    if not plan.network:
+        argv.append("--unshare-net")
+    argv += [*CAPS, "--new-session", "--hostname", BOX_HOSTNAME]
     # No --die-with-parent: a box outlives the holmd that started it.
-    argv += ["--new-session", "--hostname", BOX_HOSTNAME, "--ro-bind", "/usr", "/usr"]
+    argv += ["--ro-bind", "/usr", "/usr"]
     for link in ROOT_LINKS:
         if os.path.islink(link):
             argv += ["--symlink", os.readlink(link), link]

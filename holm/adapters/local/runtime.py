@@ -1,0 +1,451 @@
+"""The `local` runtime: each box is a set of processes on this machine under bubblewrap.
+
+A box is its folder (`records.py`); its processes are one sandbox (`sandbox.py`) whose
+in-box agent brings the desktop up and answers on `run/agent.sock`. The sandbox is not tied
+to holmd's life, so boxes outlive a restart and a new runtime object on the same state dir
+finds them again.
+
+Errors, as the engine sees them:
+- `NotFound`: the runtime has no box by that id (its folder is not there).
+- `Denied`: a lifecycle step the box's state does not allow (pause a stopped box,
+  start a running one).
+- `ScreenUnavailable`: the desktop of a paused or stopped box.
+- `Transport`: the box's processes ended on their own, or its agent cannot be reached.
+- `Unavailable` / `Timeout`: a desktop that did not come up (the message quotes its log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Literal
+
+from holm.adapters.agent.client import AgentDesktop
+from holm.adapters.base import Capabilities, Desktop, RuntimeBox, Started
+from holm.adapters.local import procs
+from holm.adapters.local.limits import (
+    Cgroups,
+    joining_argv,
+    parse_cpus,
+    parse_memory,
+    remove_groups,
+)
+from holm.adapters.local.records import (
+    MAX_SOCKET_PATH,
+    BoxPaths,
+    BoxRecord,
+    host_x_displays,
+    locked,
+    pick_display_base,
+    read_record,
+    read_records,
+    valid_box_id,
+    write_record,
+)
+from holm.adapters.local.sandbox import LaunchFailed, SandboxPlan, bwrap_argv, launch
+from holm.errors import (
+    BadRequest,
+    Denied,
+    HolmError,
+    NotFound,
+    ScreenUnavailable,
+    Timeout,
+    Transport,
+    Unavailable,
+    Unsupported,
+)
+from holm.wire.spec import MAX_SCREENS, Placement, Spec, canonical_spec, validate_spec
+
+BoxState = Literal["running", "paused", "stopped"]
+
+DEFAULT_DISPLAY_BASE = 100
+DEFAULT_DISPLAY_COUNT = 200
+READY_TIMEOUT_S = 90.0
+STOP_GRACE_S = 5.0
+LOG_TAIL_BYTES = 2000
+SOCKET_POLL_S = 0.02
+# Chromium refuses a profile whose lock names a live process of the same host; after a
+# stop the lock's pid may be reused by an unrelated process of the new namespace.
+CHROMIUM_LOCKS = ("SingletonLock", "SingletonSocket", "SingletonCookie")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LocalRuntime:
+    name = "local"
+
+    def __init__(
+        self,
+        boxes_dir: Path,
+        server_id: str | None = None,
+        *,
+        display_base: int = DEFAULT_DISPLAY_BASE,
+        display_count: int = DEFAULT_DISPLAY_COUNT,
+        ready_timeout_s: float = READY_TIMEOUT_S,
+        stop_grace_s: float = STOP_GRACE_S,
+        chromium: bool = True,
+        cgroups: Cgroups | None = None,
+    ) -> None:
+        self.boxes_dir = boxes_dir
+        self.server_id = server_id
+        self.display_base = display_base
+        self.display_count = display_count
+        self.ready_timeout_s = ready_timeout_s
+        self.stop_grace_s = stop_grace_s
+        # Without Chromium a box is only Xvfb, openbox and x11vnc: for tests and benches
+        # that do not need a browser.
+        self.chromium = chromium
+        self.cgroups = Cgroups() if cgroups is None else cgroups
+        boxes_dir.mkdir(parents=True, exist_ok=True)
+        self._desktops: dict[str, AgentDesktop] = {}
+        # The outer bwrap of each box this object started, reaped when the box ends.
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+        self._box_locks: dict[str, asyncio.Lock] = {}
+        self._connect_locks: dict[str, asyncio.Lock] = {}
+
+    def can(self) -> Capabilities:
+        return Capabilities(
+            pause=True,
+            stop=True,
+            persistent=True,
+            network_off=True,
+            packages=False,
+            memory_limit=self.cgroups.memory,
+            cpu_limit=self.cgroups.cpu,
+            max_screens=MAX_SCREENS,
+            pages=False,
+            viewer=True,
+            wayland=False,
+        )
+
+    # Lifecycle
+
+    async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+        self._refuse(box_id, spec, placement)
+        paths = BoxPaths(self.boxes_dir, box_id)
+        record = BoxRecord(
+            box_id=box_id,
+            spec=canonical_spec(spec),
+            placement=placement,
+            server_id=self.server_id,
+            created_at_ms=_now_ms(),
+        )
+        async with self._box_lock(box_id):
+            await asyncio.to_thread(self._make_folder, paths, record)
+            try:
+                return await self._bring_up(paths, record)
+            except BaseException:
+                await asyncio.to_thread(self._remove, paths)
+                raise
+
+    async def pause(self, box_id: str) -> None:
+        async with self._box_lock(box_id):
+            record = self._live_record(box_id)
+            assert record.init_pid is not None and record.init_start is not None
+            await asyncio.to_thread(procs.freeze, record.init_pid, record.init_start)
+
+    async def resume(self, box_id: str) -> None:
+        async with self._box_lock(box_id):
+            record = self._live_record(box_id)
+            assert record.init_pid is not None and record.init_start is not None
+            await asyncio.to_thread(procs.thaw, record.init_pid, record.init_start)
+
+    async def stop(self, box_id: str) -> None:
+        async with self._box_lock(box_id):
+            paths, record = self._record(box_id)
+            if record.state == "stopped":
+                return
+            await self._drop_desktop(box_id)
+            await asyncio.to_thread(self._end, paths, record)
+
+    async def start(self, box_id: str) -> Started:
+        async with self._box_lock(box_id):
+            paths, record = self._record(box_id)
+            if self._box_state(record) != "stopped":
+                raise Denied(f"box {box_id} is running; stop it before starting it again")
+            # A box that crashed is still marked running: end what is left of it first.
+            await asyncio.to_thread(self._end, paths, record)
+            return await self._bring_up(paths, record)
+
+    async def delete(self, box_id: str) -> None:
+        async with self._box_lock(box_id):
+            await self._drop_desktop(box_id)
+            await asyncio.to_thread(self._remove, BoxPaths(self.boxes_dir, box_id))
+        self._box_locks.pop(box_id, None)
+        self._connect_locks.pop(box_id, None)
+
+    async def list(self) -> list[RuntimeBox]:
+        records = await asyncio.to_thread(read_records, self.boxes_dir)
+        return [
+            RuntimeBox(
+                box_id=r.box_id,
+                state=self._box_state(r),
+                server_id=r.server_id,
+                spec=r.spec,
+                placement=r.placement,
+                created_at_ms=r.created_at_ms,
+            )
+            for r in records
+        ]
+
+    async def desktop(self, box_id: str) -> Desktop:
+        async with self._connect_lock(box_id):
+            record = self._live_record(box_id)
+            assert record.init_pid is not None and record.init_start is not None
+            if procs.is_frozen(record.init_pid, record.init_start):
+                raise ScreenUnavailable(f"box {box_id} is paused; resume it first")
+            desktop = self._desktops.get(box_id)
+            if desktop is not None and desktop.connected:
+                return desktop
+            paths = BoxPaths(self.boxes_dir, box_id)
+            desktop = await AgentDesktop.connect(paths.agent_socket)
+            self._desktops[box_id] = desktop
+            return desktop
+
+    async def close(self) -> None:
+        """Let go of the boxes' agents; the boxes themselves keep running."""
+        desktops = list(self._desktops.values())
+        self._desktops.clear()
+        for desktop in desktops:
+            await desktop.close()
+
+    # What a box is
+
+    def _refuse(self, box_id: str, spec: Spec, placement: Placement) -> None:
+        if not valid_box_id(box_id):
+            raise BadRequest(f"{box_id!r} cannot name a local box")
+        problems = validate_spec(spec)
+        if problems:
+            raise BadRequest("; ".join(problems))
+        if spec.desktop.server != "x11":
+            raise Unsupported("the local runtime runs X11 desktops only; use the docker runtime")
+        if spec.desktop.packages:
+            raise Unsupported("the local runtime cannot install packages; use the docker runtime")
+        if placement.memory is not None and not self.cgroups.memory:
+            raise Unsupported("this machine gives the local runtime no memory cgroup to limit")
+        if placement.cpus is not None and not self.cgroups.cpu:
+            raise Unsupported("this machine gives the local runtime no cpu cgroup to limit")
+        try:
+            if placement.memory is not None:
+                parse_memory(placement.memory)
+            if placement.cpus is not None:
+                parse_cpus(placement.cpus)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        paths = BoxPaths(self.boxes_dir, box_id)
+        longest = paths.vnc_socket(MAX_SCREENS - 1)
+        if len(str(longest)) > MAX_SOCKET_PATH:
+            raise Unavailable(
+                f"the box's sockets would be too long a path ({longest}); "
+                "set HOLM_STATE_DIR to a shorter folder",
+                retryable=False,
+            )
+
+    def _record(self, box_id: str) -> tuple[BoxPaths, BoxRecord]:
+        paths = BoxPaths(self.boxes_dir, box_id)
+        record = read_record(paths.record) if valid_box_id(box_id) else None
+        if record is None:
+            raise NotFound(f"the local runtime has no box {box_id}")
+        return paths, record
+
+    def _live_record(self, box_id: str) -> BoxRecord:
+        """The record of a box whose processes run (paused or not)."""
+        _, record = self._record(box_id)
+        if record.state == "stopped":
+            raise ScreenUnavailable(f"box {box_id} is stopped; start it first")
+        if self._box_state(record) == "stopped":
+            raise Transport(
+                f"the processes of box {box_id} ended on their own; start it again",
+                retryable=False,
+            )
+        return record
+
+    def _box_state(self, record: BoxRecord) -> BoxState:
+        if record.state == "stopped" or record.init_pid is None or record.init_start is None:
+            return "stopped"
+        child = self._children.get(record.box_id)
+        if child is not None:
+            # Reap an outer bwrap whose box ended on its own, so it leaves no zombie.
+            child.poll()
+        if not procs.is_alive(record.init_pid, record.init_start):
+            return "stopped"
+        return "paused" if procs.is_frozen(record.init_pid, record.init_start) else "running"
+
+    # Bringing a desktop up and down
+
+    def _make_folder(self, paths: BoxPaths, record: BoxRecord) -> None:
+        try:
+            paths.dir.mkdir()
+        except FileExistsError:
+            raise BadRequest(f"the local runtime already has a box {record.box_id}") from None
+        paths.home.mkdir()
+        paths.run.mkdir()
+        write_record(paths.record, record)
+
+    async def _bring_up(self, paths: BoxPaths, record: BoxRecord) -> Started:
+        record = await asyncio.to_thread(self._launch, paths, record)
+        proc = self._children[record.box_id]
+        desktop = await self._await_ready(paths, record, proc)
+        self._desktops[record.box_id] = desktop
+        screens = record.spec.desktop.screens
+        return Started(viewer_urls=[f"unix:{paths.vnc_socket(i)}" for i in range(screens)])
+
+    def _launch(self, paths: BoxPaths, record: BoxRecord) -> BoxRecord:
+        """Give the box its displays and cgroups, clean its folder for a new desktop, and
+        start its sandbox; the record says all of it before this returns."""
+        desktop, placement = record.spec.desktop, record.placement
+        if not placement.persistent:
+            _empty(paths.home)
+        _empty(paths.run)
+        for lock in paths.home.glob(".holm/chromium-*/Singleton*"):
+            if lock.name in CHROMIUM_LOCKS:
+                lock.unlink(missing_ok=True)
+        with locked(self.boxes_dir):
+            base = self._free_display_base(desktop.screens)
+            record.display_base = base
+            record.state = "running"
+            record.init_pid = record.init_start = record.bwrap_pid = None
+            write_record(paths.record, record)
+        record.cgroups = self.cgroups.make(
+            record.box_id,
+            None if placement.memory is None else parse_memory(placement.memory),
+            None if placement.cpus is None else parse_cpus(placement.cpus),
+        )
+        plan = SandboxPlan(
+            home=paths.home,
+            run_dir=paths.run,
+            network=record.spec.policy.network,
+            screens=desktop.screens,
+            width=desktop.width or 0,
+            height=desktop.height or 0,
+            display_base=base,
+            chromium=self.chromium,
+            apps=record.spec.apps,
+        )
+        try:
+            launched = launch(joining_argv(record.cgroups, bwrap_argv(plan)), paths.log)
+        except LaunchFailed as exc:
+            raise Unavailable(f"box {record.box_id}: {exc}: {_tail(paths.log)}") from None
+        self._children[record.box_id] = launched.process
+        record.bwrap_pid = launched.process.pid
+        record.init_pid, record.init_start = launched.init_pid, launched.init_start
+        record.started_at_ms = _now_ms()
+        write_record(paths.record, record)
+        return record
+
+    def _free_display_base(self, screens: int) -> int:
+        taken = host_x_displays()
+        for other in read_records(self.boxes_dir):
+            if other.display_base is not None and self._box_state(other) != "stopped":
+                taken.update(range(other.display_base, other.display_base + _screens(other)))
+            elif other.display_base is not None and other.init_pid is None:
+                # Being launched right now by another runtime on this state dir.
+                taken.update(range(other.display_base, other.display_base + _screens(other)))
+        base = pick_display_base(taken, screens, self.display_base, self.display_count)
+        if base is None:
+            raise Unavailable(
+                f"no {screens} free X displays from :{self.display_base} "
+                f"to :{self.display_base + self.display_count - 1}"
+            )
+        return base
+
+    async def _await_ready(
+        self, paths: BoxPaths, record: BoxRecord, proc: subprocess.Popen[bytes]
+    ) -> AgentDesktop:
+        """Wait for the agent's socket, then for the agent to say its desktop is up."""
+        deadline = time.monotonic() + self.ready_timeout_s
+        while not paths.agent_socket.exists():
+            if proc.poll() is not None:
+                raise Unavailable(
+                    f"box {record.box_id} ended with {proc.returncode} before its agent "
+                    f"listened: {await asyncio.to_thread(_tail, paths.log)}",
+                    retryable=False,
+                )
+            if time.monotonic() > deadline:
+                raise Timeout(f"box {record.box_id}: its agent did not listen in time")
+            await asyncio.sleep(SOCKET_POLL_S)
+        desktop = await AgentDesktop.connect(paths.agent_socket)
+        try:
+            await desktop.ready(max(deadline - time.monotonic(), 1.0))
+        except HolmError as exc:
+            await desktop.close()
+            if proc.poll() is not None:
+                tail = await asyncio.to_thread(_tail, paths.log)
+                raise Unavailable(f"box {record.box_id}: {exc.message}: {tail}") from None
+            raise
+        except BaseException:
+            await desktop.close()
+            raise
+        return desktop
+
+    async def _drop_desktop(self, box_id: str) -> None:
+        desktop = self._desktops.pop(box_id, None)
+        if desktop is not None:
+            await desktop.close()
+
+    def _end(self, paths: BoxPaths, record: BoxRecord) -> None:
+        """End the box's processes and release what they held; wipe the home of a box
+        that is not persistent."""
+        if record.init_pid is not None and record.init_start is not None:
+            procs.end(record.init_pid, record.init_start, self.stop_grace_s)
+        child = self._children.pop(record.box_id, None)
+        if child is not None:
+            child.wait()
+        remove_groups(record.cgroups)
+        _empty(paths.run)
+        if not record.placement.persistent:
+            _empty(paths.home)
+        record.state = "stopped"
+        record.display_base = record.init_pid = record.init_start = record.bwrap_pid = None
+        record.cgroups = []
+        write_record(paths.record, record)
+
+    def _remove(self, paths: BoxPaths) -> None:
+        record = read_record(paths.record)
+        if record is not None:
+            self._end(paths, record)
+        shutil.rmtree(paths.dir, ignore_errors=True)
+
+    # Locks
+
+    @asynccontextmanager
+    async def _box_lock(self, box_id: str) -> AsyncIterator[None]:
+        lock = self._box_locks.setdefault(box_id, asyncio.Lock())
+        async with lock:
+            yield
+
+    def _connect_lock(self, box_id: str) -> asyncio.Lock:
+        return self._connect_locks.setdefault(box_id, asyncio.Lock())
+
+
+def _screens(record: BoxRecord) -> int:
+    return record.spec.desktop.screens
+
+
+def _empty(folder: Path) -> None:
+    """Remove what is in `folder`, keeping the folder (it is a bind-mount source)."""
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        return
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _tail(log: Path) -> str:
+    try:
+        with open(log, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - LOG_TAIL_BYTES))
+            return f.read().decode(errors="replace").strip()
+    except OSError:
+        return "(no log)"

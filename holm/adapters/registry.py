@@ -1,0 +1,20 @@
+"""The runtimes a server has, built from its settings."""
+
+from __future__ import annotations
+
+from holm.adapters.base import Runtime
+from holm.adapters.local.runtime import LocalRuntime
+from holm.config import Config
+
+
+def make_runtimes(config: Config, server_id: str | None) -> dict[str, Runtime]:
+    """Every runtime by name. Boxes live under `<state_dir>/boxes` whatever the store:
+    a box outlives holmd even when its trace does not."""
+    runtimes: dict[str, Runtime] = {
+        "local": LocalRuntime(config.state_dir / "boxes", server_id),
+    }
+    # The docker runtime is added here.
+    return runtimes
+
+
+__all__ = ["make_runtimes"]

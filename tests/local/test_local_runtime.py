@@ -1,0 +1,439 @@
+"""The local runtime against real boxes: bubblewrap, the in-box agent, Xvfb, openbox,
+x11vnc and Chromium on this machine."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from holm.adapters.base import Desktop
+from holm.adapters.local import procs
+from holm.adapters.local.records import BoxPaths, BoxRecord, read_record
+from holm.adapters.local.runtime import LocalRuntime
+from holm.errors import BadRequest, Denied, NotFound, ScreenUnavailable, Unsupported
+from holm.wire.spec import Desktop as DesktopSpec
+from holm.wire.spec import Placement, Policy, Spec
+
+from .conftest import DISPLAY_BASE, DISPLAY_COUNT, MakeRuntime, wait_for
+
+pytestmark = pytest.mark.desktop
+
+
+def new_id() -> str:
+    return f"box_{uuid.uuid4().hex[:12]}"
+
+
+def spec(*, screens: int = 1, network: bool = False, **desktop: object) -> Spec:
+    return Spec(
+        desktop=DesktopSpec(screens=screens, **desktop),  # type: ignore[arg-type]
+        policy=Policy(network=network),
+    )
+
+
+def record_of(runtime: LocalRuntime, box_id: str) -> BoxRecord:
+    record = read_record(BoxPaths(runtime.boxes_dir, box_id).record)
+    assert record is not None
+    return record
+
+
+def box_pids(runtime: LocalRuntime, box_id: str) -> list[int]:
+    record = record_of(runtime, box_id)
+    assert record.init_pid is not None and record.init_start is not None
+    return procs.tree(record.init_pid, record.init_start)
+
+
+def commands_in_box(runtime: LocalRuntime, box_id: str) -> list[str]:
+    names = []
+    for pid in box_pids(runtime, box_id):
+        with contextlib.suppress(FileNotFoundError):
+            names.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+    return names
+
+
+def all_ended(pids: list[int]) -> bool:
+    """Whether none of `pids` runs (a zombie waiting for its parent counts as ended)."""
+    stats = [procs.read_stat(pid) for pid in pids]
+    return all(stat is None or stat.state in procs.DEAD_STATES for stat in stats)
+
+
+async def states(runtime: LocalRuntime) -> dict[str, str]:
+    return {box.box_id: box.state for box in await runtime.list()}
+
+
+async def shell(desktop: Desktop, script: str) -> str:
+    result = await desktop.exec(["sh", "-c", script], 20_000)
+    assert result.code == 0, result
+    return result.stdout
+
+
+# Bringing boxes up
+
+
+async def test_a_two_screen_box_is_ready_with_chromium_on_each_screen(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime()
+    box_id = new_id()
+    started = await runtime.create(box_id, spec(screens=2, width=1024, height=640), Placement())
+
+    assert len(started.viewer_urls) == 2
+    for url in started.viewer_urls:
+        assert url.startswith("unix:") and Path(url.removeprefix("unix:")).exists()
+    desktop = await runtime.desktop(box_id)
+    for screen in range(2):
+        classes = [w.class_.lower() for w in await desktop.windows(screen)]
+        assert "chromium" in classes, classes
+        frame = await desktop.frame(screen)
+        assert (frame.width, frame.height) == (1024, 640)
+    assert await states(runtime) == {box_id: "running"}
+    assert await runtime.desktop(box_id) is desktop
+
+
+async def test_a_box_has_the_canonical_default_size(make_runtime: MakeRuntime) -> None:
+    runtime = make_runtime()
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement())
+    desktop = await runtime.desktop(box_id)
+    assert "chromium" in [w.class_.lower() for w in await desktop.windows(0)]
+    _, width, height = await desktop.frame_hash(0)
+    assert (width, height) == (1280, 800)
+    listed = await runtime.list()
+    assert listed[0].spec is not None and listed[0].spec.desktop.width == 1280
+    assert listed[0].server_id == "test-server"
+
+
+async def test_what_the_local_runtime_cannot_do_is_refused(make_runtime: MakeRuntime) -> None:
+    runtime = make_runtime(chromium=False)
+    with pytest.raises(Unsupported, match="cannot install packages"):
+        await runtime.create(new_id(), spec(packages=["jq"]), Placement())
+    with pytest.raises(Unsupported):
+        await runtime.create(new_id(), spec(server="wayland"), Placement())
+    with pytest.raises(BadRequest):
+        await runtime.create(new_id(), spec(screens=9), Placement())
+    with pytest.raises(BadRequest):
+        await runtime.create("../escape", Spec(), Placement())
+    with pytest.raises(BadRequest):
+        await runtime.create(new_id(), Spec(), Placement(memory="lots"))
+    assert await runtime.list() == []
+    assert not runtime.can().packages and runtime.can().max_screens == 8
+
+
+# Isolation
+
+
+async def test_a_file_in_one_box_is_invisible_to_another_and_to_the_host(
+    make_runtime: MakeRuntime, state_dir: Path
+) -> None:
+    runtime = make_runtime(chromium=False)
+    a, b = new_id(), new_id()
+    await asyncio.gather(
+        runtime.create(a, Spec(), Placement()), runtime.create(b, Spec(), Placement())
+    )
+    box_a, box_b = await runtime.desktop(a), await runtime.desktop(b)
+    await box_a.write_file("/home/box/secret-a.txt", b"only a")
+    await shell(box_a, "echo scratch > /tmp/scratch-of-a.txt")
+
+    assert await box_a.read_file("/home/box/secret-a.txt") == b"only a"
+    seen_by_b = await shell(
+        box_b, "ls -a /home/box; ls /tmp; test -e /tmp/scratch-of-a.txt || echo absent"
+    )
+    assert "secret-a.txt" not in seen_by_b and "scratch-of-a" not in seen_by_b
+    assert seen_by_b.strip().endswith("absent")
+    # On the host, the file is in a's home folder and nowhere else.
+    found = sorted(p.relative_to(state_dir) for p in state_dir.rglob("secret-a.txt"))
+    assert found == [Path("boxes") / a / "home" / "secret-a.txt"]
+    assert not Path("/tmp/scratch-of-a.txt").exists()
+
+
+async def test_host_secrets_are_not_visible_in_a_box(make_runtime: MakeRuntime) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement())
+    desktop = await runtime.desktop(box_id)
+    seen = await shell(
+        desktop,
+        "for p in /etc/shadow /root /etc/ssl/private /work; do "
+        "test -e $p && echo $p:seen || echo $p:absent; done; echo HOME=$HOME",
+    )
+    assert seen.split() == [
+        "/etc/shadow:absent",
+        "/root:absent",
+        "/etc/ssl/private:absent",
+        "/work:absent",
+        "HOME=/home/box",
+    ]
+    with pytest.raises(Exception):  # noqa: B017 - whichever not-found error the agent gives
+        await desktop.read_file("/etc/shadow")
+
+
+CONNECT = textwrap.dedent("""
+    import socket
+    try:
+        with socket.create_connection(("127.0.0.1", {port}), timeout=5) as s:
+            print(s.recv(2).decode())
+    except OSError as exc:
+        print("refused", exc)
+""")
+
+
+async def test_network_false_cuts_the_box_off_and_network_true_does_not(
+    make_runtime: MakeRuntime, tcp_server: int
+) -> None:
+    runtime = make_runtime(chromium=False)
+    offline, online = new_id(), new_id()
+    await runtime.create(offline, spec(network=False), Placement())
+    await runtime.create(online, spec(network=True), Placement())
+    argv = ["python3", "-c", CONNECT.format(port=tcp_server)]
+
+    cut = await (await runtime.desktop(offline)).exec(argv, 20_000)
+    reached = await (await runtime.desktop(online)).exec(argv, 20_000)
+    assert cut.stdout.startswith("refused"), cut
+    assert reached.stdout.strip() == "hi", reached
+
+
+# Lifecycle
+
+
+TICKER = "while :; do date +%T.%N; date +%s.%N >> /home/box/ticks; sleep 0.05; done"
+
+
+async def test_pause_freezes_the_box_and_resume_lets_it_run_again(
+    make_runtime: MakeRuntime, state_dir: Path
+) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement())
+    desktop = await runtime.desktop(box_id)
+    await desktop.launch(0, "xterm", ["-e", "sh", "-c", TICKER])
+    ticks = state_dir / "boxes" / box_id / "home" / "ticks"
+
+    first, _, _ = await desktop.frame_hash(0)
+    await wait_for(lambda: ticks.exists())
+    await _wait_screen_change(desktop, first)
+
+    await runtime.pause(box_id)
+    assert await states(runtime) == {box_id: "paused"}
+    assert all(procs.is_stopped(pid) for pid in box_pids(runtime, box_id))
+    with pytest.raises(ScreenUnavailable):
+        await runtime.desktop(box_id)
+    size = ticks.stat().st_size
+    await asyncio.sleep(1.0)  # long enough for 20 ticks had the box been running
+    assert ticks.stat().st_size == size
+
+    await runtime.resume(box_id)
+    assert await states(runtime) == {box_id: "running"}
+    await wait_for(lambda: ticks.stat().st_size > size)
+    resumed = await runtime.desktop(box_id)
+    frozen, _, _ = await resumed.frame_hash(0)
+    await _wait_screen_change(resumed, frozen)
+
+
+async def _wait_screen_change(desktop: Desktop, before: str) -> None:
+    async def changed() -> None:
+        while (await desktop.frame_hash(0))[0] == before:
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(changed(), 20)
+
+
+async def test_stop_and_start_of_a_persistent_box_keep_its_files_in_a_new_desktop(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime()
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement(persistent=True))
+    desktop = await runtime.desktop(box_id)
+    await desktop.write_file("/home/box/kept.txt", b"still here")
+    await shell(desktop, "echo gone > /tmp/scratch.txt")
+    old_pids = box_pids(runtime, box_id)
+    home = BoxPaths(runtime.boxes_dir, box_id).home
+
+    await runtime.stop(box_id)
+    assert await states(runtime) == {box_id: "stopped"}
+    assert all_ended(old_pids)
+    assert (home / "kept.txt").read_bytes() == b"still here"
+    with pytest.raises(ScreenUnavailable):
+        await runtime.desktop(box_id)
+    with pytest.raises(ScreenUnavailable):
+        await runtime.pause(box_id)
+
+    started = await runtime.start(box_id)
+    assert len(started.viewer_urls) == 1
+    fresh = await runtime.desktop(box_id)
+    assert fresh is not desktop
+    assert await fresh.read_file("/home/box/kept.txt") == b"still here"
+    assert "absent" in await shell(fresh, "test -e /tmp/scratch.txt || echo absent")
+    assert "chromium" in [w.class_.lower() for w in await fresh.windows(0)]
+    assert set(box_pids(runtime, box_id)).isdisjoint(old_pids)
+    with pytest.raises(Denied):
+        await runtime.start(box_id)
+
+
+async def test_stop_of_a_box_that_is_not_persistent_wipes_its_files(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement())
+    await (await runtime.desktop(box_id)).write_file("/home/box/lost.txt", b"x")
+    home = BoxPaths(runtime.boxes_dir, box_id).home
+    assert (home / "lost.txt").exists()
+
+    await runtime.stop(box_id)
+    assert list(home.iterdir()) == []
+    await runtime.start(box_id)
+    listing = await shell(await runtime.desktop(box_id), "ls /home/box")
+    assert "lost.txt" not in listing
+
+
+async def test_a_paused_box_can_be_stopped(make_runtime: MakeRuntime) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement())
+    pids = box_pids(runtime, box_id)
+    await runtime.pause(box_id)
+    await runtime.stop(box_id)
+    assert await states(runtime) == {box_id: "stopped"}
+    assert all_ended(pids)
+
+
+async def test_delete_removes_the_folder_and_every_process(make_runtime: MakeRuntime) -> None:
+    runtime = make_runtime()
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement(persistent=True))
+    record = record_of(runtime, box_id)
+    assert record.init_pid is not None and record.init_start is not None
+    pids = box_pids(runtime, box_id)
+    assert len(pids) > 5  # init, agent, Xvfb, openbox, x11vnc, Chromium and its helpers
+
+    await runtime.delete(box_id)
+    assert not BoxPaths(runtime.boxes_dir, box_id).dir.exists()
+    assert procs.tree(record.init_pid, record.init_start) == []
+    assert all_ended(pids)
+    assert await runtime.list() == []
+    with pytest.raises(NotFound):
+        await runtime.desktop(box_id)
+    await runtime.delete(box_id)  # deleting again is not an error
+
+
+async def test_exec_timeout_kills_the_process_group_inside_the_box(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement())
+    desktop = await runtime.desktop(box_id)
+
+    result = await desktop.exec(["sh", "-c", "sleep 300 & sleep 301 & wait"], 500)
+    assert result.timed_out and result.code is None
+    await wait_for(lambda: not any("sleep 30" in c for c in commands_in_box(runtime, box_id)))
+    # The box itself is unharmed.
+    assert (await desktop.exec(["echo", "ok"], 5000)).stdout == "ok\n"
+
+
+# Restart of holmd
+
+CREATE_AND_EXIT = textwrap.dedent("""
+    import asyncio, sys
+    from pathlib import Path
+    from holm.adapters.local.runtime import LocalRuntime
+    from holm.wire.spec import Placement, Spec
+
+    async def main() -> None:
+        runtime = LocalRuntime(
+            Path(sys.argv[1]), "earlier-server", display_base={base}, display_count={count},
+            chromium=False,
+        )
+        await runtime.create(sys.argv[2], Spec(), Placement(persistent=True))
+        await (await runtime.desktop(sys.argv[2])).write_file("/home/box/note", b"before")
+        await runtime.close()
+
+    asyncio.run(main())
+""").format(base=DISPLAY_BASE, count=DISPLAY_COUNT)
+
+
+async def test_a_new_runtime_adopts_the_boxes_of_a_holmd_that_exited(
+    make_runtime: MakeRuntime, state_dir: Path
+) -> None:
+    box_id = new_id()
+    make_runtime(chromium=False)  # so that the fixture ends the box whatever happens
+    earlier = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", CREATE_AND_EXIT, str(state_dir / "boxes"), box_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert earlier.returncode == 0, earlier.stderr
+
+    runtime = make_runtime(chromium=False)
+    listed = await runtime.list()
+    assert [(b.box_id, b.state, b.server_id) for b in listed] == [
+        (box_id, "running", "earlier-server")
+    ]
+    assert listed[0].placement == Placement(persistent=True)
+    desktop = await runtime.desktop(box_id)
+    assert await desktop.read_file("/home/box/note") == b"before"
+
+    await runtime.pause(box_id)
+    assert await states(runtime) == {box_id: "paused"}
+    await runtime.resume(box_id)
+    await desktop.write_file("/home/box/note", b"after")
+    await runtime.stop(box_id)
+    assert await states(runtime) == {box_id: "stopped"}
+    await runtime.start(box_id)
+    assert await (await runtime.desktop(box_id)).read_file("/home/box/note") == b"after"
+
+
+async def test_a_box_whose_processes_died_is_listed_stopped_and_can_start_again(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement())
+    record = record_of(runtime, box_id)
+    assert record.init_pid is not None
+    os.kill(record.init_pid, 9)
+    await wait_for(lambda: all_ended([record.init_pid]))
+
+    assert await states(runtime) == {box_id: "stopped"}
+    await runtime.start(box_id)
+    assert (await (await runtime.desktop(box_id)).exec(["true"], 5000)).code == 0
+
+
+# Limits
+
+
+async def test_memory_and_cpu_limits_are_cgroups_the_box_cannot_exceed(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime(chromium=False)
+    assert runtime.can().memory_limit and runtime.can().cpu_limit
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement(memory="256m", cpus="0.5"))
+    record = record_of(runtime, box_id)
+    groups = [Path(p).parent for p in record.cgroups]
+    assert (groups[0] / "memory.limit_in_bytes").read_text().strip() == str(256 << 20)
+    assert (groups[1] / "cpu.cfs_quota_us").read_text().strip() == "50000"
+    for group in groups:
+        members = {int(p) for p in (group / "cgroup.procs").read_text().split()}
+        assert set(box_pids(runtime, box_id)) <= members
+
+    desktop = await runtime.desktop(box_id)
+    small = await desktop.exec(["python3", "-c", "b = b'x' * (32 << 20); print('ok')"], 30_000)
+    large = await desktop.exec(["python3", "-c", "b = b'x' * (512 << 20); print('ok')"], 30_000)
+    assert small.stdout == "ok\n"
+    assert large.code != 0 and large.stdout == ""
+    # The OOM killer took the allocation, not the box.
+    assert (await desktop.exec(["echo", "alive"], 5000)).stdout == "alive\n"
+
+    await runtime.delete(box_id)
+    assert not any(group.exists() for group in groups)
