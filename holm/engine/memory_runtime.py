@@ -2,10 +2,13 @@
 
 It exists for the tests of the engine and the HTTP layer (and the schemathesis run, where a
 real box per generated request would take far too long); holmd never serves it. It is honest
-about what it models: a box's screen is a picture that every input step changes, files and
-the clipboard are kept, `exec` knows `echo`, `true`, `false` and `sleep`, and a paused box
-refuses nothing but does not change its picture. Boxes outlive a `MemoryRuntime` object when
-the same `MemoryWorld` is given to a new one, so a restarted server can adopt them.
+about what it models: a box's screen is a picture that every input step changes (its PNG is
+small whatever the screen's size: a test of the server never looks at its pixels), files
+and the clipboard are kept, `exec` knows `echo`, `true`, `false` and `sleep`, and a paused
+box refuses nothing but does not change its picture. `max_sleep_secs` caps the time that
+waits and `sleep` really take, for runs that send many generated requests. Boxes outlive a
+`MemoryRuntime` object when the same `MemoryWorld` is given to a new one, so a restarted
+server can adopt them.
 """
 
 from __future__ import annotations
@@ -104,6 +107,11 @@ class MemoryBox:
         ]
         self.files: dict[str, bytes] = {}
         self.desktop = MemoryDesktop(self)
+        self.max_sleep_secs: float | None = None
+
+    async def sleep(self, seconds: float) -> None:
+        cap = self.max_sleep_secs
+        await asyncio.sleep(seconds if cap is None else min(seconds, cap))
 
 
 class MemoryWorld:
@@ -124,8 +132,10 @@ class MemoryRuntime:
         server_id: str = "test",
         world: MemoryWorld | None = None,
         create_delay: float = 0.0,
+        max_sleep_secs: float | None = None,
     ) -> None:
         self.name = name
+        self.max_sleep_secs = max_sleep_secs
         self.server_id = server_id
         self.world = world or MemoryWorld()
         self.create_delay = create_delay
@@ -147,7 +157,8 @@ class MemoryRuntime:
             await asyncio.sleep(self.create_delay)
         if self.fail_create is not None:
             raise Failed(self.fail_create)
-        self.world.boxes[box_id] = MemoryBox(box_id, spec, placement, self.server_id)
+        box = self.world.boxes[box_id] = MemoryBox(box_id, spec, placement, self.server_id)
+        box.max_sleep_secs = self.max_sleep_secs
         return self._started(box_id)
 
     def _started(self, box_id: str) -> Started:
@@ -199,9 +210,6 @@ class MemoryRuntime:
         pass
 
 
-_VALUE_DECODER = msgspec.json.Decoder()
-
-
 class MemoryDesktop:
     """The `Desktop` of a `MemoryBox`."""
 
@@ -240,7 +248,7 @@ class MemoryDesktop:
             case KeyUp(key=key):
                 s.keys.discard(key)
             case Wait(ms=ms):
-                await asyncio.sleep(ms / 1000)
+                await self.box.sleep(ms / 1000)
             case WaitStill():
                 pass
             case Cursor():
@@ -381,9 +389,9 @@ class MemoryDesktop:
                 return ExecResult(code=0, stdout="", stderr="")
             case ["false"]:
                 return ExecResult(code=1, stdout="", stderr="")
-            case ["sleep", seconds]:
+            case ["sleep", seconds] if _is_number(seconds):
                 wait_ms = float(seconds) * 1000
-                await asyncio.sleep(min(wait_ms, timeout_ms) / 1000)
+                await self.box.sleep(min(wait_ms, timeout_ms) / 1000)
                 timed_out = wait_ms > timeout_ms
                 return ExecResult(
                     code=None if timed_out else 0, stdout="", stderr="", timed_out=timed_out
@@ -438,5 +446,13 @@ class MemoryDesktop:
 def _png(width: int, height: int, changes: int) -> bytes:
     shade = changes * 37 % 256
     out = io.BytesIO()
-    Image.new("RGB", (width, height), (shade, 255 - shade, 128)).save(out, "PNG", compress_level=1)
+    size = (min(width, 64), min(height, 64))
+    Image.new("RGB", size, (shade, 255 - shade, 128)).save(out, "PNG", compress_level=1)
     return out.getvalue()
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return float(text) >= 0
+    except ValueError:
+        return False

@@ -48,10 +48,8 @@ def create_app(
     app[CONFIG] = config
     app[SLOT] = Slot()
     app[KEYS] = KeyCache()
-    routes = [*ALL_ROUTES]
-    routes.append(openapi_route(routes))
     declared: dict[tuple[str, str], Route] = {}
-    for route in routes:
+    for route in declared_routes():
         resource = app.router.add_route(route.method, route.path, route.handler).resource
         assert resource is not None
         methods = (
@@ -69,6 +67,12 @@ def create_app(
 
     app.cleanup_ctx.append(engine_context)
     return app
+
+
+def declared_routes() -> list[Route]:
+    """Every route of the API, the OpenAPI document's own included."""
+    routes = [*ALL_ROUTES]
+    return [*routes, openapi_route(routes)]
 
 
 @contextlib.asynccontextmanager
@@ -114,4 +118,4 @@ def server_id_of(state_dir: Path) -> str:
     return server_id
 
 
-__all__ = ["create_app", "server_id_of"]
+__all__ = ["create_app", "declared_routes", "server_id_of"]

@@ -29,6 +29,8 @@ class Route:
     query: type | None = None
     body: type | None = None
     response: Any = None
+    # For an answer that is no wire type (the OpenAPI document itself).
+    response_schema: dict[str, Any] | None = None
     # The status of a success; `also` lists other success statuses (202 when queued).
     status: int = 200
     also: tuple[int, ...] = ()
