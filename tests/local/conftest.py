@@ -100,13 +100,16 @@ async def make_runtime(state_dir: Path) -> AsyncIterator[MakeRuntime]:
     the test left behind, and no process of any of them is left."""
     made: list[LocalRuntime] = []
 
-    def make(*, chromium: bool = True, server_id: str = "test-server") -> LocalRuntime:
+    def make(
+        *, chromium: bool = True, server_id: str = "test-server", ready_timeout_s: float = 90.0
+    ) -> LocalRuntime:
         runtime = LocalRuntime(
             state_dir / "boxes",
             server_id,
             display_base=DISPLAY_BASE,
             display_count=DISPLAY_COUNT,
             chromium=chromium,
+            ready_timeout_s=ready_timeout_s,
         )
         made.append(runtime)
         return runtime

@@ -16,9 +16,19 @@ import pytest
 
 from holm.adapters.base import Desktop
 from holm.adapters.local import procs
+from holm.adapters.local import runtime as runtime_module
 from holm.adapters.local.records import BoxPaths, BoxRecord, read_record
 from holm.adapters.local.runtime import LocalRuntime
-from holm.errors import BadRequest, Denied, NotFound, ScreenUnavailable, Unsupported
+from holm.adapters.local.sandbox import Launched, SandboxPlan, bwrap_argv
+from holm.errors import (
+    BadRequest,
+    Denied,
+    NotFound,
+    ScreenUnavailable,
+    Timeout,
+    Unavailable,
+    Unsupported,
+)
 from holm.wire.spec import Desktop as DesktopSpec
 from holm.wire.spec import Placement, Policy, Spec
 
@@ -124,6 +134,55 @@ async def test_what_the_local_runtime_cannot_do_is_refused(make_runtime: MakeRun
         await runtime.create(new_id(), Spec(), Placement(memory="lots"))
     assert await runtime.list() == []
     assert not runtime.can().packages and runtime.can().max_screens == 8
+
+
+def agent_replaced_by(
+    monkeypatch: pytest.MonkeyPatch, command: list[str], seen: list[list[str]]
+) -> None:
+    """Start `command` in the box's sandbox in place of the agent."""
+
+    def argv(plan: SandboxPlan, _: object = None) -> list[str]:
+        full = bwrap_argv(plan, command)
+        seen.append(full)
+        return full
+
+    monkeypatch.setattr(runtime_module, "bwrap_argv", argv)
+
+
+async def test_a_box_whose_agent_ends_at_once_is_refused_with_its_log(
+    make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime(chromium=False)
+    seen: list[list[str]] = []
+    agent_replaced_by(monkeypatch, ["sh", "-c", "echo the agent broke; exit 3"], seen)
+    box_id = new_id()
+    with pytest.raises(Unavailable, match="the agent broke"):
+        await runtime.create(box_id, Spec(), Placement())
+    assert seen and not BoxPaths(runtime.boxes_dir, box_id).dir.exists()
+    assert await runtime.list() == []
+
+
+async def test_a_box_whose_agent_never_listens_times_out_and_leaves_nothing(
+    make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch, state_dir: Path
+) -> None:
+    runtime = make_runtime(chromium=False, ready_timeout_s=0.5)
+    seen: list[list[str]] = []
+    agent_replaced_by(monkeypatch, ["sleep", "300"], seen)
+    box_id = new_id()
+    launched: list[tuple[int, int]] = []
+    real_launch = runtime_module.launch
+
+    def spy(argv: list[str], log: Path) -> Launched:
+        result = real_launch(argv, log)
+        launched.append((result.init_pid, result.init_start))
+        return result
+
+    monkeypatch.setattr(runtime_module, "launch", spy)
+    with pytest.raises(Timeout):
+        await runtime.create(box_id, Spec(), Placement())
+    assert not BoxPaths(runtime.boxes_dir, box_id).dir.exists()
+    [(init_pid, init_start)] = launched
+    assert procs.tree(init_pid, init_start) == []
 
 
 # Isolation
@@ -262,7 +321,7 @@ async def test_stop_and_start_of_a_persistent_box_keep_its_files_in_a_new_deskto
     assert (home / "kept.txt").read_bytes() == b"still here"
     with pytest.raises(ScreenUnavailable):
         await runtime.desktop(box_id)
-    with pytest.raises(ScreenUnavailable):
+    with pytest.raises(Denied):
         await runtime.pause(box_id)
 
     started = await runtime.start(box_id)

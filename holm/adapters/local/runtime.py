@@ -20,10 +20,10 @@ import asyncio
 import shutil
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Literal, ParamSpec, TypeVar
 
 from holm.adapters.agent.client import AgentDesktop
 from holm.adapters.base import Capabilities, Desktop, RuntimeBox, Started
@@ -62,12 +62,15 @@ from holm.errors import (
 from holm.wire.spec import MAX_SCREENS, Placement, Spec, canonical_spec, validate_spec
 
 BoxState = Literal["running", "paused", "stopped"]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 DEFAULT_DISPLAY_BASE = 100
 DEFAULT_DISPLAY_COUNT = 200
 READY_TIMEOUT_S = 90.0
 STOP_GRACE_S = 5.0
 LOG_TAIL_BYTES = 2000
+RUN_LOG_TAIL_BYTES = 400
 SOCKET_POLL_S = 0.02
 # Chromium refuses a profile whose lock names a live process of the same host; after a
 # stop the lock's pid may be reused by an unrelated process of the new namespace.
@@ -138,24 +141,24 @@ class LocalRuntime:
             created_at_ms=_now_ms(),
         )
         async with self._box_lock(box_id):
-            await asyncio.to_thread(self._make_folder, paths, record)
+            await _in_thread(self._make_folder, paths, record)
             try:
                 return await self._bring_up(paths, record)
             except BaseException:
-                await asyncio.to_thread(self._remove, paths)
+                await _in_thread(self._remove, paths)
                 raise
 
     async def pause(self, box_id: str) -> None:
         async with self._box_lock(box_id):
-            record = self._live_record(box_id)
+            record = self._live_record(box_id, Denied)
             assert record.init_pid is not None and record.init_start is not None
-            await asyncio.to_thread(procs.freeze, record.init_pid, record.init_start)
+            await _in_thread(procs.freeze, record.init_pid, record.init_start)
 
     async def resume(self, box_id: str) -> None:
         async with self._box_lock(box_id):
-            record = self._live_record(box_id)
+            record = self._live_record(box_id, Denied)
             assert record.init_pid is not None and record.init_start is not None
-            await asyncio.to_thread(procs.thaw, record.init_pid, record.init_start)
+            await _in_thread(procs.thaw, record.init_pid, record.init_start)
 
     async def stop(self, box_id: str) -> None:
         async with self._box_lock(box_id):
@@ -163,7 +166,7 @@ class LocalRuntime:
             if record.state == "stopped":
                 return
             await self._drop_desktop(box_id)
-            await asyncio.to_thread(self._end, paths, record)
+            await _in_thread(self._end, paths, record)
 
     async def start(self, box_id: str) -> Started:
         async with self._box_lock(box_id):
@@ -171,18 +174,18 @@ class LocalRuntime:
             if self._box_state(record) != "stopped":
                 raise Denied(f"box {box_id} is running; stop it before starting it again")
             # A box that crashed is still marked running: end what is left of it first.
-            await asyncio.to_thread(self._end, paths, record)
+            await _in_thread(self._end, paths, record)
             return await self._bring_up(paths, record)
 
     async def delete(self, box_id: str) -> None:
         async with self._box_lock(box_id):
             await self._drop_desktop(box_id)
-            await asyncio.to_thread(self._remove, BoxPaths(self.boxes_dir, box_id))
+            await _in_thread(self._remove, BoxPaths(self.boxes_dir, box_id))
         self._box_locks.pop(box_id, None)
         self._connect_locks.pop(box_id, None)
 
-    async def list(self) -> list[RuntimeBox]:
-        records = await asyncio.to_thread(read_records, self.boxes_dir)
+    def _list(self) -> list[RuntimeBox]:
+        records = read_records(self.boxes_dir)
         return [
             RuntimeBox(
                 box_id=r.box_id,
@@ -195,9 +198,12 @@ class LocalRuntime:
             for r in records
         ]
 
+    async def list(self) -> list[RuntimeBox]:
+        return await asyncio.to_thread(self._list)
+
     async def desktop(self, box_id: str) -> Desktop:
         async with self._connect_lock(box_id):
-            record = self._live_record(box_id)
+            record = self._live_record(box_id, ScreenUnavailable)
             assert record.init_pid is not None and record.init_start is not None
             if procs.is_frozen(record.init_pid, record.init_start):
                 raise ScreenUnavailable(f"box {box_id} is paused; resume it first")
@@ -255,11 +261,12 @@ class LocalRuntime:
             raise NotFound(f"the local runtime has no box {box_id}")
         return paths, record
 
-    def _live_record(self, box_id: str) -> BoxRecord:
-        """The record of a box whose processes run (paused or not)."""
+    def _live_record(self, box_id: str, stopped: type[HolmError]) -> BoxRecord:
+        """The record of a box whose processes run (paused or not); `stopped` is raised
+        for a box that was stopped."""
         _, record = self._record(box_id)
         if record.state == "stopped":
-            raise ScreenUnavailable(f"box {box_id} is stopped; start it first")
+            raise stopped(f"box {box_id} is stopped; start it first")
         if self._box_state(record) == "stopped":
             raise Transport(
                 f"the processes of box {box_id} ended on their own; start it again",
@@ -290,7 +297,7 @@ class LocalRuntime:
         write_record(paths.record, record)
 
     async def _bring_up(self, paths: BoxPaths, record: BoxRecord) -> Started:
-        record = await asyncio.to_thread(self._launch, paths, record)
+        record = await _in_thread(self._launch, paths, record)
         proc = self._children[record.box_id]
         desktop = await self._await_ready(paths, record, proc)
         self._desktops[record.box_id] = desktop
@@ -359,27 +366,35 @@ class LocalRuntime:
     async def _await_ready(
         self, paths: BoxPaths, record: BoxRecord, proc: subprocess.Popen[bytes]
     ) -> AgentDesktop:
-        """Wait for the agent's socket, then for the agent to say its desktop is up."""
+        """Wait for the agent to listen, then for it to say its desktop is up."""
         deadline = time.monotonic() + self.ready_timeout_s
-        while not paths.agent_socket.exists():
-            if proc.poll() is not None:
-                raise Unavailable(
-                    f"box {record.box_id} ended with {proc.returncode} before its agent "
-                    f"listened: {await asyncio.to_thread(_tail, paths.log)}",
-                    retryable=False,
-                )
-            if time.monotonic() > deadline:
-                raise Timeout(f"box {record.box_id}: its agent did not listen in time")
+        while True:
+            try:
+                # The socket's file shows at bind(), a moment before listen().
+                desktop = await AgentDesktop.connect(paths.agent_socket)
+                break
+            except Transport:
+                if proc.poll() is not None:
+                    raise Unavailable(
+                        f"box {record.box_id} ended with {proc.returncode} before its agent "
+                        f"listened: {await asyncio.to_thread(_tail, paths.log)}",
+                        retryable=False,
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise Timeout(
+                        f"box {record.box_id}: its agent did not listen in time"
+                    ) from None
             await asyncio.sleep(SOCKET_POLL_S)
-        desktop = await AgentDesktop.connect(paths.agent_socket)
         try:
             await desktop.ready(max(deadline - time.monotonic(), 1.0))
         except HolmError as exc:
             await desktop.close()
-            if proc.poll() is not None:
-                tail = await asyncio.to_thread(_tail, paths.log)
-                raise Unavailable(f"box {record.box_id}: {exc.message}: {tail}") from None
-            raise
+            # The box is removed after this, its logs with it: say what they said.
+            tail = await asyncio.to_thread(_run_logs_tail, paths)
+            message = f"box {record.box_id} did not come up: {exc.message}\n{tail}"
+            if isinstance(exc, Timeout):
+                raise Timeout(message) from None
+            raise Unavailable(message, retryable=False) from None
         except BaseException:
             await desktop.close()
             raise
@@ -425,6 +440,17 @@ class LocalRuntime:
         return self._connect_locks.setdefault(box_id, asyncio.Lock())
 
 
+async def _in_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """`fn` in a thread, seen through to its end even when the caller is cancelled: a
+    launch or an end left running behind a cleanup would race it."""
+    work = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        await asyncio.wait([work])
+        raise
+
+
 def _screens(record: BoxRecord) -> int:
     return record.spec.desktop.screens
 
@@ -441,11 +467,16 @@ def _empty(folder: Path) -> None:
             entry.unlink()
 
 
-def _tail(log: Path) -> str:
+def _run_logs_tail(paths: BoxPaths) -> str:
+    logs = [paths.log, *sorted(paths.run.glob("*.log"))]
+    return "\n".join(f"--- {log.name}: {_tail(log, RUN_LOG_TAIL_BYTES)}" for log in logs)
+
+
+def _tail(log: Path, size: int = LOG_TAIL_BYTES) -> str:
     try:
         with open(log, "rb") as f:
             f.seek(0, 2)
-            f.seek(max(0, f.tell() - LOG_TAIL_BYTES))
+            f.seek(max(0, f.tell() - size))
             return f.read().decode(errors="replace").strip()
     except OSError:
         return "(no log)"
