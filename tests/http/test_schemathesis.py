@@ -12,6 +12,7 @@ the id of a real box half of the time, so that they go past the 404.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -56,7 +57,7 @@ class Server:
     async def _start(self) -> None:
         from aiohttp import ClientSession, web
 
-        state = Path(tempfile.mkdtemp(prefix="h5a-st-"))
+        self.state = state = Path(tempfile.mkdtemp(prefix="h5a-st-"))
         config = load_config(
             {},
             state_dir=str(state),
@@ -84,6 +85,7 @@ class Server:
         asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(timeout=30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=30)
+        shutil.rmtree(self.state, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

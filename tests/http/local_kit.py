@@ -1,0 +1,63 @@
+"""holmd's app over the real local runtime (bubblewrap boxes) and the durable local store,
+on a test server: what the end-to-end tests of test_local_boxes.py share."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aiohttp.test_utils import TestClient, TestServer
+from http_kit import Client, app_config
+
+from holm.adapters.local.runtime import LocalRuntime
+from holm.events import LocalStore
+from holm.http.app import create_app, server_id_of
+
+# The X displays these tests may use (the machine is shared with other test runs).
+DISPLAY_BASE = 240
+DISPLAY_COUNT = 20
+
+
+class LocalServer:
+    """One state dir; `start` makes a server on it (a restart when one ran before)."""
+
+    def __init__(self) -> None:
+        # Unix socket paths must be short: a folder right under /tmp.
+        self.state_dir = Path(tempfile.mkdtemp(prefix="h5a-", dir="/tmp"))
+        self.client: Client | None = None
+        self.runtime: LocalRuntime | None = None
+
+    async def start(self, **settings: Any) -> Client:
+        config = app_config(
+            self.state_dir, default_runtime="local", storage_backend="local", **settings
+        )
+        store = LocalStore(self.state_dir)
+        self.runtime = LocalRuntime(
+            self.state_dir / "boxes",
+            server_id_of(self.state_dir),
+            display_base=DISPLAY_BASE,
+            display_count=DISPLAY_COUNT,
+        )
+        app = create_app(config, runtimes={"local": self.runtime}, store=store)
+        app.on_cleanup.append(lambda _: store.close())
+        self.client = TestClient(TestServer(app))
+        await self.client.start_server()
+        return self.client
+
+    async def stop(self) -> None:
+        """Stop the server; its boxes keep running, as they would after holmd stops."""
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+        if self.runtime is not None:
+            await self.runtime.close()
+
+    async def remove_everything(self) -> None:
+        await self.stop()
+        cleaner = LocalRuntime(self.state_dir / "boxes", "cleaner", display_base=DISPLAY_BASE)
+        for box in await cleaner.list():
+            await cleaner.delete(box.box_id)
+        await cleaner.close()
+        shutil.rmtree(self.state_dir, ignore_errors=True)

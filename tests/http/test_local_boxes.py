@@ -1,0 +1,440 @@
+"""End to end through HTTP on real local boxes (bubblewrap, Xvfb, Chromium): each area of
+the API, and what each call records, read back from the trace with its kind, actor and
+fields. Boxes take seconds to start, so the module shares one server and one box for what
+does not change a box's life, and makes its own boxes for what does; every box is removed
+at the end, whatever happens."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from http_kit import Client, engine_of, error_of, kinds, ok_json, trace_entries
+from local_kit import LocalServer
+from PIL import Image
+
+from holm.adapters.local.runtime import LocalRuntime
+from holm.engine.journal import now_ms
+from holm.engine.reaper import LOST_REASON, reap
+from holm.http.app import server_id_of
+from holm.wire.spec import Placement, Spec
+
+pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
+
+CONFIRM = {"x-holm-confirm-delete": "true"}
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def server() -> AsyncIterator[LocalServer]:
+    running = LocalServer()
+    try:
+        await running.start(events_delay_ms=0)
+        yield running
+    finally:
+        await running.remove_everything()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def box(server: LocalServer) -> str:
+    """The shared box: one screen of 1280×800 with Chromium."""
+    assert server.client is not None
+    created = await ok_json(await server.client.post("/v1/boxes", json={}))
+    return str(created["id"])
+
+
+def client_of(server: LocalServer) -> Client:
+    assert server.client is not None
+    return server.client
+
+
+async def batch(client: Client, box: str, body: dict[str, Any], screen: int = 0) -> Any:
+    return await ok_json(await client.post(f"/v1/boxes/{box}/screens/{screen}/actions", json=body))
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    with Image.open(io.BytesIO(data)) as image:
+        return image.size
+
+
+async def until(check: Any, tries: int = 100, pause: float = 0.1) -> Any:
+    """Poll `check()` (bounded) until it gives something true, and give it back."""
+    for _ in range(tries):
+        found = await check()
+        if found:
+            return found
+        await asyncio.sleep(pause)
+    return await check()
+
+
+async def test_a_box_is_created_ready_and_listed(server: LocalServer, box: str) -> None:
+    client = client_of(server)
+    got = await ok_json(await client.get(f"/v1/boxes/{box}"))
+    assert (got["state"], got["runtime"], got["screens"], got["width"], got["height"]) == (
+        "ready",
+        "local",
+        1,
+        1280,
+        800,
+    )
+    assert got["viewer_url"].startswith("unix:") and got["viewer_url"].endswith("vnc-0.sock")
+    assert box in [b["id"] for b in (await ok_json(await client.get("/v1/boxes")))["boxes"]]
+    entries = await trace_entries(client, box)
+    created, ready = entries[:2]
+    assert (created["kind"], created["actor"], created["runtime"]) == (
+        "box_created",
+        "agent",
+        "local",
+    )
+    assert created["placement"] == {"runtime": "local"} and created["spec_digest"]
+    assert (ready["kind"], ready["actor"], ready["viewer_urls"]) == (
+        "box_ready",
+        "system",
+        [got["viewer_url"]],
+    )
+
+
+async def test_a_batch_drives_the_screen_and_records_each_step(
+    server: LocalServer, box: str
+) -> None:
+    client = client_of(server)
+    actions = [
+        {"type": "click", "at": {"x": 640, "y": 400}},
+        {"type": "move", "to": {"x": 200, "y": 150}},
+        {"type": "type", "text": "hi"},
+        {"type": "press", "chord": ["ctrl", "a"]},
+        {"type": "cursor"},
+        {"type": "read_file", "path": "/nonexistent"},
+        {"type": "wait", "ms": 10},
+    ]
+    result = await batch(client, box, {"actions": actions, "want": ["frame", "cursor"]})
+    assert [r["type"] for r in result["results"]] == [
+        "click",
+        "move",
+        "type",
+        "press",
+        "cursor",
+        "read_file",
+    ]
+    assert result["stopped_at"] == 5
+    assert [r["ok"] for r in result["results"]] == [True] * 5 + [False]
+    assert result["results"][4]["value"] == {"x": 200, "y": 150}
+    assert result["results"][5]["error"]["code"] == "not_found"
+    assert result["cursor"] == {"x": 200, "y": 150}
+    frame = result["frame"]
+    assert png_size(base64.b64decode(frame["png_base64"])) == (1280, 800)
+    assert any(w["class"] == "Chromium" for w in result["windows"])
+    assert (result["released"], result["holding"], result["tabs"]) == ([], [], [])
+    acted = [e for e in await trace_entries(client, box) if e["kind"] == "acted"][-6:]
+    assert [(e["index"], e["ok"], e["actor"], e["screen"]) for e in acted] == [
+        (i, i != 5, "agent", 0) for i in range(6)
+    ]
+    assert len({e["batch"] for e in acted}) == 1
+    assert [e["action"] for e in acted] == actions[:6]
+    assert acted[5]["error"]["code"] == "not_found" and all(e["key"] for e in acted)
+    again = await batch(
+        client, box, {"actions": [], "want": ["frame"], "have_frame": frame["hash"]}
+    )
+    # The screen may have changed since (a caret blinks); when it did not, no image comes.
+    if again["frame"]["hash"] == frame["hash"]:
+        assert again["frame"]["unchanged"] is True and "png_base64" not in again["frame"]
+
+
+async def test_launch_and_the_windows_routes(server: LocalServer, box: str) -> None:
+    client = client_of(server)
+    launched = await batch(client, box, {"actions": [{"type": "launch", "app": "xterm"}]})
+    window = launched["results"][0]["value"]["window"]
+    base = f"/v1/boxes/{box}/screens/0/windows"
+    listed = await ok_json(await client.get(base))
+    assert window["id"] in [w["id"] for w in listed["windows"]]
+    waited = await ok_json(await client.post(f"{base}/wait", json={"class": "XTerm"}))
+    assert waited["id"] == window["id"]
+    await ok_json(await client.post(f"{base}/{window['id']}/focus"))
+    active = await ok_json(await client.get(f"{base}/active"))
+    assert active["window"]["id"] == window["id"]
+    sized = await ok_json(
+        await client.post(
+            f"{base}/{window['id']}/arrange", json={"how": "size", "width": 640, "height": 480}
+        )
+    )
+    # xterm sizes itself in whole character cells: at most a cell short of what was asked.
+    assert 620 < sized["width"] <= 640 and 460 < sized["height"] <= 480
+    await ok_json(await client.delete(f"{base}/{window['id']}"))
+
+    async def closed() -> bool:
+        windows = (await ok_json(await client.get(base)))["windows"]
+        return window["id"] not in [w["id"] for w in windows]
+
+    assert await until(closed)
+    entries = await trace_entries(client, box)
+    acted = next(e for e in reversed(entries) if e["kind"] == "acted")
+    app = next(e for e in reversed(entries) if e["kind"] == "app_launched")
+    assert acted["action"] == {"type": "launch", "app": "xterm"}
+    assert (app["app"], app["window"], app["batch"], app["actor"]) == (
+        "xterm",
+        window["id"],
+        acted["batch"],
+        "agent",
+    )
+    # The window calls outside a batch are not recorded (a fork would not do them again).
+    assert not [e for e in entries if e["seq"] > app["seq"] and e["kind"] not in ("frame",)]
+
+
+async def test_frames_are_recorded_when_the_screen_changes(server: LocalServer, box: str) -> None:
+    client = client_of(server)
+    launched = await batch(client, box, {"actions": [{"type": "launch", "app": "xterm"}]})
+    assert launched["results"][0]["ok"]
+    acted = [e for e in await trace_entries(client, box) if e["kind"] == "acted"][-1]
+
+    async def frame_after_launch() -> Any:
+        entries = await trace_entries(client, box)
+        return [e for e in entries if e["kind"] == "frame" and e["seq"] > acted["seq"]]
+
+    # The xterm stays on the screen, so a watcher poll sees the change.
+    (after, *_) = await until(frame_after_launch)
+    frames = [e for e in await trace_entries(client, box) if e["kind"] == "frame"]
+    assert all(
+        (f["actor"], f["screen"], f["width"], f["height"]) == ("agent", 0, 1280, 800)
+        for f in frames
+    )
+    # A frame is recorded only when the screen changed: never twice the same in a row.
+    assert all(a["frame"] != b["frame"] for a, b in itertools.pairwise(frames))
+    response = await client.get(f"/v1/boxes/{box}/trace/frames/{after['frame']}")
+    assert response.status == 200 and response.content_type == "image/png"
+    assert png_size(await response.read()) == (1280, 800)
+
+
+async def test_frame_captures(server: LocalServer, box: str) -> None:
+    client = client_of(server)
+    base = f"/v1/boxes/{box}/screens/0/frame"
+    whole = await ok_json(await client.get(base))
+    assert png_size(base64.b64decode(whole["png_base64"])) == (1280, 800)
+    half = await ok_json(await client.get(f"{base}?scale=50"))
+    assert png_size(base64.b64decode(half["png_base64"])) == (640, 400)
+    # A corner of Chromium's blank page does not change between two captures.
+    corner = "x=600&y=500&width=100&height=40"
+    first = await ok_json(await client.get(f"{base}?{corner}"))
+    assert png_size(base64.b64decode(first["png_base64"])) == (100, 40)
+    again = await ok_json(await client.get(f"{base}?{corner}&have={first['hash']}"))
+    assert again == {"hash": first["hash"], "unchanged": True, "width": 100, "height": 40}
+    windows = (await ok_json(await client.get(f"/v1/boxes/{box}/screens/0/windows")))["windows"]
+    chromium = next(w for w in windows if w["class"] == "Chromium")
+    shot = await ok_json(await client.get(f"{base}?window={chromium['id']}"))
+    assert png_size(base64.b64decode(shot["png_base64"]))[0] > 100
+
+
+async def test_cursor_and_clipboard(server: LocalServer, box: str) -> None:
+    client = client_of(server)
+    await batch(client, box, {"actions": [{"type": "move", "to": {"x": 33, "y": 44}}]})
+    assert await ok_json(await client.get(f"/v1/boxes/{box}/screens/0/cursor")) == {
+        "x": 33,
+        "y": 44,
+    }
+    clip = f"/v1/boxes/{box}/screens/0/clipboard"
+    for selection, text in (("clipboard", "héllo clipboard"), ("primary", "primary text")):
+        await ok_json(await client.put(clip, json={"text": text, "selection": selection}))
+        got = await ok_json(await client.get(f"{clip}?selection={selection}"))
+        assert got == {"selection": selection, "text": text}
+    entries = await trace_entries(client, box)
+    clips = [e for e in entries if e["kind"] in ("clipboard_set", "clipboard_read")]
+    assert [(e["kind"], e["selection"], e["bytes"], e["actor"]) for e in clips[-4:]] == [
+        ("clipboard_set", "clipboard", 16, "agent"),
+        ("clipboard_read", "clipboard", 16, "agent"),
+        ("clipboard_set", "primary", 12, "agent"),
+        ("clipboard_read", "primary", 12, "agent"),
+    ]
+    assert "héllo" not in str(entries)
+
+
+async def test_commands_and_files(server: LocalServer, box: str) -> None:
+    client = client_of(server)
+    run = f"/v1/boxes/{box}/exec"
+    echoed = await ok_json(await client.post(run, json={"argv": ["echo", "hello"]}))
+    assert echoed == {
+        "code": 0,
+        "stdout": "hello\n",
+        "stderr": "",
+        "timed_out": False,
+        "truncated": False,
+    }
+    failed = await ok_json(await client.post(run, json={"argv": ["sh", "-c", "exit 3"]}))
+    assert failed["code"] == 3
+    slow = await ok_json(await client.post(run, json={"argv": ["sleep", "30"], "timeout_ms": 300}))
+    assert slow["timed_out"] is True
+    files = f"/v1/boxes/{box}/files"
+    secret = b"a secret line\nanother line\n"
+    body = {"path": "/home/box/notes/a.txt", "contents_base64": base64.b64encode(secret).decode()}
+    assert await ok_json(await client.put(files, json=body)) == {
+        "path": "/home/box/notes/a.txt",
+        "bytes": len(secret),
+    }
+    read = await ok_json(await client.get(f"{files}?path=/home/box/notes/a.txt"))
+    assert base64.b64decode(read["contents_base64"]) == secret
+    listed = await ok_json(await client.get(f"{files}/list?path=/home/box/notes"))
+    assert [(e["name"], e["size"]) for e in listed["entries"]] == [("a.txt", len(secret))]
+    grep = await ok_json(
+        await client.post(f"{files}/grep", json={"pattern": "another", "path": "/home/box"})
+    )
+    assert [(m["path"], m["line"]) for m in grep["matches"]] == [("/home/box/notes/a.txt", 2)]
+    assert grep["cut"] is False
+    found = await ok_json(await client.get(f"{files}/glob?pattern=**/*.txt&path=/home/box"))
+    assert found == {"paths": ["/home/box/notes/a.txt"], "cut": False}
+    entries = await trace_entries(client, box)
+    ran = [e for e in entries if e["kind"] == "executed"][-3:]
+    assert [(e["argv"], e["code"], e["timed_out"], e["actor"]) for e in ran] == [
+        (["echo", "hello"], 0, False, "agent"),
+        (["sh", "-c", "exit 3"], 3, False, "agent"),
+        (["sleep", "30"], None, True, "agent"),
+    ]
+    assert ran[0]["stdout"] == "hello\n" and ran[2]["timeout_ms"] == 300
+    moved = [e for e in entries if e["kind"] in ("file_written", "file_read")]
+    assert [(e["kind"], e["path"], e["bytes"]) for e in moved[-2:]] == [
+        ("file_written", "/home/box/notes/a.txt", len(secret)),
+        ("file_read", "/home/box/notes/a.txt", len(secret)),
+    ]
+    assert "secret line" not in str(entries)
+
+
+async def test_events_of_the_boxes(server: LocalServer, box: str) -> None:
+    page = await ok_json(await client_of(server).get("/v1/events?limit=1000"))
+    mine = [e["kind"] for e in page["events"] if e.get("box_id") == box]
+    assert mine[:2] == ["box.created", "box.ready"]
+
+
+async def test_the_life_of_a_box(server: LocalServer) -> None:
+    client = client_of(server)
+    created = await ok_json(
+        await client.post("/v1/boxes", json={"placement": {"persistent": True}})
+    )
+    box = created["id"]
+    path = f"/v1/boxes/{box}"
+    await ok_json(await client.post(f"{path}/exec", json={"argv": ["sh", "-c", "echo kept > ~/k"]}))
+    assert (await ok_json(await client.post(f"{path}/pause")))["state"] == "paused"
+    response = await client.post(
+        f"{path}/screens/0/actions", json={"actions": [{"type": "cursor"}]}
+    )
+    await error_of(response, 409, "screen_unavailable")
+    assert (await ok_json(await client.post(f"{path}/resume")))["state"] == "ready"
+    assert (await ok_json(await client.post(f"{path}/stop")))["state"] == "stopped"
+    started = await ok_json(await client.post(f"{path}/resume"))
+    assert started["state"] == "ready"
+    kept = await ok_json(await client.post(f"{path}/exec", json={"argv": ["cat", "/home/box/k"]}))
+    assert kept["stdout"] == "kept\n"
+    refused = await client.post(f"{path}/apps", json={"apps": ["xterm"]})
+    await error_of(refused, 400, "unsupported")
+    await ok_json(await client.delete(path, headers=CONFIRM))
+    await error_of(await client.get(path), 410, "gone")
+    await error_of(await client.post(f"{path}/exec", json={"argv": ["true"]}), 410, "gone")
+    assert not (server.state_dir / "boxes" / box).exists()
+    entries = await trace_entries(client, box)
+    life = [(e["kind"], e["actor"]) for e in entries if e["kind"].startswith("box_")]
+    assert life == [
+        ("box_created", "agent"),
+        ("box_ready", "system"),
+        ("box_paused", "agent"),
+        ("box_resumed", "agent"),
+        ("box_stopped", "agent"),
+        ("box_started", "agent"),
+        ("box_ready", "system"),
+        ("box_deleted", "agent"),
+    ]
+    # The refused install recorded nothing.
+    assert "apps_installed" not in kinds(entries)
+
+
+async def test_the_reaper_removes_lost_and_expired_boxes(server: LocalServer) -> None:
+    client = client_of(server)
+    lost = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    expiring = (
+        await ok_json(
+            await client.post("/v1/boxes", json={"placement": {"expires_after_secs": 60}})
+        )
+    )["id"]
+    # The runtime loses a box behind the server's back.
+    other = LocalRuntime(server.state_dir / "boxes", "another object")
+    await other.delete(lost)
+    await other.close()
+    assert await ok_json(await client.post("/v1/jobs/reap")) == {"removed": 1}
+    tail = (await trace_entries(client, lost))[-2:]
+    assert [(e["kind"], e["actor"], e["reason"]) for e in tail] == [
+        ("box_unreachable", "system", LOST_REASON),
+        ("gone", "system", LOST_REASON),
+    ]
+    # The deadline is a minute away; the reaper is asked as it would be a minute later.
+    assert await reap(engine_of(client), now_ms() + 61_000) == 1
+    gone = (await trace_entries(client, expiring))[-1]
+    assert (gone["kind"], gone["actor"]) == ("gone", "system")
+    assert gone["reason"].startswith("expired")
+    assert not (server.state_dir / "boxes" / expiring).exists()
+    await error_of(await client.get(f"/v1/boxes/{expiring}"), 410, "gone")
+
+
+async def test_a_fork_of_a_real_box(server: LocalServer) -> None:
+    client = client_of(server)
+    source = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    await ok_json(
+        await client.post(
+            f"/v1/boxes/{source}/exec", json={"argv": ["sh", "-c", "echo forked > ~/f"]}
+        )
+    )
+    result = await ok_json(await client.post(f"/v1/boxes/{source}/fork", json={}))
+    new = result["box"]["id"]
+    assert result["replay"]["attempted"] == 1 and result["replay"]["ok"] == 1
+    replayed = await ok_json(
+        await client.post(f"/v1/boxes/{new}/exec", json={"argv": ["cat", "/home/box/f"]})
+    )
+    assert replayed["stdout"] == "forked\n"
+    for box in (source, new):
+        await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+async def test_a_restarted_server_keeps_traces_and_adopts_boxes(
+    server: LocalServer, box: str
+) -> None:
+    client = client_of(server)
+    await batch(client, box, {"actions": [{"type": "click", "at": {"x": 5, "y": 5}}]})
+    before = await trace_entries(client, box)
+    await server.stop()
+    # While the server is down, a box of this server appears that its store never saw.
+    runtime = LocalRuntime(server.state_dir / "boxes", server_id_of(server.state_dir))
+    orphan = "box_" + "0" * 31 + "1"
+    await runtime.create(orphan, Spec(), server_placement())
+    await runtime.close()
+    client = await server.start(events_delay_ms=0, jobs="queue", schedule="internal")
+    assert (await ok_json(await client.get(f"/v1/boxes/{box}")))["state"] == "ready"
+    await batch(client, box, {"actions": [{"type": "click", "at": {"x": 6, "y": 6}}]})
+    after = await trace_entries(client, box)
+    assert after[: len(before)] == before
+    assert [e["seq"] for e in after] == list(range(len(after)))
+    assert "adopted" not in kinds(after)
+    adopted = await trace_entries(client, orphan)
+    assert (adopted[0]["kind"], adopted[0]["actor"], adopted[0]["seq"]) == ("adopted", "system", 0)
+    assert adopted[0]["placement"]["expires_after_secs"] == 600
+    got = await ok_json(await client.get(f"/v1/boxes/{orphan}"))
+    assert (got["state"], got["adopted"]) == ("ready", True)
+    ran = await ok_json(await client.post(f"/v1/boxes/{orphan}/exec", json={"argv": ["true"]}))
+    assert ran["code"] == 0
+    # This server queues its launches: 202 with a starting box, then ready.
+    created = await client.post("/v1/boxes", json={})
+    assert created.status == 202
+    queued = (await created.json())["id"]
+
+    async def settled() -> Any:
+        state = (await ok_json(await client.get(f"/v1/boxes/{queued}")))["state"]
+        return state if state != "starting" else None
+
+    assert await until(settled, tries=300) == "ready"
+
+
+def server_placement() -> Placement:
+    return Placement(runtime="local", expires_after_secs=600)
+
+
+@pytest.mark.parametrize("path", ["/v1/boxes/box_missing", "/v1/boxes/box_missing/trace"])
+async def test_an_absent_box(server: LocalServer, path: str) -> None:
+    await error_of(await client_of(server).get(path), 404, "not_found")
