@@ -12,6 +12,7 @@ rewritten on disk.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -88,7 +89,7 @@ def decode_lines(chunk: bytes, blobs: BlobSource | None = None) -> list[Entry]:
             return _page_decoder.decode(b"[" + chunk.rstrip(b"\n").replace(b"\n", b",") + b"]")
         except msgspec.MsgspecError:
             pass  # find the line that needs more than the fast path, below
-    return [decode_line(line, blobs) for line in chunk.splitlines()]
+    return [decode_line(line, blobs) for line in chunk.rstrip(b"\n").split(b"\n")]
 
 
 class Envelope(msgspec.Struct):
@@ -128,31 +129,43 @@ def _decode_tree(line: bytes, blobs: BlobSource | None) -> Entry:
 
 
 def _spill_fields(tree: Tree, blobs: BlobSink) -> Tree:
-    return {key: value if key in _ENVELOPE else _spill(value, blobs) for key, value in tree.items()}
+    spills: list[bytes] = []
+    spilled = {
+        key: value if key in _ENVELOPE else _spill(value, spills) for key, value in tree.items()
+    }
+    for data in spills:
+        blobs.put(data)
+    return spilled
 
 
-def _spill(value: Any, blobs: BlobSink) -> Any:
+def _spill(value: Any, spills: list[bytes]) -> Any:
     """Replace the parts of `value` over the limit by blob references, the innermost
-    first, so that the small fields beside a big one stay on the line for `jq`."""
+    first, so that the small fields beside a big one stay on the line for `jq`. What goes
+    to blobs is added to `spills`. A blob always holds a value as written by its user, never
+    a reference: a reader resolves one level only."""
     encoded = _encoder.encode(value)
     if isinstance(value, dict) and BLOB_KEY in value:
         # A user value shaped like a reference: kept in a blob, so that it reads back as
         # itself (a resolved blob is not resolved again).
-        return _reference(blobs, encoded)
+        return _reference(spills, encoded)
     if len(encoded) <= SPILL_BYTES and _BLOB_MARK not in encoded:
         return value
-    if isinstance(value, dict):
-        value = {key: _spill(item, blobs) for key, item in value.items()}
-    elif isinstance(value, list):
-        value = [_spill(item, blobs) for item in value]
-    else:
-        return _reference(blobs, encoded)
-    encoded = _encoder.encode(value)
-    return value if len(encoded) <= SPILL_BYTES else _reference(blobs, encoded)
+    if isinstance(value, dict | list):
+        mark = len(spills)
+        inner = (
+            {key: _spill(item, spills) for key, item in value.items()}
+            if isinstance(value, dict)
+            else [_spill(item, spills) for item in value]
+        )
+        if len(_encoder.encode(inner)) <= SPILL_BYTES:
+            return inner
+        del spills[mark:]  # still too big: the whole value goes to one blob instead
+    return _reference(spills, encoded)
 
 
-def _reference(blobs: BlobSink, encoded: bytes) -> Tree:
-    return {BLOB_KEY: blobs.put(encoded), "bytes": len(encoded)}
+def _reference(spills: list[bytes], encoded: bytes) -> Tree:
+    spills.append(encoded)
+    return {BLOB_KEY: "sha256:" + hashlib.sha256(encoded).hexdigest(), "bytes": len(encoded)}
 
 
 def _is_reference(value: Any) -> bool:

@@ -1,24 +1,17 @@
-"""The durable store: one JSONL file per trace in a state dir, with blobs and frames.
-
-    <state>/LOCK                        flock'ed by the one server that writes here
-    <state>/traces/<trace>.jsonl        the entries, one JSON line each, seq 0, 1, 2, …
-    <state>/traces/<trace>.idx          byte offset of each line (u64 little-endian)
-    <state>/traces/<trace>.blobs        the blobs the trace's lines refer to, one a line
-    <state>/traces/<trace>.torn         bytes of a torn last line, cut away on open
-    <state>/blobs/<2 hex>/<hex>         values spilled out of lines (see codec.py)
-    <state>/frames/<trace>/<hash>.png   frames under their pixel hash
+"""The durable store (`HOLM_STORAGE_BACKEND=local`): one JSONL file per trace in a state
+dir, with blobs and frames; the layout is in trace_file.py. `<state>/LOCK` is flock'ed by
+the one server that writes there.
 
 An append returns once its lines are written and fsynced. Appends are queued; one writer
-takes everything queued, writes it, fsyncs each file it touched once and then answers all of
-them, so concurrent appends share their fsyncs (group commit). File work runs in threads.
+takes everything queued, gives seqs, writes, fsyncs each file it touched once (several
+files at once, so that they share the journal's commits) and then answers all of them:
+concurrent appends share their fsyncs (group commit). File work runs in threads; the event
+loop only encodes and answers.
 
-A writer killed mid-line leaves a torn last line: opening the store moves it to `.torn` and
-cuts it from the trace, so it is never served; the trace reads as `incomplete` until its
-next append. The `.idx` is not fsynced: it is checked against the file's tail on open and
-rebuilt when it does not match, and a read that finds it wrong rebuilds it.
-
-`read_trace_file` and `trace_files` read the same files offline, without a store and
-without changing them (`holm trace FILE|DIR`).
+Opening the store opens every trace file once: a torn last line (a writer killed mid-line)
+is moved to `.torn` and cut away, so it is never served, and the trace reads as
+`incomplete` until its next append. The `.idx` is not fsynced: it is checked against the
+file's tail on open, and a read that finds it wrong rebuilds it.
 """
 
 from __future__ import annotations
@@ -27,9 +20,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
-import struct
-import sys
-from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -46,216 +37,33 @@ from holm.events.blobs import (
     write_atomic,
     write_durably,
 )
-from holm.events.codec import (
-    CorruptLine,
-    Envelope,
-    decode_line,
-    decode_lines,
-    encode_entry,
-    needs_spill,
-    read_envelope,
-)
+from holm.events.codec import CorruptLine, decode_lines, encode_entry, needs_spill, read_envelope
 from holm.events.entries import Entry
 from holm.events.store import PAGE_MAX, PruneReport, TraceInfo
+from holm.events.trace_file import (
+    BLOBS_DIR,
+    FRAMES_DIR,
+    OFFSET,
+    REFS,
+    TORN,
+    TRACES_DIR,
+    TracePaths,
+    TraceRead,
+    check_index,
+    find_tail,
+    line_at,
+    offsets_bytes,
+    read_offset,
+    read_trace_file,
+    rebuild_index,
+    trace_files,
+)
 
-TRACES_DIR = "traces"
-BLOBS_DIR = "blobs"
-FRAMES_DIR = "frames"
 LOCK_FILE = "LOCK"
-JSONL = ".jsonl"
-IDX = ".idx"
-REFS = ".blobs"
-TORN = ".torn"
+# Files the writer keeps open between commits (two per trace), least recently used closed.
+OPEN_TRACES = 256
 
-_OFFSET = struct.Struct("<Q")
-_CHUNK = 1 << 16
-_SCAN_CHUNK = 1 << 20
 _T = TypeVar("_T")
-
-
-class TraceRead(msgspec.Struct, kw_only=True):
-    """What an offline read of a trace file gives: its entries, and whether a writer died
-    mid-line (the torn line is left out)."""
-
-    entries: list[Entry]
-    incomplete: bool = False
-
-
-# Reading a trace file: framing, the torn tail, the index. Blocking; called in threads.
-
-
-def _line_start(fd: int, end: int) -> int:
-    """Where the line whose newline is at `end - 1` starts (0 for the first line). With
-    `end = size + 1`, where the bytes after the last newline start."""
-    pos = end - 1
-    while pos > 0:
-        low = max(0, pos - _CHUNK)
-        newline = os.pread(fd, pos - low, low).rfind(b"\n")
-        if newline >= 0:
-            return low + newline + 1
-        pos = low
-    return 0
-
-
-def _line_at(fd: int, start: int, size: int) -> bytes:
-    """The line that starts at `start`, with its newline (without, at a torn end)."""
-    parts: list[bytes] = []
-    pos = start
-    while pos < size:
-        chunk = os.pread(fd, min(_CHUNK, size - pos), pos)
-        newline = chunk.find(b"\n")
-        if newline >= 0:
-            parts.append(chunk[: newline + 1])
-            break
-        parts.append(chunk)
-        pos += len(chunk)
-    return b"".join(parts)
-
-
-class _Tail(msgspec.Struct):
-    """The end of the whole, well-formed lines of a file, and the last of them."""
-
-    end: int
-    last_start: int
-    last: Envelope | None
-
-
-def _find_tail(fd: int, size: int) -> _Tail:
-    """Bytes after the last newline are torn, and so is a last line that is not a JSON
-    object with an envelope (a crash can leave garbage after the size grew): both are
-    outside `end`."""
-    end = _line_start(fd, size + 1)
-    while end > 0:
-        start = _line_start(fd, end)
-        envelope = read_envelope(os.pread(fd, end - start, start))
-        if envelope is not None:
-            return _Tail(end, start, envelope)
-        end = start
-    return _Tail(0, 0, None)
-
-
-def _read_offset(idx_fd: int, index: int) -> int | None:
-    raw = os.pread(idx_fd, _OFFSET.size, index * _OFFSET.size)
-    return _OFFSET.unpack(raw)[0] if len(raw) == _OFFSET.size else None
-
-
-def _offsets_bytes(offsets: Sequence[int]) -> bytes:
-    packed = array("Q", offsets)
-    if sys.byteorder == "big":
-        packed.byteswap()
-    return packed.tobytes()
-
-
-def _scan_offsets(fd: int, start: int, end: int) -> list[int]:
-    """Start offsets of the lines in [start, end), which holds whole lines."""
-    offsets = [start] if start < end else []
-    pos = start
-    while pos < end:
-        chunk = os.pread(fd, min(_SCAN_CHUNK, end - pos), pos)
-        newline = chunk.find(b"\n")
-        while newline >= 0:
-            if pos + newline + 1 < end:
-                offsets.append(pos + newline + 1)
-            newline = chunk.find(b"\n", newline + 1)
-        pos += len(chunk)
-    return offsets
-
-
-def _rebuild_index(fd: int, end: int, idx_path: Path) -> int:
-    """Write the index of the whole lines before `end` from scratch; its entry count."""
-    offsets = _scan_offsets(fd, 0, end)
-    tmp = idx_path.with_name(f".{idx_path.name}.tmp")
-    tmp.write_bytes(_offsets_bytes(offsets))
-    tmp.rename(idx_path)
-    return len(offsets)
-
-
-def _check_index(fd: int, tail: _Tail, idx_path: Path) -> int:
-    """Make the index match the file's lines (trim, extend or rebuild); the entry count."""
-    count = 0 if tail.last is None else tail.last.seq + 1
-    try:
-        idx_fd = os.open(idx_path, os.O_RDWR)
-    except FileNotFoundError:
-        return _rebuild_index(fd, tail.end, idx_path)
-    try:
-        kept = os.fstat(idx_fd).st_size // _OFFSET.size
-        if count == 0 and tail.end == 0:
-            os.ftruncate(idx_fd, 0)
-            return 0
-        if kept >= count > 0 and (
-            _read_offset(idx_fd, 0) == 0 and _read_offset(idx_fd, count - 1) == tail.last_start
-        ):
-            os.ftruncate(idx_fd, count * _OFFSET.size)
-            return count
-        if 0 < kept < count:
-            # The index lags the file (it is not fsynced): extend it from its last line on.
-            last_start = _read_offset(idx_fd, kept - 1)
-            if last_start is not None and last_start < tail.end:
-                line = _line_at(fd, last_start, tail.end)
-                envelope = read_envelope(line)
-                if envelope is not None and envelope.seq == kept - 1 and line.endswith(b"\n"):
-                    more = _scan_offsets(fd, last_start + len(line), tail.end)
-                    if kept + len(more) == count and more and more[-1] == tail.last_start:
-                        os.pwrite(idx_fd, _offsets_bytes(more), kept * _OFFSET.size)
-                        os.ftruncate(idx_fd, count * _OFFSET.size)
-                        return count
-    finally:
-        os.close(idx_fd)
-    return _rebuild_index(fd, tail.end, idx_path)
-
-
-def _trace_paths(folder: Path, trace: str) -> tuple[Path, Path, Path, Path]:
-    """The `.jsonl`, `.idx`, `.blobs` and `.torn` files of a trace."""
-    return (
-        folder / (trace + JSONL),
-        folder / (trace + IDX),
-        folder / (trace + REFS),
-        folder / (trace + TORN),
-    )
-
-
-def _blobs_beside(traces_folder: Path) -> BlobStore | None:
-    root = traces_folder.parent / BLOBS_DIR
-    return BlobStore(root, traces_folder.parent / FRAMES_DIR) if root.is_dir() else None
-
-
-# The offline API of `holm trace FILE|DIR`.
-
-
-def trace_files(state_dir: Path) -> list[Path]:
-    """The trace files of a state dir (its `traces/`), or of a folder of `.jsonl` files."""
-    folder = state_dir / TRACES_DIR if (state_dir / TRACES_DIR).is_dir() else state_dir
-    return sorted(path for path in folder.glob("*" + JSONL) if path.is_file())
-
-
-def read_trace_file(path: Path, after: int | None = None, limit: int | None = None) -> TraceRead:
-    """The entries of one trace file with seq > `after`, at most `limit`, blobs resolved
-    from the state dir's `blobs/` when it is there. Never changes the file; a torn last line
-    is left out and makes the read `incomplete`."""
-    with path.open("rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        tail = _find_tail(file.fileno(), size)
-        data = file.read(tail.end)
-    incomplete = tail.end < size or path.with_suffix(TORN).exists()
-    lines = data.splitlines()
-    first = 0 if after is None else max(after + 1, 0)
-    # Line i holds seq i in every file holm writes; anything else is read the long way.
-    if first < len(lines) and (read_envelope(lines[first]) or Envelope(-1, 0)).seq == first:
-        wanted = lines[first:] if limit is None else lines[first : first + max(limit, 0)]
-    else:
-        wanted = [line for line in lines if (read_envelope(line) or Envelope(-1, 0)).seq >= first]
-        wanted = wanted if limit is None else wanted[: max(limit, 0)]
-    blobs = _blobs_beside(path.parent)
-    entries = []
-    for line in wanted:
-        try:
-            entries.append(decode_line(line, blobs))
-        except CorruptLine as exc:
-            raise CorruptLine(f"{path}: {exc}") from exc
-    return TraceRead(entries=entries, incomplete=incomplete)
-
-
-# The store.
 
 
 class _Trace(msgspec.Struct):
@@ -335,9 +143,9 @@ class LocalStore:
         self.keep_frames_secs = keep_frames_secs
         self.keep_entries_secs = keep_entries_secs
         self.group_commit = group_commit
-        self._folder = state_dir / TRACES_DIR
-        for folder in (self._folder, state_dir / BLOBS_DIR, state_dir / FRAMES_DIR):
-            folder.mkdir(parents=True, exist_ok=True)
+        for folder in (TRACES_DIR, BLOBS_DIR, FRAMES_DIR):
+            (state_dir / folder).mkdir(parents=True, exist_ok=True)
+        self._folder = str(state_dir / TRACES_DIR)
         self._lock_fd = _lock_state_dir(state_dir)
         self._blobs = BlobStore(state_dir / BLOBS_DIR, state_dir / FRAMES_DIR)
         self._traces: dict[str, _Trace] = {}
@@ -349,8 +157,10 @@ class LocalStore:
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self._write_pool = ThreadPoolExecutor(1, thread_name_prefix="holm-store-write")
-        self._fsync_pool = ThreadPoolExecutor(8, thread_name_prefix="holm-store-fsync")
+        # Concurrent fsyncs of several files share the file system's journal commits.
+        self._fsync_pool = ThreadPoolExecutor(32, thread_name_prefix="holm-store-fsync")
         self._read_pool = ThreadPoolExecutor(4, thread_name_prefix="holm-store-read")
+        self._files = _OpenFiles(self._folder)
         # Counters for bench/store.py.
         self.commits = 0
         self.fsyncs = 0
@@ -358,7 +168,8 @@ class LocalStore:
     # TraceStore
 
     async def append(self, trace: str, entries: Sequence[Entry]) -> list[Entry]:
-        check_name("trace", trace)
+        if trace not in self._traces:
+            check_name("trace", trace)
         if self._closed:
             raise Unavailable("the trace store is closed")
         if not entries:
@@ -369,8 +180,9 @@ class LocalStore:
         self._wake.set()
         if self._writer is None:
             self._writer = asyncio.create_task(self._write_forever(), name="holm-store-writer")
-        # The append is written even when its caller stops waiting: the step happened.
-        return await asyncio.shield(future)
+        # A caller that stops waiting cancels the future, not the append: the writer writes
+        # what was queued (the step happened) and answers nobody.
+        return await future
 
     async def read(
         self, trace: str, after: int | None = None, limit: int = PAGE_MAX
@@ -434,6 +246,7 @@ class LocalStore:
         self._wake.set()
         if self._writer is not None:
             await self._writer
+        await self._in(self._write_pool, self._files.close_all)
         for pool in (self._write_pool, self._fsync_pool, self._read_pool):
             await asyncio.to_thread(pool.shutdown)
         os.close(self._lock_fd)
@@ -498,101 +311,103 @@ class LocalStore:
                     append.future.set_result(entries)
 
     def _write(self, works: list[_Work]) -> list[int]:
-        """Write, fsync and index every trace of one commit (in the writer's thread). On
-        failure every file is cut back to where it was, so no seq is half given."""
-        opened: list[tuple[_Work, int]] = []
+        """Write, fsync and index every trace of one commit (in the writer's thread); the
+        new sizes. On failure every file is cut back to where it was, so no seq is half
+        given."""
+        written: list[tuple[_Work, int]] = []
         sizes: list[int] = []
         new_files = False
         try:
             for work in works:
-                jsonl, _, refs_path, _ = _trace_paths(self._folder, work.name)
+                paths = TracePaths.of(self._folder, work.name)
                 sink = _RefCollector(self._blobs)
                 lines = [
                     line if isinstance(line, bytes) else encode_entry(line, sink)
                     for line in work.lines
                 ]
+                work.lines = list(lines)
                 if sink.refs:
                     # Listed before the line that needs them is durable, so a prune that
                     # keeps the trace keeps its blobs.
-                    new_files |= not refs_path.exists()
+                    new_files |= not os.path.exists(paths.refs)
                     listed = "".join(ref + "\n" for ref in sink.refs).encode()
-                    write_durably(refs_path, listed, os.O_APPEND)
+                    write_durably(Path(paths.refs), listed, os.O_APPEND)
                     self.fsyncs += 1
                 new_files |= work.size == 0
-                fd = os.open(jsonl, os.O_WRONLY | os.O_CREAT, 0o644)
-                opened.append((work, fd))
+                fd = self._files.jsonl(work.name)
+                written.append((work, fd))
                 data = b"".join(lines)
                 _pwrite_all(fd, data, work.size)
-                if os.fstat(fd).st_size > work.size + len(data):
-                    # Left by a failed commit that could not be cut back.
-                    os.ftruncate(fd, work.size + len(data))
                 sizes.append(work.size + len(data))
-                work.lines = list(lines)
-            fds = [fd for _, fd in opened]
-            if len(fds) == 1:
-                os.fdatasync(fds[0])
-            else:
-                list(self._fsync_pool.map(os.fdatasync, fds))
+                if os.fstat(fd).st_size > sizes[-1]:
+                    # Left by a failed commit that could not be cut back.
+                    os.ftruncate(fd, sizes[-1])
+            self._fsync([fd for _, fd in written])
             if new_files:
-                fsync_dir(self._folder)
-            self.fsyncs += len(fds) + new_files
+                fsync_dir(Path(self._folder))
+            self.fsyncs += len(written) + new_files
             self.commits += 1
         except BaseException:
-            for work, fd in opened:
+            for work, fd in written:
                 # The original error is the one to report.
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, work.size)
             raise
-        finally:
-            for _, fd in opened:
-                os.close(fd)
         for work, size in zip(works, sizes, strict=True):
             # The lines are durable; a stale index is found and rebuilt on use.
             with contextlib.suppress(OSError):
                 self._index_appended(work, size)
         return sizes
 
+    def _fsync(self, fds: list[int]) -> None:
+        if len(fds) == 1:
+            os.fdatasync(fds[0])
+            return
+        # A few threads, each with its share: many fsyncs in flight, few thread handoffs.
+        shares = min(len(fds), 16)
+        list(self._fsync_pool.map(_fdatasync_all, [fds[i::shares] for i in range(shares)]))
+
     def _index_appended(self, work: _Work, size: int) -> None:
         """Append the offsets of a commit's lines to the trace's index (not fsynced: it is
         rebuilt from the file when it does not match), and clear the torn mark."""
-        jsonl, idx_path, _, torn = _trace_paths(self._folder, work.name)
+        paths = TracePaths.of(self._folder, work.name)
         offsets = []
         offset = work.size
         for line in work.lines:
             assert isinstance(line, bytes)
             offsets.append(offset)
             offset += len(line)
-        fd = os.open(idx_path, os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(fd).st_size == work.count * _OFFSET.size:
-                os.pwrite(fd, _offsets_bytes(offsets), work.count * _OFFSET.size)
-            else:
-                with jsonl.open("rb") as file:
-                    _rebuild_index(file.fileno(), size, idx_path)
-        finally:
-            os.close(fd)
+        fd = self._files.idx(work.name)
+        if os.fstat(fd).st_size == work.count * OFFSET.size:
+            os.pwrite(fd, offsets_bytes(offsets), work.count * OFFSET.size)
+        else:
+            self._rebuild_sync(work.name, size)
         if work.clear_torn:
-            torn.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(paths.torn)
 
     # Reads
 
     def _read_page(self, trace: str, first: int, last: int, count: int, size: int) -> list[Entry]:
-        jsonl, idx_path, _, _ = _trace_paths(self._folder, trace)
-        with jsonl.open("rb") as file:
+        paths = TracePaths.of(self._folder, trace)
+        fd = os.open(paths.jsonl, os.O_RDONLY)
+        try:
             try:
-                idx_fd = os.open(idx_path, os.O_RDONLY)
+                idx_fd = os.open(paths.idx, os.O_RDONLY)
             except FileNotFoundError:
                 raise _StaleIndex from None
             try:
-                start = _read_offset(idx_fd, first)
-                end = size if last == count else _read_offset(idx_fd, last)
+                start = read_offset(idx_fd, first)
+                end = size if last == count else read_offset(idx_fd, last)
             finally:
                 os.close(idx_fd)
             if start is None or end is None or not 0 <= start < end <= size:
                 raise _StaleIndex
             # One byte before the page must end a line, or the index points mid-line.
             before = max(start - 1, 0)
-            chunk = os.pread(file.fileno(), end - before, before)
+            chunk = os.pread(fd, end - before, before)
+        finally:
+            os.close(fd)
         if start > 0 and chunk[:1] != b"\n":
             raise _StaleIndex
         try:
@@ -612,15 +427,23 @@ class LocalStore:
                 await self._in(self._write_pool, self._rebuild_sync, trace, state.size)
 
     def _rebuild_sync(self, trace: str, size: int) -> None:
-        jsonl, idx_path, _, _ = _trace_paths(self._folder, trace)
-        with jsonl.open("rb") as file:
-            _rebuild_index(file.fileno(), size, idx_path)
+        paths = TracePaths.of(self._folder, trace)
+        # The rebuilt index is a new file: the writer's open one is the old.
+        self._files.forget(trace)
+        fd = os.open(paths.jsonl, os.O_RDONLY)
+        try:
+            rebuild_index(fd, size, paths.idx)
+        finally:
+            os.close(fd)
 
     # Opening
 
     async def _load(self) -> None:
         """Open every trace file once, before the first operation: cut torn lines, check
         the indexes. Done in the writer's thread, so that no commit runs beside it."""
+        if self._loaded is not None and self._loaded.done() and not self._loaded.cancelled():
+            self._loaded.result()
+            return
         if self._loaded is None:
             self._loaded = asyncio.get_running_loop().create_future()
             try:
@@ -635,29 +458,29 @@ class LocalStore:
     def _open_all(self) -> list[_Trace]:
         traces = []
         for path in trace_files(self.state_dir):
-            name = path.name.removesuffix(JSONL)
+            name = path.name.removesuffix(".jsonl")
             if is_safe_name(name):
                 traces.append(self._open_trace(name))
         return traces
 
     def _open_trace(self, name: str) -> _Trace:
-        jsonl, idx_path, _, torn_path = _trace_paths(self._folder, name)
-        fd = os.open(jsonl, os.O_RDWR)
+        paths = TracePaths.of(self._folder, name)
+        fd = os.open(paths.jsonl, os.O_RDWR)
         try:
             size = os.fstat(fd).st_size
-            tail = _find_tail(fd, size)
-            incomplete = torn_path.exists()
+            tail = find_tail(fd, size)
+            incomplete = os.path.exists(paths.torn)
             if tail.end < size:
                 torn = os.pread(fd, size - tail.end, tail.end)
-                earlier = torn_path.read_bytes() if incomplete else b""
-                write_atomic(torn_path, earlier + torn)
+                earlier = Path(paths.torn).read_bytes() if incomplete else b""
+                write_atomic(Path(paths.torn), earlier + torn)
                 os.ftruncate(fd, tail.end)
                 os.fsync(fd)
                 incomplete = True
-            count = _check_index(fd, tail, idx_path)
+            count = check_index(fd, tail, paths.idx)
             if tail.last is None:
                 return _Trace(name, incomplete=incomplete)
-            first = read_envelope(_line_at(fd, 0, tail.end))
+            first = read_envelope(line_at(fd, 0, tail.end))
             return _Trace(
                 name,
                 count=count,
@@ -675,21 +498,64 @@ class LocalStore:
         report = PruneReport()
         report.frames = self._blobs.remove_frames_older_than(now_ms - self.keep_frames_secs * 1000)
         for state in old:
-            for path in _trace_paths(self._folder, state.name):
-                path.unlink(missing_ok=True)
+            self._files.forget(state.name)
+            for path in TracePaths.of(self._folder, state.name):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
             report.frames += self._blobs.remove_frames_of(state.name)
             report.entries += state.count
             report.boxes += 1
         if old:
-            fsync_dir(self._folder)
+            fsync_dir(Path(self._folder))
         kept_refs: set[str] = set()
-        for path in self._folder.glob("*" + REFS):
-            kept_refs.update(path.read_text().split())
+        for refs in Path(self._folder).glob("*" + REFS):
+            kept_refs.update(refs.read_text().split())
         self._blobs.remove_older_than(now_ms - self.keep_entries_secs * 1000, kept_refs)
         return report
 
     async def _in(self, pool: ThreadPoolExecutor, func: Callable[..., _T], *args: Any) -> _T:
         return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
+
+
+class _OpenFiles:
+    """The files the writer keeps open between commits: each trace's JSONL and index,
+    the least recently used closed first. Used only in the writer's thread."""
+
+    def __init__(self, folder: str, most: int = OPEN_TRACES) -> None:
+        self.folder = folder
+        self.most = most
+        self._open: OrderedDict[str, tuple[int, int]] = OrderedDict()
+
+    def jsonl(self, trace: str) -> int:
+        return self._get(trace)[0]
+
+    def idx(self, trace: str) -> int:
+        return self._get(trace)[1]
+
+    def forget(self, trace: str) -> None:
+        for fd in self._open.pop(trace, ()):
+            os.close(fd)
+
+    def close_all(self) -> None:
+        while self._open:
+            self.forget(next(iter(self._open)))
+
+    def _get(self, trace: str) -> tuple[int, int]:
+        fds = self._open.get(trace)
+        if fds is not None:
+            self._open.move_to_end(trace)
+            return fds
+        paths = TracePaths.of(self.folder, trace)
+        jsonl = os.open(paths.jsonl, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            idx = os.open(paths.idx, os.O_RDWR | os.O_CREAT, 0o644)
+        except BaseException:
+            os.close(jsonl)
+            raise
+        fds = self._open[trace] = (jsonl, idx)
+        while len(self._open) > self.most:
+            self.forget(next(iter(self._open)))
+        return fds
 
 
 def _lock_state_dir(state_dir: Path) -> int:
@@ -710,9 +576,15 @@ def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
         offset += written
 
 
+def _fdatasync_all(fds: list[int]) -> None:
+    for fd in fds:
+        os.fdatasync(fd)
+
+
 def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
     if not future.done():
         future.set_exception(exc)
 
 
-__all__ = ["LocalStore", "TraceRead", "read_trace_file", "trace_files"]
+# `TORN`, `TraceRead`, `read_trace_file` and `trace_files` are also reached through here.
+__all__ = ["LOCK_FILE", "TORN", "LocalStore", "TraceRead", "read_trace_file", "trace_files"]

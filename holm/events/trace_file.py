@@ -1,0 +1,261 @@
+"""The files of a trace, and reading them without a store.
+
+    <state>/traces/<trace>.jsonl        the entries, one JSON line each, seq 0, 1, 2, …
+    <state>/traces/<trace>.idx          byte offset of each line (u64 little-endian)
+    <state>/traces/<trace>.blobs        the blobs the trace's lines refer to, one a line
+    <state>/traces/<trace>.torn         bytes of a torn last line, cut away on open
+    <state>/blobs/<2 hex>/<hex>         values spilled out of lines (see codec.py)
+    <state>/frames/<trace>/<hash>.png   frames under their pixel hash
+
+Line i of a trace file holds seq i. Bytes after the last newline are a torn line, and so is
+a last line that is not a JSON object with an envelope: a reader leaves them out and calls
+the trace incomplete. The `.idx` is rebuildable from the `.jsonl` at any time.
+
+`read_trace_file` and `trace_files` are the offline API of `holm trace FILE|DIR`: they
+never change a file. Everything here blocks; a store calls it from threads.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import msgspec
+
+from holm.events.blobs import BlobStore
+from holm.events.codec import CorruptLine, Envelope, decode_line, read_envelope
+from holm.events.entries import Entry
+
+TRACES_DIR = "traces"
+BLOBS_DIR = "blobs"
+FRAMES_DIR = "frames"
+JSONL = ".jsonl"
+IDX = ".idx"
+REFS = ".blobs"
+TORN = ".torn"
+
+OFFSET = struct.Struct("<Q")
+_CHUNK = 1 << 16
+_SCAN_CHUNK = 1 << 20
+
+
+class TraceRead(msgspec.Struct, kw_only=True):
+    """What an offline read of a trace file gives: its entries, and whether a writer died
+    mid-line (the torn line is left out)."""
+
+    entries: list[Entry]
+    incomplete: bool = False
+
+
+# Framing and the torn tail
+
+
+def line_start(fd: int, end: int) -> int:
+    """Where the line whose newline is at `end - 1` starts (0 for the first line). With
+    `end = size + 1`, where the bytes after the last newline start."""
+    pos = end - 1
+    while pos > 0:
+        low = max(0, pos - _CHUNK)
+        newline = os.pread(fd, pos - low, low).rfind(b"\n")
+        if newline >= 0:
+            return low + newline + 1
+        pos = low
+    return 0
+
+
+def line_at(fd: int, start: int, size: int) -> bytes:
+    """The line that starts at `start`, with its newline (without, at a torn end)."""
+    parts: list[bytes] = []
+    pos = start
+    while pos < size:
+        chunk = os.pread(fd, min(_CHUNK, size - pos), pos)
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            parts.append(chunk[: newline + 1])
+            break
+        parts.append(chunk)
+        pos += len(chunk)
+    return b"".join(parts)
+
+
+class Tail(msgspec.Struct):
+    """The end of the whole, well-formed lines of a file, and the last of them."""
+
+    end: int
+    last_start: int
+    last: Envelope | None
+
+
+def find_tail(fd: int, size: int) -> Tail:
+    """Bytes after the last newline are torn, and so is a last line that is not a JSON
+    object with an envelope (a crash can leave garbage after the size grew): both are
+    outside `end`."""
+    end = line_start(fd, size + 1)
+    while end > 0:
+        start = line_start(fd, end)
+        envelope = read_envelope(os.pread(fd, end - start, start))
+        if envelope is not None:
+            return Tail(end, start, envelope)
+        end = start
+    return Tail(0, 0, None)
+
+
+# The index
+
+
+def read_offset(idx_fd: int, index: int) -> int | None:
+    raw = os.pread(idx_fd, OFFSET.size, index * OFFSET.size)
+    return OFFSET.unpack(raw)[0] if len(raw) == OFFSET.size else None
+
+
+def offsets_bytes(offsets: Sequence[int]) -> bytes:
+    packed = array("Q", offsets)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def scan_offsets(fd: int, start: int, end: int) -> list[int]:
+    """Start offsets of the lines in [start, end), which holds whole lines."""
+    offsets = [start] if start < end else []
+    pos = start
+    while pos < end:
+        chunk = os.pread(fd, min(_SCAN_CHUNK, end - pos), pos)
+        newline = chunk.find(b"\n")
+        while newline >= 0:
+            if pos + newline + 1 < end:
+                offsets.append(pos + newline + 1)
+            newline = chunk.find(b"\n", newline + 1)
+        pos += len(chunk)
+    return offsets
+
+
+def rebuild_index(fd: int, end: int, idx_path: str) -> int:
+    """Write the index of the whole lines before `end` from scratch; its entry count."""
+    offsets = scan_offsets(fd, 0, end)
+    folder, name = os.path.split(idx_path)
+    tmp = os.path.join(folder, f".{name}.tmp")
+    with open(tmp, "wb") as file:
+        file.write(offsets_bytes(offsets))
+    os.rename(tmp, idx_path)
+    return len(offsets)
+
+
+def check_index(fd: int, tail: Tail, idx_path: str) -> int:
+    """Make the index match the file's lines (trim, extend or rebuild); the entry count."""
+    count = 0 if tail.last is None else tail.last.seq + 1
+    try:
+        idx_fd = os.open(idx_path, os.O_RDWR)
+    except FileNotFoundError:
+        return rebuild_index(fd, tail.end, idx_path)
+    try:
+        kept = os.fstat(idx_fd).st_size // OFFSET.size
+        if count == 0 and tail.end == 0:
+            os.ftruncate(idx_fd, 0)
+            return 0
+        if kept >= count > 0 and (
+            read_offset(idx_fd, 0) == 0 and read_offset(idx_fd, count - 1) == tail.last_start
+        ):
+            os.ftruncate(idx_fd, count * OFFSET.size)
+            return count
+        if 0 < kept < count:
+            # The index lags the file (it is not fsynced): extend it from its last line on.
+            last_start = read_offset(idx_fd, kept - 1)
+            if last_start is not None and last_start < tail.end:
+                line = line_at(fd, last_start, tail.end)
+                envelope = read_envelope(line)
+                if envelope is not None and envelope.seq == kept - 1 and line.endswith(b"\n"):
+                    more = scan_offsets(fd, last_start + len(line), tail.end)
+                    if kept + len(more) == count and more and more[-1] == tail.last_start:
+                        os.pwrite(idx_fd, offsets_bytes(more), kept * OFFSET.size)
+                        os.ftruncate(idx_fd, count * OFFSET.size)
+                        return count
+    finally:
+        os.close(idx_fd)
+    return rebuild_index(fd, tail.end, idx_path)
+
+
+class TracePaths(NamedTuple):
+    """The files of one trace, as strings for `os` calls."""
+
+    jsonl: str
+    idx: str
+    refs: str
+    torn: str
+
+    @classmethod
+    def of(cls, folder: str, trace: str) -> TracePaths:
+        base = f"{folder}/{trace}"
+        return cls(base + JSONL, base + IDX, base + REFS, base + TORN)
+
+
+def blobs_beside(traces_folder: Path) -> BlobStore | None:
+    root = traces_folder.parent / BLOBS_DIR
+    return BlobStore(root, traces_folder.parent / FRAMES_DIR) if root.is_dir() else None
+
+
+# The offline API of `holm trace FILE|DIR`.
+
+
+def trace_files(state_dir: Path) -> list[Path]:
+    """The trace files of a state dir (its `traces/`), or of a folder of `.jsonl` files."""
+    folder = state_dir / TRACES_DIR if (state_dir / TRACES_DIR).is_dir() else state_dir
+    return sorted(path for path in folder.glob("*" + JSONL) if path.is_file())
+
+
+def read_trace_file(path: Path, after: int | None = None, limit: int | None = None) -> TraceRead:
+    """The entries of one trace file with seq > `after`, at most `limit`, blobs resolved
+    from the state dir's `blobs/` when it is there. Never changes the file; a torn last line
+    is left out and makes the read `incomplete`."""
+    with path.open("rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        tail = find_tail(file.fileno(), size)
+        data = file.read(tail.end)
+    incomplete = tail.end < size or path.with_suffix(TORN).exists()
+    lines = data.split(b"\n")[:-1]
+    first = 0 if after is None else max(after + 1, 0)
+    # Line i holds seq i in every file holm writes; anything else is read the long way.
+    if first < len(lines) and (read_envelope(lines[first]) or Envelope(-1, 0)).seq == first:
+        wanted = lines[first:] if limit is None else lines[first : first + max(limit, 0)]
+    else:
+        wanted = [line for line in lines if (read_envelope(line) or Envelope(-1, 0)).seq >= first]
+        wanted = wanted if limit is None else wanted[: max(limit, 0)]
+    blobs = blobs_beside(path.parent)
+    entries = []
+    for line in wanted:
+        try:
+            entries.append(decode_line(line, blobs))
+        except CorruptLine as exc:
+            raise CorruptLine(f"{path}: {exc}") from exc
+    return TraceRead(entries=entries, incomplete=incomplete)
+
+
+__all__ = [
+    "BLOBS_DIR",
+    "FRAMES_DIR",
+    "IDX",
+    "JSONL",
+    "OFFSET",
+    "REFS",
+    "TORN",
+    "TRACES_DIR",
+    "Tail",
+    "TracePaths",
+    "TraceRead",
+    "blobs_beside",
+    "check_index",
+    "find_tail",
+    "line_at",
+    "line_start",
+    "offsets_bytes",
+    "read_offset",
+    "read_trace_file",
+    "rebuild_index",
+    "scan_offsets",
+    "trace_files",
+]
