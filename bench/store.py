@@ -1,0 +1,136 @@
+"""Figures of the local trace store. Prints numbers; asserts nothing.
+
+    .venv/bin/python bench/store.py
+
+- durable appends from 64 concurrent writers (one entry each call), with group commit and
+  with one fsync per append, on one trace and on 64 traces;
+- a 500-entry page from the middle of a 100,000-entry trace, through `read`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from holm.events import LocalStore
+from holm.events.entries import Acted, Entry
+from holm.wire.actions import Click, Point
+
+WRITERS = 64
+PAGE = 500
+TRACE_ENTRIES = 100_000
+
+
+def click(n: int) -> Entry:
+    return Acted(
+        seq=-1,
+        at_ms=1_700_000_000_000 + n,
+        actor="agent",
+        screen=0,
+        action=Click(at=Point(x=n % 1280, y=n % 800)),
+        ok=True,
+        key="sha256:" + "9" * 64,
+        batch="batch_0001",
+        index=n % 10,
+    )
+
+
+def fsync_latency_ms(folder: Path) -> float:
+    """The disk's own figure: median time of a small write + fdatasync. A closed loop of
+    64 writers cannot go past 64 appends per this time, however well commits are shared."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / "probe", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    times = []
+    try:
+        for _ in range(200):
+            start = time.perf_counter()
+            os.write(fd, b"x" * 200 + b"\n")
+            os.fdatasync(fd)
+            times.append((time.perf_counter() - start) * 1000)
+    finally:
+        os.close(fd)
+    return statistics.median(times)
+
+
+async def appends(folder: Path, *, group_commit: bool, traces: int, per_writer: int) -> float:
+    """Entries per second; prints the fsyncs behind them."""
+    store = LocalStore(folder, group_commit=group_commit)
+    await store.traces()  # open before the clock starts
+
+    async def writer(number: int) -> None:
+        trace = f"box_{number % traces}"
+        for i in range(per_writer):
+            await store.append(trace, [click(i)])
+
+    fsyncs, commits = store.fsyncs, store.commits
+    start = time.perf_counter()
+    await asyncio.gather(*(writer(n) for n in range(WRITERS)))
+    took = time.perf_counter() - start
+    fsyncs, commits = store.fsyncs - fsyncs, store.commits - commits
+    await store.close()
+    total = WRITERS * per_writer
+    rate = total / took
+    mode = "group commit " if group_commit else "fsync/append "
+    print(
+        f"  {mode} {traces:>2} trace(s): {rate:>9,.0f} entries/s  {fsyncs / took:>7,.0f} fsyncs/s"
+        f"  {total / commits:>6.1f} appends/commit  ({total:,} appends in {took:.2f} s)"
+    )
+    return rate
+
+
+async def page_reads(folder: Path) -> None:
+    store = LocalStore(folder)
+    for first in range(0, TRACE_ENTRIES, 5_000):
+        await store.append("box_big", [click(n) for n in range(first, first + 5_000)])
+    size = (folder / "traces" / "box_big.jsonl").stat().st_size
+    rng = random.Random(1)
+    times = []
+    for _ in range(300):
+        after = rng.randrange(TRACE_ENTRIES // 4, 3 * TRACE_ENTRIES // 4)
+        start = time.perf_counter()
+        await store.read("box_big", after=after, limit=PAGE)
+        times.append((time.perf_counter() - start) * 1000)
+    await store.close()
+    times.sort()
+    print(
+        f"  page of {PAGE} from the middle of {TRACE_ENTRIES:,} entries ({size / 1e6:.0f} MB):"
+        f" p50 {statistics.median(times):.2f} ms, p95 {times[int(len(times) * 0.95)]:.2f} ms"
+    )
+
+
+async def main() -> None:
+    root = Path(tempfile.mkdtemp(prefix="holm-bench-store-"))
+    try:
+        latency = fsync_latency_ms(root / "probe")
+        print(
+            f"this disk now: write + fdatasync p50 {latency:.2f} ms"
+            f" (so at most {WRITERS / latency * 1000:,.0f} appends/s"
+            f" from {WRITERS} writers that each wait for their append)"
+        )
+        print(f"durable appends, {WRITERS} concurrent writers, one entry per append:")
+        grouped = await appends(root / "g1", group_commit=True, traces=1, per_writer=800)
+        single = await appends(root / "s1", group_commit=False, traces=1, per_writer=40)
+        grouped_64 = await appends(root / "g64", group_commit=True, traces=64, per_writer=800)
+        single_64 = await appends(root / "s64", group_commit=False, traces=64, per_writer=40)
+        print(
+            f"  group commit / fsync per append: {grouped / single:.1f}x on one trace,"
+            f" {grouped_64 / single_64:.1f}x on 64 traces"
+        )
+        print(f"this disk after: write + fdatasync p50 {fsync_latency_ms(root / 'probe'):.2f} ms")
+        print("reads:")
+        await page_reads(root / "read")
+    finally:
+        shutil.rmtree(root)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
