@@ -157,9 +157,27 @@ async def test_a_box_whose_agent_ends_at_once_is_refused_with_its_log(
     agent_replaced_by(monkeypatch, ["sh", "-c", "echo the agent broke; exit 3"], seen)
     box_id = new_id()
     with pytest.raises(Unavailable, match="the agent broke"):
-        await runtime.create(box_id, Spec(), Placement())
+        await runtime.create(box_id, Spec(), Placement(memory="256m"))
     assert seen and not BoxPaths(runtime.boxes_dir, box_id).dir.exists()
     assert await runtime.list() == []
+    assert not (runtime.cgroups.parents["memory"] / box_id).exists()
+
+
+async def test_a_sandbox_that_cannot_start_leaves_no_folder_and_no_cgroup(
+    make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = make_runtime(chromium=False)
+
+    def broken(plan: SandboxPlan, command: object = None) -> list[str]:
+        return ["bwrap", "--no-such-option", *bwrap_argv(plan)[1:]]
+
+    monkeypatch.setattr(runtime_module, "bwrap_argv", broken)
+    box_id = new_id()
+    with pytest.raises(Unavailable, match="no-such-option"):
+        await runtime.create(box_id, Spec(), Placement(memory="256m", cpus="1"))
+    assert not BoxPaths(runtime.boxes_dir, box_id).dir.exists()
+    for parent in runtime.cgroups.parents.values():
+        assert not (parent / box_id).exists()
 
 
 async def test_a_box_whose_agent_never_listens_times_out_and_leaves_nothing(

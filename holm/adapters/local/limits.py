@@ -9,6 +9,7 @@ a container without cgroup access) the runtime says so in `can()` and refuses th
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -72,10 +73,15 @@ class Cgroups:
         if group is None or not (mount / "cgroup.procs").exists():
             return None
         parent = mount / group.lstrip("/") / GROUP_PARENT
+        # Try making the parent, and leave nothing behind: a group with a child cannot be
+        # removed, and holmd's own group is not ours to keep alive.
         try:
-            parent.mkdir(exist_ok=True)
+            parent.mkdir()
+        except FileExistsError:
+            return parent
         except OSError:
             return None
+        _remove_if_empty(parent)
         return parent
 
     @property
@@ -90,13 +96,11 @@ class Cgroups:
         """The box's groups with their limits set; the paths of their `cgroup.procs`."""
         procs = []
         if memory is not None:
-            group = self.parents["memory"] / box_id
-            group.mkdir(exist_ok=True)
+            group = _make_group(self.parents["memory"] / box_id)
             (group / "memory.limit_in_bytes").write_text(str(memory))
             procs.append(str(group / "cgroup.procs"))
         if cpus is not None:
-            group = self.parents["cpu"] / box_id
-            group.mkdir(exist_ok=True)
+            group = _make_group(self.parents["cpu"] / box_id)
             (group / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
             (group / "cpu.cfs_quota_us").write_text(str(round(cpus * CFS_PERIOD_US)))
             procs.append(str(group / "cgroup.procs"))
@@ -104,7 +108,8 @@ class Cgroups:
 
 
 def remove_groups(procs_files: list[str], timeout_s: float = 5.0) -> None:
-    """Remove a box's groups; a group empties a moment after its last process ended."""
+    """Remove a box's groups, and their parent once no box has a group in it; a group
+    empties a moment after its last process ended."""
     for procs in procs_files:
         group = os.path.dirname(procs)
         deadline = time.monotonic() + timeout_s
@@ -118,6 +123,22 @@ def remove_groups(procs_files: list[str], timeout_s: float = 5.0) -> None:
                 if exc.errno != errno.EBUSY or time.monotonic() >= deadline:
                     raise
                 time.sleep(0.05)
+        _remove_if_empty(Path(group).parent)
+
+
+def _make_group(group: Path) -> Path:
+    try:
+        group.mkdir(parents=True, exist_ok=True)
+    except FileNotFoundError:
+        # The last box's removal took the parent away between its mkdir and ours.
+        group.mkdir(parents=True, exist_ok=True)
+    return group
+
+
+def _remove_if_empty(group: Path) -> None:
+    """rmdir a group that has no child group and no process (it fails otherwise)."""
+    with contextlib.suppress(OSError):
+        group.rmdir()
 
 
 def joining_argv(procs_files: list[str], argv: list[str]) -> list[str]:

@@ -325,6 +325,8 @@ class LocalRuntime:
             None if placement.memory is None else parse_memory(placement.memory),
             None if placement.cpus is None else parse_cpus(placement.cpus),
         )
+        # Recorded before the launch, so that a failed launch's cleanup removes them.
+        write_record(paths.record, record)
         plan = SandboxPlan(
             home=paths.home,
             run_dir=paths.run,
