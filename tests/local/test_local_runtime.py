@@ -116,8 +116,13 @@ async def test_a_box_has_the_canonical_default_size(make_runtime: MakeRuntime) -
     _, width, height = await desktop.frame_hash(0)
     assert (width, height) == (1280, 800)
     listed = await runtime.list()
-    assert listed[0].spec is not None and listed[0].spec.desktop.width == 1280
-    assert listed[0].server_id == "test-server"
+    # The spec as it was asked for, so that a server that lost the box can launch it again.
+    assert listed[0].spec == Spec() and listed[0].server_id == "test-server"
+
+    # A lost connection is made again.
+    await desktop.close()
+    again = await runtime.desktop(box_id)
+    assert again is not desktop and (await again.exec(["true"], 5000)).code == 0
 
 
 async def test_what_the_local_runtime_cannot_do_is_refused(make_runtime: MakeRuntime) -> None:

@@ -6,9 +6,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 from pathlib import Path
 
+import pytest
+
 from holm.adapters.local import procs
+from holm.adapters.local.limits import parse_cpus, parse_memory
+from holm.adapters.local.records import host_x_displays, pick_display_base
 from holm.adapters.local.sandbox import bwrap_argv, launch
 
 from .conftest import RunInBox, plan
@@ -170,3 +175,36 @@ def test_a_reused_pid_is_not_taken_for_the_box() -> None:
     assert me is not None
     assert procs.is_alive(me.pid, me.start)
     assert not procs.is_alive(me.pid, me.start + 1)
+
+
+def test_displays_are_given_out_as_consecutive_free_runs() -> None:
+    assert pick_display_base([], 2, first=220, count=20) == 220
+    assert pick_display_base([220, 223], 2, first=220, count=20) == 221
+    assert pick_display_base([221], 2, first=220, count=20) == 222
+    assert pick_display_base(range(220, 238), 2, first=220, count=20) == 238
+    assert pick_display_base(range(220, 239), 2, first=220, count=20) is None
+
+
+def test_an_x_server_of_the_host_network_takes_its_display() -> None:
+    # What a network box's Xvfb does: listen on the abstract name of its display.
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind("\0/tmp/.X11-unix/X239")
+    server.listen()
+    try:
+        assert 239 in host_x_displays()
+    finally:
+        server.close()
+    assert 239 not in host_x_displays()
+
+
+def test_box_limits_are_read_as_docker_writes_them() -> None:
+    assert parse_memory("512m") == 512 << 20
+    assert parse_memory("2g") == 2 << 30
+    assert parse_memory("1.5GiB") == 3 << 29
+    assert parse_cpus("0.5") == 0.5
+    for bad in ("lots", "1m", "-2g", ""):
+        with pytest.raises(ValueError):
+            parse_memory(bad)
+    for bad in ("many", "0", "-1"):
+        with pytest.raises(ValueError):
+            parse_cpus(bad)

@@ -135,7 +135,7 @@ class LocalRuntime:
         paths = BoxPaths(self.boxes_dir, box_id)
         record = BoxRecord(
             box_id=box_id,
-            spec=canonical_spec(spec),
+            spec=spec,
             placement=placement,
             server_id=self.server_id,
             created_at_ms=_now_ms(),
@@ -307,7 +307,8 @@ class LocalRuntime:
     def _launch(self, paths: BoxPaths, record: BoxRecord) -> BoxRecord:
         """Give the box its displays and cgroups, clean its folder for a new desktop, and
         start its sandbox; the record says all of it before this returns."""
-        desktop, placement = record.spec.desktop, record.placement
+        spec, placement = canonical_spec(record.spec), record.placement
+        desktop = spec.desktop
         if not placement.persistent:
             _empty(paths.home)
         _empty(paths.run)
@@ -330,13 +331,13 @@ class LocalRuntime:
         plan = SandboxPlan(
             home=paths.home,
             run_dir=paths.run,
-            network=record.spec.policy.network,
+            network=spec.policy.network,
             screens=desktop.screens,
             width=desktop.width or 0,
             height=desktop.height or 0,
             display_base=base,
             chromium=self.chromium,
-            apps=record.spec.apps,
+            apps=spec.apps,
         )
         try:
             launched = launch(joining_argv(record.cgroups, bwrap_argv(plan)), paths.log)
