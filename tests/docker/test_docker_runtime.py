@@ -15,6 +15,7 @@ from holm.adapters.docker.runtime import (
     DockerRuntime,
     container_name,
     docker_runtime_if_engine_answers,
+    profile_volume,
 )
 from holm.errors import BadRequest, Denied, NotFound, ScreenUnavailable, Unsupported
 from holm.wire.actions import Click, Point, Press, Type, WaitStill
@@ -318,3 +319,25 @@ async def test_the_runtime_is_there_only_when_an_engine_answers(
     await runtime.close()
     monkeypatch.setenv("DOCKER_HOST", f"unix://{boxes_dir}/no-engine.sock")
     assert docker_runtime_if_engine_answers(boxes_dir, "s") is None
+
+
+async def test_a_browser_profile_outlives_its_box_and_serves_one_box_at_a_time(
+    make_runtime: MakeRuntime, engine: docker.DockerClient
+) -> None:
+    runtime = make_runtime(chromium=False)
+    profile = f"test-{new_box_id()}"
+    first, second = new_box_id(), new_box_id()
+    try:
+        await runtime.create(first, Spec(), Placement(profile=profile))
+        await _shell(runtime, first, "echo signed-in > ~/.holm/cookie")
+        with pytest.raises(Denied):
+            await runtime.create(second, Spec(), Placement(profile=profile))
+        await runtime.delete(first)
+
+        await runtime.create(second, Spec(), Placement(profile=profile))
+        assert await _shell(runtime, second, "cat ~/.holm/cookie") == "signed-in\n"
+        with pytest.raises(BadRequest):
+            await runtime.create(new_box_id(), Spec(), Placement(profile="../etc"))
+    finally:
+        await runtime.delete(second)
+        engine.volumes.get(profile_volume(profile)).remove()

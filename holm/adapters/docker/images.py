@@ -108,7 +108,9 @@ class ImageSource(msgspec.Struct, frozen=True, kw_only=True):
 class ImageBuilder(Protocol):
     """A runtime that builds images (the server serves the images API from it)."""
 
-    async def build_image(self, spec: Spec, progress: Progress | None = None) -> ImageInfo: ...
+    async def build_image(
+        self, spec: Spec, progress: Progress | None = None, *, rebuild: bool = False
+    ) -> ImageInfo: ...
 
     async def list_images(self) -> list[ImageInfo]: ...
 
@@ -179,20 +181,24 @@ class Images:
     def key(self, spec: Spec) -> str:
         return image_key(spec, self.source, self._arch)
 
-    async def build_image(self, spec: Spec, progress: Progress | None = None) -> ImageInfo:
+    async def build_image(
+        self, spec: Spec, progress: Progress | None = None, *, rebuild: bool = False
+    ) -> ImageInfo:
         """The image for a spec, built when the engine does not have it. `progress` gets the
-        build's log lines, on the event loop."""
+        build's log lines, on the event loop. `rebuild` builds it again without the
+        engine's cache even when it exists (to take Debian's updates)."""
         _check_packages(spec)
         key = self.key(spec)
-        built = await asyncio.to_thread(self._find, key)
-        if built is not None:
-            return built
+        if not rebuild:
+            built = await asyncio.to_thread(self._find, key)
+            if built is not None:
+                return built
         listeners = self._listeners.setdefault(key, [])
         if progress is not None:
             listeners.append(progress)
         task = self._building.get(key)
         if task is None:
-            task = asyncio.create_task(self._build(key, spec))
+            task = asyncio.create_task(self._build(key, spec, rebuild))
             self._building[key] = task
         try:
             return await asyncio.shield(task)
@@ -237,14 +243,14 @@ class Images:
             except docker.errors.ImageNotFound as exc:
                 raise NotFound(f"no image {digest} on runtime {self._runtime}") from exc
 
-    async def _build(self, key: str, spec: Spec) -> ImageInfo:
+    async def _build(self, key: str, spec: Spec, rebuild: bool) -> ImageInfo:
         loop = asyncio.get_running_loop()
 
         def log(line: str) -> None:
             loop.call_soon_threadsafe(self._tell, key, line)
 
         try:
-            info = await asyncio.to_thread(self._build_blocking, key, spec, log)
+            info = await asyncio.to_thread(self._build_blocking, key, spec, rebuild, log)
         except HolmError as exc:
             self._failed[key] = self._pending(key, "failed", exc.message, spec)
             raise
@@ -262,7 +268,7 @@ class Images:
         for listener in list(self._listeners.get(key, ())):
             listener(line)
 
-    def _build_blocking(self, key: str, spec: Spec, log: Progress) -> ImageInfo:
+    def _build_blocking(self, key: str, spec: Spec, rebuild: bool, log: Progress) -> ImageInfo:
         ref = image_ref(key)
         with engine_errors():
             base = ensure_base_image(self._client, self._base_image, log)
@@ -287,6 +293,7 @@ class Images:
                     rm=True,
                     forcerm=True,
                     pull=False,
+                    nocache=rebuild,
                     decode=True,
                 )
                 _follow_build(lines, log)

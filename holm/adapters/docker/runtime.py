@@ -27,6 +27,7 @@ Every docker SDK call runs in a thread.
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import time
 from collections.abc import AsyncIterator, Callable
@@ -84,6 +85,7 @@ LABEL_CREATED = "holm.created_at_ms"
 LABEL_RUN_DIR = "holm.run_dir"
 LABEL_EXPIRES = "holm.expires_after_secs"
 LABEL_IDLE = "holm.idle_timeout_secs"
+LABEL_PROFILE = "holm.profile"
 
 # An engine that does not answer a ping in this long is taken as absent.
 PING_TIMEOUT_S = 3
@@ -91,10 +93,13 @@ PING_TIMEOUT_S = 3
 ENGINE_TIMEOUT_S = 600
 BOX_HOME = "/home/box"
 BOX_RUN = "/run/holm"
+# Where the agent keeps each screen's Chromium profile (`chromium-<screen>`).
+BOX_PROFILES = f"{BOX_HOME}/.holm"
 BOX_HOSTNAME = "holm-box"
 READY_TIMEOUT_S = 90.0
 STOP_GRACE_S = 5
 SOCKET_POLL_S = 0.01
+CONNECT_RETRY_S = 5.0
 STATE_POLL_S = 0.5
 LOG_TAIL_LINES = 30
 # Chromium's own /dev/shm use is off (--disable-dev-shm-usage); this is for the rest.
@@ -104,6 +109,8 @@ MAX_SOCKET_PATH = 107
 # A profile lock names a pid of the last run; in the same container that pid may now be
 # another process, and Chromium would refuse the profile.
 _START_COMMAND = 'rm -f "$HOME"/.holm/chromium-*/Singleton*; exec "$@"'
+
+_PROFILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 _spec_decoder = msgspec.json.Decoder(Spec)
 _placement_decoder = msgspec.json.Decoder(Placement)
@@ -115,6 +122,11 @@ def _now_ms() -> int:
 
 def container_name(box_id: str) -> str:
     return f"holm-{box_id}"
+
+
+def profile_volume(profile: str) -> str:
+    """The named volume of a browser profile: it outlives the boxes that use it."""
+    return f"holm-profile-{profile}"
 
 
 class DockerRuntime:
@@ -176,8 +188,10 @@ class DockerRuntime:
 
     # Images (served by the server as the images API)
 
-    async def build_image(self, spec: Spec, progress: Progress | None = None) -> ImageInfo:
-        return await self.images.build_image(spec, progress)
+    async def build_image(
+        self, spec: Spec, progress: Progress | None = None, *, rebuild: bool = False
+    ) -> ImageInfo:
+        return await self.images.build_image(spec, progress, rebuild=rebuild)
 
     async def list_images(self) -> list[ImageInfo]:
         return await self.images.list_images()
@@ -208,6 +222,8 @@ class DockerRuntime:
             labels[LABEL_EXPIRES] = str(placement.expires_after_secs)
         if placement.idle_timeout_secs is not None:
             labels[LABEL_IDLE] = str(placement.idle_timeout_secs)
+        if placement.profile is not None:
+            labels[LABEL_PROFILE] = placement.profile
         async with self._box_lock(box_id):
             if await self._call(self._find, box_id) is not None:
                 raise BadRequest(f"the docker runtime already has a box {box_id}")
@@ -258,6 +274,8 @@ class DockerRuntime:
             run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
             placement = _placement_decoder.decode(container.labels.get(LABEL_PLACEMENT, "{}"))
             await self._call(_empty, run_dir)
+            if placement.profile is not None:
+                await self._call(self._refuse_profile_in_use, placement.profile, box_id)
             if placement.persistent:
                 await self._call(container.start)
             else:
@@ -327,6 +345,11 @@ class DockerRuntime:
                 parse_cpus(placement.cpus)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
+        if placement.profile is not None and not _PROFILE.fullmatch(placement.profile):
+            raise BadRequest(
+                f"placement.profile {placement.profile!r} must be 1 to 64 letters, digits, "
+                "'.', '_' or '-'"
+            )
         longest = self._run_dir(box_id) / f"vnc-{MAX_SCREENS - 1}.sock"
         if len(str(longest)) > MAX_SOCKET_PATH:
             raise Unavailable(
@@ -368,6 +391,10 @@ class DockerRuntime:
             options["nano_cpus"] = int(parse_cpus(placement.cpus) * 1e9)
         if not spec.policy.network:
             options["network_mode"] = "none"
+        volumes = {str(run_dir): {"bind": BOX_RUN, "mode": "rw"}}
+        if placement.profile is not None:
+            self._refuse_profile_in_use(placement.profile, labels[LABEL_BOX])
+            volumes[profile_volume(placement.profile)] = {"bind": BOX_PROFILES, "mode": "rw"}
         self.client.containers.run(
             image,
             ["sh", "-c", _START_COMMAND, "holm-box", *agent],
@@ -385,11 +412,20 @@ class DockerRuntime:
                 "PYTHONUNBUFFERED": "1",
                 "PYTHONDONTWRITEBYTECODE": "1",
             },
-            volumes={str(run_dir): {"bind": BOX_RUN, "mode": "rw"}},
+            volumes=volumes,
             tmpfs={"/tmp": "mode=1777"},
             shm_size=SHM_SIZE,
             **options,
         )
+
+    def _refuse_profile_in_use(self, profile: str, box_id: str) -> None:
+        # Two Chromiums on one profile would corrupt it; and a start clears its locks.
+        running = self.client.containers.list(
+            filters={"label": [f"{LABEL_PROFILE}={profile}", f"{LABEL_RUNTIME}={self.name}"]}
+        )
+        others = [c.labels.get(LABEL_BOX) for c in running if c.labels.get(LABEL_BOX) != box_id]
+        if others:
+            raise Denied(f"browser profile {profile!r} is in use by {', '.join(map(str, others))}")
 
     async def _await_ready(self, box_id: str, run_dir: Path) -> Started:
         """Wait for the agent's socket, then for the agent to say its desktop is up."""
@@ -404,7 +440,9 @@ class DockerRuntime:
                 next_check = now + STATE_POLL_S
                 await self._check_running(box_id)
             await asyncio.sleep(SOCKET_POLL_S)
-        desktop = await self._connect(socket, box_id)
+        # The socket shows at bind(), before listen(): in a container throttled by its CPU
+        # quota, a connect can land between the two and be refused.
+        desktop = await AgentDesktop.connect_when_up(socket, CONNECT_RETRY_S)
         try:
             await desktop.ready(max(deadline - time.monotonic(), 1.0))
         except HolmError as exc:
@@ -545,4 +583,9 @@ def _empty(folder: Path) -> None:
             entry.unlink()
 
 
-__all__ = ["DockerRuntime", "container_name", "docker_runtime_if_engine_answers"]
+__all__ = [
+    "DockerRuntime",
+    "container_name",
+    "docker_runtime_if_engine_answers",
+    "profile_volume",
+]
