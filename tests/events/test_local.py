@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from holm.config import load_config
-from holm.errors import Unavailable
+from holm.errors import Internal, Unavailable
 from holm.events import LocalStore, MemoryStore, open_store, read_trace_file, trace_files
 from holm.events.codec import SPILL_BYTES
 from holm.events.entries import Executed
@@ -268,3 +268,23 @@ async def test_prune_removes_a_trace_s_files_and_the_blobs_only_it_used(
     assert len(left) == 1
     (entry,) = await local.read("box_new")
     assert isinstance(entry, Executed) and entry.stdout == shared
+
+
+async def test_a_last_line_of_an_unknown_kind_is_kept_not_taken_for_torn(
+    tmp_path: Path,
+) -> None:
+    # Written by a newer holm: whole, with an envelope, of a kind this one lacks.
+    newer = b'{"kind":"box_teleported","seq":3,"at_ms":5,"actor":"system"}\n'
+    path = await three_lines_then(tmp_path, newer)
+
+    store = LocalStore(tmp_path)
+    try:
+        info = await store.info("box_1")
+        assert info is not None and (info.entries, info.incomplete) == (4, False)
+        assert [e.seq for e in await store.read("box_1", limit=3)] == [0, 1, 2]
+        with pytest.raises(Internal, match="box_teleported"):
+            await store.read("box_1", after=2)
+        assert [e.seq for e in await store.append("box_1", [paused()])] == [4]
+    finally:
+        await store.close()
+    assert path.read_bytes().count(newer) == 1
