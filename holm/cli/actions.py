@@ -10,7 +10,7 @@ from typing import IO, get_args
 import click
 
 from holm.cli.output import compact_json, print_json
-from holm.cli.params import convert, decode_file, point
+from holm.cli.params import convert, decode_file, point, source_name
 from holm.cli.remote import Remote, remote, screen_option
 from holm.errors import ErrorBody, HolmError
 from holm.wire.actions import (
@@ -351,9 +351,9 @@ def batch(
     with `actions` (and `want`, `settle_ms`, `keep_going`). Prints one line per step."""
     body = decode_file(file, object)
     if isinstance(body, dict):
-        request = convert(body, ActionsRequest, file.name)
+        request = convert(body, ActionsRequest, source_name(file))
     else:
-        request = ActionsRequest(actions=convert(body, list[Action], file.name))
+        request = ActionsRequest(actions=convert(body, list[Action], source_name(file)))
     if keep_going:
         request.keep_going = True
     run_batch(

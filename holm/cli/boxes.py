@@ -19,7 +19,7 @@ from holm.cli.output import (
     progress,
     when,
 )
-from holm.cli.params import DURATION, convert, decode_file
+from holm.cli.params import DURATION, convert, decode_file, source_name
 from holm.cli.remote import Remote, remote
 from holm.errors import BadRequest, Failed
 from holm.wire.api import BoxView, CreateBox, ForkResult
@@ -49,8 +49,8 @@ def _launch_body(spec_file: IO[bytes] | None) -> CreateBox:
         return CreateBox()
     raw = decode_file(spec_file, dict[str, Any])
     if raw.keys() & {"spec", "placement"}:
-        return convert(raw, CreateBox, spec_file.name)
-    return CreateBox(spec=convert(raw, Spec, spec_file.name))
+        return convert(raw, CreateBox, source_name(spec_file))
+    return CreateBox(spec=convert(raw, Spec, source_name(spec_file)))
 
 
 def await_start(remote: Remote, box: BoxView) -> BoxView:

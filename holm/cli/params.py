@@ -51,7 +51,12 @@ def decode_file(stream: IO[bytes], type_: type[T]) -> T:
     try:
         return msgspec.json.decode(stream.read(), type=type_)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise BadRequest(f"{stream.name}: {exc}") from exc
+        raise BadRequest(f"{source_name(stream)}: {exc}") from exc
+
+
+def source_name(stream: IO[bytes]) -> str:
+    """The file's name in messages; stdin (`-`) is `<stdin>`, as Python names it."""
+    return str(getattr(stream, "name", "<stdin>"))
 
 
 def convert(value: object, type_: type[T], source: str) -> T:
@@ -61,4 +66,4 @@ def convert(value: object, type_: type[T], source: str) -> T:
         raise BadRequest(f"{source}: {exc}") from exc
 
 
-__all__ = ["DURATION", "Duration", "convert", "decode_file", "point"]
+__all__ = ["DURATION", "Duration", "convert", "decode_file", "point", "source_name"]
