@@ -1,0 +1,45 @@
+"""holmd for the CLI's end-to-end tests: the same app as `holmd` (`create_app` with the
+settings of the HOLM_* variables, the local store and the local runtime), except that the
+local runtime's boxes take their X displays from HOLM_TEST_DISPLAY_BASE and
+HOLM_TEST_DISPLAY_COUNT, because this machine is shared and holmd has no setting for it.
+
+    python tests/cli/serve_holmd.py      (run as a subprocess by conftest.py)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from aiohttp import web
+
+from holm.adapters.local.runtime import LocalRuntime
+from holm.config import load_config
+from holm.http.app import create_app, server_id_of
+
+
+def main() -> None:
+    config = load_config()
+    local = LocalRuntime(
+        config.state_dir / "boxes",
+        server_id_of(config.state_dir),
+        display_base=int(os.environ["HOLM_TEST_DISPLAY_BASE"]),
+        display_count=int(os.environ["HOLM_TEST_DISPLAY_COUNT"]),
+    )
+    app = create_app(config, runtimes={"local": local})
+
+    async def close_runtime(app: web.Application) -> None:
+        await local.close()
+
+    app.on_cleanup.append(close_runtime)
+    web.run_app(
+        app,
+        host=config.host,
+        port=config.port,
+        access_log=None,
+        print=lambda message: print(f"holmd: {message}", file=sys.stderr, flush=True),
+    )
+
+
+if __name__ == "__main__":
+    main()

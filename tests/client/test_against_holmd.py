@@ -1,0 +1,189 @@
+"""The client against a real holmd with the local runtime: each call reaches its endpoint
+and decodes its answer into the wire types, and error answers arrive as holm.errors."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+
+import pytest
+from e2e_kit import Holmd
+from PIL import Image
+
+from holm.client import HolmClient, SyncHolmClient
+from holm.errors import BadRequest, Denied, Gone, NotFound
+from holm.events.entries import BoxCreated, FrameSeen
+from holm.wire.actions import Launch, Move, Point, Region, Type, Wait, WaitStill
+from holm.wire.api import ActionsRequest
+from holm.wire.spec import Desktop, Placement, Spec
+
+pytestmark = pytest.mark.desktop
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    with Image.open(io.BytesIO(png)) as image:
+        assert image.format == "PNG"
+        return image.size
+
+
+async def test_health_answers_without_a_token(holmd: Holmd) -> None:
+    async with HolmClient(holmd.url, token="") as anonymous:
+        health = await anonymous.health()
+        assert (health.ok, health.service) == (True, "holm-server")
+        with pytest.raises(Denied):
+            await anonymous.list_boxes()
+
+
+async def test_a_box_is_created_once_per_idempotency_key_and_removed(client: HolmClient) -> None:
+    spec = Spec(desktop=Desktop(width=1024, height=640))
+    placement = Placement(expires_after_secs=600)
+    first = await client.create_box(spec, placement, idempotency_key="client-test-create")
+    try:
+        again = await client.create_box(spec, placement, idempotency_key="client-test-create")
+        assert again.id == first.id
+        assert first.state == "ready"
+        assert (first.width, first.height) == (1024, 640)
+        assert first.id in [box.id for box in await client.list_boxes()]
+        assert (await client.get_box(first.id)).spec_digest == first.spec_digest
+    finally:
+        removed = await client.delete_box(first.id)
+    assert removed.id == first.id
+    with pytest.raises(Gone):
+        await client.get_box(first.id)
+    with pytest.raises(Gone):
+        await client.delete_box(first.id)
+    assert first.id not in [box.id for box in await client.list_boxes()]
+
+
+async def test_a_batch_returns_the_cursor_and_frame_and_skips_an_unchanged_frame(
+    client: HolmClient, box: str
+) -> None:
+    # Still screens before and after the move: a fresh box's browser may still be drawing.
+    steps = [WaitStill(settle_ms=500), Move(to=Point(x=101, y=123)), WaitStill(settle_ms=500)]
+    moved = await client.act(box, ActionsRequest(actions=steps, want=["frame", "cursor"]))
+    assert moved.stopped_at is None
+    assert [(step.type, step.ok) for step in moved.results] == [
+        ("wait_still", True),
+        ("move", True),
+        ("wait_still", True),
+    ]
+    assert moved.cursor == Point(x=101, y=123)
+    assert await client.cursor(box) == Point(x=101, y=123)
+    assert moved.frame is not None and moved.frame.png_base64 is not None
+    assert png_size(base64.b64decode(moved.frame.png_base64)) == (1280, 800)
+
+    still = await client.act(
+        box,
+        ActionsRequest(actions=[Wait(ms=10)], want=["frame"], have_frame=moved.frame.hash),
+    )
+    assert still.frame is not None
+    assert still.frame.unchanged is True
+    assert still.frame.png_base64 is None
+
+
+async def test_a_refused_step_stops_the_batch_unless_it_keeps_going(
+    client: HolmClient, box: str
+) -> None:
+    steps = [Wait(ms=1), Launch(app="no-such-app"), Wait(ms=1)]
+    stopped = await client.act(box, steps)
+    assert stopped.stopped_at == 1
+    assert [step.ok for step in stopped.results] == [True, False]
+    assert stopped.results[1].error is not None
+
+    went_on = await client.act(box, ActionsRequest(actions=steps, keep_going=True))
+    assert [step.ok for step in went_on.results] == [True, False, True]
+
+
+async def test_frames_capture_the_screen_a_region_and_say_when_unchanged(
+    client: HolmClient, box: str
+) -> None:
+    # A fresh box's browser may still be drawing its first page.
+    settled = await client.act(box, [WaitStill(settle_ms=500)])
+    assert settled.results[0].ok
+    whole = await client.frame(box)
+    assert whole.png_base64 is not None
+    assert png_size(base64.b64decode(whole.png_base64)) == (1280, 800)
+    same = await client.frame(box, have=whole.hash)
+    assert same.unchanged and same.png_base64 is None
+    part = await client.frame(box, region=Region(x=10, y=20, width=300, height=200))
+    assert part.png_base64 is not None
+    assert png_size(base64.b64decode(part.png_base64)) == (300, 200)
+    with pytest.raises(NotFound):
+        await client.frame(box, screen=3)
+
+
+async def test_windows_list_the_browser(client: HolmClient, box: str) -> None:
+    windows = await client.windows(box)
+    assert windows, "Chromium's window"
+    active = await client.active_window(box)
+    assert active is None or active.id in {window.id for window in windows}
+
+
+async def test_exec_files_and_clipboard(client: HolmClient, box: str) -> None:
+    ran = await client.exec(box, ["sh", "-c", "echo hi; exit 4"])
+    assert (ran.code, ran.stdout, ran.timed_out) == (4, "hi\n", False)
+
+    written = await client.write_file(box, "/tmp/client/a.txt", b"needle in\nhay\n")
+    assert written.bytes == 14
+    assert await client.read_file(box, "/tmp/client/a.txt") == b"needle in\nhay\n"
+    listing = await client.list_files(box, "/tmp/client")
+    assert [(e.name, e.type, e.size) for e in listing.entries] == [("a.txt", "file", 14)]
+    found = await client.grep(box, "needle", path="/tmp/client")
+    assert [(m.path, m.line, m.text) for m in found.matches] == [
+        ("/tmp/client/a.txt", 1, "needle in")
+    ]
+    assert (await client.glob(box, "*.txt", path="/tmp/client")).paths == ["/tmp/client/a.txt"]
+    with pytest.raises(NotFound):
+        await client.read_file(box, "/tmp/client/missing")
+
+    await client.set_clipboard(box, "copied")
+    assert await client.get_clipboard(box) == "copied"
+
+
+async def test_the_trace_pages_and_serves_its_frames(client: HolmClient, box: str) -> None:
+    await client.act(box, [Type(text="x")])
+    first = await client.trace(box, limit=2)
+    assert [entry.seq for entry in first.entries] == [0, 1]
+    assert isinstance(first.entries[0], BoxCreated)
+    assert first.more is True
+    assert first.next == 1
+    rest = await client.trace(box, after=first.next)
+    assert rest.entries[0].seq == 2
+    frames = [e for e in [*first.entries, *rest.entries] if isinstance(e, FrameSeen)]
+    assert frames, "a frame entry"
+    png = await client.trace_frame(box, frames[-1].frame)
+    assert png_size(png) == (frames[-1].width, frames[-1].height)
+    with pytest.raises(BadRequest):
+        await client.trace(box, limit=501)
+
+
+async def test_events_runtimes_and_jobs(client: HolmClient, box: str) -> None:
+    page = await client.events(limit=1000)
+    assert "box.created" in {event.kind for event in page.events if event.box_id == box}
+    assert page.next >= max(event.seq for event in page.events)
+    later = await client.events(after=page.next)
+    assert all(event.seq > page.next for event in later.events)
+
+    runtimes = await client.runtimes()
+    assert [(r.name, r.default) for r in runtimes] == [("local", True)]
+    assert (await client.runtime("local")).can.pause is True
+    with pytest.raises(NotFound):
+        await client.runtime("nowhere")
+
+    assert (await client.reap()).removed == 0
+    assert (await client.run_jobs()).ran == 0
+    # Nothing is old enough to go: every box of this server is minutes old.
+    pruned = await client.prune()
+    assert (pruned.entries, pruned.boxes) == (0, 0)
+
+
+async def test_the_sync_client_works_inside_a_running_loop(holmd: Holmd, box: str) -> None:
+    # A script in a notebook or an async test has a loop running in its thread already.
+    asyncio.get_running_loop()
+    with SyncHolmClient(holmd.url, holmd.token) as sync:
+        assert sync.get_box(box).id == box
+        assert sync.exec(box, ["true"]).code == 0
+        assert sync.act(box, [Launch(app="no-such-app")]).stopped_at == 0
+        with pytest.raises(NotFound):
+            sync.get_box("box_0000000000000000000000000000dead")
