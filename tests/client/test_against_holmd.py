@@ -14,7 +14,7 @@ from PIL import Image
 from holm.client import HolmClient, SyncHolmClient
 from holm.errors import BadRequest, Denied, Gone, NotFound
 from holm.events.entries import BoxCreated, FrameSeen
-from holm.wire.actions import Launch, Move, Point, Region, Type, Wait, WaitStill
+from holm.wire.actions import Action, Launch, Move, Point, Region, Type, Wait, WaitStill
 from holm.wire.api import ActionsRequest
 from holm.wire.spec import Desktop, Placement, Spec
 
@@ -60,7 +60,11 @@ async def test_a_batch_returns_the_cursor_and_frame_and_skips_an_unchanged_frame
     client: HolmClient, box: str
 ) -> None:
     # Still screens before and after the move: a fresh box's browser may still be drawing.
-    steps = [WaitStill(settle_ms=500), Move(to=Point(x=101, y=123)), WaitStill(settle_ms=500)]
+    steps: list[Action] = [
+        WaitStill(settle_ms=500),
+        Move(to=Point(x=101, y=123)),
+        WaitStill(settle_ms=500),
+    ]
     moved = await client.act(box, ActionsRequest(actions=steps, want=["frame", "cursor"]))
     assert moved.stopped_at is None
     assert [(step.type, step.ok) for step in moved.results] == [
@@ -85,7 +89,7 @@ async def test_a_batch_returns_the_cursor_and_frame_and_skips_an_unchanged_frame
 async def test_a_refused_step_stops_the_batch_unless_it_keeps_going(
     client: HolmClient, box: str
 ) -> None:
-    steps = [Wait(ms=1), Launch(app="no-such-app"), Wait(ms=1)]
+    steps: list[Action] = [Wait(ms=1), Launch(app="no-such-app"), Wait(ms=1)]
     stopped = await client.act(box, steps)
     assert stopped.stopped_at == 1
     assert [step.ok for step in stopped.results] == [True, False]
