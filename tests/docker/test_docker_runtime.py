@@ -19,7 +19,7 @@ from holm.adapters.docker.runtime import (
 )
 from holm.errors import BadRequest, Denied, NotFound, ScreenUnavailable, Unsupported
 from holm.wire.actions import Click, Point, Press, Type, WaitStill
-from holm.wire.spec import Desktop, Placement, Policy, Spec, canonical_spec
+from holm.wire.spec import Desktop, Placement, Policy, Spec
 
 from .conftest import MakeRuntime, new_box_id
 
@@ -84,7 +84,7 @@ async def test_a_box_comes_up_with_chromium_and_takes_input(
     listed = await _box(runtime, box_id)
     assert listed.state == "running"
     assert listed.server_id == server_id
-    assert listed.spec == canonical_spec(Spec())
+    assert listed.spec == Spec()
     assert listed.placement == placement
     labels = engine.containers.get(container_name(box_id)).labels
     assert labels["holm.box"] == box_id and labels["holm.server"] == server_id
@@ -156,7 +156,7 @@ async def test_a_box_that_is_not_persistent_starts_with_fresh_files(
     assert result.code == 1
     assert engine.containers.get(container_name(box_id)).id != container_id
     listed = await _box(runtime, box_id)
-    assert listed.state == "running" and listed.spec == canonical_spec(Spec())
+    assert listed.state == "running" and listed.spec == Spec()
 
 
 async def test_delete_removes_the_container_and_its_run_folder(
@@ -193,7 +193,7 @@ async def test_a_new_runtime_object_adopts_the_boxes_of_the_last(
     listed = await _box(second, box_id)
     assert listed.state == "running"
     assert listed.server_id == server_id
-    assert listed.spec == canonical_spec(spec)
+    assert listed.spec == spec
     assert listed.placement == placement
     assert listed.created_at_ms is not None
     desktop = await second.desktop(box_id)

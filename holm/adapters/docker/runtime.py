@@ -212,7 +212,8 @@ class DockerRuntime:
             LABEL_BOX: box_id,
             LABEL_SERVER: self.server_id or "",
             LABEL_RUNTIME: self.name,
-            LABEL_SPEC: canonical_json(canonical_spec(spec)).decode(),
+            # As it was asked for, so a server that lost the box can launch it again.
+            LABEL_SPEC: canonical_json(spec).decode(),
             LABEL_PLACEMENT: canonical_json(placement).decode(),
             LABEL_CREATED: str(_now_ms()),
             LABEL_RUN_DIR: str(run_dir),
@@ -362,7 +363,7 @@ class DockerRuntime:
         return self.boxes_dir / box_id / "run"
 
     def _run_container(self, image: str, labels: dict[str, str]) -> None:
-        spec = _spec_decoder.decode(labels[LABEL_SPEC])
+        spec = canonical_spec(_spec_decoder.decode(labels[LABEL_SPEC]))
         placement = _placement_decoder.decode(labels[LABEL_PLACEMENT])
         desktop = spec.desktop
         run_dir = Path(labels[LABEL_RUN_DIR])
