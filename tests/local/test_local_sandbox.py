@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -147,9 +148,13 @@ def test_a_launched_sandbox_is_one_tree_that_freezes_thaws_and_ends(state_dir: P
     launched = launch(argv, state_dir / "tree.log")
     root, start = launched.init_pid, launched.init_start
     try:
-        pids = procs.tree(root, start)
-        while len(pids) < 4:  # init, sh→sleep 302, sleep 300, the orphaned sleep 301
+        # init, sh→sleep 302, sleep 300, and sleep 301 orphaned to the init
+        for _ in range(1000):
             pids = procs.tree(root, start)
+            if len(pids) == 4:
+                break
+            time.sleep(0.01)
+        assert len(pids) == 4, pids
         starts = {pid: stat.start for pid in pids if (stat := procs.read_stat(pid))}
         # The box has its own session: a signal to holmd's process group misses it.
         assert os.getsid(root) != os.getsid(0)
