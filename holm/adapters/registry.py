@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from holm.adapters.base import Runtime
+from holm.adapters.docker.runtime import docker_runtime_if_engine_answers
 from holm.adapters.local.runtime import LocalRuntime
 from holm.config import Config
 
@@ -13,7 +14,9 @@ def make_runtimes(config: Config, server_id: str | None) -> dict[str, Runtime]:
     runtimes: dict[str, Runtime] = {
         "local": LocalRuntime(config.state_dir / "boxes", server_id),
     }
-    # The docker runtime is added here.
+    docker = docker_runtime_if_engine_answers(config.state_dir / "boxes", server_id)
+    if docker is not None:
+        runtimes[docker.name] = docker
     return runtimes
 
 

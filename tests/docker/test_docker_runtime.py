@@ -17,6 +17,8 @@ from holm.adapters.docker.runtime import (
     docker_runtime_if_engine_answers,
     profile_volume,
 )
+from holm.adapters.registry import make_runtimes
+from holm.config import Config
 from holm.errors import BadRequest, Denied, NotFound, ScreenUnavailable, Unsupported
 from holm.wire.actions import Click, Point, Press, Type, WaitStill
 from holm.wire.spec import Desktop, Placement, Policy, Spec
@@ -341,3 +343,19 @@ async def test_a_browser_profile_outlives_its_box_and_serves_one_box_at_a_time(
     finally:
         await runtime.delete(second)
         engine.volumes.get(profile_volume(profile)).remove()
+
+
+async def test_the_server_has_the_docker_runtime_when_the_engine_answers(
+    engine: docker.DockerClient, boxes_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtimes = make_runtimes(Config(state_dir=boxes_dir.parent), "s")
+    found = runtimes["docker"]
+    for runtime in runtimes.values():
+        await runtime.close()
+    assert isinstance(found, DockerRuntime)
+    assert found.images.source.base_image == "debian:bookworm-slim"
+    monkeypatch.setenv("HOLM_DOCKER_BASE_IMAGE", "debian:trixie-slim")
+    other = docker_runtime_if_engine_answers(boxes_dir, "s")
+    assert other is not None and other.images.source.base_image == "debian:trixie-slim"
+    assert other.images.key(Spec()) != found.images.key(Spec())
+    await other.close()
