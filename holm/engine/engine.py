@@ -16,10 +16,9 @@ import base64
 import binascii
 import contextlib
 import contextvars
-import importlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
@@ -267,8 +266,10 @@ class Engine:
         once; the launch and the replay run as one job."""
         if request.mode == "snapshot":
             raise Unsupported("a snapshot fork is refused: a fork replays the trace")
+        # Imported here: the interpreter is built on this module.
+        from holm.replay import fork_box
+
         source = await self.box(box_id)
-        fork_box = _fork_interpreter()
         if self.config.jobs != "queue":
             return await fork_box(self, box_id, request)
         placement = request.placement or source.placement or Placement()
@@ -417,7 +418,10 @@ class Engine:
             state = guards.ready(self.journal.state(box_id), box_id)
             guards.screen_of(state, screen, drive=True)
             desktop = await self._desktop(box_id)
-            return await run_steps(self.journal, desktop, box_id, screen, request, actor)
+            try:
+                return await run_steps(self.journal, desktop, box_id, screen, request, actor)
+            finally:
+                self.watchers.nudge(box_id, screen)
 
     async def launch(
         self, box_id: str, screen: int, app: str, args: list[str], *, actor: Actor = "agent"
@@ -426,6 +430,7 @@ class Engine:
         desktop = await self._driving(box_id, screen)
         async with self._screen_lock(box_id, screen):
             window = await boundary(desktop.launch(screen, app, args), "launching an app")
+            self.watchers.nudge(box_id, screen)
             launched = entry(
                 AppLaunched,
                 actor,
@@ -445,6 +450,8 @@ class Engine:
         state = guards.ready(self.journal.state(box_id), box_id)
         desktop = await self._desktop(state.id)
         result = await boundary(desktop.exec(argv, timeout_ms), "running a command")
+        # A command can open windows on any screen.
+        self.watchers.nudge(box_id)
         executed = entry(
             Executed,
             actor,
@@ -521,6 +528,7 @@ class Engine:
         desktop = await self._driving(box_id, screen)
         async with self._screen_lock(box_id, screen):
             await boundary(desktop.focus_window(screen, window), "focusing a window")
+        self.watchers.nudge(box_id, screen)
 
     async def arrange_window(
         self, box_id: str, screen: int, window: str, how: Arrange
@@ -533,6 +541,7 @@ class Engine:
         desktop = await self._driving(box_id, screen)
         async with self._screen_lock(box_id, screen):
             await boundary(desktop.close_window(screen, window), "closing a window")
+        self.watchers.nudge(box_id, screen)
 
     async def read_file(self, box_id: str, path: str, *, actor: Actor = "agent") -> bytes:
         """Read a file; recorded as `file_read` with its path and size."""
@@ -645,13 +654,6 @@ class Engine:
 
     def _screen_lock(self, box_id: str, screen: int) -> asyncio.Lock:
         return self._screen_locks.setdefault((box_id, screen), asyncio.Lock())
-
-
-def _fork_interpreter() -> Callable[[Engine, str, ForkRequest], Awaitable[ForkResult]]:
-    fork_box = getattr(importlib.import_module("holm.replay"), "fork_box", None)
-    if fork_box is None:
-        raise Unsupported("fork is not built yet in this server")
-    return fork_box  # type: ignore[no-any-return]
 
 
 def _check_can(runtime: Runtime, spec: Spec, placement: Placement) -> None:

@@ -1,6 +1,11 @@
 """Frame watchers: one task per screen of each ready box polls the screen's pixel hash and,
 when it changed, captures the PNG, keeps it in the store and appends a `frame` entry whose
 actor is whoever has the screen. They run beside the requests, never on a batch's path.
+
+A poll is not free (the agent reads the whole screen to hash it), so a watcher polls a few
+times a second (`poll_secs`) only while the screen is busy: for `HOT_SECS` after the server
+did something on it (`nudge`) or after it last changed; otherwise once every
+`IDLE_POLL_SECS`, which still catches what a person or an animation changes.
 """
 
 from __future__ import annotations
@@ -8,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from holm.adapters.base import Desktop
@@ -23,6 +29,8 @@ log = logging.getLogger(__name__)
 
 # After an error (a box going away, a desktop restarting) a watcher waits this much longer.
 BACKOFF_SECS = 2.0
+HOT_SECS = 3.0
+IDLE_POLL_SECS = 1.0
 
 
 class FrameWatchers:
@@ -37,7 +45,20 @@ class FrameWatchers:
         self.store = store
         self.desktop_of = desktop_of
         self.poll_secs = poll_secs
+        self.idle_poll_secs = max(poll_secs, IDLE_POLL_SECS)
         self._tasks: dict[str, list[asyncio.Task[None]]] = {}
+        # Per watched screen: set to look now; and until when to poll fast.
+        self._nudged: dict[tuple[str, int], asyncio.Event] = {}
+        self._hot_until: dict[tuple[str, int], float] = {}
+
+    def nudge(self, box_id: str, screen: int | None = None) -> None:
+        """The server did something that may change the screen (all screens when None):
+        look soon and keep looking fast for a while. Costs nothing when not watched."""
+        until = time.monotonic() + HOT_SECS
+        for (box, number), event in self._nudged.items():
+            if box == box_id and screen in (None, number):
+                self._hot_until[(box, number)] = until
+                event.set()
 
     def start(self, box_id: str) -> None:
         """Watch every screen of a box that just became ready (no-op when watched)."""
@@ -45,6 +66,9 @@ class FrameWatchers:
         running = self._tasks.get(box_id, [])
         if state is None or any(not task.done() for task in running):
             return
+        for screen in range(state.screens):
+            self._nudged[(box_id, screen)] = asyncio.Event()
+            self._hot_until[(box_id, screen)] = time.monotonic() + HOT_SECS
         self._tasks[box_id] = [
             asyncio.create_task(self._watch(box_id, screen), name=f"frames {box_id}/{screen}")
             for screen in range(state.screens)
@@ -54,6 +78,9 @@ class FrameWatchers:
         """Stop watching a box before it is paused, stopped or removed: a call in flight
         to a paused box would otherwise hang until it resumes."""
         tasks = self._tasks.pop(box_id, [])
+        for key in [key for key in self._nudged if key[0] == box_id]:
+            del self._nudged[key]
+            self._hot_until.pop(key, None)
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -69,25 +96,42 @@ class FrameWatchers:
             state = self.journal.state(box_id)
             if state is None or state.removed or state.state != "ready":
                 return
+            key = (box_id, screen)
             try:
-                await self._look(state, screen)
-                await asyncio.sleep(self.poll_secs)
+                if await self._look(state, screen):
+                    self._hot_until[key] = time.monotonic() + HOT_SECS
+                await self._pause(key, 0.0)
             except HolmError as exc:
                 log.debug("frames of %s/%s: %s", box_id, screen, exc)
-                await asyncio.sleep(self.poll_secs + BACKOFF_SECS)
+                await self._pause(key, BACKOFF_SECS)
             except Exception:
                 log.exception("frames of %s/%s", box_id, screen)
-                await asyncio.sleep(self.poll_secs + BACKOFF_SECS)
+                await self._pause(key, BACKOFF_SECS)
 
-    async def _look(self, state: BoxState, screen: int) -> None:
+    async def _pause(self, key: tuple[str, int], extra: float) -> None:
+        """Wait for the next poll: soon while the screen is busy, else until the idle
+        interval ends or the server nudges."""
+        if time.monotonic() < self._hot_until.get(key, 0.0):
+            await asyncio.sleep(self.poll_secs + extra)
+            return
+        event = self._nudged.get(key)
+        if event is None:
+            await asyncio.sleep(self.idle_poll_secs + extra)
+            return
+        event.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), self.idle_poll_secs + extra)
+
+    async def _look(self, state: BoxState, screen: int) -> bool:
+        """Record the screen if it changed; say whether it did."""
         last = state.frames[screen] if screen < len(state.frames) else None
         desktop = await boundary(self.desktop_of(state.id), "reaching the desktop")
         now, _, _ = await boundary(desktop.frame_hash(screen), "a frame hash")
         if now == last:
-            return
+            return False
         frame = await boundary(desktop.frame(screen, have=last), "a frame capture")
         if frame.unchanged or frame.png is None:
-            return
+            return False
         await self.store.put_frame(state.id, frame.hash, frame.png)
         # Who has the screen now, not when the poll began.
         current = self.journal.state(state.id) or state
@@ -105,3 +149,4 @@ class FrameWatchers:
                 )
             ],
         )
+        return True

@@ -1,0 +1,265 @@
+"""Benchmarks of holmd's REST API; prints figures, asserts nothing.
+
+    .venv/bin/python bench/http.py [--clicks 500] [--seconds 30] [--clients 64] [--boxes 8]
+
+The server runs in its own process (this script started with `--serve`), on 127.0.0.1,
+with the local runtime (real boxes, X displays from :240) and the durable local store in a
+temporary state dir; the load comes from this process over loopback.
+
+1. One click through HTTP: a batch of one `click`, answered once its `acted` entry is
+   fsynced (target: p50 < 2 ms). To tell where the time goes, the same click is also timed
+   in this process on the in-memory runtime double, with the memory store (HTTP and engine
+   alone) and with the local store (plus the fsync), without a desktop.
+2. Many clients on a few boxes for a bounded time: errors (must be 0), requests/s, and that
+   every trace is contiguous afterwards.
+3. `GET /v1/health` requests/s with one server process.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This file's name shadows the standard library's `http` when it runs as a script: its
+# folder leaves the import path before anything imports `http`.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+
+import aiohttp
+
+DISPLAY_BASE = 240
+DISPLAY_COUNT = 20
+CONFIRM = {"x-holm-confirm-delete": "true"}
+
+
+def serve(state_dir: Path, port: int) -> None:
+    """The server process: holmd's app over real local boxes and the local store."""
+    from aiohttp import web
+
+    from holm.adapters.local.runtime import LocalRuntime
+    from holm.config import load_config
+    from holm.http.app import create_app, server_id_of
+
+    config = load_config(
+        {},
+        state_dir=str(state_dir),
+        storage_backend="local",
+        server_addr=f"127.0.0.1:{port}",
+        schedule="external",
+    )
+    runtime = LocalRuntime(
+        state_dir / "boxes",
+        server_id_of(state_dir),
+        display_base=DISPLAY_BASE,
+        display_count=DISPLAY_COUNT,
+        chromium=False,
+    )
+    app = create_app(config, runtimes={"local": runtime})
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+
+
+async def click_without_desktop(clicks: int) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from holm.config import load_config
+    from holm.engine.memory_runtime import MemoryRuntime
+    from holm.events import LocalStore, MemoryStore
+    from holm.events.store import TraceStore
+    from holm.http.app import create_app, server_id_of
+
+    for name in ("memory", "local"):
+        state_dir = Path(tempfile.mkdtemp(prefix="h5a-bench-", dir="/tmp"))
+        config = load_config(
+            {}, state_dir=str(state_dir), default_runtime="memory", schedule="external"
+        )
+        store: TraceStore = LocalStore(state_dir) if name == "local" else MemoryStore()
+        runtime = MemoryRuntime(server_id=server_id_of(state_dir))
+        app = create_app(config, runtimes={"memory": runtime}, store=store)
+        async with TestClient(TestServer(app)) as client:
+            async with client.post("/v1/boxes", json={}) as response:
+                box = (await response.json())["id"]
+            url = f"/v1/boxes/{box}/screens/0/actions"
+            times = []
+            for n in range(clicks + 50):
+                body = {"actions": [{"type": "click", "at": {"x": n % 100, "y": 10}}]}
+                began = time.perf_counter()
+                async with client.post(url, json=body) as response:
+                    await response.read()
+                if n >= 50:
+                    times.append((time.perf_counter() - began) * 1000)
+        await store.close()
+        shutil.rmtree(state_dir, ignore_errors=True)
+        print(
+            f"one click, in-memory runtime double, {name} store: "
+            f"p50 {statistics.median(times):.2f} ms, p95 {percentile(times, 0.95):.2f} ms"
+        )
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+async def click_latency(session: aiohttp.ClientSession, base: str, box: str, clicks: int) -> None:
+    url = f"{base}/v1/boxes/{box}/screens/0/actions"
+    times = []
+    for n in range(clicks + 50):
+        body = {"actions": [{"type": "click", "at": {"x": 10 + n % 100, "y": 10}}]}
+        began = time.perf_counter()
+        async with session.post(url, json=body) as response:
+            await response.read()
+            assert response.status == 200, await response.text()
+        if n >= 50:  # the first ones warm the connection and the agent up
+            times.append((time.perf_counter() - began) * 1000)
+    print(
+        f"one click through HTTP, durable: p50 {statistics.median(times):.2f} ms, "
+        f"p95 {percentile(times, 0.95):.2f} ms, p99 {percentile(times, 0.99):.2f} ms "
+        f"({clicks} clicks, one at a time)"
+    )
+
+
+async def many_clients(
+    session: aiohttp.ClientSession, base: str, boxes: list[str], clients: int, seconds: float
+) -> None:
+    counts = {"ok": 0, "errors": 0}
+    deadline = time.monotonic() + seconds
+
+    async def client(n: int) -> None:
+        box = boxes[n % len(boxes)]
+        url = f"{base}/v1/boxes/{box}/screens/0/actions"
+        body = {"actions": [{"type": "click", "at": {"x": 5 + n, "y": 5}}]}
+        while time.monotonic() < deadline:
+            async with session.post(url, json=body) as response:
+                await response.read()
+                counts["ok" if response.status == 200 else "errors"] += 1
+
+    began = time.monotonic()
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    took = time.monotonic() - began
+    contiguous = 0
+    for box in boxes:
+        seqs: list[int] = []
+        after = -1
+        while True:
+            async with session.get(f"{base}/v1/boxes/{box}/trace?after={after}") as response:
+                page = await response.json()
+            seqs += [entry["seq"] for entry in page["entries"]]
+            if not page["more"]:
+                break
+            after = page["next"]
+        contiguous += seqs == list(range(len(seqs)))
+    print(
+        f"{clients} clients on {len(boxes)} boxes for {took:.0f} s: "
+        f"{counts['ok'] / took:.0f} requests/s, {counts['errors']} errors, "
+        f"{contiguous} of {len(boxes)} traces contiguous"
+    )
+
+
+async def health_rate(session: aiohttp.ClientSession, base: str, seconds: float) -> None:
+    done = 0
+    deadline = time.monotonic() + seconds
+
+    async def client() -> None:
+        nonlocal done
+        while time.monotonic() < deadline:
+            async with session.get(f"{base}/v1/health") as response:
+                await response.read()
+            done += 1
+
+    began = time.monotonic()
+    await asyncio.gather(*(client() for _ in range(32)))
+    print(
+        f"GET /v1/health: {done / (time.monotonic() - began):.0f} requests/s "
+        "(one server process, 32 clients in one client process)"
+    )
+
+
+async def bench(args: argparse.Namespace, base: str) -> None:
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for _ in range(200):
+            try:
+                async with session.get(f"{base}/v1/health") as response:
+                    if response.status == 200:
+                        break
+            except aiohttp.ClientError:
+                await asyncio.sleep(0.1)
+        boxes = []
+        try:
+            began = time.perf_counter()
+            for _ in range(args.boxes):
+                async with session.post(f"{base}/v1/boxes", json={}) as response:
+                    created = await response.json()
+                    assert response.status == 200, created
+                    boxes.append(created["id"])
+            print(f"{args.boxes} boxes (no Chromium) ready in {time.perf_counter() - began:.1f} s")
+            await click_latency(session, base, boxes[0], args.clicks)
+            await many_clients(session, base, boxes, args.clients, args.seconds)
+            await health_rate(session, base, min(args.seconds, 10))
+        finally:
+            for box in boxes:
+                async with session.delete(f"{base}/v1/boxes/{box}", headers=CONFIRM):
+                    pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clicks", type=int, default=500)
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--boxes", type=int, default=8)
+    parser.add_argument("--serve", nargs=2, metavar=("STATE_DIR", "PORT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(Path(args.serve[0]), int(args.serve[1]))
+        return
+    state_dir = Path(tempfile.mkdtemp(prefix="h5a-bench-", dir="/tmp"))
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(state_dir), str(port)],
+        start_new_session=True,
+    )
+    try:
+        print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        asyncio.run(click_without_desktop(args.clicks))
+        asyncio.run(bench(args, f"http://127.0.0.1:{port}"))
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+        _end_boxes(state_dir)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _end_boxes(state_dir: Path) -> None:
+    """Boxes outlive the server: end any a failed run left behind."""
+    from holm.adapters.local.runtime import LocalRuntime
+
+    async def end() -> None:
+        runtime = LocalRuntime(state_dir / "boxes", "bench-cleaner", display_base=DISPLAY_BASE)
+        for box in await runtime.list():
+            await runtime.delete(box.box_id)
+        await runtime.close()
+
+    asyncio.run(end())
+
+
+if __name__ == "__main__":
+    main()
