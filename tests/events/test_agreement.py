@@ -155,8 +155,8 @@ class StoresAgree(RuleBasedStateMachine):
 
 TestStoresAgree = StoresAgree.TestCase
 TestStoresAgree.settings = settings(
-    max_examples=30,
-    stateful_step_count=25,
+    max_examples=20,
+    stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
