@@ -236,10 +236,7 @@ Entry = (
     | ImageRemoved
 )
 
-KINDS: tuple[str, ...] = tuple(
-    cls.__struct_config__.tag
-    for cls in Entry.__args__
-)
+KINDS: tuple[str, ...] = tuple(cls.__struct_config__.tag for cls in Entry.__args__)
 
 
 def step_key(kind: str, canonical_input: object) -> str:
