@@ -1,0 +1,81 @@
+"""`holmd` itself, as a process: it listens on HOLM_SERVER_ADDR with the settings of its
+environment, stops cleanly on SIGTERM, and refuses a malformed setting."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+HOLMD = Path(sys.executable).parent / "holmd"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def state_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="h5a-d-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def get(url: str, token: str | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def test_holmd_serves_until_sigterm(state_dir: Path) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "HOLM_SERVER_ADDR": f"127.0.0.1:{port}",
+        "HOLM_STATE_DIR": str(state_dir),
+        "HOLM_STORAGE_BACKEND": "local",
+        "HOLM_SERVER_TOKEN": "t0ken",
+    }
+    process = subprocess.Popen([str(HOLMD)], env=env, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                status, body = get(f"{base}/v1/health")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.05)
+        assert (status, body) == (200, b'{"ok":true,"service":"holm-server"}')
+        assert get(f"{base}/v1/boxes")[0] == 401
+        status, body = get(f"{base}/v1/runtimes", token="t0ken")
+        assert status == 200 and b'"name":"local"' in body
+        assert (state_dir / "server-id").read_text().startswith("srv_")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr.decode()
+
+
+def test_holmd_refuses_a_malformed_setting(state_dir: Path) -> None:
+    env = {**os.environ, "HOLM_STATE_DIR": str(state_dir), "HOLM_SERVER_REAP_SECS": "often"}
+    done = subprocess.run([str(HOLMD)], env=env, capture_output=True, timeout=30)
+    assert done.returncode == 2
+    assert b"bad setting" in done.stderr and b"reap_secs" in done.stderr
