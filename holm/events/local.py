@@ -262,7 +262,12 @@ class LocalStore:
                     batch, self._pending = self._pending, []
                 else:
                     batch = [self._pending.pop(0)]
-                await self._commit(batch)
+                try:
+                    await self._commit(batch)
+                except Exception as exc:
+                    # Never leave an append waiting for a writer that is gone.
+                    for append in batch:
+                        _fail(append.future, Internal(f"the trace store's writer failed: {exc}"))
             if self._closed:
                 return
 
@@ -290,6 +295,10 @@ class LocalStore:
                     for entry, line in zip(entries, lines, strict=True)
                 )
                 done.append((append, entries))
+            # A trace whose every append failed to encode gets no file.
+            works = {name: work for name, work in works.items() if work.lines}
+            if not works:
+                return
             try:
                 sizes = await self._in(self._write_pool, self._write, list(works.values()))
             except Exception as exc:

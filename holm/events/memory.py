@@ -73,14 +73,15 @@ class MemoryStore:
         self._traces: OrderedDict[str, _Trace] = OrderedDict()
 
     async def append(self, trace: str, entries: Sequence[Entry]) -> list[Entry]:
+        check_name("trace", trace)
         if not entries:
-            check_name("trace", trace)
             return []
-        holder = self._holder(trace)
-        seq = holder.next_seq
+        known = self._traces.get(trace)
+        seq = 0 if known is None else known.next_seq
         numbered = [msgspec.structs.replace(entry, seq=seq + i) for i, entry in enumerate(entries)]
         # Encoded before anything changes, so an entry that cannot be written fails alone.
         lines = [encode_entry(entry) for entry in numbered]
+        holder = self._holder(trace)
         holder.lines.extend(zip((entry.at_ms for entry in numbered), lines, strict=True))
         holder.next_seq += len(numbered)
         holder.last_at_ms = numbered[-1].at_ms
@@ -113,6 +114,7 @@ class MemoryStore:
         ]
 
     async def put_frame(self, trace: str, frame_hash: str, png: bytes) -> None:
+        check_name("trace", trace)
         check_name("frame hash", frame_hash)
         frames = self._holder(trace).frames
         frames[frame_hash] = _Frame(png, _now_ms())
@@ -150,7 +152,6 @@ class MemoryStore:
         recently written box trace."""
         holder = self._traces.get(trace)
         if holder is None:
-            check_name("trace", trace)
             holder = self._traces[trace] = _Trace(trace, self.max_entries)
             boxes = [name for name in self._traces if name != SERVER_TRACE]
             for name in boxes[: max(len(boxes) - self.max_traces, 0)]:

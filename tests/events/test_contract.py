@@ -176,3 +176,13 @@ async def test_a_pruned_trace_starts_again_from_seq_zero(store: TraceStore) -> N
 
     again = await store.append("box_1", [paused(at_ms=now)])
     assert [entry.seq for entry in again] == [0]
+
+
+async def test_an_append_that_cannot_be_encoded_leaves_no_trace(store: TraceStore) -> None:
+    with pytest.raises(TypeError):
+        await store.append("box_new", [paused(), executed(stdout=object())])
+    await store.append("box_other", [paused()])  # a write after it, to see what it left
+
+    assert await store.info("box_new") is None
+    assert [info.trace for info in await store.traces()] == ["box_other"]
+    assert [entry.seq for entry in await store.append("box_new", [paused()])] == [0]
