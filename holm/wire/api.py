@@ -290,6 +290,12 @@ class RuntimeList(_Response):
     runtimes: list[RuntimeView]
 
 
+class BuildImage(_Request):
+    """`POST /v1/runtimes/{name}/image`: build the image of a spec before a box needs it."""
+
+    spec: Spec = msgspec.field(default_factory=Spec)
+
+
 # Scheduled work
 
 
@@ -347,6 +353,7 @@ __all__ = [
     "BoxList",
     "BoxStateName",
     "BoxView",
+    "BuildImage",
     "Catalog",
     "ClipboardPut",
     "ClipboardQuery",

@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 from ..routing import Route
-from . import boxes, events, files, health, history, jobs, runtimes, screens, unbuilt, windows
+from . import (
+    boxes,
+    events,
+    files,
+    health,
+    history,
+    images,
+    jobs,
+    runtimes,
+    screens,
+    unbuilt,
+    windows,
+)
 
 ALL_ROUTES: list[Route] = [
     *health.ROUTES,
@@ -14,6 +26,7 @@ ALL_ROUTES: list[Route] = [
     *history.ROUTES,
     *events.ROUTES,
     *runtimes.ROUTES,
+    *images.ROUTES,
     *jobs.ROUTES,
     *unbuilt.ROUTES,
 ]

@@ -92,17 +92,6 @@ _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
         ],
         "token",
     ),
-    (
-        "images",
-        [
-            ("POST", "/v1/runtimes/{name}/image"),
-            ("GET", "/v1/runtimes/{name}/images"),
-            ("GET", "/v1/runtimes/{name}/images/{digest}"),
-            ("DELETE", "/v1/runtimes/{name}/images/{digest}"),
-            ("GET", "/v1/images"),
-        ],
-        "token",
-    ),
     ("MCP", [("*", "/mcp")], "token"),
 ]
 
