@@ -11,6 +11,7 @@ import docker
 import pytest
 
 from holm.adapters.base import RuntimeBox
+from holm.adapters.docker import runtime as docker_runtime
 from holm.adapters.docker.runtime import (
     DockerRuntime,
     container_name,
@@ -19,7 +20,14 @@ from holm.adapters.docker.runtime import (
 )
 from holm.adapters.registry import make_runtimes
 from holm.config import Config
-from holm.errors import BadRequest, Denied, NotFound, ScreenUnavailable, Unsupported
+from holm.errors import (
+    BadRequest,
+    Denied,
+    NotFound,
+    ScreenUnavailable,
+    Unavailable,
+    Unsupported,
+)
 from holm.wire.actions import Click, Point, Press, Type, WaitStill
 from holm.wire.spec import Desktop, Placement, Policy, Spec
 
@@ -359,3 +367,17 @@ async def test_the_server_has_the_docker_runtime_when_the_engine_answers(
     assert other is not None and other.images.source.base_image == "debian:trixie-slim"
     assert other.images.key(Spec()) != found.images.key(Spec())
     await other.close()
+
+
+async def test_a_box_whose_container_ends_before_its_desktop_is_up_is_unavailable(
+    make_runtime: MakeRuntime, engine: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The container's command, in place of the agent: it says why and ends.
+    monkeypatch.setattr(docker_runtime, "_START_COMMAND", 'echo "no desktop today" >&2; exit 3')
+    runtime = make_runtime()
+    box_id = new_box_id()
+    with pytest.raises(Unavailable, match=r"ended with 3.*no desktop today"):
+        await runtime.create(box_id, Spec(), Placement())
+    assert box_id not in {box.box_id for box in await runtime.list()}
+    with pytest.raises(docker.errors.NotFound):
+        engine.containers.get(container_name(box_id))
