@@ -36,6 +36,7 @@ from holm.adapters.base import (
 from holm.config import Config
 from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
 from holm.events.entries import (
+    SERVER_TRACE,
     Actor,
     AppLaunched,
     BoxCreated,
@@ -178,7 +179,8 @@ class Engine:
         """A page of a box's trace (also after the box was removed)."""
         limit = max(1, min(limit, PAGE_MAX))
         info = await stored(self.store.info(box_id))
-        if info is None and self.journal.state(box_id) is None:
+        # The server's own trace (images) is not a box's.
+        if box_id == SERVER_TRACE or (info is None and self.journal.state(box_id) is None):
             raise NotFound(f"no trace for box {box_id}")
         entries = await stored(self.store.read(box_id, after, limit))
         last = await stored(self.store.max_seq(box_id))
@@ -192,7 +194,7 @@ class Engine:
 
     async def trace_frame(self, box_id: str, frame_hash: str) -> bytes:
         png = await stored(self.store.get_frame(box_id, frame_hash))
-        if png is None:
+        if png is None or box_id == SERVER_TRACE:
             raise NotFound(f"box {box_id} has no frame {frame_hash}")
         return png
 

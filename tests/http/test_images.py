@@ -75,6 +75,8 @@ async def test_build_once_list_read_remove(make_client: MakeClient, world: Memor
     runtime.in_use.clear()
     assert await ok_json(await client.delete(f"/v1/runtimes/memory/images/{key}")) == built
     await error_of(await client.get(f"/v1/runtimes/memory/images/{key}"), 404, "not_found")
+    # The server's own trace holds them; it is no box's.
+    await error_of(await client.get("/v1/boxes/server/trace"), 404, "not_found")
     events = (await ok_json(await client.get("/v1/events")))["events"]
     images = [
         (e["kind"], e["runtime"], e["data"]["image"])
