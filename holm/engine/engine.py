@@ -80,11 +80,13 @@ from holm.wire.spec import (
 )
 
 from . import guards
+from .adoption import reconcile
 from .batch import launched_key, run_steps
 from .catalog import catalog_names
 from .guards import boundary
 from .jobs import JobQueue
 from .journal import Journal, entry, now_ms, stored
+from .reaper import every, reap
 from .views import box_view
 from .watcher import FrameWatchers
 
@@ -133,9 +135,6 @@ class Engine:
         """Rebuild every box from the store, settle them with what the runtimes have
         (adopting, and forgetting what is lost), and start the watchers and, with an
         internal schedule, the reaper, the pruner and the job runner."""
-        from .adoption import reconcile
-        from .reaper import every
-
         await self.journal.rebuild()
         await reconcile(self)
         for state in self.journal.states():
@@ -596,8 +595,6 @@ class Engine:
     async def reap(self) -> int:
         """Remove the boxes past their deadline or idle too long, and forget the ones their
         runtime no longer has. Returns how many were removed."""
-        from .reaper import reap
-
         return await reap(self, now_ms())
 
     async def prune(self) -> PruneReport:
