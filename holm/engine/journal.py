@@ -133,7 +133,12 @@ class _TraceWriter:
                         if not future.done():
                             future.set_exception(exc)
                     continue
-                self.journal._fold(self.trace, written)
+                try:
+                    self.journal._fold(self.trace, written)
+                except Exception:
+                    # The entries are durable whatever a projection makes of them; the
+                    # appends are answered, and the next start folds them again.
+                    log.exception("folding entries of %s", self.trace)
                 start = 0
                 for entries, future in batch:
                     if not future.done():
