@@ -5,10 +5,15 @@ and a restarted server."""
 from __future__ import annotations
 
 import asyncio
+import socket
+from pathlib import Path
 
-from http_kit import Client, MakeClient, kinds, new_box, ok_json, trace_entries
+from aiohttp.test_utils import TestClient, TestServer
+from http_kit import Client, MakeClient, app_config, kinds, new_box, ok_json, trace_entries
 
 from holm.engine.memory_runtime import MemoryRuntime, MemoryWorld
+from holm.events import MemoryStore
+from holm.http.app import create_app, server_id_of
 from holm.http.routes import ALL_ROUTES
 
 CLICK = {"actions": [{"type": "click", "at": {"x": 1, "y": 1}}]}
@@ -251,3 +256,33 @@ async def test_a_restarted_server_continues_each_trace(
     assert after[: len(before)] == before
     assert [e["seq"] for e in after] == list(range(len(after)))
     assert "adopted" not in kinds(after)
+
+
+async def test_a_queued_job_wakes_the_server_through_its_public_url(
+    tmp_path: Path, world: MemoryWorld
+) -> None:
+    """With an external schedule, HOLM_PUBLIC_URL and CRON_SECRET, queuing a launch makes
+    the server call its own /v1/jobs/run, so the box does not wait for the scheduler."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = app_config(
+        tmp_path,
+        jobs="queue",
+        public_url=f"http://127.0.0.1:{port}",
+        cron_secret="cron",
+        server_token="token",
+    )
+    runtime = MemoryRuntime(server_id=server_id_of(tmp_path), world=world)
+    app = create_app(config, runtimes={"memory": runtime}, store=MemoryStore())
+    async with TestClient(TestServer(app, port=port)) as client:
+        headers = {"Authorization": "Bearer token"}
+        created = await client.post("/v1/boxes", json={}, headers=headers)
+        assert created.status == 202
+        box_id = (await created.json())["id"]
+        for _ in range(200):
+            box = await ok_json(await client.get(f"/v1/boxes/{box_id}", headers=headers))
+            if box["state"] != "starting":
+                break
+            await asyncio.sleep(0.02)
+        assert box["state"] == "ready"
