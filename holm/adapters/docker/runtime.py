@@ -62,7 +62,6 @@ from holm.errors import (
     NotFound,
     ScreenUnavailable,
     Timeout,
-    Transport,
     Unavailable,
     Unsupported,
 )
@@ -175,19 +174,8 @@ class DockerRuntime:
         self._connect_locks: dict[str, asyncio.Lock] = {}
 
     def can(self) -> Capabilities:
-        return Capabilities(
-            pause=True,
-            stop=True,
-            persistent=True,
-            network_off=True,
-            packages=True,
-            memory_limit=True,
-            cpu_limit=True,
-            max_screens=MAX_SCREENS,
-            pages=False,
-            viewer=True,
-            wayland=False,
-        )
+        # Besides these, the defaults: pause, stop, network off, viewers, 8 screens.
+        return Capabilities(persistent=True, packages=True, memory_limit=True, cpu_limit=True)
 
     # Images (served by the server as the images API)
 
@@ -322,7 +310,8 @@ class DockerRuntime:
                 raise ScreenUnavailable(f"box {box_id} is stopped; start it first")
             self._paused.discard(box_id)
             run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
-            desktop = await self._connect(run_dir / "agent.sock", box_id)
+            # A socket that cannot be reached is `Transport` (the client says so).
+            desktop = await AgentDesktop.connect(run_dir / "agent.sock")
             self._desktops[box_id] = desktop
             return desktop
 
@@ -472,12 +461,6 @@ class DockerRuntime:
                 f"box {box_id} ended with {code} before its desktop was up: {tail}",
                 retryable=False,
             )
-
-    async def _connect(self, socket: Path, box_id: str) -> AgentDesktop:
-        try:
-            return await AgentDesktop.connect(str(socket))
-        except OSError as exc:
-            raise Transport(f"cannot reach the agent of box {box_id}: {exc}") from None
 
     async def _drop_desktop(self, box_id: str) -> None:
         desktop = self._desktops.pop(box_id, None)
