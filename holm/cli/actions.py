@@ -14,6 +14,8 @@ from holm.cli.params import convert, decode_file, point, source_name
 from holm.cli.remote import Remote, remote, screen_option
 from holm.errors import ErrorBody, HolmError
 from holm.wire.actions import (
+    DEFAULT_HOLD_MS,
+    MAX_HOLD_MS,
     Action,
     Button,
     Click,
@@ -231,8 +233,10 @@ def mouse_scroll(
 @button_option
 @click.option(
     "--hold-ms",
-    type=click.IntRange(0, 60_000),
-    help="Release it after this long (default 10 s) unless `up` comes first.",
+    type=click.IntRange(1, MAX_HOLD_MS),
+    default=DEFAULT_HOLD_MS,
+    show_default=True,
+    help="Release it after this long unless `up` comes first.",
 )
 @in_box
 def mouse_down(
@@ -240,10 +244,10 @@ def mouse_down(
     box_id: str,
     coordinates: Sequence[int],
     button: Button,
-    hold_ms: int | None,
+    hold_ms: int,
     screen: int,
 ) -> None:
-    """Press a button at X Y and keep it down."""
+    """Press a button at X Y and keep it down for the next commands (`move`, `up`)."""
     down = MouseDown(at=point(coordinates), button=button, hold_ms=hold_ms)
     act(remote, box_id, screen, down)
 
