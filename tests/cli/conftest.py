@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 sys.path.insert(0, str(Path(__file__).parent))
 
 import e2e_kit
-from e2e_kit import Holmd, RunHolm, RunHolmProcess
+from e2e_kit import HOLM, Holmd, RunHolm, RunHolmProcess
 
 from holm.cli import main
 
@@ -22,7 +22,6 @@ from holm.cli import main
 holmd = e2e_kit.holmd
 box = e2e_kit.box
 
-HOLM = Path(sys.executable).with_name("holm")
 # What a test waits for a `holm` subprocess at the most (a fork can take a while).
 PROCESS_TIMEOUT_S = 240
 

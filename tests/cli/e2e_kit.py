@@ -29,6 +29,9 @@ from holm.errors import Gone, NotFound
 RunHolm = Callable[..., Result]
 RunHolmProcess = Callable[..., "subprocess.CompletedProcess[bytes]"]
 
+# The installed `holm` console script, beside this Python.
+HOLM = Path(sys.executable).with_name("holm")
+
 DISPLAY_BASE = 260
 DISPLAY_COUNT = 20
 TOKEN = "cli-test-token"
@@ -44,7 +47,9 @@ def free_port() -> int:
 
 
 class Holmd:
-    def __init__(self) -> None:
+    def __init__(self, **settings: str) -> None:
+        """`settings`: more HOLM_* variables for this server."""
+        self.settings = settings
         # Short: the boxes' Unix sockets live below it.
         self.state_dir = Path(tempfile.mkdtemp(prefix="hc-", dir="/tmp"))
         self.port = free_port()
@@ -69,6 +74,7 @@ class Holmd:
             "HOLM_EVENTS_DELAY_MS": "200",
             "HOLM_TEST_DISPLAY_BASE": str(DISPLAY_BASE),
             "HOLM_TEST_DISPLAY_COUNT": str(DISPLAY_COUNT),
+            **self.settings,
         }
         with self.log_path.open("wb") as log:
             self._process = subprocess.Popen(

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import msgspec
 import pytest
-from e2e_kit import Holmd, RunHolm, RunHolmProcess
+from e2e_kit import HOLM, Holmd, RunHolm, RunHolmProcess
 from PIL import Image
 
 from holm.cli.remote import EXIT_CODES
@@ -186,3 +187,25 @@ def test_runtimes_lists_the_local_runtime(holm: RunHolm) -> None:
     runtimes = json.loads(holm("runtimes", "--json").stdout)
     assert [r["name"] for r in runtimes] == ["local"]
     assert runtimes[0]["can"]["pause"] is True
+
+
+def test_trace_follow_ends_when_the_box_is_removed(holmd: Holmd) -> None:
+    box = holmd.create()
+    follower = subprocess.Popen(
+        [str(HOLM), "trace", box, "--follow"],
+        env={"PATH": "/usr/bin:/bin", **holmd.client_env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert follower.stdout is not None
+        first = follower.stdout.readline().decode()
+        assert first.endswith("created 1280x800\n")
+        holmd.remove(box)
+        rest, errors = follower.communicate(timeout=60)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    assert follower.returncode == 0, errors
+    assert rest.decode().splitlines()[-1].endswith("deleted")

@@ -15,22 +15,41 @@ from PIL import Image
 
 from holm.cli.inside import EXIT_EXEC_TIMED_OUT
 from holm.cli.remote import EXIT_CODES
+from holm.client import SyncHolmClient
+from holm.wire.actions import Point
 
 pytestmark = pytest.mark.desktop
 
 PAGE = """<html><head><title>holm test</title>
 <style>html, body { margin: 0; height: 100%; background: rgb(200, 0, 0); }</style></head>
 <body><script>
+const paint = (colour) => { document.body.style.background = colour; };
 let typed = "";
-document.addEventListener("click", () => { document.body.style.background = "rgb(0, 200, 0)"; });
+let down = null;
+let dragged = false;
+// A press and release on the page clicks it even when the pointer moved in between.
+document.addEventListener("click", () => {
+  if (!dragged) paint("rgb(0, 200, 0)");
+  dragged = false;
+});
 document.addEventListener("keydown", (e) => {
   if (e.key.length === 1) typed += e.key;
-  if (typed.endsWith("holm")) document.body.style.background = "rgb(0, 0, 200)";
+  if (typed.endsWith("holm")) paint("rgb(0, 0, 200)");
+});
+document.addEventListener("dblclick", () => paint("rgb(200, 200, 0)"));
+document.addEventListener("wheel", () => paint("rgb(200, 0, 200)"));
+document.addEventListener("mousedown", (e) => { down = e.clientX; });
+document.addEventListener("mouseup", (e) => {
+  dragged = down !== null && Math.abs(e.clientX - down) > 100;
+  if (dragged) paint("rgb(0, 200, 200)");
 });
 </script></body></html>
 """
+# Not about:blank: opening it waits out the agent's 30 s load timeout (no load event comes).
+BLANK = "data:text/html,blank"
 PAGE_PATH = "/tmp/holm-page.html"
 RED, GREEN, BLUE = (200, 0, 0), (0, 200, 0), (0, 0, 200)
+YELLOW, MAGENTA, CYAN = (200, 200, 0), (200, 0, 200), (0, 200, 200)
 # Inside the page, below Chromium's tab strip and address bar.
 SPOT = (640, 600)
 
@@ -61,19 +80,23 @@ def last_seq(holm: RunHolm, box: str) -> int:
     return int(json.loads(result.stdout.splitlines()[-1])["seq"])
 
 
-def test_open_click_type_and_press_change_what_the_screen_shows(
-    holm: RunHolm, holm_process: RunHolmProcess, box: str, tmp_path: Path
-) -> None:
+def open_page(holm: RunHolm, box: str, tmp_path: Path) -> None:
+    """Copy PAGE into the box with `file put` and open it with `open`."""
     page = tmp_path / "page.html"
     page.write_text(PAGE)
     put = holm("file", "put", box, str(page), PAGE_PATH)
     assert put.exit_code == 0, put.output
     assert put.stdout == f"{PAGE_PATH}\n"
-
     opened = holm("open", box, f"file://{PAGE_PATH}")
     assert opened.exit_code == 0, opened.output
     assert json.loads(opened.stdout)["title"] == "holm test"
     settle(holm, box)
+
+
+def test_open_click_type_and_press_change_what_the_screen_shows(
+    holm: RunHolm, holm_process: RunHolmProcess, box: str, tmp_path: Path
+) -> None:
+    open_page(holm, box, tmp_path)
     assert colour_at(shot(holm_process, box, tmp_path / "opened.png")) == RED
 
     clicked = holm("mouse", box, "click", "640", "500")
@@ -91,6 +114,28 @@ def test_open_click_type_and_press_change_what_the_screen_shows(
     assert pressed.exit_code == 0, pressed.output
     settle(holm, box)
     assert colour_at(shot(holm_process, box, tmp_path / "reloaded.png")) == RED
+
+
+def test_every_pointer_action_reaches_the_page(
+    holm: RunHolm, holm_process: RunHolmProcess, holmd: Holmd, box: str, tmp_path: Path
+) -> None:
+    open_page(holm, box, tmp_path)
+    steps = [
+        (("double-click", "640", "500"), YELLOW),
+        (("scroll", "640", "500", "--dy", "2"), MAGENTA),
+        (("drag", "300", "500", "700", "500"), CYAN),
+        (("click", "640", "500"), GREEN),
+        (("down", "300", "400"), GREEN),
+        (("move", "700", "400", "--motion", "smooth"), GREEN),
+        (("up",), CYAN),
+    ]
+    for n, (args, colour) in enumerate(steps):
+        done = holm("mouse", box, *args)
+        assert done.exit_code == 0, done.output
+        settle(holm, box)
+        assert colour_at(shot(holm_process, box, tmp_path / f"{n}.png")) == colour, args
+    with SyncHolmClient(holmd.url, holmd.token) as client:
+        assert client.cursor(box) == Point(x=700, y=400)
 
 
 def test_shot_writes_a_png_of_the_screen_size(
@@ -178,7 +223,7 @@ def test_trace_shows_the_steps_in_the_text_form(
     holm: RunHolm, holm_process: RunHolmProcess, box: str
 ) -> None:
     before = last_seq(holm, box)
-    assert holm("open", box, "about:blank").exit_code == 0
+    assert holm("open", box, BLANK).exit_code == 0
     assert holm("mouse", box, "click", "10", "20", "--button", "right").exit_code == 0
     assert holm("wait", box, "150").exit_code == 0
     assert holm("exec", box, "--", "false").exit_code == 1
@@ -188,7 +233,7 @@ def test_trace_shows_the_steps_in_the_text_form(
     lines = done.stdout.decode().splitlines()
     steps = [line for line in lines if "the screen changed" not in line]
     expected = [
-        "screen 0  open_url about:blank",
+        f"screen 0  open_url {BLANK}",
         "screen 0  click 10,20 right",
         "screen 0  wait 150 ms",
         "ran false → 1",
@@ -245,3 +290,56 @@ def test_fork_prints_the_new_box_and_says_what_it_skipped(
         assert first[1].endswith(f"forked from {box}")
     finally:
         holmd.remove(new_box)
+
+
+def test_batch_prints_a_line_a_step_and_exits_with_a_refused_step_s_code(
+    holm: RunHolm, box: str, tmp_path: Path
+) -> None:
+    steps = tmp_path / "steps.json"
+    steps.write_text(
+        json.dumps(
+            [
+                {"type": "open_url", "url": BLANK},
+                {"type": "wait", "ms": 10},
+                {"type": "launch", "app": "no-such-app"},
+                {"type": "wait", "ms": 10},
+            ]
+        )
+    )
+    as_json = holm("batch", box, str(steps), "--json")
+    result = json.loads(as_json.stdout)
+    assert result["stopped_at"] == 2
+    error = result["results"][2]["error"]
+    assert as_json.exit_code == EXIT_CODES[error["code"]] != 0
+
+    stopped = holm("batch", box, str(steps))
+    assert stopped.exit_code == as_json.exit_code
+    lines = stopped.stdout.splitlines()
+    assert [line.split("  ")[:2] for line in lines] == [
+        ["0", "open_url"],
+        ["1", "wait"],
+        ["2", "launch"],
+    ]
+    assert lines[1] == '1  wait  ok {"waited_ms":10}'
+    assert lines[2] == f"2  launch  {error['code']}: {error['message']}"
+    assert stopped.stderr == f"holm: {error['code']}: step 2 (launch): {error['message']}\n"
+
+    went_on = holm("batch", box, str(steps), "--keep-going")
+    assert went_on.exit_code == as_json.exit_code
+    assert went_on.stdout.splitlines()[3] == '3  wait  ok {"waited_ms":10}'
+
+    body = {"actions": [{"type": "move", "to": {"x": 50, "y": 60}}], "want": ["cursor"]}
+    piped = holm("batch", box, "-", "--json", stdin=json.dumps(body))
+    assert piped.exit_code == 0, piped.output
+    assert json.loads(piped.stdout)["cursor"] == {"x": 50, "y": 60}
+
+
+def test_app_opens_an_application_window(holm: RunHolm, holmd: Holmd, box: str) -> None:
+    opened = holm("app", box, "xterm", "--", "-title", "opened by holm")
+    assert opened.exit_code == 0, opened.output
+    with SyncHolmClient(holmd.url, holmd.token) as client:
+        titles = {window.title for window in client.windows(box)}
+    assert "opened by holm" in titles
+    unknown = holm("app", box, "no-such-app")
+    assert unknown.exit_code != 0
+    assert "step 0 (launch)" in unknown.stderr
