@@ -72,9 +72,9 @@ async def appends(folder: Path, *, group_commit: bool, traces: int, per_writer: 
             await store.append(trace, [click(i)])
 
     fsyncs, commits = store.fsyncs, store.commits
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(writer(n) for n in range(WRITERS)))
-    took = time.perf_counter() - start
+    took, cpu = time.perf_counter() - start, time.process_time() - cpu
     fsyncs, commits = store.fsyncs - fsyncs, store.commits - commits
     await store.close()
     total = WRITERS * per_writer
@@ -82,7 +82,8 @@ async def appends(folder: Path, *, group_commit: bool, traces: int, per_writer: 
     mode = "group commit " if group_commit else "fsync/append "
     print(
         f"  {mode} {traces:>2} trace(s): {rate:>9,.0f} entries/s  {fsyncs / took:>7,.0f} fsyncs/s"
-        f"  {total / commits:>6.1f} appends/commit  ({total:,} appends in {took:.2f} s)"
+        f"  {total / commits:>5.1f} appends/commit  {cpu / total * 1e6:>5.1f} µs CPU/append"
+        f"  ({total:,} in {took:.2f} s)"
     )
     return rate
 
