@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from holm.cli import actions, boxes, history, inside
+from holm.cli.replay_cmd import diff, replay
 from holm.cli.trace_cmd import trace
 
 
@@ -17,6 +18,8 @@ def main() -> None:
 
 
 main.add_command(trace)
+main.add_command(replay)
+main.add_command(diff)
 for command in (*boxes.COMMANDS, *actions.COMMANDS, *inside.COMMANDS, *history.COMMANDS):
     main.add_command(command)
 

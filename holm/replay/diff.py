@@ -17,8 +17,10 @@ import msgspec
 from msgspec.structs import replace
 from PIL import Image, ImageChops, ImageStat
 
+from holm.engine import Engine
 from holm.events.entries import Entry, ForkedFrom, FrameSeen
 from holm.replay.plan import Step, plan_fork
+from holm.replay.reading import read_whole_trace
 from holm.wire.actions import Region
 
 ReadEntries = Callable[[str], Awaitable[Sequence[Entry]]]
@@ -62,9 +64,17 @@ class TraceDiff(msgspec.Struct, kw_only=True):
     pairs: list[MatchedStep]
     frames: list[FrameComparison]
 
-    @property
-    def same(self) -> bool:
-        return not self.missing and not self.extra and all(f.pixels_equal for f in self.frames)
+    def same(self, frame_tolerance: float = 0.0) -> bool:
+        """Every step matched, and every last frame has the same pixels, or pixels at most
+        `frame_tolerance` apart."""
+        return (
+            not self.missing
+            and not self.extra
+            and all(
+                f.pixels_equal or (f.distance is not None and f.distance <= frame_tolerance)
+                for f in self.frames
+            )
+        )
 
 
 def align_steps(
@@ -188,6 +198,19 @@ async def diff_traces(
     )
 
 
+async def diff_boxes(engine: Engine, a: str, b: str) -> TraceDiff:
+    """The diff of two boxes' traces (removed boxes too) as the server keeps them: what
+    `GET /v1/boxes/{a}/diff/{b}` answers. NotFound when either has no trace."""
+
+    async def read_entries(box_id: str) -> list[Entry]:
+        return await read_whole_trace(engine, box_id)
+
+    async def read_frame(box_id: str, frame_hash: str) -> bytes | None:
+        return await engine.store.get_frame(box_id, frame_hash)
+
+    return await diff_traces(a, b, read_entries, read_frame)
+
+
 __all__ = [
     "FrameComparison",
     "MatchedStep",
@@ -197,6 +220,7 @@ __all__ = [
     "TraceDiff",
     "align_steps",
     "compare_pngs",
+    "diff_boxes",
     "diff_traces",
     "last_frames",
 ]

@@ -23,17 +23,15 @@ import msgspec
 from holm.engine import Engine, box_view
 from holm.engine.journal import entry
 from holm.errors import BadRequest, HolmError, Unsupported
-from holm.events.entries import Entry, FrameSeen
-from holm.events.store import PAGE_MAX
+from holm.events.entries import FrameSeen
 from holm.projections.box_state import BoxState
 from holm.replay.plan import DoAction, DoExec, DoLaunch, ExecOutcome, Plan, Step, plan_fork
+from holm.replay.reading import read_whole_trace
+from holm.replay.screen_check import Reference, meet_frame
 from holm.replay.strict import Divergence, ForkPolicy, Outcome, Policy
 from holm.wire.actions import Action, Exec
 from holm.wire.api import ActionsRequest, ForkRequest, ForkResult, ReplayReport
 from holm.wire.spec import Placement, Spec
-
-# How often a strict replay looks at the screen while it waits for an expected frame.
-FRAME_POLL_SECS = 0.05
 
 
 class ReplayTiming(msgspec.Struct, kw_only=True):
@@ -79,8 +77,16 @@ async def fork_run(engine: Engine, source_box_id: str, request: ForkRequest) -> 
     return await replay_plan(engine, box.id, plan, ForkPolicy())
 
 
-async def replay_plan(engine: Engine, box_id: str, plan: Plan, policy: Policy) -> ReplayRun:
-    """Do the plan's steps on the ready box `box_id` and record its final screens."""
+async def replay_plan(
+    engine: Engine,
+    box_id: str,
+    plan: Plan,
+    policy: Policy,
+    reference: Reference | None = None,
+) -> ReplayRun:
+    """Do the plan's steps on the ready box `box_id` and record its final screens.
+    `reference` gives the source's PNG of a frame hash, for a policy with a frame
+    tolerance."""
     config = engine.config
     cap = config.fork_wait_cap_ms / 1000
     began = time.monotonic()
@@ -106,9 +112,12 @@ async def replay_plan(engine: Engine, box_id: str, plan: Plan, policy: Policy) -
         try:
             async with asyncio.timeout(deadline - previous_began):
                 outcome = await do_step(engine, box_id, step)
-                divergence = policy.judge(step, outcome) or await _meet_frame(
-                    engine, box_id, step, policy
-                )
+                divergence = policy.judge(step, outcome)
+                expected = policy.frame_to_meet(step) if divergence is None else None
+                if expected is not None:
+                    divergence = await meet_frame(
+                        engine, box_id, step.seq, expected, policy, reference
+                    )
         except TimeoutError:
             report.truncated = True
             break
@@ -160,27 +169,6 @@ def _exec_outcome(value: Mapping[str, Any]) -> ExecOutcome:
     )
 
 
-async def _meet_frame(engine: Engine, box_id: str, step: Step, policy: Policy) -> Divergence | None:
-    """Wait until the screen shows the frame the source recorded after this step; a
-    divergence naming the last hash seen when it does not within the policy's time."""
-    expected = policy.frame_to_meet(step)
-    if expected is None:
-        return None
-    give_up = time.monotonic() + policy.frame_within_ms / 1000
-    while True:
-        frame = await engine.frame(box_id, expected.screen, have=expected.hash)
-        if frame.unchanged or frame.hash == expected.hash:
-            return None
-        if time.monotonic() >= give_up:
-            return Divergence(
-                seq=step.seq,
-                what="frame",
-                expected={"screen": expected.screen, "hash": expected.hash, "seq": expected.seq},
-                actual={"screen": expected.screen, "hash": frame.hash},
-            )
-        await asyncio.sleep(FRAME_POLL_SECS)
-
-
 async def record_final_frames(engine: Engine, box_id: str) -> None:
     """End the new trace with a `frame` entry of every screen as it is now, so that the
     last frames of a source and its fork can be compared."""
@@ -203,17 +191,6 @@ async def record_final_frames(engine: Engine, box_id: str) -> None:
             # Through the journal, so that the box state knows its last frame and the
             # frame watcher does not record the same picture again.
             await engine.journal.append(box_id, [seen])
-
-
-async def read_whole_trace(engine: Engine, box_id: str) -> list[Entry]:
-    entries: list[Entry] = []
-    after: int | None = None
-    while True:
-        page = await engine.read_trace(box_id, after, PAGE_MAX)
-        entries.extend(page.entries)
-        if not page.more or not page.entries:
-            return entries
-        after = page.next
 
 
 async def _origin_of(

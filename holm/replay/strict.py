@@ -6,8 +6,9 @@ strict replay checks against the recording.
 - `StrictPolicy` (golden replays, `holm replay --strict`): the cursor must meet every recorded
   step with the same outcome: it succeeded; an exec's exit code, stdout, stderr and time-out
   are equal; and, where the source recorded the screen settled after a step, the new screen
-  reaches the same pixels (the frame check can be turned off per run with
-  `compare_frames=False`, for pages that are not deterministic: animations, clocks, carets).
+  reaches the same pixels, or pixels within `frame_tolerance` of them (the frame check can
+  be turned off per run with `compare_frames=False`, for screens that are not deterministic:
+  animations, clocks, carets).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import msgspec
 
 from holm.errors import ErrorBody
 from holm.replay.plan import SETTLED_MS, ExecOutcome, ExpectedFrame, Step
+
+FRAME_TOLERANCE = 1e-6
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -57,9 +60,16 @@ class Policy(Protocol):
         """How long the screen may take to reach an expected frame."""
         ...
 
+    @property
+    def frame_tolerance(self) -> float:
+        """The largest distance (mean absolute difference, 0–1) from the expected frame that
+        still counts as reaching it; 0 asks for the same pixels."""
+        ...
+
 
 class ForkPolicy(msgspec.Struct, kw_only=True):
     frame_within_ms: int = 0
+    frame_tolerance: float = 0.0
 
     def judge(self, step: Step, outcome: Outcome) -> Divergence | None:
         if not outcome.ok:
@@ -89,6 +99,10 @@ class StrictPolicy(msgspec.Struct, kw_only=True):
     # A recorded frame counts as the settled screen after a step when it stayed this long.
     settled_ms: int = SETTLED_MS
     frame_within_ms: int = 5000
+    # About one pixel of a 1280x800 screen changed completely: enough to pass the one-level
+    # antialiasing wobble Chromium has at its toolbar's corner, far too little for a
+    # character typed or missing (hundreds of pixels).
+    frame_tolerance: float = FRAME_TOLERANCE
 
     def judge(self, step: Step, outcome: Outcome) -> Divergence | None:
         if not outcome.ok:
@@ -130,4 +144,4 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["Divergence", "ForkPolicy", "Outcome", "Policy", "StrictPolicy"]
+__all__ = ["FRAME_TOLERANCE", "Divergence", "ForkPolicy", "Outcome", "Policy", "StrictPolicy"]

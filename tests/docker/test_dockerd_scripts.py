@@ -1,6 +1,7 @@
 """scripts/dockerd-up and dockerd-down: start an engine only when none answers, and stop
 only the one they started. The second engine here is a real dockerd on its own socket and
-folders, so the session's engine is never touched."""
+folders, in its own network namespace (its bridge and rules must not touch the host's), so
+the session's engine is never touched."""
 
 from __future__ import annotations
 
@@ -51,9 +52,10 @@ def test_up_starts_an_engine_once_and_down_stops_only_that_one(
         "DOCKER_HOST": f"unix://{socket}",
         "HOLM_DOCKERD_PIDFILE": str(folder / "pid"),
         "HOLM_DOCKERD_LOG": str(folder / "log"),
+        "HOLM_DOCKERD": "unshare --net dockerd",
         "HOLM_DOCKERD_ARGS": (
             f"-H unix://{socket} --data-root {folder}/root --exec-root {folder}/exec"
-            f" --pidfile {folder}/dockerd.pid --bridge=none --iptables=false"
+            f" --pidfile {folder}/dockerd.pid --iptables=false"
         ),
     }
     try:
@@ -69,7 +71,9 @@ def test_up_starts_an_engine_once_and_down_stops_only_that_one(
         assert _run("dockerd-down", env) == "stopped"
         assert not Path(f"/proc/{pid}").exists()
         assert not (folder / "pid").exists()
-        assert engine.ping()  # the session's engine still answers
+        # The session's engine still answers, its bridge untouched.
+        assert engine.ping()
+        assert Path("/sys/class/net/docker0").exists()
     finally:
         if (folder / "pid").exists():
             subprocess.run([str(SCRIPTS / "dockerd-down")], env=env, timeout=120)

@@ -157,7 +157,8 @@ async def test_a_fork_diff_reads_frames_and_ignores_steps_past_up_to(trace: Any)
     (frame,) = diff.frames
     assert not frame.pixels_equal and frame.distance == pytest.approx(16 / (64 * 48))
     assert frame.changed is not None and (frame.changed.width, frame.changed.height) == (4, 4)
-    assert not diff.same
+    assert not diff.same()
+    assert diff.same(frame_tolerance=0.01)
 
     del pictures["fork-final"]
     (frame,) = (await diff_traces("box_a", "box_b", read_entries, read_frame)).frames

@@ -12,9 +12,12 @@ from replay_kit import TraceBuilder, write_file_argv
 
 from holm.errors import Unsupported
 from holm.events.entries import Executed, ForkedFrom, FrameSeen
-from holm.replay import diff_traces, fork_box, fork_run
-from holm.replay.interpreter import read_whole_trace, record_final_frames
-from holm.wire.actions import Click, OpenUrl, Point, Press, Type, WaitStill
+from holm.replay import fork_box, fork_run
+from holm.replay.diff import diff_boxes
+from holm.replay.interpreter import record_final_frames
+from holm.replay.reading import read_whole_trace
+from holm.replay.strict import FRAME_TOLERANCE
+from holm.wire.actions import OpenUrl, Press, Type, WaitStill
 from holm.wire.api import ActionsRequest, ForkRequest
 from holm.wire.spec import Placement, Spec
 
@@ -39,29 +42,24 @@ function send() {
 </script>
 </body></html>"""
 
-# Chromium's page starts 87 pixels down the screen, under its tab strip and address bar.
-PAGE_TOP = 87
+# Two navigations, and the keyboard from the address bar, which has the focus after
+# open_url: see scripts/record_fixtures.py for why.
 FILL_FORM = [
     OpenUrl(url="file:///tmp/form.html"),
+    OpenUrl(url="file:///tmp/form.html#order"),
     WaitStill(settle_ms=300),
-    Click(at=Point(x=160, y=PAGE_TOP + 54)),
+    Press(chord=["Tab"]),
     Type(text="Ada"),
     Press(chord=["Tab"]),
     Type(text="Paris"),
-    Click(at=Point(x=160, y=PAGE_TOP + 154)),
+    Press(chord=["Tab"]),
+    Press(chord=["Return"]),
     WaitStill(settle_ms=300),
 ]
 
 
 def kinds(entries: Any) -> list[str]:
     return [type(e).__struct_config__.tag for e in entries]
-
-
-async def diff(engine: Any, a: str, b: str) -> Any:
-    async def read_entries(box: str) -> Any:
-        return await read_whole_trace(engine, box)
-
-    return await diff_traces(a, b, read_entries, engine.store.get_frame)
 
 
 async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
@@ -106,11 +104,15 @@ async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
     assert forked[1] == ForkedFrom(seq=1, at_ms=forked[1].at_ms, actor="agent", source=source)
     assert isinstance(forked[-1], FrameSeen)
 
-    fidelity = await diff(engine, source, fork)
+    fidelity = await diff_boxes(engine, source, fork)
 
     assert (fidelity.matched, fidelity.missing, fidelity.extra) == (1 + len(FILL_FORM), [], [])
     (frame,) = fidelity.frames
-    assert frame.pixels_equal, frame
+    # The page is the same to the pixel; Chromium's own toolbar is not quite: the corner
+    # where it meets the tab strip is antialiased a level or two differently in some runs
+    # (2 pixels). The strict tolerance is there for that.
+    assert frame.pixels_equal or frame.distance <= FRAME_TOLERANCE, frame
+    assert fidelity.same(FRAME_TOLERANCE)
 
 
 async def test_an_exec_run_forks_with_the_same_output_and_up_to_a_step(desktops: Any) -> None:
@@ -132,7 +134,7 @@ async def test_an_exec_run_forks_with_the_same_output_and_up_to_a_step(desktops:
     assert again[1].stdout == "42\n" and again[2].code == 3
     assert (part.replay.attempted, part.replay.ok) == (2, 2)
     assert part.box.forked_from is not None and part.box.forked_from.up_to == recorded[1].seq
-    partial = await diff(engine, source, part.box.id)
+    partial = await diff_boxes(engine, source, part.box.id)
     assert (partial.a_up_to, partial.matched, partial.missing) == (recorded[1].seq, 2, [])
 
 

@@ -1,0 +1,277 @@
+"""`holm replay` and `holm diff` (docs/fork.md).
+
+    holm replay TRACE.jsonl [--strict] [--no-frames] [--runtime local] [--keep] [--json]
+        do a trace's steps again on a new box made in this process, no server needed;
+        with --strict, stop at the first step whose outcome differs from the recording
+    holm diff A B [--json]
+        how close two runs are: their steps aligned by key, their last frames compared;
+        A and B are two trace files, or two box IDs on a server
+
+Exit codes: 0 the replay passed / the two runs are the same; 1 it diverged or stopped / they
+differ; 3 a file that is not a trace; other holm errors as in docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+from typing import NoReturn
+
+import click
+import msgspec
+
+from holm.adapters.registry import make_runtimes
+from holm.cli.history import read_server_trace
+from holm.cli.remote import Remote, exit_code, remote, report_error
+from holm.config import load_config
+from holm.errors import HolmError
+from holm.events.codec import CorruptLine
+from holm.events.entries import Entry
+from holm.events.local import read_trace_file
+from holm.replay.diff import TraceDiff, diff_traces
+from holm.replay.offline import OfflineReplay, replay_entries
+from holm.replay.strict import FRAME_TOLERANCE
+
+EXIT_DIFFERENT = 1
+EXIT_BAD_FILE = 3
+
+
+frame_tolerance_option = click.option(
+    "--frame-tolerance",
+    type=click.FloatRange(0, 1),
+    default=FRAME_TOLERANCE,
+    show_default=True,
+    help="The mean pixel difference (0-1) two frames may have and still match; 0 asks for "
+    "the same pixels.",
+)
+
+
+@click.command("replay")
+@click.argument("trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Compare each step with the recording (ok, exec code and output, settled frames) "
+    "and stop at the first divergence.",
+)
+@click.option(
+    "--no-frames",
+    is_flag=True,
+    help="With --strict: do not compare frames (for screens that are not deterministic).",
+)
+@frame_tolerance_option
+@click.option("--runtime", metavar="NAME", help="The runtime to replay on. Default: the trace's.")
+@click.option("--up-to", type=int, metavar="SEQ", help="Replay the steps up to this seq.")
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the box (in $HOLM_STATE_DIR, where holmd adopts it) instead of deleting it.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def replay(
+    trace_file: Path,
+    strict: bool,
+    no_frames: bool,
+    frame_tolerance: float,
+    runtime: str | None,
+    up_to: int | None,
+    keep: bool,
+    as_json: bool,
+) -> None:
+    """Do the steps of TRACE_FILE again on a new box, without a server."""
+    entries = _read_file(trace_file)
+    try:
+        options = ReplayOptions(
+            strict=strict,
+            compare_frames=not no_frames,
+            frame_tolerance=frame_tolerance,
+            runtime=runtime,
+            up_to=up_to,
+            keep=keep,
+        )
+        report = asyncio.run(_replay(trace_file, entries, options))
+    except HolmError as error:
+        report_error(error, as_json)
+        raise click.exceptions.Exit(exit_code(error)) from error
+    if as_json:
+        click.echo(msgspec.json.encode(report).decode())
+    else:
+        _print_replay(trace_file, report)
+    if not report.passed:
+        raise click.exceptions.Exit(EXIT_DIFFERENT)
+
+
+class ReplayOptions(msgspec.Struct, kw_only=True):
+    strict: bool
+    compare_frames: bool
+    frame_tolerance: float
+    runtime: str | None
+    up_to: int | None
+    keep: bool
+
+
+async def _replay(trace_file: Path, entries: list[Entry], options: ReplayOptions) -> OfflineReplay:
+    keep = options.keep
+
+    async def reference(frame_hash: str) -> bytes | None:
+        return await asyncio.to_thread(_frame_beside, trace_file, frame_hash)
+
+    config = load_config()
+    # A box that is deleted at the end lives in a folder of its own; a kept one where a
+    # holmd on the same state dir will adopt it.
+    scratch = None if keep else Path(tempfile.mkdtemp(prefix="holm-replay-", dir="/tmp"))
+    if scratch is not None:
+        config = msgspec.structs.replace(config, state_dir=scratch)
+        server_id = "holm-replay"
+    else:
+        from holm.http.app import server_id_of
+
+        server_id = await asyncio.to_thread(server_id_of, config.state_dir)
+    runtimes = make_runtimes(config, server_id)
+    try:
+        return await replay_entries(
+            entries,
+            config,
+            runtimes,
+            server_id=server_id,
+            strict=options.strict,
+            compare_frames=options.compare_frames,
+            runtime=options.runtime,
+            up_to=options.up_to,
+            keep=keep,
+            frame_tolerance=options.frame_tolerance,
+            reference=reference,
+        )
+    finally:
+        for made in runtimes.values():
+            await made.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _print_replay(trace_file: Path, report: OfflineReplay) -> None:
+    mode = "strict" if report.strict else "loose"
+    frames = "" if report.compare_frames or not report.strict else ", frames not compared"
+    verdict = "passed" if report.passed else "FAILED"
+    click.echo(
+        f"{trace_file}: {verdict} ({mode}{frames}): {report.ok} of {report.steps} steps ok "
+        f"on {report.runtime}, box {report.box}{' (kept)' if report.kept else ''}"
+    )
+    for skipped in report.skipped:
+        click.echo(f"  skipped seq {skipped.seq} {skipped.kind}: {skipped.why}")
+    if report.divergence is not None:
+        click.echo(f"  {report.divergence.describe()}")
+    elif report.stopped_at is not None:
+        click.echo(f"  stopped at seq {report.stopped_at}")
+    if report.truncated:
+        click.echo("  truncated: the replay ran out of time")
+
+
+@click.command("diff")
+@click.argument("a")
+@click.argument("b")
+@frame_tolerance_option
+@remote
+def diff(connection: Remote, a: str, b: str, frame_tolerance: float) -> None:
+    """How close two runs are: A and B are two trace files, or two box IDs on the server.
+    Exit 0 when their steps match and their last frames match."""
+    files = [Path(a).is_file(), Path(b).is_file()]
+    if any(files) and not all(files):
+        raise click.UsageError("give two trace files, or two box IDs")
+    if all(files):
+        result = asyncio.run(_diff_files(Path(a), Path(b)))
+    else:
+        result = asyncio.run(_diff_boxes(connection, a, b))
+    if connection.as_json:
+        click.echo(msgspec.json.encode(result).decode())
+    else:
+        _print_diff(result)
+    if not result.same(frame_tolerance):
+        raise click.exceptions.Exit(EXIT_DIFFERENT)
+
+
+async def _diff_files(a: Path, b: Path) -> TraceDiff:
+    paths = {str(a): a, str(b): b}
+
+    async def read_entries(name: str) -> list[Entry]:
+        return _read_file(paths[name])
+
+    async def read_frame(name: str, frame_hash: str) -> bytes | None:
+        return await asyncio.to_thread(_frame_beside, paths[name], frame_hash)
+
+    return await diff_traces(str(a), str(b), read_entries, read_frame)
+
+
+def _frame_beside(trace_file: Path, frame_hash: str) -> bytes | None:
+    """A frame of a trace file: in its state dir (`<state>/frames/<trace>/`), or in a
+    `frames/<trace>/` folder beside it (the recorded fixtures)."""
+    for root in (trace_file.parent.parent, trace_file.parent):
+        path = root / "frames" / trace_file.stem / f"{frame_hash}.png"
+        if path.is_file():
+            return path.read_bytes()
+    return None
+
+
+async def _diff_boxes(connection: Remote, a: str, b: str) -> TraceDiff:
+    async def read_entries(box_id: str) -> list[Entry]:
+        entries, _ = await asyncio.to_thread(
+            read_server_trace, connection, box_id, after=None, limit=None
+        )
+        return entries
+
+    async def read_frame(box_id: str, frame_hash: str) -> bytes | None:
+        try:
+            return await asyncio.to_thread(connection.client.trace_frame, box_id, frame_hash)
+        except HolmError as error:
+            if error.code == "not_found":
+                return None
+            raise
+
+    return await diff_traces(a, b, read_entries, read_frame)
+
+
+def _print_diff(result: TraceDiff) -> None:
+    scope = "" if result.a_up_to is None else f" (A up to seq {result.a_up_to})"
+    click.echo(
+        f"{result.a} → {result.b}{scope}: {result.matched} steps matched, "
+        f"{len(result.missing)} missing, {len(result.extra)} extra"
+    )
+    for step in result.missing:
+        click.echo(f"  missing: A seq {step.seq} {step.kind}")
+    for step in result.extra:
+        click.echo(f"  extra:   B seq {step.seq} {step.kind}")
+    for frame in result.frames:
+        if frame.note is not None:
+            click.echo(f"  screen {frame.screen}: {frame.note}")
+        elif frame.pixels_equal:
+            click.echo(f"  screen {frame.screen}: same pixels")
+        else:
+            region = frame.changed
+            where = (
+                ""
+                if region is None
+                else (f", changed {region.width}x{region.height} at {region.x},{region.y}")
+            )
+            click.echo(f"  screen {frame.screen}: distance {frame.distance:.6f}{where}")
+
+
+def _read_file(path: Path) -> list[Entry]:
+    try:
+        entries = read_trace_file(path).entries
+    except (CorruptLine, msgspec.DecodeError, ValueError) as exc:
+        _bad_file(path, exc)
+    if not entries:
+        _bad_file(path, ValueError("it has no entries"))
+    return entries
+
+
+def _bad_file(path: Path, exc: Exception) -> NoReturn:
+    click.echo(f"holm: bad_request: {path} is not a trace: {exc}", err=True)
+    raise click.exceptions.Exit(EXIT_BAD_FILE)
+
+
+COMMANDS = (replay, diff)
+
+__all__ = ["COMMANDS", "diff", "replay"]
