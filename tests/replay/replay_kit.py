@@ -5,6 +5,7 @@ runs with --import-mode=importlib."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -199,7 +200,17 @@ class Desktops:
         await self.runtime.close()
 
 
-def write_file_argv(path: str, text: str) -> list[str]:
-    """A command that writes `text` to `path` in the box: unlike a file upload, a fork does
-    it again."""
-    return ["sh", "-c", f"cat > {path} <<'HOLM_EOF'\n{text}\nHOLM_EOF"]
+def load_recorder() -> Any:
+    """scripts/record_fixtures.py as a module: its pages and sessions serve the tests too."""
+    spec = importlib.util.spec_from_file_location(
+        "record_fixtures", REPO / "scripts" / "record_fixtures.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+recorder = load_recorder()
+FORM: str = recorder.FORM
+write_file_argv = recorder.write_argv

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from replay_kit import TraceBuilder, write_file_argv
+from replay_kit import FORM, TraceBuilder, write_file_argv
 
 from holm.errors import Unsupported
 from holm.events.entries import Executed, ForkedFrom, FrameSeen
@@ -23,24 +23,6 @@ from holm.wire.spec import Placement, Spec
 
 pytestmark = pytest.mark.desktop
 
-FORM = """<!doctype html>
-<html><head><title>Order</title><style>
-* { caret-color: transparent; }
-body { margin: 0; font: 16px sans-serif; }
-input, button { position: absolute; left: 40px; width: 240px; height: 28px; font: 16px monospace; }
-#name { top: 40px; } #city { top: 90px; } button { top: 140px; }
-#out { position: absolute; left: 40px; top: 200px; }
-</style></head><body>
-<input id="name"><input id="city">
-<button onclick="send()">Send</button>
-<p id="out"></p>
-<script>
-function send() {
-  const value = (id) => document.getElementById(id).value;
-  document.title = out.textContent = `Hello ${value("name")} from ${value("city")}`;
-}
-</script>
-</body></html>"""
 
 # Two navigations, and the keyboard from the address bar, which has the focus after
 # open_url: see scripts/record_fixtures.py for why.
