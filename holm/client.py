@@ -20,7 +20,17 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Concatenate, Generic, Literal, ParamSpec, TypedDict, TypeVar, Unpack
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Generic,
+    Literal,
+    ParamSpec,
+    TypedDict,
+    TypeVar,
+    Unpack,
+)
 
 import aiohttp
 import msgspec
@@ -35,6 +45,7 @@ from holm.wire.api import (
     ActiveWindow,
     BoxList,
     BoxView,
+    BuildImage,
     Catalog,
     ClipboardPut,
     ClipboardView,
@@ -59,6 +70,9 @@ from holm.wire.api import (
     WindowList,
 )
 from holm.wire.spec import Placement, Spec
+
+if TYPE_CHECKING:
+    from holm.adapters.docker.images import ImageInfo
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -452,6 +466,29 @@ class HolmClient:
     async def runtime(self, name: str) -> RuntimeView:
         return await self._call(RuntimeView, "GET", f"/v1/runtimes/{name}")
 
+    # Images (of the runtimes that build them; another answers `Unsupported`)
+
+    async def build_image(self, runtime: str, spec: Spec | None = None) -> ImageInfo:
+        """The image of `spec` on `runtime`, built when missing (`state: building` at once
+        when the server queues its jobs)."""
+        body = BuildImage(spec=spec or Spec())
+        answer = await self._call(Any, "POST", f"/v1/runtimes/{runtime}/image", body=body)
+        return _image_info(answer)
+
+    async def images(self, runtime: str | None = None) -> list[ImageInfo]:
+        """The images of one runtime, or of every runtime."""
+        path = "/v1/images" if runtime is None else f"/v1/runtimes/{runtime}/images"
+        answer = await self._call(dict[str, list[Any]], "GET", path)
+        return [_image_info(image) for image in answer["images"]]
+
+    async def image(self, runtime: str, digest: str) -> ImageInfo:
+        path = f"/v1/runtimes/{runtime}/images/{digest}"
+        return _image_info(await self._call(Any, "GET", path))
+
+    async def remove_image(self, runtime: str, digest: str) -> ImageInfo:
+        path = f"/v1/runtimes/{runtime}/images/{digest}"
+        return _image_info(await self._call(Any, "DELETE", path))
+
     # Scheduled work
 
     async def reap(self) -> ReapResult:
@@ -462,6 +499,14 @@ class HolmClient:
 
     async def run_jobs(self) -> RunResult:
         return await self._call(RunResult, "POST", "/v1/jobs/run")
+
+
+def _image_info(answer: object) -> ImageInfo:
+    # Imported when an image is asked for: its module brings the docker SDK, which the CLI
+    # does not need to start.
+    from holm.adapters.docker.images import ImageInfo
+
+    return msgspec.convert(answer, ImageInfo)
 
 
 def _screen(box_id: str, screen: int) -> str:
@@ -556,6 +601,10 @@ class SyncHolmClient:
     events = _Sync(HolmClient.events)
     runtimes = _Sync(HolmClient.runtimes)
     runtime = _Sync(HolmClient.runtime)
+    build_image = _Sync(HolmClient.build_image)
+    images = _Sync(HolmClient.images)
+    image = _Sync(HolmClient.image)
+    remove_image = _Sync(HolmClient.remove_image)
     reap = _Sync(HolmClient.reap)
     prune = _Sync(HolmClient.prune)
     run_jobs = _Sync(HolmClient.run_jobs)
