@@ -12,9 +12,9 @@ from e2e_kit import Holmd
 from PIL import Image
 
 from holm.client import HolmClient, SyncHolmClient
-from holm.errors import BadRequest, Denied, Gone, NotFound
+from holm.errors import BadRequest, Denied, Gone, NotFound, Unsupported
 from holm.events.entries import BoxCreated, FrameSeen
-from holm.wire.actions import Action, Launch, Move, Point, Region, Type, Wait, WaitStill
+from holm.wire.actions import Action, Arrange, Launch, Move, Point, Region, Type, Wait, WaitStill
 from holm.wire.api import ActionsRequest
 from holm.wire.spec import Desktop, Placement, Spec
 
@@ -180,6 +180,61 @@ async def test_events_runtimes_and_jobs(client: HolmClient, box: str) -> None:
     # Nothing is old enough to go: every box of this server is minutes old.
     pruned = await client.prune()
     assert (pruned.entries, pruned.boxes) == (0, 0)
+
+
+async def test_images_on_a_server_whose_runtimes_build_none(client: HolmClient) -> None:
+    # This server has only the local runtime, which runs the host's own programs.
+    assert await client.images() == []
+    with pytest.raises(Unsupported):
+        await client.build_image("local", Spec())
+    with pytest.raises(Unsupported):
+        await client.images("local")
+    with pytest.raises(NotFound):
+        await client.images("nowhere")
+
+
+async def test_the_catalog_and_an_application_s_window(client: HolmClient, box: str) -> None:
+    assert {"chromium", "mousepad", "xterm"} <= set(await client.catalog())
+    launched = await client.act(box, [Launch(app="xterm", args=["-title", "client test"])])
+    assert launched.stopped_at is None
+    window = await client.wait_window(box, title="client test", within_ms=10_000)
+    assert window.class_.lower() == "xterm"
+    await client.focus_window(box, window.id)
+    active = await client.active_window(box)
+    assert active is not None and active.id == window.id
+    # Moved twice, 100 pixels apart: where the frame's border and title put the window's
+    # own corner is the window manager's business, the distance between the two is not.
+    first = await client.arrange_window(box, window.id, Arrange(how="at", to=Point(x=40, y=50)))
+    again = await client.arrange_window(box, window.id, Arrange(how="at", to=Point(x=140, y=250)))
+    assert (again.x - first.x, again.y - first.y) == (100, 200)
+    await client.close_window(box, window.id)
+    assert window.id not in {w.id for w in await client.windows(box)}
+
+
+async def test_a_fork_replays_up_to_a_seq_once_per_idempotency_key(
+    client: HolmClient, holmd: Holmd
+) -> None:
+    source = (await client.create_box()).id
+    forks: set[str] = set()
+    try:
+        await client.exec(source, ["touch", "/tmp/forked"])
+        cut = (await client.trace(source)).entries[-1].seq
+        await client.act(source, [Move(to=Point(x=5, y=5))])
+        placement = Placement(expires_after_secs=900)
+        for _ in range(2):
+            result = await client.fork(
+                source, up_to=cut, placement=placement, idempotency_key="client-test-fork"
+            )
+            forks.add(result.box.id)
+        assert len(forks) == 1
+        assert result.box.forked_from is not None
+        assert (result.box.forked_from.source, result.box.forked_from.up_to) == (source, cut)
+        assert result.box.placement.expires_after_secs == 900
+        assert (result.replay.attempted, result.replay.ok, result.replay.stopped_at) == (1, 1, None)
+        ran = await client.exec(result.box.id, ["test", "-e", "/tmp/forked"])
+        assert ran.code == 0
+    finally:
+        holmd.remove(source, *forks)
 
 
 async def test_the_sync_client_works_inside_a_running_loop(holmd: Holmd, box: str) -> None:
