@@ -97,6 +97,7 @@ def json_response(value: object, status: int = 200) -> web.Response:
     return web.Response(body=_encoder.encode(value), status=status, content_type="application/json")
 
 
-def int_param(request: web.Request, name: str) -> int:
-    """A path parameter the route's pattern already restricts to digits."""
-    return int(request.match_info[name])
+def box_and_screen(request: web.Request) -> tuple[str, int]:
+    """The box id and screen number of a `…/screens/{screen}/…` route (whose pattern
+    already restricts the screen to digits)."""
+    return request.match_info["id"], int(request.match_info["screen"])

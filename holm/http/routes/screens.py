@@ -18,24 +18,20 @@ from holm.wire.api import (
     FrameView,
 )
 
-from ..routing import Route, body_of, engine_of, int_param, json_response, query_of
+from ..routing import Route, body_of, box_and_screen, engine_of, json_response, query_of
 
 SCREEN = "/v1/boxes/{id}/screens/{screen:\\d+}"
 
 
-def _where(request: web.Request) -> tuple[str, int]:
-    return request.match_info["id"], int_param(request, "screen")
-
-
 async def run_actions(request: web.Request) -> web.Response:
     body = await body_of(request, ActionsRequest)
-    box_id, screen = _where(request)
+    box_id, screen = box_and_screen(request)
     return json_response(await engine_of(request).run_batch(box_id, screen, body))
 
 
 async def get_frame(request: web.Request) -> web.Response:
     query = query_of(request, FrameQuery)
-    box_id, screen = _where(request)
+    box_id, screen = box_and_screen(request)
     frame = await engine_of(request).frame(
         box_id,
         screen,
@@ -57,19 +53,19 @@ def _region(query: FrameQuery) -> Region | None:
 
 
 async def get_cursor(request: web.Request) -> web.Response:
-    return json_response(await engine_of(request).cursor(*_where(request)))
+    return json_response(await engine_of(request).cursor(*box_and_screen(request)))
 
 
 async def get_clipboard(request: web.Request) -> web.Response:
     query = query_of(request, ClipboardQuery)
-    box_id, screen = _where(request)
+    box_id, screen = box_and_screen(request)
     text = await engine_of(request).clipboard_get(box_id, screen, query.selection)
     return json_response(ClipboardView(selection=query.selection, text=text))
 
 
 async def put_clipboard(request: web.Request) -> web.Response:
     body = await body_of(request, ClipboardPut)
-    box_id, screen = _where(request)
+    box_id, screen = box_and_screen(request)
     await engine_of(request).clipboard_set(box_id, screen, body.selection, body.text)
     return json_response(Done(ok=True))
 

@@ -8,28 +8,26 @@ from aiohttp import web
 from holm.adapters.base import WindowInfo
 from holm.wire.api import ActiveWindow, ArrangeWindow, Done, WaitWindow, WindowList
 
-from ..routing import Route, body_of, engine_of, int_param, json_response
+from ..routing import Route, body_of, box_and_screen, engine_of, json_response
 from .screens import SCREEN
 
 WINDOW = SCREEN + "/windows/{window}"
 
 
-def _where(request: web.Request) -> tuple[str, int]:
-    return request.match_info["id"], int_param(request, "screen")
-
-
 async def list_windows(request: web.Request) -> web.Response:
-    return json_response(WindowList(windows=await engine_of(request).windows(*_where(request))))
+    return json_response(
+        WindowList(windows=await engine_of(request).windows(*box_and_screen(request)))
+    )
 
 
 async def active_window(request: web.Request) -> web.Response:
-    window = await engine_of(request).active_window(*_where(request))
+    window = await engine_of(request).active_window(*box_and_screen(request))
     return json_response(ActiveWindow(window=window))
 
 
 async def wait_window(request: web.Request) -> web.Response:
     body = await body_of(request, WaitWindow)
-    box_id, screen = _where(request)
+    box_id, screen = box_and_screen(request)
     window = await engine_of(request).wait_window(
         box_id, screen, body.class_, body.title, body.within_ms
     )
@@ -37,14 +35,14 @@ async def wait_window(request: web.Request) -> web.Response:
 
 
 async def focus_window(request: web.Request) -> web.Response:
-    box_id, screen = _where(request)
+    box_id, screen = box_and_screen(request)
     await engine_of(request).focus_window(box_id, screen, request.match_info["window"])
     return json_response(Done(ok=True))
 
 
 async def arrange_window(request: web.Request) -> web.Response:
     body = await body_of(request, ArrangeWindow)
-    box_id, screen = _where(request)
+    box_id, screen = box_and_screen(request)
     window = await engine_of(request).arrange_window(
         box_id, screen, request.match_info["window"], body
     )
@@ -52,7 +50,7 @@ async def arrange_window(request: web.Request) -> web.Response:
 
 
 async def close_window(request: web.Request) -> web.Response:
-    box_id, screen = _where(request)
+    box_id, screen = box_and_screen(request)
     await engine_of(request).close_window(box_id, screen, request.match_info["window"])
     return json_response(Done(ok=True))
 
