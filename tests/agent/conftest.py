@@ -103,16 +103,17 @@ def write_page(agent: RunningAgent, name: str, html: str) -> str:
     return path.as_uri()
 
 
-async def page_title(desktop: AgentDesktop, screen: int, expect_prefix: str) -> str:
-    """The front tab's title once it starts with `expect_prefix` (pages update it from JS
-    events, a moment after the input that caused them); the last title after 5 s."""
+async def page_title(desktop: AgentDesktop, screen: int, want: str, *, prefix: bool = False) -> str:
+    """The front tab's title once it is `want` (or starts with it, with `prefix`): pages
+    set it from JS events, a moment after the input that caused them. After 5 s, the title
+    as it is then."""
     from holm.wire.actions import Tabs
 
     title = ""
     for _ in range(100):
         tabs = (await desktop.act(screen, Tabs()))["tabs"]
-        title = tabs[0]["title"] if tabs else ""
-        if title.startswith(expect_prefix):
-            return str(title)
+        title = str(tabs[0]["title"]) if tabs else ""
+        if title.startswith(want) if prefix else title == want:
+            break
         await asyncio.sleep(0.05)
-    return str(title)
+    return title

@@ -15,6 +15,7 @@ from .conftest import HEIGHT, WIDTH, RunningAgent, page_title, write_page
 
 CLICK_PAGE = """<!doctype html><html><body style="margin:0;height:100vh;background:#fff">
 <script>
+document.addEventListener('contextmenu', e => e.preventDefault());
 document.addEventListener('mousedown', e => {
   document.title = 'click:' + e.screenX + ',' + e.screenY + ':' + e.button;
 });
@@ -75,10 +76,9 @@ async def test_a_click_lands_where_asked(desktop: AgentDesktop, agent: RunningAg
     result = await desktop.act(0, a.Click(at=Point(x=640, y=500)))
     assert result == {"at": {"x": 640, "y": 500}}
     assert await desktop.cursor(0) == Point(x=640, y=500)
-    assert await page_title(desktop, 0, "click:") == "click:640,500:0"
+    assert await page_title(desktop, 0, "click:640,500:0") == "click:640,500:0"
     await desktop.act(0, a.Click(at=Point(x=321, y=654), button="right"))
-    assert await page_title(desktop, 0, "click:321") == "click:321,654:2"
-    await desktop.act(0, a.Press(chord=["Escape"]))
+    assert await page_title(desktop, 0, "click:321,654:2") == "click:321,654:2"
 
 
 async def test_smooth_and_human_motion_end_where_asked(desktop: AgentDesktop) -> None:
@@ -94,7 +94,7 @@ async def test_a_capture_on_one_screen_does_not_block_input_on_the_other(
 ) -> None:
     # Many full-size captures (each with a PNG encode) on screen 1, and clicks on screen 0
     # sent while they are in flight: the clicks finish before the captures do.
-    captures = [asyncio.create_task(desktop.frame(1, scale=400)) for _ in range(6)]
+    captures = [asyncio.create_task(desktop.frame(1, scale=200)) for _ in range(4)]
     await asyncio.sleep(0)
     clicks_done = 0
     for i in range(10):

@@ -24,6 +24,8 @@ BUTTONS: dict[str, int] = {"left": 1, "middle": 2, "right": 3}
 SCROLL_UP, SCROLL_DOWN, SCROLL_LEFT, SCROLL_RIGHT = 4, 5, 6, 7
 MAX_TYPE_DELAY_MS = 1000
 MAX_SCROLL_NOTCHES = 100
+DOUBLE_CLICK_GAP_S = 0.03
+KEYS_AFTER_BUTTON_S = 0.1
 
 
 class Down(msgspec.Struct):
@@ -43,6 +45,7 @@ class Input:
         self.buttons: dict[str, Down] = {}
         self.keys: dict[str, Down] = {}
         self._tokens = 0
+        self._last_button = 0.0
         self._shift = self._keycode_plain(XK.string_to_keysym("Shift_L"))
         first = conn.display.info.min_keycode
         count = conn.display.info.max_keycode - first + 1
@@ -85,7 +88,21 @@ class Input:
         return code
 
     def _fake(self, kind: int, detail: int = 0, x: int = 0, y: int = 0) -> None:
+        if kind in (X.ButtonPress, X.ButtonRelease):
+            self._last_button = time.monotonic()
+        elif kind == X.KeyPress:
+            self._let_the_pointer_land()
         xtest.fake_input(self.conn, kind, detail=detail, x=x, y=y)
+
+    def _let_the_pointer_land(self) -> None:
+        """Keys sent right after a click can reach a page before the click does: Chromium
+        routes mouse events through a hit test that keyboard events skip, so the click
+        that focuses an input can land after the first typed keys. Keys wait until a
+        click is KEYS_AFTER_BUTTON_S old."""
+        wait = self._last_button + KEYS_AFTER_BUTTON_S - time.monotonic()
+        if wait > 0:
+            self.sync()
+            time.sleep(wait)
 
     def sync(self) -> None:
         self.conn.sync()
@@ -146,7 +163,12 @@ class Input:
         detail = self._button(button)
         where = self.travel(at, motion, seed)
         self._modifiers(held, True)
-        for _ in range(count):
+        for n in range(count):
+            if n:
+                # Applications count clicks by their X timestamps; clicks in the same
+                # millisecond are not taken for a double click.
+                self.sync()
+                time.sleep(DOUBLE_CLICK_GAP_S)
             self._fake(X.ButtonPress, detail)
             self._fake(X.ButtonRelease, detail)
         self._modifiers(held, False)

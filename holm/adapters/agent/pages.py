@@ -15,6 +15,11 @@ import aiohttp
 from holm.errors import BadRequest, Failed, NotFound, Transport
 
 LOAD_TIMEOUT_S = 30.0
+COMMAND_TIMEOUT_S = 5.0
+_TWO_FRAMES = {
+    "expression": "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))",
+    "awaitPromise": True,
+}
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
 
 
@@ -95,19 +100,53 @@ class Pages:
         """Navigate and wait for the load event; False when it did not come in time."""
         try:
             async with self.session.ws_connect(ws_url, max_msg_size=0) as ws:
-                await ws.send_json({"id": next(self._ids), "method": "Page.enable"})
+                await self._command(ws, "Page.enable", {})
                 nav_id = next(self._ids)
                 await ws.send_json(
                     {"id": nav_id, "method": "Page.navigate", "params": {"url": url}}
                 )
-                return await asyncio.wait_for(self._await_load(ws, nav_id, url), LOAD_TIMEOUT_S)
-        except TimeoutError:
-            return False
+                try:
+                    async with asyncio.timeout(LOAD_TIMEOUT_S):
+                        loaded = await self._await_load(ws, nav_id, url)
+                except TimeoutError:
+                    loaded = False
+                if loaded:
+                    # Until the new page has drawn a frame, Chromium keeps showing the old
+                    # one ("paint holding") and drops input meant for the new one.
+                    await self._command(ws, "Runtime.evaluate", _TWO_FRAMES)
+                # A page opened through DevTools does not take the keyboard from the
+                # location bar (where a new window starts); a user's next keys are meant
+                # for the page.
+                await self._command(ws, "Page.bringToFront", {})
+                return loaded
         except aiohttp.ClientError as exc:
             raise Transport(f"could not reach the page: {exc}") from None
 
+    async def _command(
+        self, ws: aiohttp.ClientWebSocketResponse, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Send one command and wait (briefly) for its answer, skipping events."""
+        command_id = next(self._ids)
+        await ws.send_json({"id": command_id, "method": method, "params": params})
+        try:
+            async with asyncio.timeout(COMMAND_TIMEOUT_S):
+                async for message in ws:
+                    if message.type != aiohttp.WSMsgType.TEXT:
+                        break
+                    data = message.json()
+                    if data.get("id") == command_id:
+                        return dict(data)
+        except TimeoutError:
+            pass
+        return {}
+
     async def _await_load(self, ws: aiohttp.ClientWebSocketResponse, nav_id: int, url: str) -> bool:
-        navigated = False
+        # The end of the load (the load event, or the main frame's "stopped loading", which
+        # comes even where the load event is not sent) can come before the answer to
+        # Page.navigate: both are awaited in any order.
+        frame: str | None = None
+        loaded = False
+        stopped: set[str] = set()
         async for message in ws:
             if message.type != aiohttp.WSMsgType.TEXT:
                 break
@@ -121,7 +160,11 @@ class Pages:
                 if not result.get("loaderId"):
                     # A same-document navigation (a #fragment) has no load to wait for.
                     return True
-                navigated = True
-            elif navigated and data.get("method") == "Page.loadEventFired":
+                frame = result.get("frameId")
+            elif data.get("method") == "Page.loadEventFired":
+                loaded = True
+            elif data.get("method") == "Page.frameStoppedLoading":
+                stopped.add(data.get("params", {}).get("frameId", ""))
+            if frame is not None and (loaded or frame in stopped):
                 return True
         return False

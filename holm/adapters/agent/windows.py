@@ -249,7 +249,12 @@ def arrange(conn: Display, window: str, how: Arrange) -> WindowInfo:
             done = _resized_from(target.width, target.height)
         case "maximise":
             _set_maximised(conn, wid, True)
-            done = _is_maximised
+            resized = _resized_from(target.width, target.height)
+
+            def done(c: ClientWindow) -> bool:
+                # The state changes before the size does: wait for both.
+                return _is_maximised(c) and (maximised or resized(c))
+
         case "minimise":
             _client_message(conn, wid, "WM_CHANGE_STATE", [_ICONIC_STATE])
             done = _is_minimised
@@ -258,7 +263,11 @@ def arrange(conn: Display, window: str, how: Arrange) -> WindowInfo:
                 _client_message(conn, wid, "_NET_ACTIVE_WINDOW", [_SOURCE_PAGER, X.CurrentTime, 0])
             if maximised:
                 _set_maximised(conn, wid, False)
-            done = _is_restored
+            resized = _resized_from(target.width, target.height)
+
+            def done(c: ClientWindow) -> bool:
+                return _is_restored(c) and (not maximised or resized(c))
+
     return _settle(conn, wid, done).info(active_id(conn))
 
 

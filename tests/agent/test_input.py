@@ -1,0 +1,124 @@
+"""Keyboard and pointer input through XTEST, read back from Chromium pages and xterm."""
+
+from __future__ import annotations
+
+import asyncio
+
+from holm.adapters.agent import AgentDesktop
+from holm.adapters.agent.motion import plan
+from holm.wire import actions as a
+from holm.wire.actions import Point
+
+from .conftest import RunningAgent, page_title, write_page
+
+INPUT_PAGE = """<!doctype html><html><body style="margin:0">
+<input id="box" style="position:fixed;left:200px;top:200px;width:600px;height:40px;font-size:20px">
+<script>
+const box = document.getElementById('box');
+box.addEventListener('input', () => { document.title = 'value:' + box.value; });
+document.addEventListener('keydown', e => {
+  if (e.ctrlKey && e.key === 'b') document.title = 'chord:ctrl+b';
+});
+document.addEventListener('dblclick', e => { document.title = 'dblclick:' + e.screenX; });
+document.addEventListener('wheel', e => { document.title = 'wheel:' + Math.sign(e.deltaY); });
+</script></body></html>"""
+
+
+async def _open_input_page(desktop: AgentDesktop, agent: RunningAgent) -> None:
+    """Open the page and click into its input. The page sits below Chromium's toolbar: a
+    first click tells where the page's (0, 0) is on the screen."""
+    html = INPUT_PAGE.replace(
+        "<script>",
+        "<script>\ndocument.addEventListener('mousedown', e => {document.title = "
+        "'at:' + (e.screenX - e.clientX) + ',' + (e.screenY - e.clientY)}, {once: true});\n",
+    )
+    await desktop.act(0, a.OpenUrl(url=write_page(agent, "input.html", html)))
+    await desktop.act(0, a.Click(at=Point(x=1100, y=700)))
+    left, top = map(int, (await page_title(desktop, 0, "at:", prefix=True))[3:].split(","))
+    await desktop.act(0, a.Click(at=Point(x=left + 500, y=top + 220)))
+
+
+async def test_typed_text_arrives_in_a_chromium_input(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    await _open_input_page(desktop, agent)
+    text = "Hello, wörld! ✓ 日本 #1"
+    assert await desktop.act(0, a.Type(text=text)) == {"typed": len(text)}
+    assert await page_title(desktop, 0, f"value:{text}") == f"value:{text}"
+    await desktop.act(0, a.Press(chord=["ctrl+a"], then=["BackSpace"]))
+    assert await page_title(desktop, 0, "value:") == "value:"
+    await desktop.act(0, a.Type(text="slow", delay_ms=20))
+    assert await page_title(desktop, 0, "value:slow") == "value:slow"
+    await desktop.act(0, a.Press(chord=["ctrl", "b"]))
+    assert await page_title(desktop, 0, "chord:ctrl+b") == "chord:ctrl+b"
+
+
+async def test_double_click_and_scroll_reach_the_page(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    await _open_input_page(desktop, agent)
+    await desktop.act(0, a.DoubleClick(at=Point(x=1000, y=600)))
+    assert await page_title(desktop, 0, "dblclick:1000") == "dblclick:1000"
+    await desktop.act(0, a.Scroll(at=Point(x=1000, y=600), dy=2))
+    assert await page_title(desktop, 0, "wheel:1") == "wheel:1"
+    await desktop.act(0, a.Scroll(dy=-1))
+    assert await page_title(desktop, 0, "wheel:-1") == "wheel:-1"
+
+
+async def test_typed_text_runs_in_an_xterm(desktop: AgentDesktop, agent: RunningAgent) -> None:
+    window = await desktop.launch(1, "xterm", [])
+    assert window.class_ == "XTerm"
+    target = agent.home / "x"
+    target.unlink(missing_ok=True)
+    await desktop.focus_window(1, window.id)
+    await desktop.act(1, a.Type(text="echo hi > ~/x"))
+    await desktop.act(1, a.Press(chord=["Return"]))
+    for _ in range(100):
+        if target.exists() and target.read_text() == "hi\n":
+            break
+        await asyncio.sleep(0.05)
+    assert target.read_text() == "hi\n"
+    await desktop.close_window(1, window.id)
+
+
+async def test_mouse_down_is_released_after_hold_ms(desktop: AgentDesktop) -> None:
+    down = await desktop.act(1, a.MouseDown(at=Point(x=50, y=50), hold_ms=300))
+    assert down["release_at_ms"] > 0
+    released, held = await desktop.end_batch(1)
+    assert released.buttons == [] and held.buttons == ["left"]
+    assert held.release_at_ms == down["release_at_ms"]
+    for _ in range(100):
+        _, held = await desktop.end_batch(1)
+        if not held.buttons:
+            break
+        await asyncio.sleep(0.05)
+    assert held.buttons == []
+
+
+async def test_end_batch_releases_what_has_no_hold_ms(desktop: AgentDesktop) -> None:
+    await desktop.act(1, a.MouseDown(at=Point(x=60, y=60), button="middle"))
+    await desktop.act(1, a.KeyDown(key="shift"))
+    await desktop.act(1, a.KeyDown(key="ctrl", hold_ms=60_000))
+    released, held = await desktop.end_batch(1)
+    assert released.buttons == ["middle"] and released.keys == ["shift"]
+    assert held.keys == ["ctrl"] and held.release_at_ms is not None
+    await desktop.act(1, a.KeyUp(key="ctrl"))
+    released, held = await desktop.end_batch(1)
+    assert (released.keys, held.keys) == ([], [])
+
+
+def test_human_motion_with_the_same_seed_gives_the_same_points() -> None:
+    first = plan((10, 10), (900, 600), "human", 42, (1280, 800))
+    again = plan((10, 10), (900, 600), "human", 42, (1280, 800))
+    other = plan((10, 10), (900, 600), "human", 43, (1280, 800))
+    assert first == again
+    assert first != other
+    assert (first[-1].x, first[-1].y) == (900, 600)
+    # Not a straight line: some point strays from the segment between the ends.
+    assert any(abs((p.y - 10) * 890 - (p.x - 10) * 590) / 1068 > 3 for p in first)
+
+
+async def test_human_motion_is_replayable_through_its_seed(desktop: AgentDesktop) -> None:
+    result = await desktop.act(1, a.Move(to=Point(x=700, y=300), motion="human"))
+    assert isinstance(result["seed"], int)
+    assert await desktop.cursor(1) == Point(x=700, y=300)

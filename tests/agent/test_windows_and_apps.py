@@ -1,0 +1,151 @@
+"""Windows through EWMH, apps from the catalog, and the clipboard, on the real agent."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from holm.adapters.agent import AgentDesktop
+from holm.errors import NotFound, Timeout
+from holm.wire import actions as a
+from holm.wire.actions import Arrange, Point
+from holm.wire.spec import AppDefinition
+
+from .conftest import RunningAgent, page_title, write_page
+
+
+async def test_focus_and_arrange_change_what_windows_report(desktop: AgentDesktop) -> None:
+    editor = await desktop.launch(1, "mousepad", [])
+    assert editor.class_ == "Mousepad"
+    term = await desktop.launch(1, "xterm", [])
+    await desktop.focus_window(1, term.id)
+    active = await desktop.active_window(1)
+    assert active is not None and active.id == term.id
+    await desktop.focus_window(1, editor.id)
+    listed = {w.id: w for w in await desktop.windows(1)}
+    assert listed[editor.id].active and not listed[term.id].active
+
+    moved = await desktop.arrange_window(1, editor.id, Arrange(how="at", to=Point(x=300, y=200)))
+    assert 300 <= moved.x < 330 and 200 <= moved.y < 240
+    sized = await desktop.arrange_window(1, editor.id, Arrange(how="size", width=500, height=400))
+    assert (sized.width, sized.height) == (500, 400)
+    assert {w.id: (w.x, w.y, w.width, w.height) for w in await desktop.windows(1)}[editor.id] == (
+        sized.x,
+        sized.y,
+        500,
+        400,
+    )
+    big = await desktop.arrange_window(1, editor.id, Arrange(how="maximise"))
+    assert big.width > 1200
+    small = await desktop.arrange_window(1, editor.id, Arrange(how="minimise"))
+    assert small.minimised
+    back = await desktop.arrange_window(1, editor.id, Arrange(how="restore"))
+    assert not back.minimised and back.width < 1200
+
+    await desktop.close_window(1, term.id)
+    await desktop.close_window(1, editor.id)
+    for _ in range(100):
+        ids = {w.id for w in await desktop.windows(1)}
+        if not ids & {term.id, editor.id}:
+            break
+        await asyncio.sleep(0.05)
+    assert not ids & {term.id, editor.id}
+    with pytest.raises(NotFound):
+        await desktop.focus_window(1, term.id)
+
+
+async def test_window_actions_through_act(desktop: AgentDesktop) -> None:
+    launched = await desktop.act(1, a.Launch(app="xterm"))
+    window = launched["window"]["id"]
+    found = await desktop.act(1, a.AwaitWindow(what=a.WindowQuery(class_="xterm", within_ms=5000)))
+    assert found["window"]["class"] == "XTerm"
+    arranged = await desktop.act(
+        1,
+        a.OnWindow(
+            window=window,
+            what=a.WindowOp(do="arrange", how=Arrange(how="at", to=Point(x=50, y=60))),
+        ),
+    )
+    assert 50 <= arranged["window"]["x"] < 80
+    assert window in [w["id"] for w in (await desktop.act(1, a.Windows()))["windows"]]
+    await desktop.act(1, a.OnWindow(window=window, what=a.WindowOp(do="close")))
+    with pytest.raises(Timeout):
+        await desktop.wait_window(1, "no-such-class", None, 200)
+
+
+async def test_chromium_from_the_catalog_opens_a_window_on_the_screen_profile(
+    desktop: AgentDesktop,
+) -> None:
+    before = {w.id for w in await desktop.windows(1)}
+    window = await desktop.launch(1, "chromium", [])
+    assert window.class_ == "Chromium" and window.id not in before
+    await desktop.close_window(1, window.id)
+
+
+async def test_apps_defined_by_the_spec_launch(desktop: AgentDesktop) -> None:
+    names = await desktop.define_apps(
+        {"clock": AppDefinition(command=["xterm", "-class", "HolmClock"], window_class="HolmClock")}
+    )
+    assert "clock" in names
+    listed = (await desktop.act(1, a.Apps()))["apps"]
+    assert {"chromium", "xterm", "mousepad", "clock"} <= {app["name"] for app in listed}
+    window = await desktop.launch(1, "clock", [])
+    assert window.class_ == "HolmClock"
+    await desktop.close_window(1, window.id)
+    with pytest.raises(NotFound):
+        await desktop.launch(1, "no-such-app", [])
+
+
+async def test_clipboard_round_trip_in_both_selections(desktop: AgentDesktop) -> None:
+    await desktop.clipboard_set(1, "clipboard", "from the clipboard ✓")
+    await desktop.clipboard_set(1, "primary", "from primary")
+    assert await desktop.clipboard_get(1, "clipboard") == "from the clipboard ✓"
+    assert await desktop.clipboard_get(1, "primary") == "from primary"
+    assert (await desktop.act(1, a.Clipboard(selection="primary")))["text"] == "from primary"
+
+
+PASTE_PAGE = """<!doctype html><html><body style="margin:0">
+<textarea id="t" autofocus style="position:fixed;left:0;top:0;width:100vw;height:100vh"></textarea>
+<script>
+const t = document.getElementById('t');
+t.addEventListener('input', () => { document.title = 'value:' + t.value; });
+</script></body></html>"""
+
+
+async def test_chromium_pastes_what_was_set_and_copies_for_get(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    await desktop.act(0, a.OpenUrl(url=write_page(agent, "paste.html", PASTE_PAGE)))
+    await desktop.act(0, a.Click(at=Point(x=640, y=500)))
+    await desktop.clipboard_set(0, "clipboard", "pasted ünïcode")
+    await desktop.act(0, a.Press(chord=["ctrl+v"]))
+    assert await page_title(desktop, 0, "value:pasted ünïcode") == "value:pasted ünïcode"
+    # The other way: Chromium owns the clipboard after a copy, and get asks it.
+    await desktop.act(0, a.Press(chord=["ctrl+a"], then=["BackSpace"]))
+    await desktop.act(0, a.Type(text="copied by chromium"))
+    await desktop.act(0, a.Press(chord=["ctrl+a"], then=["ctrl+c"]))
+    text = ""
+    for _ in range(50):
+        text = await desktop.clipboard_get(0, "clipboard")
+        if text == "copied by chromium":
+            break
+        await asyncio.sleep(0.05)
+    assert text == "copied by chromium"
+    # Selecting in Chromium set the primary selection, which is Chromium's now.
+    assert await desktop.clipboard_get(0, "primary") == "copied by chromium"
+
+
+async def test_open_url_in_a_blank_tab(desktop: AgentDesktop, agent: RunningAgent) -> None:
+    url = write_page(agent, "titled.html", "<title>second tab</title>")
+    opened = await desktop.act(1, a.OpenUrl(url=url, target="blank"))
+    assert opened["url"] == url and opened["loaded"]
+    tabs = (await desktop.act(1, a.Tabs()))["tabs"]
+    assert opened["tab"] in [t["tab"] for t in tabs]
+    await desktop.act(1, a.OnTab(tab=opened["tab"], close=True))
+    for _ in range(50):
+        tabs = (await desktop.act(1, a.Tabs()))["tabs"]
+        if opened["tab"] not in [t["tab"] for t in tabs]:
+            break
+        await asyncio.sleep(0.05)
+    assert opened["tab"] not in [t["tab"] for t in tabs]
