@@ -221,7 +221,7 @@ class DockerRuntime:
                 raise BadRequest(f"the docker runtime already has a box {box_id}")
             try:
                 await self._call(self._run_container, image.image, labels)
-                return await self._await_ready(box_id, run_dir)
+                return await self._await_ready(box_id, run_dir, spec.desktop.screens)
             except BaseException:
                 await self._drop_desktop(box_id)
                 await self._call(self._remove, box_id)
@@ -276,8 +276,9 @@ class DockerRuntime:
                 labels = dict(container.labels)
                 await self._call(container.remove, force=True, v=True)
                 await self._call(self._run_container, image, labels)
+            screens = _spec_decoder.decode(container.labels[LABEL_SPEC]).desktop.screens
             try:
-                return await self._await_ready(box_id, run_dir)
+                return await self._await_ready(box_id, run_dir, screens)
             except BaseException:
                 await self._drop_desktop(box_id)
                 raise
@@ -420,7 +421,7 @@ class DockerRuntime:
         if others:
             raise Denied(f"browser profile {profile!r} is in use by {', '.join(map(str, others))}")
 
-    async def _await_ready(self, box_id: str, run_dir: Path) -> Started:
+    async def _await_ready(self, box_id: str, run_dir: Path, screens: int) -> Started:
         """Wait for the agent's socket, then for the agent to say its desktop is up."""
         socket = run_dir / "agent.sock"
         deadline = time.monotonic() + self.ready_timeout_s
@@ -447,8 +448,6 @@ class DockerRuntime:
             raise
         self._desktops[box_id] = desktop
         self._paused.discard(box_id)
-        info = await self._call(self._get, box_id)
-        screens = _spec_decoder.decode(info.labels[LABEL_SPEC]).desktop.screens
         return Started(viewer_urls=[f"unix:{run_dir / f'vnc-{i}.sock'}" for i in range(screens)])
 
     async def _check_running(self, box_id: str) -> None:
