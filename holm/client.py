@@ -122,13 +122,9 @@ def error_from_response(status: int, body: bytes) -> HolmError:
         return cls(f"HTTP {status}: {text}" if text else f"HTTP {status}")
 
 
-def _drop_none(params: Mapping[str, object]) -> dict[str, str]:
-    query = {}
-    for name, value in params.items():
-        if value is None:
-            continue
-        query[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-    return query
+def _query(params: Mapping[str, object]) -> dict[str, str]:
+    """The query string's values; a parameter that is None is left out."""
+    return {name: str(value) for name, value in params.items() if value is not None}
 
 
 class HolmClient:
@@ -195,7 +191,7 @@ class HolmClient:
             async with session.request(
                 method,
                 self.url + path,
-                params=_drop_none(params or {}),
+                params=_query(params or {}),
                 data=data,
                 headers=sent_headers,
             ) as response:
