@@ -50,11 +50,16 @@ def create_app(
     app[KEYS] = KeyCache()
     declared: dict[tuple[str, str], Route] = {}
     for route in declared_routes():
-        resource = app.router.add_route(route.method, route.path, route.handler).resource
+        if route.method == "GET":
+            # HEAD too, as HTTP wants of every GET; it passes the same guards.
+            resource = app.router.add_get(route.path, route.handler).resource
+            methods: tuple[str, ...] = ("GET", "HEAD")
+        else:
+            resource = app.router.add_route(route.method, route.path, route.handler).resource
+            methods = (route.method,)
+        if route.method == "*":
+            methods = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
         assert resource is not None
-        methods = (
-            ("GET", "POST", "PUT", "PATCH", "DELETE") if route.method == "*" else (route.method,)
-        )
         for method in methods:
             declared[(method, resource.canonical)] = route
     app[ROUTES] = declared

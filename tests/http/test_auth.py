@@ -56,3 +56,11 @@ async def test_a_cron_secret_alone_guards_only_the_jobs(make_client: MakeClient)
     await error_of(await client.get("/v1/jobs/reap"), 401, "denied")
     headers = {"Authorization": f"Bearer {CRON}"}
     await ok_json(await client.get("/v1/jobs/reap", headers=headers))
+
+
+async def test_head_passes_the_same_guard_as_get(make_client: MakeClient) -> None:
+    client = await make_client(server_token=TOKEN)
+    assert (await client.head("/v1/health")).status == 200
+    assert (await client.head("/v1/boxes")).status == 401
+    good = {"Authorization": f"Bearer {TOKEN}"}
+    assert (await client.head("/v1/boxes", headers=good)).status == 200

@@ -90,7 +90,7 @@ async def test_delete_needs_its_confirmation_header(client: Client) -> None:
 async def test_a_method_a_path_does_not_take(client: Client) -> None:
     response = await client.put("/v1/health")
     assert "PUT is not allowed" in await error_of(response, 405, "bad_request")
-    assert response.headers["Allow"] == "GET"
+    assert response.headers["Allow"] == "GET, HEAD"
 
 
 async def test_a_body_over_the_limit(make_client: MakeClient) -> None:
