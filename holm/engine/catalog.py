@@ -1,16 +1,14 @@
 """The names of the catalog's applications (`GET /v1/catalog`, `launch`, `POST …/apps`),
-as the in-box agent knows them."""
+as the in-box agent knows them, with the other names it takes for them."""
 
 from __future__ import annotations
 
-# Until the agent's catalog module lands, the applications every box image has.
-_FALLBACK = ("chromium", "mousepad", "xterm")
+from holm.adapters.agent.catalog import ALIASES, CATALOG
 
 
 def catalog_names() -> list[str]:
-    try:
-        from holm.adapters.agent import catalog
-    except ImportError:
-        return sorted(_FALLBACK)
-    names = getattr(catalog, "CATALOG", None) or getattr(catalog, "APPS", None) or _FALLBACK
-    return sorted(names)
+    return sorted(CATALOG)
+
+
+def known_app(name: str) -> bool:
+    return name in CATALOG or name in ALIASES

@@ -82,7 +82,7 @@ from holm.wire.spec import (
 from . import guards
 from .adoption import reconcile
 from .batch import launched_key, run_steps
-from .catalog import catalog_names
+from .catalog import catalog_names, known_app
 from .guards import boundary
 from .jobs import JobQueue
 from .journal import Journal, entry, now_ms, stored
@@ -375,8 +375,8 @@ class Engine:
     async def install_apps(self, box_id: str, apps: list[str]) -> BoxState:
         """No runtime can install into a running box yet: refused, and nothing recorded."""
         state = guards.ready(self.journal.state(box_id), box_id)
-        known = set(self.catalog()) | set((state.spec or Spec()).apps)
-        unknown = sorted(set(apps) - known)
+        defined = (state.spec or Spec()).apps
+        unknown = sorted(app for app in set(apps) if not known_app(app) and app not in defined)
         if unknown:
             raise BadRequest(f"not in the catalog: {', '.join(unknown)}")
         raise Unsupported(
