@@ -25,6 +25,7 @@ from typing import Any, Literal
 import msgspec
 from PIL import Image
 
+from holm.adapters.agent.catalog import CATALOG
 from holm.adapters.base import (
     Capabilities,
     ExecResult,
@@ -72,8 +73,6 @@ from holm.wire.actions import (
 )
 from holm.wire.actions import Point as PointT
 from holm.wire.spec import Placement, Spec, canonical_spec
-
-CATALOG = ("chromium", "mousepad", "xterm")
 
 
 class _Screen:
@@ -269,7 +268,7 @@ class MemoryDesktop:
             case Launch(app=app, args=args):
                 return {"window": msgspec.to_builtins(await self.launch(screen, app, args))}
             case Apps():
-                return {"apps": list(CATALOG)}
+                return {"apps": sorted(CATALOG)}
             case Clipboard(selection=selection, text=None):
                 return {"text": await self.clipboard_get(screen, selection)}
             case Clipboard(selection=selection, text=str(text)):
