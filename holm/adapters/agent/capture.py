@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 
 import msgspec
 from PIL import Image, ImageDraw
 from Xlib import X
 from Xlib.display import Display
+from Xlib.error import XError
 
+from holm.adapters.agent.shm import SharedImage
 from holm.errors import BadRequest
 from holm.wire.actions import Region
+
+log = logging.getLogger("holm.agent")
 
 HASH_PREFIX = "px:"
 PNG_LEVEL = 1
@@ -30,10 +35,33 @@ class Raw(msgspec.Struct):
     height: int
 
 
-def grab(conn: Display, region: Region) -> Raw:
-    root = conn.screen().root
-    reply = root.get_image(region.x, region.y, region.width, region.height, X.ZPixmap, 0xFFFFFFFF)
-    return Raw(bytes(reply.data), region.width, region.height)
+class Grabber:
+    """Reads pixels from one connection: through a shared memory segment (MIT-SHM) where
+    the X server offers it, else through the socket (XGetImage), which costs a copy of
+    every byte through python-xlib's reader."""
+
+    def __init__(self, conn: Display, width: int, height: int) -> None:
+        self.conn = conn
+        self.shm: SharedImage | None = None
+        try:
+            self.shm = SharedImage(conn, width * height * 4)
+        except (OSError, XError) as exc:
+            log.info(
+                "no MIT-SHM on %s (%s); frames go through the socket", conn.get_display_name(), exc
+            )
+
+    def grab(self, region: Region) -> Raw:
+        if self.shm is not None:
+            return Raw(self.shm.get_image(region), region.width, region.height)
+        root = self.conn.screen().root
+        reply = root.get_image(
+            region.x, region.y, region.width, region.height, X.ZPixmap, 0xFFFFFFFF
+        )
+        return Raw(bytes(reply.data), region.width, region.height)
+
+    def close(self) -> None:
+        if self.shm is not None:
+            self.shm.close()
 
 
 def clip(region: Region, width: int, height: int) -> Region:

@@ -46,7 +46,7 @@ class Screen:
         self._capture_thread = ThreadPoolExecutor(1, thread_name_prefix=f"capture-{index}")
         self._query_thread = ThreadPoolExecutor(1, thread_name_prefix=f"query-{index}")
         self._input: Input | None = None
-        self._capture_conn: Display | None = None
+        self._grabber: capture.Grabber | None = None
         self._query_conn: Display | None = None
         self.clipboard: ClipboardOwner | None = None
 
@@ -59,7 +59,10 @@ class Screen:
             return Input(Display(display_name), self.width, self.height)
 
         self._input = await loop.run_in_executor(self._input_thread, open_input)
-        self._capture_conn = await loop.run_in_executor(self._capture_thread, Display, display_name)
+        self._grabber = await loop.run_in_executor(
+            self._capture_thread,
+            lambda: capture.Grabber(Display(display_name), self.width, self.height),
+        )
         self._query_conn = await loop.run_in_executor(self._query_thread, Display, display_name)
         self.clipboard = await asyncio.to_thread(ClipboardOwner, display_name)
 
@@ -88,9 +91,9 @@ class Screen:
         return whole if region is None else capture.clip(region, self.width, self.height)
 
     async def _grab(self, region: Region) -> Raw:
-        conn = self._up(self._capture_conn)
+        grabber = self._up(self._grabber)
         return await asyncio.get_running_loop().run_in_executor(
-            self._capture_thread, capture.grab, conn, region
+            self._capture_thread, grabber.grab, region
         )
 
     async def frame_hash(self) -> tuple[str, int, int]:

@@ -1,0 +1,176 @@
+"""Figures of the in-box agent, on real Xvfb displays (:218 and up). Prints, asserts nothing.
+
+    .venv/bin/python bench/agent.py [--rounds 200] [--starts 3]
+
+- click round trip (client → agent → XTEST + sync → answer), p50/p95, beside an `xdotool
+  click` subprocess on the same display in the same run;
+- typing 10 characters, p50;
+- a 1280x800 frame: unchanged (grab + hash, no PNG) and changed (grab + hash + PNG), p50;
+- desktop ready time (agent start → ready), p50, with and without Chromium.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from holm.adapters.agent import AgentDesktop  # noqa: E402
+from holm.wire import actions as a  # noqa: E402
+
+DISPLAY_BASE = "218"
+
+
+def start(tmp: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
+    site = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
+    (tmp / "home").mkdir(parents=True, exist_ok=True)
+    env = {
+        "HOME": str(tmp / "home"),
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "PYTHONPATH": f"{REPO}:{site}",
+    }
+    proc = subprocess.Popen(
+        ["/usr/bin/python3", "-m", "holm.adapters.agent", "--run-dir", str(tmp / "run"), *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp / "agent.log", "wb"),  # noqa: SIM115
+        start_new_session=True,
+    )
+    return proc, tmp / "run" / "agent.sock"
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def ms(samples: list[float], q: float) -> str:
+    ordered = sorted(samples)
+    return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000:.2f} ms"
+
+
+async def time_calls(rounds: int, call: object) -> list[float]:
+    samples = []
+    for i in range(rounds):
+        t = time.perf_counter()
+        await call(i)  # type: ignore[operator]
+        samples.append(time.perf_counter() - t)
+    return samples
+
+
+async def ready_time(tmp: Path, *args: str) -> float:
+    t = time.perf_counter()
+    proc, sock = start(tmp, "--display-base", DISPLAY_BASE, *args)
+    try:
+        desktop = await AgentDesktop.connect_when_up(sock, 20)
+        await desktop.ready(60)
+        elapsed = time.perf_counter() - t
+        await desktop.close()
+    finally:
+        stop(proc)
+    return elapsed
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--starts", type=int, default=3)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="holm-bench-agent-"))
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    try:
+        proc, sock = start(tmp / "main", "--display-base", DISPLAY_BASE)
+        try:
+            desktop = await AgentDesktop.connect_when_up(sock, 20)
+            info = await desktop.ready(60)
+            display = info.screens[0].display
+            await desktop.act(0, a.OpenUrl(url="data:text/html,<h1>holm bench</h1><p>text</p>"))
+            await desktop.act(0, a.WaitStill(settle_ms=300))
+
+            pings = await time_calls(args.rounds, lambda i: desktop.ping())
+            print(f"ping round trip     p50 {ms(pings, 0.5)}  p95 {ms(pings, 0.95)}")
+            clicks = await time_calls(
+                args.rounds, lambda i: desktop.act(0, a.Click(at=a.Point(x=600 + i % 50, y=500)))
+            )
+            xdotool_env = {**os.environ, "DISPLAY": display}
+            xdotool = []
+            for i in range(max(10, args.rounds // 10)):
+                t = time.perf_counter()
+                subprocess.run(
+                    ["xdotool", "mousemove", str(600 + i % 50), "500", "click", "1"],
+                    env=xdotool_env,
+                    check=True,
+                )
+                xdotool.append(time.perf_counter() - t)
+            print(f"click round trip    agent p50 {ms(clicks, 0.5)}  p95 {ms(clicks, 0.95)}")
+            print(f"                    xdotool p50 {ms(xdotool, 0.5)}  p95 {ms(xdotool, 0.95)}")
+
+            # Typing goes to a page with no input: the keys are delivered, nothing changes.
+            await asyncio.sleep(0.2)
+            typing = await time_calls(
+                args.rounds, lambda i: desktop.act(0, a.Type(text="abcdefghij"))
+            )
+            print(f"type 10 characters  p50 {ms(typing, 0.5)}  p95 {ms(typing, 0.95)}")
+
+            first = await desktop.frame(0)
+            unchanged = await time_calls(args.rounds, lambda i: desktop.frame(0, have=first.hash))
+            changed = await time_calls(
+                max(10, args.rounds // 4), lambda i: desktop.frame(0, have="px:other")
+            )
+            size = f"{first.width}x{first.height}"
+            print(f"frame {size} unchanged p50 {ms(unchanged, 0.5)}  p95 {ms(unchanged, 0.95)}")
+            print(
+                f"frame {size} changed   p50 {ms(changed, 0.5)}  p95 {ms(changed, 0.95)}"
+                f"  (PNG {len(first.png or b'') // 1024} KiB)"
+            )
+            await desktop.close()
+        finally:
+            stop(proc)
+
+        proc, sock = start(tmp / "bare", "--display-base", DISPLAY_BASE, "--no-chromium")
+        try:
+            desktop = await AgentDesktop.connect_when_up(sock, 20)
+            await desktop.ready(60)
+            bare_clicks = await time_calls(
+                args.rounds, lambda i: desktop.act(0, a.Click(at=a.Point(x=600 + i % 50, y=500)))
+            )
+            print(
+                f"click round trip on a screen without Chromium p50 {ms(bare_clicks, 0.5)}"
+                f"  p95 {ms(bare_clicks, 0.95)}"
+            )
+            await desktop.close()
+        finally:
+            stop(proc)
+
+        with_chromium = [
+            await ready_time(tmp / f"c{i}") for i in range(args.starts)
+        ]
+        without = [
+            await ready_time(tmp / f"n{i}", "--no-chromium") for i in range(args.starts)
+        ]
+        full, bare = statistics.median(with_chromium), statistics.median(without)
+        print(
+            f"ready (start → ready) p50 {full:.2f} s with Chromium, {bare:.2f} s without: "
+            f"Chromium is {full - bare:.2f} s of it"
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

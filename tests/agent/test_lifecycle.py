@@ -1,0 +1,112 @@
+"""The agent process itself: its socket, its display choice, its process tree, SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from holm.adapters.agent import AgentDesktop
+from holm.errors import ScreenUnavailable, Unsupported
+from holm.wire import actions as a
+
+from .conftest import start_agent, stop_agent
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def _descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                children.setdefault(_ppid(int(entry)), []).append(int(entry))
+            except (FileNotFoundError, IndexError):
+                continue
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+async def test_two_agents_with_one_base_take_different_displays(tmp_path: Path) -> None:
+    first = start_agent(tmp_path / "a", "--no-chromium", "--display-base", "212")
+    second = start_agent(tmp_path / "b", "--no-chromium", "--display-base", "212")
+    try:
+        desktops = [await AgentDesktop.connect(x.socket) for x in (first, second)]
+        infos = await asyncio.gather(*(d.ready(30) for d in desktops))
+        displays = [info.screens[0].display for info in infos]
+        assert displays[0] != displays[1]
+        assert all(212 <= int(d.lstrip(":")) < 220 for d in displays)
+        # Each agent drives its own display: a move on one is not seen on the other.
+        await desktops[0].act(0, a.Move(to=a.Point(x=11, y=12)))
+        await desktops[1].act(0, a.Move(to=a.Point(x=33, y=44)))
+        assert await desktops[0].cursor(0) == a.Point(x=11, y=12)
+        assert await desktops[1].cursor(0) == a.Point(x=33, y=44)
+        with pytest.raises(Unsupported):
+            await desktops[0].act(0, a.OpenUrl(url="about:blank"))
+        with pytest.raises(ScreenUnavailable):
+            await desktops[0].act(3, a.Cursor())
+        for d in desktops:
+            await d.close()
+    finally:
+        stop_agent(first)
+        stop_agent(second)
+
+
+async def test_sigterm_ends_the_whole_process_tree(tmp_path: Path) -> None:
+    running = start_agent(tmp_path, "--no-chromium", "--display-base", "214")
+    mode = stat.S_IMODE(running.socket.stat().st_mode)
+    assert mode == 0o600
+    desktop = await AgentDesktop.connect(running.socket)
+    await desktop.ready(30)
+    await desktop.launch(0, "xterm", [])
+    # A daemon that leaves its parent (new session, parent gone) stays in the agent's tree:
+    # the agent is a subreaper.
+    spawned = await desktop.exec(["sh", "-c", "setsid sleep 300 > /dev/null 2>&1 & echo $!"], 5000)
+    daemon = int(spawned.stdout)
+    for _ in range(100):
+        if _ppid(daemon) == running.proc.pid:
+            break
+        await asyncio.sleep(0.02)
+    assert _ppid(daemon) == running.proc.pid
+    tree = _descendants(running.proc.pid)
+    assert daemon in tree and len(tree) >= 4  # Xvfb, openbox, x11vnc, xterm, sleep
+    await desktop.close()
+    assert stop_agent(running) == 0
+    assert [pid for pid in tree if _alive(pid)] == []
+    assert not running.socket.exists()
+
+
+async def test_a_lost_agent_fails_calls_with_transport(tmp_path: Path) -> None:
+    from holm.errors import Transport
+
+    running = start_agent(tmp_path, "--no-chromium", "--display-base", "216")
+    desktop = await AgentDesktop.connect(running.socket)
+    await desktop.ready(30)
+    call = asyncio.create_task(desktop.act(0, a.Wait(ms=20_000)))
+    await asyncio.sleep(0.2)
+    stop_agent(running)
+    with pytest.raises(Transport) as lost:
+        await call
+    assert lost.value.retryable
+    assert not desktop.connected
+    with pytest.raises(Transport):
+        await desktop.ping()
+    await desktop.close()
