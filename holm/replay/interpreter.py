@@ -39,6 +39,8 @@ class ReplayTiming(msgspec.Struct, kw_only=True):
 
     wall: float = 0.0
     in_steps: float = 0.0
+    # Recording the final frames.
+    finishing: float = 0.0
     # The pause before each step, as chosen: the source's gap less the time already spent,
     # at most the cap.
     waits: list[float] = msgspec.field(default_factory=list)
@@ -127,7 +129,9 @@ async def replay_plan(
             report.stopped_at = step.seq
             break
         report.ok += 1
+    finishing = time.monotonic()
     await record_final_frames(engine, box_id)
+    timing.finishing = time.monotonic() - finishing
     timing.wall = time.monotonic() - began
     return ReplayRun(
         box=await engine.box(box_id), report=report, divergence=divergence, timing=timing

@@ -38,13 +38,55 @@ from holm.events.entries import (
     FrameSeen,
     TakeoverStarted,
 )
-from holm.wire.actions import Action, Exec, Launch
+from holm.wire.actions import (
+    Action,
+    Apps,
+    Capture,
+    Clipboard,
+    Cursor,
+    Exec,
+    Glob,
+    Grep,
+    Launch,
+    ListFiles,
+    Look,
+    PageShot,
+    Read,
+    ReadFile,
+    Record,
+    Snapshot,
+    Tabs,
+    Windows,
+    WriteFile,
+)
 from holm.wire.api import Skipped
 from holm.wire.spec import Placement, Spec
 
 # Frames only show a settled screen when it stayed that way for a while before the next step;
 # a shorter-lived frame may be an intermediate picture (a page half loaded, text half typed).
 SETTLED_MS = 300
+
+
+# Actions that read, or work on files and commands: they leave the screen as it was.
+OFF_SCREEN = (
+    Apps,
+    Capture,
+    Clipboard,
+    Cursor,
+    Exec,
+    Glob,
+    Grep,
+    ListFiles,
+    Look,
+    PageShot,
+    Read,
+    ReadFile,
+    Record,
+    Snapshot,
+    Tabs,
+    Windows,
+    WriteFile,
+)
 
 
 class DoAction(msgspec.Struct, tag="action", kw_only=True):
@@ -274,7 +316,7 @@ def _attach_frames(steps: list[Step], entries: Sequence[Entry]) -> None:
     positions = {e.seq: i for i, e in enumerate(entries)}
     for n, step in enumerate(steps):
         screen = _screen_of(step.do)
-        if screen is None or not _ends_batch(steps, n):
+        if screen is None or not _ends_batch(steps, n) or not _batch_touches_screen(steps, n):
             continue
         following = steps[n + 1] if n + 1 < len(steps) else None
         end = positions[following.seq] if following is not None else len(entries)
@@ -294,6 +336,26 @@ def _attach_frames(steps: list[Step], entries: Sequence[Entry]) -> None:
         )
 
 
+def _batch_touches_screen(steps: list[Step], n: int) -> bool:
+    """Whether the batch that step `n` ends has a step that can change the screen: the
+    screen after a batch of commands or file steps is whatever the desktop did meanwhile."""
+    batch = steps[n].batch
+    first = n
+    while batch is not None and first > 0 and steps[first - 1].batch == batch:
+        first -= 1
+    return any(_touches_screen(step.do) for step in steps[first : n + 1])
+
+
+def _touches_screen(do: Do) -> bool:
+    match do:
+        case DoAction(action=action):
+            return not isinstance(action, OFF_SCREEN)
+        case DoLaunch():
+            return True
+        case DoExec():
+            return False
+
+
 def _screen_of(do: Do) -> int | None:
     match do:
         case DoAction() | DoLaunch():
@@ -310,6 +372,7 @@ def _ends_batch(steps: list[Step], n: int) -> bool:
 
 
 __all__ = [
+    "OFF_SCREEN",
     "SETTLED_MS",
     "Do",
     "DoAction",

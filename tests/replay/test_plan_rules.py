@@ -21,7 +21,18 @@ from holm.events.entries import (
     step_key,
 )
 from holm.replay.plan import DoAction, DoExec, DoLaunch, ExpectedFrame, acted_key, plan_fork
-from holm.wire.actions import Click, Exec, ExecWhat, Launch, OnPage, OpenUrl, Point, Type
+from holm.wire.actions import (
+    Click,
+    Exec,
+    ExecWhat,
+    Launch,
+    OnPage,
+    OpenUrl,
+    Point,
+    Type,
+    WriteFile,
+    WriteWhat,
+)
 from holm.wire.spec import Desktop, Placement, Spec
 
 
@@ -275,3 +286,18 @@ def test_the_expected_screen_is_the_one_before_a_person_took_it(trace: Any) -> N
     assert expected == ExpectedFrame(
         screen=0, seq=before.seq, hash="before-takeover", held_ms=taken.at_ms - before.at_ms
     )
+
+
+def test_a_batch_of_commands_and_files_expects_no_screen(trace: Any) -> None:
+    trace.created()
+    trace.acted(WriteFile(what=WriteWhat(path="/tmp/a", contents_base64="YQ==")), batch="b1")
+    files = trace.acted(Exec(what=ExecWhat(argv=["cat", "/tmp/a"])), batch="b1", index=1)
+    trace.frame("chromium-still-starting")
+    trace.acted(Exec(what=ExecWhat(argv=["true"])), batch="b2", gap_ms=1000)
+    typed = trace.acted(Type(text="x"), batch="b2", index=1)
+    trace.frame("typed")
+
+    by_seq = {s.seq: s for s in plan_fork(trace.entries).steps}
+
+    assert by_seq[files.seq].expect.frame is None
+    assert by_seq[typed.seq].expect.frame is not None

@@ -1,0 +1,156 @@
+"""How much a fork adds to the steps it does again, and how close forks come to their source.
+
+    .venv/bin/python bench/fork.py [STEPS] [ROUNDS] [DISPLAY_BASE]   (default 50, 3, :280)
+
+Overhead: a source trace of STEPS pointer moves (written as if recorded, with no pauses, and
+again with 100 ms pauses) is forked onto a real local box; the replay's overhead per step is
+(its wall time - the capped waits - the steps' own time in the engine) / STEPS, target < 5 ms.
+The final frame capture is printed apart.
+
+Fidelity: each recorded fixture (fixtures/traces/recorded/) is put in an engine's store as if
+its box had run there, and forked ROUNDS times; it prints the share of forks whose last frame
+has the source's pixels, and the share within the strict replay's frame tolerance.
+"""
+
+# ruff: noqa: E402  (the imports follow the sys.path fix below)
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# This folder's http.py and docker.py would hide the packages of those names.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
+
+from holm.adapters.local.runtime import LocalRuntime
+from holm.config import load_config
+from holm.engine import Engine
+from holm.engine.batch import acted_key
+from holm.events import MemoryStore
+from holm.events.entries import Acted, BoxCreated, BoxReady, Entry, FrameSeen
+from holm.events.local import read_trace_file
+from holm.replay import fork_run
+from holm.replay.diff import diff_boxes
+from holm.replay.strict import FRAME_TOLERANCE
+from holm.wire.actions import Move, Point
+from holm.wire.api import ForkRequest
+from holm.wire.spec import Placement, Spec, spec_digest
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "recorded"
+
+
+def moves_trace(box_id: str, steps: int, gap_ms: int) -> list[Entry]:
+    start = int(time.time() * 1000) - 3_600_000
+    spec, placement = Spec(), Placement(runtime="local")
+    entries: list[Entry] = [
+        BoxCreated(
+            seq=0,
+            at_ms=start,
+            actor="agent",
+            box_id=box_id,
+            runtime="local",
+            spec=spec,
+            placement=placement,
+            spec_digest=spec_digest(spec),
+            expires_at_ms=start + 3_600_000,
+        ),
+        BoxReady(seq=1, at_ms=start + 1000, actor="system"),
+    ]
+    for n in range(steps):
+        move = Move(to=Point(x=100 + n * 7 % 1000, y=100 + n * 13 % 600))
+        entries.append(
+            Acted(
+                seq=len(entries),
+                at_ms=start + 1000 + (n + 1) * gap_ms,
+                actor="agent",
+                screen=0,
+                action=move,
+                ok=True,
+                key=acted_key(0, move),
+            )
+        )
+    return entries
+
+
+async def overhead(engine: Engine, steps: int, gap_ms: int) -> None:
+    box_id = f"box_bench_moves_{gap_ms}"
+    await engine.journal.append(box_id, moves_trace(box_id, steps, gap_ms))
+    began = time.perf_counter()
+    run = await fork_run(engine, box_id, ForkRequest())
+    whole = time.perf_counter() - began
+    timing = run.timing
+    assert run.report.ok == steps, run.report
+    per_step = (timing.wall - timing.waited - timing.in_steps - timing.finishing) / steps
+    print(
+        f"  {steps} moves, {gap_ms:>3} ms apart: fork {whole:6.2f} s (box up "
+        f"{whole - timing.wall:5.2f} s), replay {timing.wall:6.3f} s = waits "
+        f"{timing.waited:6.3f} s + steps {timing.in_steps:6.3f} s "
+        f"({timing.in_steps / steps * 1000:5.2f} ms each) + final frame "
+        f"{timing.finishing * 1000:5.1f} ms + overhead {per_step * 1000:6.3f} ms/step"
+    )
+    await engine.delete_box(run.box.id)
+
+
+async def fidelity(engine: Engine, rounds: int) -> None:
+    equal = within = total = 0
+    for path in sorted(RECORDED.glob("*.jsonl")):
+        entries = read_trace_file(path).entries
+        source = next(e.box_id for e in entries if isinstance(e, BoxCreated))
+        await engine.journal.append(source, entries)
+        for frame_hash in {e.frame for e in entries if isinstance(e, FrameSeen)}:
+            png = (RECORDED / "frames" / path.stem / f"{frame_hash}.png").read_bytes()
+            await engine.store.put_frame(source, frame_hash, png)
+        distances = []
+        for _ in range(rounds):
+            run = await fork_run(engine, source, ForkRequest())
+            diff = await diff_boxes(engine, source, run.box.id)
+            await engine.delete_box(run.box.id)
+            (frame,) = diff.frames
+            distance = frame.distance if frame.distance is not None else 1.0
+            distances.append(distance)
+            total += 1
+            equal += frame.pixels_equal
+            within += frame.pixels_equal or distance <= FRAME_TOLERANCE
+        print(
+            f"  {path.stem:<14} {rounds} forks: pixels equal {sum(d == 0 for d in distances)}"
+            f", distances {', '.join(f'{d:.2e}' for d in distances)}"
+        )
+    print(
+        f"  fidelity: {equal}/{total} forks with the source's pixels "
+        f"({equal / total:.0%}), {within}/{total} within the frame tolerance "
+        f"{FRAME_TOLERANCE:g} ({within / total:.0%})"
+    )
+
+
+async def main() -> None:
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    display_base = int(sys.argv[3]) if len(sys.argv) > 3 else 280
+    state_dir = Path(tempfile.mkdtemp(prefix="holm-bf-", dir="/tmp"))
+    runtime = LocalRuntime(
+        state_dir / "boxes", "holm-bench", display_base=display_base, display_count=20
+    )
+    config = load_config({}, state_dir=str(state_dir))
+    engine = Engine(config, MemoryStore(), {"local": runtime}, server_id="holm-bench")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"fork bench on the local runtime (load average {load})")
+    try:
+        print("replay overhead:")
+        for gap_ms in (0, 100):
+            await overhead(engine, steps, gap_ms)
+        print("fork fidelity over the recorded fixtures:")
+        await fidelity(engine, rounds)
+    finally:
+        for state in engine.boxes():
+            await engine.delete_box(state.id)
+        await engine.close()
+        await runtime.close()
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
