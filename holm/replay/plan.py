@@ -38,27 +38,8 @@ from holm.events.entries import (
     FrameSeen,
     TakeoverStarted,
 )
-from holm.wire.actions import (
-    Action,
-    Apps,
-    Capture,
-    Clipboard,
-    Cursor,
-    Exec,
-    Glob,
-    Grep,
-    Launch,
-    ListFiles,
-    Look,
-    PageShot,
-    Read,
-    ReadFile,
-    Record,
-    Snapshot,
-    Tabs,
-    Windows,
-    WriteFile,
-)
+from holm.wire import actions as act
+from holm.wire.actions import Action, Exec, Launch
 from holm.wire.api import Skipped
 from holm.wire.spec import Placement, Spec
 
@@ -69,23 +50,23 @@ SETTLED_MS = 300
 
 # Actions that read, or work on files and commands: they leave the screen as it was.
 OFF_SCREEN = (
-    Apps,
-    Capture,
-    Clipboard,
-    Cursor,
-    Exec,
-    Glob,
-    Grep,
-    ListFiles,
-    Look,
-    PageShot,
-    Read,
-    ReadFile,
-    Record,
-    Snapshot,
-    Tabs,
-    Windows,
-    WriteFile,
+    act.Apps,
+    act.Capture,
+    act.Clipboard,
+    act.Cursor,
+    act.Exec,
+    act.Glob,
+    act.Grep,
+    act.ListFiles,
+    act.Look,
+    act.PageShot,
+    act.Read,
+    act.ReadFile,
+    act.Record,
+    act.Snapshot,
+    act.Tabs,
+    act.Windows,
+    act.WriteFile,
 )
 
 
