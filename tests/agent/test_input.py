@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from holm.adapters.agent import AgentDesktop
 from holm.adapters.agent.motion import plan
 from holm.wire import actions as a
@@ -122,3 +124,26 @@ async def test_human_motion_is_replayable_through_its_seed(desktop: AgentDesktop
     result = await desktop.act(1, a.Move(to=Point(x=700, y=300), motion="human"))
     assert isinstance(result["seed"], int)
     assert await desktop.cursor(1) == Point(x=700, y=300)
+
+
+def test_key_names() -> None:
+    from Xlib import XK
+
+    from holm.adapters.agent.keys import chord_keysyms
+    from holm.errors import BadRequest
+
+    def sym(name: str) -> int:
+        return int(XK.string_to_keysym(name))
+
+    assert chord_keysyms("ctrl+l") == [sym("Control_L"), ord("l")]
+    assert chord_keysyms("CTRL+Shift+T") == [sym("Control_L"), sym("Shift_L"), ord("T")]
+    assert chord_keysyms("F5") == chord_keysyms("f5") == [sym("F5")]
+    assert chord_keysyms("enter") == chord_keysyms("Return") == [sym("Return")]
+    assert chord_keysyms("pgdn") == [sym("Next")]
+    assert chord_keysyms("KP_Enter") == [sym("KP_Enter")]
+    assert chord_keysyms("ctrl++") == [sym("Control_L"), ord("+")]
+    assert chord_keysyms("+") == [ord("+")]
+    assert chord_keysyms("é") == [0xE9]
+    assert chord_keysyms("✓") == [0x01000000 + ord("✓")]
+    with pytest.raises(BadRequest):
+        chord_keysyms("no-such-key")

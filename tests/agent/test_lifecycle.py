@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from holm.adapters.agent import AgentDesktop
-from holm.errors import ScreenUnavailable, Unsupported
+from holm.errors import Failed, ScreenUnavailable, Unsupported
 from holm.wire import actions as a
 
 from .conftest import start_agent, stop_agent
@@ -110,3 +110,24 @@ async def test_a_lost_agent_fails_calls_with_transport(tmp_path: Path) -> None:
     with pytest.raises(Transport):
         await desktop.ping()
     await desktop.close()
+
+
+async def test_ready_names_the_part_that_failed(tmp_path: Path) -> None:
+    # A home that is a file: Chromium's profile cannot be made there.
+    home = tmp_path / "not-a-dir"
+    home.write_text("")
+    running = start_agent(
+        tmp_path, "--display-base", "217", "--home", str(home), "--width", "800", "--height", "600"
+    )
+    try:
+        desktop = await AgentDesktop.connect(running.socket)
+        with pytest.raises(Failed) as failed:
+            await desktop.ready(30)
+        assert "screen 0: chromium" in failed.value.message
+        info = await desktop.info()
+        assert not info.ready and info.failure == failed.value.message
+        # The rest of the screen is up and usable.
+        assert (await desktop.frame_hash(0))[1:] == (800, 600)
+        await desktop.close()
+    finally:
+        stop_agent(running)

@@ -71,6 +71,7 @@ class Agent:
     async def _bring_up(self, screen: Screen) -> None:
         o = self.options
         i = screen.index
+        part = "the X display (Xvfb)"
         try:
             async with self._display_lock:
                 # Screens start one after another from the base, so they do not race each
@@ -85,17 +86,23 @@ class Agent:
             name = screen.display_name
             env = self._env(name)
             await screen.connect(name)
-            viewer = asyncio.to_thread(desktop_up.start_viewer, i, name, self.run_dir, env)
+            viewer = asyncio.create_task(
+                asyncio.to_thread(desktop_up.start_viewer, i, name, self.run_dir, env)
+            )
+            part = "the window manager (openbox)"
             await asyncio.to_thread(desktop_up.start_window_manager, i, name, self.run_dir, env)
             chromium = None
             if o.chromium:
+                part = "chromium"
                 chromium = await asyncio.to_thread(
                     desktop_up.start_chromium, i, o.width, o.height, self.home, self.run_dir, env
                 )
+            part = "the viewer (x11vnc)"
             sock, vnc = await viewer
             await asyncio.to_thread(desktop_up.wait_viewer, i, sock, vnc, self.run_dir)
             screen.vnc_socket = str(sock)
             if chromium is not None:
+                part = "chromium"
                 screen.devtools_port = await asyncio.to_thread(
                     desktop_up.wait_chromium, i, name, self.home, chromium, self.run_dir
                 )
@@ -104,7 +111,7 @@ class Agent:
             screen.failure = str(exc)
         except Exception as exc:
             log.exception("screen %d", i)
-            screen.failure = f"screen {i}: {type(exc).__name__}: {exc}"
+            screen.failure = f"screen {i}: {part} did not start: {type(exc).__name__}: {exc}"
 
     def _env(self, display: str | None) -> dict[str, str]:
         return processes.box_env(self.home, display)

@@ -48,7 +48,9 @@ def os_errors(path: str) -> Iterator[None]:
 def _absolute(path: str, home: str) -> str:
     if not path:
         raise BadRequest("path is empty")
-    return os.path.normpath(os.path.join(home, os.path.expanduser(path)))
+    if path == "~" or path.startswith("~/"):
+        path = home + path[1:]
+    return os.path.normpath(os.path.join(home, path))
 
 
 def read(path: str, home: str) -> bytes:
