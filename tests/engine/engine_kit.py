@@ -23,6 +23,11 @@ async def trace_of(engine: Engine, box_id: str) -> list[Entry]:
     return page.entries
 
 
+def without_frames(entries: Sequence[Entry]) -> list[Entry]:
+    """The entries but `frame`: a watcher records those whenever it looks."""
+    return [e for e in entries if kinds([e]) != ["frame"]]
+
+
 def kinds(entries: Sequence[Entry]) -> list[str]:
     return [str(type(e).__struct_config__.tag) for e in entries]
 

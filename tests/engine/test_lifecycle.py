@@ -4,7 +4,7 @@ order and with their actor, and the state the box projection derives from them."
 from __future__ import annotations
 
 import pytest
-from engine_kit import SERVER_ID, MakeEngine, kinds, trace_of
+from engine_kit import SERVER_ID, MakeEngine, kinds, trace_of, without_frames
 
 from holm.adapters.base import Started
 from holm.engine import Engine
@@ -37,7 +37,7 @@ async def test_box_created_is_durable_before_the_runtime_starts_the_box(
     spec = Spec(desktop=Desktop(width=1024, height=768, screens=2))
     box = await engine.create_box(spec, Placement(expires_after_secs=600))
     assert runtime.seen_at_create == ["box_created"]
-    entries = await trace_of(engine, box.id)
+    entries = without_frames(await trace_of(engine, box.id))
     assert kinds(entries) == ["box_created", "box_ready"]
     created, ready = entries
     assert isinstance(created, BoxCreated) and isinstance(ready, BoxReady)
@@ -52,7 +52,7 @@ async def test_box_created_is_durable_before_the_runtime_starts_the_box(
 
 async def test_a_fork_records_forked_from_right_after_box_created(engine: Engine) -> None:
     box = await engine.create_box(Spec(), Placement(), forked_from=("box_source", 7))
-    entries = await trace_of(engine, box.id)
+    entries = without_frames(await trace_of(engine, box.id))
     assert kinds(entries) == ["box_created", "forked_from", "box_ready"]
     assert entries[1] == ForkedFrom(
         seq=1, at_ms=entries[1].at_ms, actor="agent", source="box_source", up_to=7
