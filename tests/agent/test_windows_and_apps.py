@@ -149,3 +149,21 @@ async def test_open_url_in_a_blank_tab(desktop: AgentDesktop, agent: RunningAgen
             break
         await asyncio.sleep(0.05)
     assert opened["tab"] not in [t["tab"] for t in tabs]
+
+
+async def test_a_large_copy_can_be_read(desktop: AgentDesktop, agent: RunningAgent) -> None:
+    # Half a megabyte: more than one X request holds (Chromium may hand it over in INCR
+    # chunks).
+    page = PASTE_PAGE.replace(
+        "</script>", "t.value = 'holm '.repeat(100000); document.title = 'filled';</script>"
+    )
+    await desktop.act(0, a.OpenUrl(url=write_page(agent, "large.html", page)))
+    await desktop.act(0, a.Click(at=Point(x=640, y=500)))
+    await desktop.act(0, a.Press(chord=["ctrl+a"], then=["ctrl+c"]))
+    text = ""
+    for _ in range(50):
+        text = await desktop.clipboard_get(0, "clipboard")
+        if len(text) == 500_000:
+            break
+        await asyncio.sleep(0.1)
+    assert text == "holm " * 100_000

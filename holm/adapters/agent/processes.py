@@ -95,7 +95,7 @@ def forget(proc: subprocess.Popen[bytes]) -> None:
         _waited.discard(proc.pid)
 
 
-def _children_states() -> dict[int, tuple[int, str]]:
+def _process_table() -> dict[int, tuple[int, str]]:
     """pid → (ppid, state) of every process visible in /proc."""
     found: dict[int, tuple[int, str]] = {}
     for entry in os.scandir("/proc"):
@@ -116,7 +116,7 @@ def _children_states() -> dict[int, tuple[int, str]]:
 def descendants(root: int) -> list[int]:
     """Every process under `root`, parents before children."""
     by_parent: dict[int, list[int]] = {}
-    for pid, (ppid, _) in _children_states().items():
+    for pid, (ppid, _) in _process_table().items():
         by_parent.setdefault(ppid, []).append(pid)
     order: list[int] = []
     todo = list(by_parent.get(root, []))
@@ -132,7 +132,7 @@ def reap_orphans() -> None:
     with _lock:
         zombies = [
             pid
-            for pid, (ppid, state) in _children_states().items()
+            for pid, (ppid, state) in _process_table().items()
             if ppid == me and state == "Z" and pid not in _waited
         ]
         for pid in zombies:
@@ -184,7 +184,7 @@ def end_all(grace_s: float = 3.0) -> None:
 
 
 def _living_descendants(root: int) -> list[int]:
-    states = _children_states()
+    states = _process_table()
     return [pid for pid in descendants(root) if states.get(pid, (0, "Z"))[1] != "Z"]
 
 
