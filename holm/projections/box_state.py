@@ -104,7 +104,11 @@ def apply(state: BoxState | None, entry: Entry) -> BoxState:
     """The state after `entry`. Never changes `state`."""
     if state is None:
         return _first(entry)
-    used = entry.at_ms if entry.actor != "system" else state.last_used_ms
+    # A box is in use while a client or a person does something in it. A frame taken while
+    # the agent holds the screen is the screen changing by itself (an animation, a clock),
+    # which must not keep an idle box alive; one during a takeover is a person at work.
+    passive = entry.actor == "system" or (isinstance(entry, FrameSeen) and entry.actor == "agent")
+    used = state.last_used_ms if passive else entry.at_ms
     step: dict[str, object] = {"last_seq": entry.seq, "last_used_ms": used}
     # The kinds that happen most (steps and frames) come first: `match` tries in order.
     match entry:

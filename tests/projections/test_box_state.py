@@ -175,6 +175,14 @@ def test_last_used_follows_agents_and_people_not_the_server(trace: TraceBuilder)
     assert state.last_seq == len(trace.entries) - 1
 
 
+def test_a_screen_changing_by_itself_does_not_keep_a_box_in_use(trace: TraceBuilder) -> None:
+    trace.created()
+    step = trace.acted()
+    trace.frame(actor="agent")
+    trace.frame(actor="agent", name="g")
+    assert folded(trace).last_used_ms == step.at_ms
+
+
 def test_fork_names_its_source(trace: TraceBuilder) -> None:
     trace.created()
     trace.add(ForkedFrom, source="box_src", up_to=40)
