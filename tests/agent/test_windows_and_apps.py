@@ -69,6 +69,11 @@ async def test_window_actions_through_act(desktop: AgentDesktop) -> None:
     )
     assert 50 <= arranged["window"]["x"] < 80
     assert window in [w["id"] for w in (await desktop.act(1, a.Windows()))["windows"]]
+    # A window's capture is its rectangle of the screen.
+    info = next(w for w in await desktop.windows(1) if w.id == window)
+    shot = await desktop.act(1, a.Capture(what=a.CaptureWhat(window=window, pointer=True)))
+    assert (shot["width"], shot["height"]) == (info.width, info.height)
+    assert shot["png_base64"] and shot["hash"].startswith("px:")
     await desktop.act(1, a.OnWindow(window=window, what=a.WindowOp(do="close")))
     with pytest.raises(Timeout):
         await desktop.wait_window(1, "no-such-class", None, 200)

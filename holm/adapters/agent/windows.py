@@ -246,7 +246,11 @@ def arrange(conn: Display, window: str, how: Arrange) -> WindowInfo:
             if maximised:
                 _set_maximised(conn, wid, False)
             _move_resize(conn, wid, None, None, how.width, how.height)
-            done = _resized_from(target.width, target.height)
+            resized = _resized_from(target.width, target.height)
+
+            def done(c: ClientWindow) -> bool:
+                return resized(c) or (c.width, c.height) == (how.width, how.height)
+
         case "maximise":
             _set_maximised(conn, wid, True)
             resized = _resized_from(target.width, target.height)
