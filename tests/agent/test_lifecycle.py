@@ -156,3 +156,29 @@ def test_the_agent_imports_only_what_a_box_has() -> None:
     extra = [m for m in loaded if m not in ("holm", "holm.adapters") and not m.startswith(allowed)]
     assert "holm.adapters.agent.server" in loaded
     assert extra == []
+
+
+async def test_a_dead_display_answers_screen_unavailable(tmp_path: Path) -> None:
+    running = start_agent(tmp_path, "--no-chromium", "--display-base", "218")
+    try:
+        desktop = await AgentDesktop.connect(running.socket)
+        info = await desktop.ready(30)
+        number = info.screens[0].display.lstrip(":")
+        xvfb = int(Path(f"/tmp/.X{number}-lock").read_text().strip())
+        assert _ppid(xvfb) == running.proc.pid
+        os.kill(xvfb, 9)
+        while _alive(xvfb):
+            await asyncio.sleep(0.02)
+        with pytest.raises(ScreenUnavailable):
+            await desktop.frame_hash(0)
+        with pytest.raises(ScreenUnavailable):
+            await desktop.act(0, a.Click(at=a.Point(x=5, y=5)))
+        with pytest.raises(ScreenUnavailable):
+            await desktop.windows(0)
+        with pytest.raises(ScreenUnavailable):
+            await desktop.clipboard_get(0, "clipboard")
+        # What does not need the display still works.
+        assert (await desktop.exec(["true"], 5000)).code == 0
+        await desktop.close()
+    finally:
+        stop_agent(running)

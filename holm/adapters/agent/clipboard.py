@@ -20,9 +20,10 @@ from typing import Any
 
 from Xlib import X, Xatom
 from Xlib.display import Display
+from Xlib.error import ConnectionClosedError
 from Xlib.protocol import event
 
-from holm.errors import BadRequest, Timeout
+from holm.errors import BadRequest, ScreenUnavailable, Timeout
 from holm.wire.actions import Selection
 
 log = logging.getLogger("holm.agent")
@@ -57,10 +58,11 @@ class ClipboardOwner:
         self.conn.sync()
         self._owned: dict[int, bytes] = {}
         self._gets: dict[int, _Get] = {}
-        self._posted: list[Callable[[], None]] = []
+        self._posted: list[tuple[Callable[[Future[Any]], None], Future[Any]]] = []
         self._lock = threading.Lock()
         self._wake_r, self._wake_w = os.pipe()
         self._stopped = False
+        self.name = display_name
         self._thread = threading.Thread(
             target=self._loop, name=f"clipboard {display_name}", daemon=True
         )
@@ -95,7 +97,9 @@ class ClipboardOwner:
     def _post(self, work: Callable[[Future[Any]], None]) -> Future[Any]:
         future: Future[Any] = Future()
         with self._lock:
-            self._posted.append(lambda: work(future))
+            if self._stopped:
+                raise ScreenUnavailable(f"the clipboard of {self.name} is gone")
+            self._posted.append((work, future))
         os.write(self._wake_w, b"x")
         return future
 
@@ -105,15 +109,32 @@ class ClipboardOwner:
         while not self._stopped:
             try:
                 self._turn()
+            except ConnectionClosedError as exc:
+                log.warning("clipboard of %s: the display is gone (%s)", self.name, exc)
+                self._stopped = True
             except Exception:
-                log.exception("clipboard thread")
+                log.exception("clipboard of %s", self.name)
                 time.sleep(0.1)
+        gone = ScreenUnavailable(f"the clipboard of {self.name} is gone")
+        with self._lock:
+            self._stopped = True
+            posted, self._posted = self._posted, []
+        for future in [f for _, f in posted] + [g.future for g in self._gets.values()]:
+            if not future.done():
+                future.set_exception(gone)
+        self._gets.clear()
 
     def _turn(self) -> None:
         with self._lock:
             posted, self._posted = self._posted, []
-        for work in posted:
-            work()
+        for work, future in posted:
+            try:
+                work(future)
+            except Exception as exc:
+                if not future.done():
+                    future.set_exception(exc)
+                if isinstance(exc, ConnectionClosedError):
+                    raise
         while self.conn.pending_events():
             self._on_event(self.conn.next_event())
         now = time.monotonic()

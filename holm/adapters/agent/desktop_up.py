@@ -8,7 +8,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import select
 import socket
 import struct
 import subprocess
@@ -118,43 +117,38 @@ def start_xvfb(
     """Start Xvfb on the first free display at or above `base`.
 
     Several boxes can share the host's network namespace (and so the abstract X socket
-    names) while each has its own /tmp; a display is taken only when its lock file and its
-    abstract name are free, and after the start the abstract socket must be our server's
-    (checked by the peer's pid), else the next number is tried.
+    names) while each has its own /tmp. A display is tried only when its lock file and its
+    abstract name are free; Xvfb itself refuses a display whose lock another server holds.
+    It is ready when its abstract socket answers, and it must be this Xvfb that answers
+    (the peer's pid), else the next number is tried. (`-displayfd` would tell readiness too,
+    but with it Xvfb takes no lock file, and servers that rely on lock files would then
+    take our display.)
     """
     for number in range(base, base + DISPLAY_TRIES):
         if _lock_held(number) or _abstract_taken(number):
             continue
-        read_fd, write_fd = os.pipe()
-        try:
-            proc = processes.spawn(
-                [
-                    "Xvfb",
-                    f":{number}",
-                    "-screen",
-                    "0",
-                    f"{width}x{height}x24",
-                    "-nolisten",
-                    "tcp",
-                    "-displayfd",
-                    str(write_fd),
-                    "-noreset",
-                ],
-                env=env,
-                log_path=run_dir / f"xvfb-{screen}.log",
-                pass_fds=(write_fd,),
-            )
-        finally:
-            os.close(write_fd)
-        try:
-            announced = _read_line(read_fd, XVFB_START_S)
-        finally:
-            os.close(read_fd)
-        if announced is None:
-            _stop(proc)
-            continue
-        if _abstract_owner(number) != proc.pid:
-            log.warning("display :%d is served by another process; trying the next", number)
+        proc = processes.spawn(
+            [
+                "Xvfb",
+                f":{number}",
+                "-screen",
+                "0",
+                f"{width}x{height}x24",
+                "-nolisten",
+                "tcp",
+                "-noreset",
+            ],
+            env=env,
+            log_path=run_dir / f"xvfb-{screen}.log",
+        )
+        deadline = time.monotonic() + XVFB_START_S
+        owner = _abstract_owner(number)
+        while owner is None and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            owner = _abstract_owner(number)
+        if owner != proc.pid:
+            if owner is not None:
+                log.warning("display :%d is served by another process; trying the next", number)
             _stop(proc)
             continue
         processes.supervise(f"Xvfb :{number}", proc)
@@ -162,24 +156,6 @@ def start_xvfb(
     raise StartFailed(
         f"screen {screen}: no free X display from :{base} to :{base + DISPLAY_TRIES - 1}"
     )
-
-
-def _read_line(fd: int, timeout_s: float) -> str | None:
-    """The first line written on `fd`, or None when the writer closed it or time ran out."""
-    deadline = time.monotonic() + timeout_s
-    data = b""
-    while b"\n" not in data:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        ready, _, _ = select.select([fd], [], [], left)
-        if not ready:
-            return None
-        chunk = os.read(fd, 64)
-        if not chunk:
-            return None
-        data += chunk
-    return data.decode().strip()
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
