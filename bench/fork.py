@@ -12,7 +12,6 @@ its box had run there, and forked ROUNDS times; it prints the share of forks who
 has the source's pixels, and the share within the strict replay's frame tolerance.
 """
 
-# ruff: noqa: E402  (the imports follow the sys.path fix below)
 from __future__ import annotations
 
 import asyncio
@@ -22,9 +21,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-# This folder's http.py and docker.py would hide the packages of those names.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
 
 from holm.adapters.local.runtime import LocalRuntime
 from holm.config import load_config
