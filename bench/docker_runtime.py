@@ -2,7 +2,8 @@
 to, or forced), an image build from the bootstrapped base with no cache, a second build of
 one spec (a cache hit), a box ready from `create`, and click and frame through the agent.
 
-    .venv/bin/python bench/docker_runtime.py [--boxes N] [--bootstrap] [--no-build] [--display-base B]
+    .venv/bin/python bench/docker_runtime.py [--boxes N] [--bootstrap] [--no-build]
+        [--display-base B]
 
 `--bootstrap` makes a base with debootstrap again (into its own tag, removed after);
 without it the bootstrap is timed only when the runtime had to make its base. The build is
