@@ -25,6 +25,11 @@ class Config(msgspec.Struct, kw_only=True):
     schedule: Literal["internal", "external"] = "internal"
     jobs: Literal["inline", "queue"] = "inline"
     default_runtime: str = "local"
+    # The X displays the local runtime gives its boxes' screens, :base to :base+count-1.
+    local_display_base: int = 100
+    local_display_count: int = 200
+    # The base of the docker runtime's images; bootstrapped with debootstrap when missing.
+    docker_base_image: str = "debian:bookworm-slim"
     # An event shows in the feed this long after it happened, so that the feed's order is
     # final when it is read (entries of different boxes land concurrently).
     events_delay_ms: int = 2000
@@ -57,6 +62,9 @@ _ENV = {
     "schedule": "HOLM_SERVER_SCHEDULE",
     "jobs": "HOLM_SERVER_JOBS",
     "default_runtime": "HOLM_DEFAULT_RUNTIME",
+    "local_display_base": "HOLM_LOCAL_DISPLAY_BASE",
+    "local_display_count": "HOLM_LOCAL_DISPLAY_COUNT",
+    "docker_base_image": "HOLM_DOCKER_BASE_IMAGE",
     "events_delay_ms": "HOLM_EVENTS_DELAY_MS",
     "max_body_bytes": "HOLM_MAX_BODY_BYTES",
     "fork_wait_cap_ms": "HOLM_FORK_WAIT_CAP_MS",

@@ -19,7 +19,7 @@ from holm.adapters.docker.runtime import (
     profile_volume,
 )
 from holm.adapters.registry import make_runtimes
-from holm.config import Config
+from holm.config import Config, load_config
 from holm.errors import (
     BadRequest,
     Denied,
@@ -363,10 +363,13 @@ async def test_the_server_has_the_docker_runtime_when_the_engine_answers(
     assert isinstance(found, DockerRuntime)
     assert found.images.source.base_image == "debian:bookworm-slim"
     monkeypatch.setenv("HOLM_DOCKER_BASE_IMAGE", "debian:trixie-slim")
-    other = docker_runtime_if_engine_answers(boxes_dir, "s")
-    assert other is not None and other.images.source.base_image == "debian:trixie-slim"
+    others = make_runtimes(load_config(state_dir=boxes_dir.parent), "s")
+    for runtime in others.values():
+        await runtime.close()
+    other = others["docker"]
+    assert isinstance(other, DockerRuntime)
+    assert other.images.source.base_image == "debian:trixie-slim"
     assert other.images.key(Spec()) != found.images.key(Spec())
-    await other.close()
 
 
 async def test_a_box_whose_container_ends_before_its_desktop_is_up_is_unavailable(

@@ -27,7 +27,6 @@ Every docker SDK call runs in a thread.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import shutil
 import time
@@ -88,7 +87,6 @@ LABEL_IDLE = "holm.idle_timeout_secs"
 LABEL_PROFILE = "holm.profile"
 
 # Belongs with the other settings in holm.config once Config has a field for it.
-BASE_IMAGE_VARIABLE = "HOLM_DOCKER_BASE_IMAGE"
 # An engine that does not answer a ping in this long is taken as absent.
 PING_TIMEOUT_S = 3
 # Long calls (a stop waits for its grace, an image build streams for minutes) stay open.
@@ -511,15 +509,13 @@ def docker_runtime_if_engine_answers(
     boxes_dir: Path,
     server_id: str | None,
     *,
-    base_image: str | None = None,
+    base_image: str = DEFAULT_BASE_IMAGE,
     timeout_s: float = PING_TIMEOUT_S,
 ) -> DockerRuntime | None:
     """The docker runtime when a Docker Engine answers (`DOCKER_HOST`, else the local
-    socket), else None. Its boxes' base image is `base_image`, else
-    `HOLM_DOCKER_BASE_IMAGE`, else debian:bookworm-slim. Blocks up to `timeout_s` (an
-    absent engine's socket fails at once): call it at startup or in a thread."""
-    if base_image is None:
-        base_image = os.environ.get(BASE_IMAGE_VARIABLE) or DEFAULT_BASE_IMAGE
+    socket), else None. Its boxes' base image is `base_image` (the server passes
+    `HOLM_DOCKER_BASE_IMAGE` from its Config). Blocks up to `timeout_s` (an absent
+    engine's socket fails at once): call it at startup or in a thread."""
     try:
         client = docker.from_env(timeout=int(timeout_s))
         client.ping()
