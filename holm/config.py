@@ -86,7 +86,7 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: object) -
 
 
 def _decode_path(type_: type, value: object) -> object:
-    if type_ is Path and isinstance(value, str):
+    if type_ is Path and isinstance(value, str | Path):
         return Path(value)
     raise NotImplementedError
 
