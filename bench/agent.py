@@ -157,12 +157,8 @@ async def main() -> None:
         finally:
             stop(proc)
 
-        with_chromium = [
-            await ready_time(tmp / f"c{i}") for i in range(args.starts)
-        ]
-        without = [
-            await ready_time(tmp / f"n{i}", "--no-chromium") for i in range(args.starts)
-        ]
+        with_chromium = [await ready_time(tmp / f"c{i}") for i in range(args.starts)]
+        without = [await ready_time(tmp / f"n{i}", "--no-chromium") for i in range(args.starts)]
         full, bare = statistics.median(with_chromium), statistics.median(without)
         print(
             f"ready (start → ready) p50 {full:.2f} s with Chromium, {bare:.2f} s without: "
