@@ -28,6 +28,8 @@ SANE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _lock = threading.Lock()
 # Pids of children that some thread waits for through their Popen; the reaper leaves them.
 _waited: set[int] = set()
+# Set once the agent ends the box: nothing new starts after its processes are signalled.
+_ending = threading.Event()
 # Children the reaper itself polls (the desktop's processes), by name for the log.
 _supervised: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -72,6 +74,8 @@ def spawn(
         out = subprocess.DEVNULL
     try:
         with _lock:
+            if _ending.is_set():
+                raise OSError("the box is ending")
             proc = subprocess.Popen(
                 list(argv),
                 stdin=subprocess.DEVNULL,
@@ -169,6 +173,8 @@ def start_reaper(stop: threading.Event, every_s: float = 0.5) -> threading.Threa
 
 def end_all(grace_s: float = 3.0) -> None:
     """SIGTERM every descendant, then SIGKILL what is left after `grace_s`."""
+    with _lock:
+        _ending.set()
     me = os.getpid()
     for sig in (signal.SIGCONT, signal.SIGTERM):
         for pid in descendants(me):

@@ -16,7 +16,7 @@ from Xlib import error as xerror
 from holm.adapters.agent import processes
 from holm.adapters.agent import protocol as p
 from holm.adapters.agent.agent import Agent, Options
-from holm.errors import BadRequest, HolmError, Internal, ScreenUnavailable
+from holm.errors import BadRequest, Failed, HolmError, Internal, ScreenUnavailable
 from holm.wire.spec import AppDefinition
 
 log = logging.getLogger("holm.agent")
@@ -33,6 +33,8 @@ def to_holm_error(exc: BaseException) -> HolmError:
             return BadRequest(f"the X server refused: {exc}")
         case msgspec.ValidationError() | ValueError():
             return BadRequest(str(exc))
+        case OSError():
+            return Failed(f"{type(exc).__name__}: {exc}")
         case _:
             log.error("request failed", exc_info=exc)
             return Internal(f"{type(exc).__name__}: {exc}")
