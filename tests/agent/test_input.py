@@ -163,3 +163,33 @@ def test_key_names() -> None:
     assert chord_keysyms("✓") == [0x01000000 + ord("✓")]
     with pytest.raises(BadRequest):
         chord_keysyms("no-such-key")
+
+
+DRAG_PAGE = """<!doctype html><html><body style="margin:0;height:100vh"><script>
+let down = null, moves = 0;
+document.addEventListener('contextmenu', e => e.preventDefault());
+document.addEventListener('mousedown', e => { down = [e.screenX, e.screenY]; moves = 0; });
+document.addEventListener('mousemove', e => { if (down) moves++; });
+document.addEventListener('mouseup', e => {
+  document.title = 'drag:' + down + '->' + e.screenX + ',' + e.screenY + ':' + (moves > 0)
+    + ':' + (e.shiftKey ? 'shift' : '');
+  down = null;
+});
+</script></body></html>"""
+
+
+async def test_drag_and_path_press_move_and_release_with_modifiers(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    await desktop.act(0, a.OpenUrl(url=write_page(agent, "drag.html", DRAG_PAGE)))
+    await desktop.act(0, a.Drag(from_=Point(x=300, y=300), to=Point(x=700, y=500), motion="smooth"))
+    assert await page_title(desktop, 0, "drag:300,300->700,500:true:") == (
+        "drag:300,300->700,500:true:"
+    )
+    through = [Point(x=200, y=600), Point(x=400, y=650), Point(x=600, y=600)]
+    await desktop.act(0, a.Path(through=through, held=["shift"], motion="human", seed=3))
+    assert await page_title(desktop, 0, "drag:200,600->600,600:true:shift") == (
+        "drag:200,600->600,600:true:shift"
+    )
+    released, held = await desktop.end_batch(0)
+    assert (released.buttons, released.keys, held.buttons, held.keys) == ([], [], [], [])

@@ -6,6 +6,7 @@ Playwright later; those actions are `Unsupported` here.
 from __future__ import annotations
 
 import asyncio
+import html
 import itertools
 from typing import Any
 from urllib.parse import quote
@@ -44,8 +45,9 @@ class Pages:
 
     async def tabs(self) -> list[dict[str, Any]]:
         targets = await self._json("GET", "/json/list")
+        # DevTools' /json escapes titles as HTML (`->` comes as `-&gt;`).
         return [
-            {"tab": t["id"], "title": t.get("title", ""), "url": t.get("url", "")}
+            {"tab": t["id"], "title": html.unescape(t.get("title", "")), "url": t.get("url", "")}
             for t in targets
             if t.get("type") == "page"
         ]
