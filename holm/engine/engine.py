@@ -485,6 +485,14 @@ class Engine:
             "a frame capture",
         )
 
+    async def record_frame(self, box_id: str, screen: int, *, always: bool = False) -> bool:
+        """Append a `frame` entry of the screen as it is now (what the watcher does when
+        the screen changed; with `always`, even when it did not, as a fork's last step);
+        say whether one was appended."""
+        await self._reading(box_id, screen)
+        state = await self.box(box_id)
+        return await self.watchers.record(state, screen, always=always)
+
     async def cursor(self, box_id: str, screen: int) -> Point:
         desktop = await self._reading(box_id, screen)
         return await boundary(desktop.cursor(screen), "reading the pointer")

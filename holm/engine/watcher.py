@@ -124,16 +124,24 @@ class FrameWatchers:
 
     async def _look(self, state: BoxState, screen: int) -> bool:
         """Record the screen if it changed; say whether it did."""
+        return await self.record(state, screen, always=False)
+
+    async def record(self, state: BoxState, screen: int, *, always: bool) -> bool:
+        """Append a `frame` entry of the screen as it is now when it changed since the last
+        one recorded (or `always`), its PNG kept in the store; say whether it appended.
+        The actor is whoever has the screen when the entry is appended."""
         last = state.frames[screen] if screen < len(state.frames) else None
         desktop = await boundary(self.desktop_of(state.id), "reaching the desktop")
-        now, _, _ = await boundary(desktop.frame_hash(screen), "a frame hash")
-        if now == last:
-            return False
-        frame = await boundary(desktop.frame(screen, have=last), "a frame capture")
-        if frame.unchanged or frame.png is None:
+        if not always:
+            now, _, _ = await boundary(desktop.frame_hash(screen), "a frame hash")
+            if now == last:
+                return False
+        frame = await boundary(
+            desktop.frame(screen, have=None if always else last), "a frame capture"
+        )
+        if frame.png is None:
             return False
         await self.store.put_frame(state.id, frame.hash, frame.png)
-        # Who has the screen now, not when the poll began.
         current = self.journal.state(state.id) or state
         holder = current.held_by[screen] if screen < len(current.held_by) else "agent"
         await self.journal.append(

@@ -21,9 +21,7 @@ from typing import Any
 import msgspec
 
 from holm.engine import Engine, box_view
-from holm.engine.journal import entry
 from holm.errors import BadRequest, HolmError, Unsupported
-from holm.events.entries import FrameSeen
 from holm.projections.box_state import BoxState
 from holm.replay.plan import DoAction, DoExec, DoLaunch, ExecOutcome, Plan, Step, plan_fork
 from holm.replay.reading import read_whole_trace
@@ -181,20 +179,7 @@ async def record_final_frames(engine: Engine, box_id: str) -> None:
         if state.state != "ready":
             return
         for screen in range(state.screens):
-            frame = await engine.frame(box_id, screen)
-            if frame.png is not None:
-                await engine.store.put_frame(box_id, frame.hash, frame.png)
-            seen = entry(
-                FrameSeen,
-                "agent",
-                screen=screen,
-                frame=frame.hash,
-                width=frame.width,
-                height=frame.height,
-            )
-            # Through the journal, so that the box state knows its last frame and the
-            # frame watcher does not record the same picture again.
-            await engine.journal.append(box_id, [seen])
+            await engine.record_frame(box_id, screen, always=True)
 
 
 async def _origin_of(
