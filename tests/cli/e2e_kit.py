@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -133,6 +134,12 @@ class Holmd:
                 process.wait()
         # Boxes outlive holmd by design: end any that a failed test left behind.
         asyncio.run(_end_boxes(self.state_dir / "boxes"))
+        # The log goes with the state dir: what went wrong in the server is said first, in
+        # pytest's warnings summary, where a test that got a 500 can be matched with it.
+        log = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        if "Traceback" in log:
+            start = max(0, log.index("Traceback") - 200)
+            warnings.warn(f"holmd logged errors:\n{log[start : start + 8000]}", stacklevel=1)
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
