@@ -38,19 +38,19 @@ def _hold_ms(hold_ms: int | None) -> tuple[int, bool]:
     return hold_ms, True
 
 
+# Release tasks nobody awaits, kept referenced until they end.
+_pending: set[asyncio.Task[None]] = set()
+
+
 def _release_later(screen: Screen, kind: str, name: str, token: int, after_ms: int) -> None:
     loop = asyncio.get_running_loop()
 
     def release() -> None:
         task = loop.create_task(screen.on_input(lambda i: i.release_if(kind, name, token)))
-        # Keep the task referenced until it ends; nobody awaits it.
         _pending.add(task)
         task.add_done_callback(_pending.discard)
 
     loop.call_later(after_ms / 1000, release)
-
-
-_pending: set[asyncio.Task[None]] = set()
 
 
 def _seeded(seed: int | None, motion: a.Motion) -> int | None:
