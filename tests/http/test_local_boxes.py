@@ -391,6 +391,14 @@ async def test_a_fork_of_a_real_box(server: LocalServer) -> None:
     assert replayed["stdout"] == "forked\n"
     for box in (source, new):
         await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+    # Fork fidelity, read after both boxes are gone: their traces stay.
+    diff = await ok_json(await client.get(f"/v1/boxes/{source}/diff/{new}"))
+    assert (diff["a"], diff["b"], diff["matched"]) == (source, new, 1)
+    # The `cat` this test ran in the fork afterwards is the one step the source lacks.
+    assert diff["missing"] == []
+    assert [step["kind"] for step in diff["extra"]] == ["executed"]
+    assert [frame["screen"] for frame in diff["frames"]] == [0]
+    await error_of(await client.get(f"/v1/boxes/{source}/diff/box_nothere"), 404, "not_found")
 
 
 async def test_a_restarted_server_keeps_traces_and_adopts_boxes(

@@ -1,10 +1,11 @@
-"""A box's trace, a page at a time, and the frames it refers to. Both answer for a removed
-box too: a trace stays after its box."""
+"""A box's trace, a page at a time, the frames it refers to, and how two boxes' traces
+differ (fork fidelity). All answer for a removed box too: a trace stays after its box."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
+from holm.replay.diff import TraceDiff, diff_boxes
 from holm.wire.api import TracePage, TraceQuery
 
 from ..routing import Route, engine_of, json_response, query_of
@@ -23,6 +24,11 @@ async def read_frame(request: web.Request) -> web.Response:
     return web.Response(body=png, content_type="image/png")
 
 
+async def diff_traces(request: web.Request) -> web.Response:
+    diff = await diff_boxes(engine_of(request), request.match_info["id"], request.match_info["b"])
+    return json_response(diff)
+
+
 ROUTES = [
     Route(
         "GET",
@@ -38,5 +44,12 @@ ROUTES = [
         read_frame,
         "Get a frame that the trace refers to (a PNG)",
         content_type="image/png",
+    ),
+    Route(
+        "GET",
+        f"{BOX}/diff/{{b}}",
+        diff_traces,
+        "Align two boxes' traces step by step and compare their last frames",
+        response=TraceDiff,
     ),
 ]
