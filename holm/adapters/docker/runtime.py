@@ -41,6 +41,7 @@ import msgspec
 import requests.exceptions
 
 from holm.adapters.agent.client import AgentDesktop
+from holm.adapters.agent.command import agent_command
 from holm.adapters.base import Capabilities, Desktop, RuntimeBox, Started
 from holm.adapters.docker.images import (
     DEFAULT_BASE_IMAGE,
@@ -65,6 +66,8 @@ from holm.errors import (
     Unsupported,
 )
 from holm.wire.spec import (
+    DEFAULT_HEIGHT,
+    DEFAULT_WIDTH,
     MAX_SCREENS,
     Placement,
     Spec,
@@ -359,23 +362,15 @@ class DockerRuntime:
         desktop = spec.desktop
         run_dir = Path(labels[LABEL_RUN_DIR])
         _empty(run_dir)
-        agent = [
-            "python3",
-            "-m",
-            "holm.adapters.agent",
-            "--run-dir",
+        agent = agent_command(
+            ["python3"],
             BOX_RUN,
-            "--screens",
-            str(desktop.screens),
-            "--width",
-            str(desktop.width),
-            "--height",
-            str(desktop.height),
-            "--apps-json",
-            canonical_json(spec.apps).decode(),
-        ]
-        if not self.chromium:
-            agent.append("--no-chromium")
+            screens=desktop.screens,
+            width=desktop.width or DEFAULT_WIDTH,
+            height=desktop.height or DEFAULT_HEIGHT,
+            chromium=self.chromium,
+            apps=spec.apps,
+        )
         options: dict[str, Any] = {}
         if placement.memory is not None:
             options["mem_limit"] = parse_memory(placement.memory)

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import msgspec
-
+from holm.adapters.agent.command import agent_command
 from holm.adapters.local import procs
 from holm.wire.spec import AppDefinition
 
@@ -100,27 +99,16 @@ class SandboxPlan:
 
 
 def agent_argv(plan: SandboxPlan) -> list[str]:
-    argv = [
-        AGENT_PYTHON,
-        "-s",
-        "-m",
-        "holm.adapters.agent",
-        "--run-dir",
+    return agent_command(
+        [AGENT_PYTHON, "-s"],
         BOX_RUN,
-        "--screens",
-        str(plan.screens),
-        "--width",
-        str(plan.width),
-        "--height",
-        str(plan.height),
-        "--display-base",
-        str(plan.display_base),
-    ]
-    if not plan.chromium:
-        argv.append("--no-chromium")
-    if plan.apps:
-        argv += ["--apps-json", msgspec.json.encode(plan.apps).decode()]
-    return argv
+        screens=plan.screens,
+        width=plan.width,
+        height=plan.height,
+        display_base=plan.display_base,
+        chromium=plan.chromium,
+        apps=plan.apps,
+    )
 
 
 def site_mounts(plan: SandboxPlan) -> list[tuple[Path, str]]:
