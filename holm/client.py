@@ -73,6 +73,7 @@ from holm.wire.spec import Placement, Spec
 
 if TYPE_CHECKING:
     from holm.adapters.docker.images import ImageInfo
+    from holm.replay.diff import TraceDiff
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -448,6 +449,13 @@ class HolmClient:
         _, png = await self.request("GET", f"/v1/boxes/{box_id}/trace/frames/{frame_hash}")
         return png
 
+    async def diff(self, box_a: str, box_b: str) -> TraceDiff:
+        """How close two boxes' traces are (a source and its fork): steps aligned by key,
+        and the last frames compared pixel by pixel. Removed boxes too."""
+        from holm.replay.diff import TraceDiff  # the engine's module: only when asked for
+
+        return await self._call(TraceDiff, "GET", f"/v1/boxes/{box_a}/diff/{box_b}")
+
     async def events(self, *, after: int | None = None, limit: int | None = None) -> EventsPage:
         """One page of the events feed; send its `next` as `after` to read on."""
         return await self._call(
@@ -594,6 +602,7 @@ class SyncHolmClient:
     glob = _Sync(HolmClient.glob)
     trace = _Sync(HolmClient.trace)
     trace_frame = _Sync(HolmClient.trace_frame)
+    diff = _Sync(HolmClient.diff)
     events = _Sync(HolmClient.events)
     runtimes = _Sync(HolmClient.runtimes)
     runtime = _Sync(HolmClient.runtime)

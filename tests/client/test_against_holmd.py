@@ -252,6 +252,9 @@ async def test_a_fork_replays_up_to_a_seq_once_per_idempotency_key(
         assert (result.replay.attempted, result.replay.ok, result.replay.stopped_at) == (1, 1, None)
         ran = await client.exec(result.box.id, ["test", "-e", "/tmp/forked"])
         assert ran.code == 0
+        diff = await client.diff(source, result.box.id)
+        assert (diff.a, diff.b, diff.a_up_to) == (source, result.box.id, cut)
+        assert (diff.matched, diff.missing) == (1, [])
     finally:
         holmd.remove(source, *forks)
 
