@@ -37,7 +37,6 @@ FOLLOW_POLL_SECS = 0.2
 
 # The exit codes of docs/cli.md: the error code a server would give for the same thing.
 EXIT_FAILED = 1
-EXIT_NO_SERVER = 2
 EXIT_BAD_FILE = 3  # bad_request: a file that is not a trace
 EXIT_NOT_FOUND = 5  # not_found
 
@@ -77,6 +76,13 @@ _kind_decoder = msgspec.json.Decoder(_Kind)
 )
 # For tests and scripts: stop following after this many seconds.
 @click.option("--follow-timeout", type=float, hidden=True)
+@click.option("--token", metavar="TOKEN", help="The bearer token. Default: $HOLM_SERVER_TOKEN.")
+@click.option(
+    "--url",
+    "server_url",
+    metavar="URL",
+    help="holmd's URL, for a BOX_ID. Default: $HOLM_SERVER_URL, else http://127.0.0.1:8080.",
+)
 def trace(
     target: str,
     after: int | None,
@@ -85,6 +91,8 @@ def trace(
     stats: bool,
     follow: bool,
     follow_timeout: float | None,
+    server_url: str | None,
+    token: str | None,
 ) -> None:
     """Print a trace: a box's (BOX_ID, from the server), one trace file, or every trace of a
     folder, read offline. A trace whose writer stopped mid-line ends with a line that says
@@ -94,7 +102,7 @@ def trace(
         if _looks_like_path(target):
             _fail(f"not_found: no such file or directory: {target}", EXIT_NOT_FOUND)
         # Anything else is a box ID: its trace is read from the server (holm/cli/history.py).
-        with connected(None, None, as_json) as remote:
+        with connected(server_url, token, as_json) as remote:
             if stats:
                 entries, incomplete = read_server_trace(remote, target, after=after, limit=limit)
                 figures = trace_stats(entries, incomplete=incomplete)

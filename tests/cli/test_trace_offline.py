@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from holm.cli import main
+from holm.cli.remote import EXIT_UNREACHABLE
 from holm.errors import ErrorBody
 from holm.events.entries import (
     KINDS,
@@ -325,10 +326,11 @@ def test_a_missing_file_is_an_error() -> None:
     assert result.stderr == "holm: not_found: no such file or directory: no/such/trace.jsonl\n"
 
 
-def test_a_box_id_needs_a_server() -> None:
-    result = holm("trace", "box_9cf78792a1b2")
-    assert result.exit_code == 2
-    assert "no server support yet" in result.stderr
+def test_a_box_id_is_read_from_the_server_named_by_url() -> None:
+    # Nothing listens on port 9 of loopback: the box ID went to the server, which is not there.
+    result = holm("trace", "box_9cf78792a1b2", "--url", "http://127.0.0.1:9")
+    assert result.exit_code == EXIT_UNREACHABLE
+    assert "cannot reach holmd" in result.stderr
 
 
 def test_an_empty_folder_is_an_error(tmp_path: Path) -> None:
