@@ -27,7 +27,9 @@ async def test_focus_and_arrange_change_what_windows_report(desktop: AgentDeskto
     assert listed[editor.id].active and not listed[term.id].active
 
     moved = await desktop.arrange_window(1, editor.id, Arrange(how="at", to=Point(x=300, y=200)))
-    assert 300 <= moved.x < 330 and 200 <= moved.y < 240
+    assert (moved.x, moved.y) == (300, 200)
+    again = {w.id: w for w in await desktop.windows(1)}[editor.id]
+    assert (again.x, again.y) == (300, 200)
     sized = await desktop.arrange_window(1, editor.id, Arrange(how="size", width=500, height=400))
     assert (sized.width, sized.height) == (500, 400)
     assert {w.id: (w.x, w.y, w.width, w.height) for w in await desktop.windows(1)}[editor.id] == (

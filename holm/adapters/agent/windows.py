@@ -238,7 +238,11 @@ def arrange(conn: Display, window: str, how: Arrange) -> WindowInfo:
                 raise BadRequest("arrange `at` needs `to`")
             if maximised:
                 _set_maximised(conn, wid, False)
-            _move_resize(conn, wid, how.to.x, how.to.y, None, None)
+            # `to` is where the window's own area (what `windows` reports, where clicks
+            # land) goes; the request places the frame, which starts above and left of it
+            # by the decorations' size.
+            left, top = _frame_offset(conn, wid)
+            _move_resize(conn, wid, how.to.x - left, how.to.y - top, None, None)
             done = _moved_to(how.to.x, how.to.y)
         case "size":
             if how.width is None or how.height is None or how.width < 1 or how.height < 1:
@@ -294,8 +298,18 @@ def _resized_from(width: int, height: int) -> Callable[[ClientWindow], bool]:
 
 
 def _moved_to(x: int, y: int) -> Callable[[ClientWindow], bool]:
-    # The frame's corner is where asked; the client window sits inside its decorations.
-    return lambda c: c.x >= x and c.y >= y and c.x - x < 64 and c.y - y < 64
+    return lambda c: (c.x, c.y) == (x, y)
+
+
+def _frame_offset(conn: Display, wid: int) -> tuple[int, int]:
+    """The left and top size of the window manager's frame around a window
+    (`_NET_FRAME_EXTENTS`), (0, 0) when it has none."""
+    win = conn.create_resource_object("window", wid)
+    extents = _property(conn, win, "_NET_FRAME_EXTENTS")
+    if extents is None or len(extents) < 4:
+        return 0, 0
+    left, _right, top, _bottom = (int(v) for v in extents)
+    return left, top
 
 
 def _settle(
