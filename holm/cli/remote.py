@@ -8,6 +8,7 @@ stdout holds only what a script reads: IDs, values, JSON.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -50,13 +51,17 @@ class Remote:
         self._token = token
         self.as_json = as_json
         self._client: SyncHolmClient | None = None
+        # Commands that read two things at once (`holm diff`) reach the client from two
+        # threads: only one may open it.
+        self._opening = threading.Lock()
 
     @property
     def client(self) -> SyncHolmClient:
         # Opened on first use, so a command that fails on its arguments starts no thread.
-        if self._client is None:
-            self._client = SyncHolmClient(self._url, self._token)
-        return self._client
+        with self._opening:
+            if self._client is None:
+                self._client = SyncHolmClient(self._url, self._token)
+            return self._client
 
     def close(self) -> None:
         if self._client is not None:

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
 from holm.cli import main
-from holm.cli.remote import EXIT_CODES, EXIT_UNREACHABLE
+from holm.cli.remote import EXIT_CODES, EXIT_UNREACHABLE, Remote
+from holm.client import SyncHolmClient
 from holm.errors import ERRORS_BY_CODE
 
 
@@ -116,3 +119,18 @@ def test_a_placement_file_with_an_unknown_key_is_a_bad_request(tmp_path: Path) -
     result = holm("fork", "box_1", "--placement", str(placement))
     assert result.exit_code == 3
     assert "zone" in result.stderr
+
+
+def test_a_command_reading_from_two_threads_opens_one_client() -> None:
+    # `holm diff BOX_A BOX_B` reads both traces at once: a second client would be left open.
+    remote = Remote("http://127.0.0.1:9", None, as_json=False)
+    barrier = threading.Barrier(8)
+
+    def open_client() -> SyncHolmClient:
+        barrier.wait()
+        return remote.client
+
+    with ThreadPoolExecutor(8) as pool:
+        clients = list(pool.map(lambda _: open_client(), range(8)))
+    remote.close()
+    assert all(client is clients[0] for client in clients)
