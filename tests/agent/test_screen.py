@@ -62,6 +62,22 @@ async def test_a_changed_screen_gives_a_new_hash(
     assert pixel == (0, 0, 255)
 
 
+async def test_a_focused_text_field_leaves_the_screen_still(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    # A blinking caret would change the screen every 600 ms for as long as the field has
+    # the focus: no poll would ever answer unchanged.
+    page = write_page(agent, "field.html", "<input id=f autofocus style='font-size:40px'>")
+    await desktop.act(1, a.OpenUrl(url=page))
+    await desktop.act(1, a.Click(at=Point(x=100, y=120)))
+    await desktop.act(1, a.Type(text="caret"))
+    await desktop.act(1, a.WaitStill(settle_ms=300))
+    first = await desktop.frame(1)
+    for _ in range(8):
+        await asyncio.sleep(0.2)
+        assert (await desktop.frame(1, have=first.hash)).unchanged
+
+
 async def test_region_and_scale(desktop: AgentDesktop) -> None:
     part = await desktop.frame(1, region=Region(x=10, y=20, width=300, height=200), scale=50)
     assert (part.width, part.height) == (150, 100)
