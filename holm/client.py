@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
-    Any,
     Concatenate,
     Generic,
     Literal,
@@ -60,6 +59,8 @@ from holm.wire.api import (
     GlobResult,
     GrepResult,
     Health,
+    ImageInfo,
+    ImageList,
     InstallApps,
     PruneResult,
     ReapResult,
@@ -72,7 +73,6 @@ from holm.wire.api import (
 from holm.wire.spec import Placement, Spec
 
 if TYPE_CHECKING:
-    from holm.adapters.docker.images import ImageInfo
     from holm.replay.diff import TraceDiff
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -476,22 +476,19 @@ class HolmClient:
         """The image of `spec` on `runtime`, built when missing (`state: building` at once
         when the server queues its jobs)."""
         body = BuildImage(spec=spec or Spec())
-        answer = await self._call(Any, "POST", f"/v1/runtimes/{runtime}/image", body=body)
-        return _image_info(answer)
+        return await self._call(ImageInfo, "POST", f"/v1/runtimes/{runtime}/image", body=body)
 
     async def images(self, runtime: str | None = None) -> list[ImageInfo]:
         """The images of one runtime, or of every runtime."""
         path = "/v1/images" if runtime is None else f"/v1/runtimes/{runtime}/images"
-        answer = await self._call(dict[str, list[Any]], "GET", path)
-        return [_image_info(image) for image in answer["images"]]
+        return (await self._call(ImageList, "GET", path)).images
 
     async def image(self, runtime: str, digest: str) -> ImageInfo:
-        path = f"/v1/runtimes/{runtime}/images/{digest}"
-        return _image_info(await self._call(Any, "GET", path))
+        return await self._call(ImageInfo, "GET", f"/v1/runtimes/{runtime}/images/{digest}")
 
     async def remove_image(self, runtime: str, digest: str) -> ImageInfo:
         path = f"/v1/runtimes/{runtime}/images/{digest}"
-        return _image_info(await self._call(Any, "DELETE", path))
+        return await self._call(ImageInfo, "DELETE", path)
 
     # Scheduled work
 
@@ -503,14 +500,6 @@ class HolmClient:
 
     async def run_jobs(self) -> RunResult:
         return await self._call(RunResult, "POST", "/v1/jobs/run")
-
-
-def _image_info(answer: object) -> ImageInfo:
-    # Imported when an image is asked for: its module brings the docker SDK, which the CLI
-    # does not need to start.
-    from holm.adapters.docker.images import ImageInfo
-
-    return msgspec.convert(answer, ImageInfo)
 
 
 def _screen(box_id: str, screen: int) -> str:

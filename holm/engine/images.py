@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from holm.adapters.docker.images import ImageBuilder, ImageInfo
+from holm.adapters.docker.images import ImageBuilder
 from holm.errors import BadRequest, NotFound, Unsupported
 from holm.events.entries import SERVER_TRACE, ImageBuilt, ImageRemoved
+from holm.wire.api import ImageInfo
 from holm.wire.spec import Spec, spec_digest, validate_spec
 
 from .guards import boundary

@@ -27,7 +27,7 @@ from holm.wire.actions import (
     Selection,
     WindowQuery,
 )
-from holm.wire.spec import Placement, Spec
+from holm.wire.spec import Feature, Placement, Spec
 
 BoxStateName = Literal["starting", "ready", "paused", "stopped", "unreachable", "gone", "failed"]
 
@@ -294,6 +294,32 @@ class BuildImage(_Request):
     """`POST /v1/runtimes/{name}/image`: build the image of a spec before a box needs it."""
 
     spec: Spec = msgspec.field(default_factory=Spec)
+
+
+BuildState = Literal["building", "failed"]
+
+
+class ImageInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """An image as the images API shows it; `state` is absent when it is built."""
+
+    runtime: str
+    # `holm-box:<key>`, empty while it builds or after it failed.
+    image: str
+    # The key, which `GET/DELETE …/images/{digest}` take.
+    digest: str
+    # The spec it was built for (one of the specs that share it).
+    spec_digest: str | None = None
+    state: BuildState | None = None
+    reason: str | None = None
+    features: list[Feature] = msgspec.field(default_factory=list)
+    packages: list[str] = msgspec.field(default_factory=list)
+    arch: str = ""
+    size_bytes: int | None = None
+    created_at_ms: int | None = None
+
+
+class ImageList(msgspec.Struct, kw_only=True):
+    images: list[ImageInfo]
 
 
 # Scheduled work

@@ -16,8 +16,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from holm.adapters.docker.images import ImageInfo
 from holm.adapters.docker.runtime import DockerRuntime
+from holm.wire.api import ImageInfo
 from holm.wire.spec import Spec
 
 REPO = Path(__file__).resolve().parents[2]

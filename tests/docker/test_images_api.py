@@ -8,8 +8,9 @@ import asyncio
 import docker
 import pytest
 
-from holm.adapters.docker.images import ImageBuilder, ImageInfo, image_ref
+from holm.adapters.docker.images import ImageBuilder, image_ref
 from holm.errors import Denied, Failed, NotFound
+from holm.wire.api import ImageInfo
 from holm.wire.spec import Desktop, Placement, Spec, spec_digest
 
 from .conftest import SESSION_SPEC, MakeRuntime, new_box_id

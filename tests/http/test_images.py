@@ -11,9 +11,10 @@ import asyncio
 
 from http_kit import MakeClient, error_of, ok_json
 
-from holm.adapters.docker.images import ImageInfo, Progress
+from holm.adapters.docker.images import Progress
 from holm.engine.memory_runtime import MemoryRuntime, MemoryWorld
 from holm.errors import Denied, NotFound
+from holm.wire.api import ImageInfo
 from holm.wire.spec import Desktop, Spec, spec_digest
 
 SPEC = {"desktop": {"features": ["video"]}}

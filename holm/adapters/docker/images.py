@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol, runtime_checkable
+from typing import IO, Any, Protocol, runtime_checkable
 
 import docker
 import docker.errors
@@ -38,6 +38,7 @@ import requests.exceptions
 from holm.adapters.docker import dockerfile
 from holm.adapters.docker.bootstrap import ensure_base_image
 from holm.errors import BadRequest, Denied, Failed, HolmError, NotFound, Unavailable
+from holm.wire.api import BuildState, ImageInfo
 from holm.wire.spec import Feature, Spec, canonical_json, canonical_spec, spec_digest
 
 Progress = Callable[[str], None]
@@ -67,29 +68,8 @@ AGENT_LIBRARIES = ("msgspec", "aiohttp", "pillow", "python-xlib")
 
 _PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9+.:-]*", re.IGNORECASE)
 
-BuildState = Literal["building", "failed"]
-
 # The `holm` package folder this module is in: holm/adapters/docker/images.py.
 _HOLM_ROOT = Path(__file__).resolve().parents[2]
-
-
-class ImageInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """An image as the images API shows it; `state` is absent when it is built."""
-
-    runtime: str
-    # `holm-box:<key>`, empty while it builds or after it failed.
-    image: str
-    # The key, which `GET/DELETE …/images/{digest}` take.
-    digest: str
-    # The spec it was built for (one of the specs that share it).
-    spec_digest: str | None = None
-    state: BuildState | None = None
-    reason: str | None = None
-    features: list[Feature] = msgspec.field(default_factory=list)
-    packages: list[str] = msgspec.field(default_factory=list)
-    arch: str = ""
-    size_bytes: int | None = None
-    created_at_ms: int | None = None
 
 
 class ImageSource(msgspec.Struct, frozen=True, kw_only=True):

@@ -4,20 +4,14 @@ answers `unsupported`. With queued jobs, a build that is needed answers `202` at
 
 from __future__ import annotations
 
-import msgspec
 from aiohttp import web
 
-from holm.adapters.docker.images import ImageInfo
 from holm.engine import images
-from holm.wire.api import BuildImage
+from holm.wire.api import BuildImage, ImageInfo, ImageList
 
 from ..routing import Route, body_of, engine_of, json_response
 
 RUNTIME = "/v1/runtimes/{name}"
-
-
-class ImageList(msgspec.Struct, kw_only=True):
-    images: list[ImageInfo]
 
 
 async def build_image(request: web.Request) -> web.Response:
