@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from holm.cli import actions, boxes, history, inside
+from holm.cli import actions, boxes, history, images, inside
 from holm.cli.replay_cmd import diff, replay
 from holm.cli.trace_cmd import trace
 
@@ -20,7 +20,13 @@ def main() -> None:
 main.add_command(trace)
 main.add_command(replay)
 main.add_command(diff)
-for command in (*boxes.COMMANDS, *actions.COMMANDS, *inside.COMMANDS, *history.COMMANDS):
+for command in (
+    *boxes.COMMANDS,
+    *actions.COMMANDS,
+    *inside.COMMANDS,
+    *history.COMMANDS,
+    *images.COMMANDS,
+):
     main.add_command(command)
 
 __all__ = ["main"]

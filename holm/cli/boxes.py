@@ -43,7 +43,7 @@ def _features(text: str) -> list[Feature]:
     return convert(names, list[Feature], "--features")
 
 
-def _launch_body(spec_file: IO[bytes] | None) -> CreateBox:
+def launch_body(spec_file: IO[bytes] | None) -> CreateBox:
     """`--spec FILE`: a spec, or a whole create body with `spec` and `placement`."""
     if spec_file is None:
         return CreateBox()
@@ -133,7 +133,7 @@ def new_box(
     wait: bool,
 ) -> None:
     """Launch a box and print its ID. Flags override the --spec file."""
-    body = _launch_body(spec_file)
+    body = launch_body(spec_file)
     desktop = body.spec.desktop
     desktop_changes: dict[str, Any] = {
         "width": width,
