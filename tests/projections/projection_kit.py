@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec.inspect as mi
+import trace_kit
 from hypothesis import strategies as st
+from trace_kit import T0
 
 from holm.errors import ErrorBody
 from holm.events.entries import (
@@ -41,25 +43,14 @@ from holm.events.entries import (
 from holm.wire.actions import Click, OpenUrl, Point, Type
 from holm.wire.spec import Desktop, Placement, Spec, spec_digest
 
-T0 = 1_790_000_000_000
 
-
-class TraceBuilder:
-    """Entries as an engine appends them: seq from 0, at_ms moving on by `gap_ms` (100
-    unless said), actor agent unless said."""
+class TraceBuilder(trace_kit.TraceBuilder):
+    """A box's entries (see trace_kit.TraceBuilder), with the box's id for its
+    `box_created`."""
 
     def __init__(self, box_id: str = "box_test", start_ms: int = T0) -> None:
+        super().__init__(start_ms)
         self.box_id = box_id
-        self.entries: list[Entry] = []
-        self.now = start_ms
-
-    def add(
-        self, cls: type[Any], *, gap_ms: int = 100, actor: Actor = "agent", **fields: Any
-    ) -> Any:
-        self.now += gap_ms
-        entry = cls(seq=len(self.entries), at_ms=self.now, actor=actor, **fields)
-        self.entries.append(entry)
-        return entry
 
     def created(
         self,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import trace_kit
 
 from holm.adapters.local.runtime import LocalRuntime
 from holm.config import load_config
@@ -37,21 +38,9 @@ REPO = Path(__file__).resolve().parents[2]
 REGEN = os.environ.get("HOLM_REGEN_GOLDEN") == "1"
 
 
-class TraceBuilder:
-    """Entries as an engine would append them: seq from 0, at_ms moving forward by `gap_ms`
-    (100 ms unless said), actor agent unless said."""
-
-    def __init__(self, start_ms: int = 1_790_000_000_000) -> None:
-        self.entries: list[Entry] = []
-        self.now = start_ms
-
-    def add(
-        self, cls: type[Any], *, gap_ms: int = 100, actor: Actor = "agent", **fields: Any
-    ) -> Any:
-        self.now += gap_ms
-        entry = cls(seq=len(self.entries), at_ms=self.now, actor=actor, **fields)
-        self.entries.append(entry)
-        return entry
+class TraceBuilder(trace_kit.TraceBuilder):
+    """Entries as an engine would append them (see trace_kit.TraceBuilder), from a box's
+    creation."""
 
     def created(
         self, spec: Spec | None = None, runtime: str = "local", box_id: str = "box_source"
