@@ -264,4 +264,35 @@ class AgentDesktop:
             await self._writer.wait_closed()
 
 
-__all__ = ["AgentDesktop", "HolmError"]
+class AgentConnections:
+    """The one shared connection to each box's agent that a runtime keeps: the same
+    bookkeeping for every runtime, which differ only in where the socket is."""
+
+    def __init__(self) -> None:
+        self._desktops: dict[str, AgentDesktop] = {}
+
+    def live(self, box_id: str) -> AgentDesktop | None:
+        """The box's connection when it is still up."""
+        desktop = self._desktops.get(box_id)
+        return desktop if desktop is not None and desktop.connected else None
+
+    def keep(self, box_id: str, desktop: AgentDesktop) -> AgentDesktop:
+        self._desktops[box_id] = desktop
+        return desktop
+
+    async def connect(self, box_id: str, socket_path: str | Path) -> AgentDesktop:
+        return self.keep(box_id, await AgentDesktop.connect(socket_path))
+
+    async def drop(self, box_id: str) -> None:
+        desktop = self._desktops.pop(box_id, None)
+        if desktop is not None:
+            await desktop.close()
+
+    async def close(self) -> None:
+        desktops = list(self._desktops.values())
+        self._desktops.clear()
+        for desktop in desktops:
+            await desktop.close()
+
+
+__all__ = ["AgentConnections", "AgentDesktop", "HolmError"]

@@ -40,7 +40,7 @@ import docker.errors
 import msgspec
 import requests.exceptions
 
-from holm.adapters.agent.client import AgentDesktop
+from holm.adapters.agent.client import AgentConnections, AgentDesktop
 from holm.adapters.agent.command import agent_command
 from holm.adapters.base import Capabilities, Desktop, RuntimeBox, Started
 from holm.adapters.docker.images import (
@@ -168,7 +168,7 @@ class DockerRuntime:
             source=source if source is not None else image_source(base_image),
             base_image=base_image,
         )
-        self._desktops: dict[str, AgentDesktop] = {}
+        self._desktops = AgentConnections()
         # Boxes this object paused: their desktop is refused without asking the engine.
         self._paused: set[str] = set()
         self._box_locks: dict[str, asyncio.Lock] = {}
@@ -302,9 +302,9 @@ class DockerRuntime:
 
     async def desktop(self, box_id: str) -> Desktop:
         async with self._connect_locks.setdefault(box_id, asyncio.Lock()):
-            desktop = self._desktops.get(box_id)
-            if desktop is not None and desktop.connected and box_id not in self._paused:
-                return desktop
+            live = self._desktops.live(box_id)
+            if live is not None and box_id not in self._paused:
+                return live
             container = await self._call(self._get, box_id)
             if container.status == "paused":
                 raise ScreenUnavailable(f"box {box_id} is paused; resume it first")
@@ -313,16 +313,11 @@ class DockerRuntime:
             self._paused.discard(box_id)
             run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
             # A socket that cannot be reached is `Transport` (the client says so).
-            desktop = await AgentDesktop.connect(run_dir / "agent.sock")
-            self._desktops[box_id] = desktop
-            return desktop
+            return await self._desktops.connect(box_id, run_dir / "agent.sock")
 
     async def close(self) -> None:
         """Let go of the boxes' agents and the engine; the containers keep running."""
-        desktops = list(self._desktops.values())
-        self._desktops.clear()
-        for desktop in desktops:
-            await desktop.close()
+        await self._desktops.close()
         await asyncio.to_thread(self.client.close)
 
     # What a box is
@@ -439,7 +434,7 @@ class DockerRuntime:
         except BaseException:
             await desktop.close()
             raise
-        self._desktops[box_id] = desktop
+        self._desktops.keep(box_id, desktop)
         self._paused.discard(box_id)
         return Started(viewer_urls=[f"unix:{run_dir / f'vnc-{i}.sock'}" for i in range(screens)])
 
@@ -455,9 +450,7 @@ class DockerRuntime:
             )
 
     async def _drop_desktop(self, box_id: str) -> None:
-        desktop = self._desktops.pop(box_id, None)
-        if desktop is not None:
-            await desktop.close()
+        await self._desktops.drop(box_id)
 
     # The engine, in threads
 

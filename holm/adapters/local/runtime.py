@@ -25,7 +25,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal, ParamSpec, TypeVar
 
-from holm.adapters.agent.client import AgentDesktop
+from holm.adapters.agent.client import AgentConnections, AgentDesktop
 from holm.adapters.base import Capabilities, Desktop, RuntimeBox, Started
 from holm.adapters.local import procs
 from holm.adapters.local.limits import (
@@ -107,7 +107,7 @@ class LocalRuntime:
         self.chromium = chromium
         self.cgroups = Cgroups() if cgroups is None else cgroups
         boxes_dir.mkdir(parents=True, exist_ok=True)
-        self._desktops: dict[str, AgentDesktop] = {}
+        self._desktops = AgentConnections()
         # The outer bwrap of each box this object started, reaped when the box ends.
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._box_locks: dict[str, asyncio.Lock] = {}
@@ -207,20 +207,15 @@ class LocalRuntime:
             assert record.init_pid is not None and record.init_start is not None
             if procs.is_frozen(record.init_pid, record.init_start):
                 raise ScreenUnavailable(f"box {box_id} is paused; resume it first")
-            desktop = self._desktops.get(box_id)
-            if desktop is not None and desktop.connected:
-                return desktop
-            paths = BoxPaths(self.boxes_dir, box_id)
-            desktop = await AgentDesktop.connect(paths.agent_socket)
-            self._desktops[box_id] = desktop
-            return desktop
+            live = self._desktops.live(box_id)
+            if live is not None:
+                return live
+            socket_path = BoxPaths(self.boxes_dir, box_id).agent_socket
+            return await self._desktops.connect(box_id, socket_path)
 
     async def close(self) -> None:
         """Let go of the boxes' agents; the boxes themselves keep running."""
-        desktops = list(self._desktops.values())
-        self._desktops.clear()
-        for desktop in desktops:
-            await desktop.close()
+        await self._desktops.close()
 
     # What a box is
 
@@ -300,7 +295,7 @@ class LocalRuntime:
         record = await _in_thread(self._launch, paths, record)
         proc = self._children[record.box_id]
         desktop = await self._await_ready(paths, record, proc)
-        self._desktops[record.box_id] = desktop
+        self._desktops.keep(record.box_id, desktop)
         screens = record.spec.desktop.screens
         return Started(viewer_urls=[f"unix:{paths.vnc_socket(i)}" for i in range(screens)])
 
@@ -404,9 +399,7 @@ class LocalRuntime:
         return desktop
 
     async def _drop_desktop(self, box_id: str) -> None:
-        desktop = self._desktops.pop(box_id, None)
-        if desktop is not None:
-            await desktop.close()
+        await self._desktops.drop(box_id)
 
     def _end(self, paths: BoxPaths, record: BoxRecord) -> None:
         """End the box's processes and release what they held; wipe the home of a box
