@@ -22,10 +22,10 @@ from typing import NoReturn
 import click
 import msgspec
 
-from holm.adapters.registry import make_runtimes
+from holm.adapters.base import Runtime
 from holm.cli.history import read_server_trace
 from holm.cli.remote import Remote, exit_code, remote, report_error
-from holm.config import load_config
+from holm.config import Config, load_config
 from holm.errors import HolmError
 from holm.events.codec import CorruptLine
 from holm.events.entries import Entry
@@ -33,6 +33,15 @@ from holm.events.local import read_trace_file
 from holm.replay.diff import TraceDiff, diff_traces
 from holm.replay.offline import OfflineReplay, replay_entries
 from holm.replay.strict import FRAME_TOLERANCE
+
+
+def make_runtimes(config: Config, server_id: str | None) -> dict[str, Runtime]:
+    """The runtimes of a replay without a server. Imported when a replay runs: the runtimes
+    bring the docker SDK, which every other `holm` command would load for nothing."""
+    from holm.adapters.registry import make_runtimes as make
+
+    return make(config, server_id)
+
 
 EXIT_DIFFERENT = 1
 EXIT_BAD_FILE = 3
