@@ -42,7 +42,7 @@ DISPLAY_COUNT = 20
 CONFIRM = {"x-holm-confirm-delete": "true"}
 
 
-def serve(state_dir: Path, port: int) -> None:
+def serve(state_dir: Path, port: int, chromium: bool) -> None:
     """The server process: holmd's app over real local boxes and the local store."""
     from aiohttp import web
 
@@ -62,7 +62,7 @@ def serve(state_dir: Path, port: int) -> None:
         server_id_of(state_dir),
         display_base=DISPLAY_BASE,
         display_count=DISPLAY_COUNT,
-        chromium=False,
+        chromium=chromium,
     )
     app = create_app(config, runtimes={"local": runtime})
     web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
@@ -202,7 +202,8 @@ async def bench(args: argparse.Namespace, base: str) -> None:
                     created = await response.json()
                     assert response.status == 200, created
                     boxes.append(created["id"])
-            print(f"{args.boxes} boxes (no Chromium) ready in {time.perf_counter() - began:.1f} s")
+            desktop = "with Chromium" if args.chromium else "no Chromium"
+            print(f"{args.boxes} boxes ({desktop}) ready in {time.perf_counter() - began:.1f} s")
             await click_latency(session, base, boxes[0], args.clicks)
             await many_clients(session, base, boxes, args.clients, args.seconds)
             await health_rate(session, base, min(args.seconds, 10))
@@ -218,15 +219,21 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--boxes", type=int, default=8)
+    parser.add_argument(
+        "--chromium",
+        action="store_true",
+        help="boxes with Chromium on their screen, as holmd makes them (default: without)",
+    )
     parser.add_argument("--serve", nargs=2, metavar=("STATE_DIR", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(Path(args.serve[0]), int(args.serve[1]))
+        serve(Path(args.serve[0]), int(args.serve[1]), args.chromium)
         return
     state_dir = Path(tempfile.mkdtemp(prefix="h5a-bench-", dir="/tmp"))
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(state_dir), str(port)],
+        [sys.executable, __file__, "--serve", str(state_dir), str(port)]
+        + (["--chromium"] if args.chromium else []),
         start_new_session=True,
     )
     try:
