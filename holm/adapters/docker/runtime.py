@@ -54,7 +54,7 @@ from holm.adapters.docker.images import (
     engine_errors,
     image_source,
 )
-from holm.adapters.local.limits import parse_cpus, parse_memory
+from holm.adapters.local.limits import check_limits, parse_cpus, parse_memory
 from holm.errors import (
     BadRequest,
     Denied,
@@ -328,13 +328,7 @@ class DockerRuntime:
             raise BadRequest("; ".join(problems))
         if spec.desktop.server != "x11":
             raise Unsupported("the docker runtime runs X11 desktops only")
-        try:
-            if placement.memory is not None:
-                parse_memory(placement.memory)
-            if placement.cpus is not None:
-                parse_cpus(placement.cpus)
-        except ValueError as exc:
-            raise BadRequest(str(exc)) from None
+        check_limits(placement.memory, placement.cpus)
         if placement.profile is not None and not _PROFILE.fullmatch(placement.profile):
             raise BadRequest(
                 f"placement.profile {placement.profile!r} must be 1 to 64 letters, digits, "

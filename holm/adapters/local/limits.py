@@ -16,6 +16,8 @@ import re
 import time
 from pathlib import Path
 
+from holm.errors import BadRequest
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GROUP_PARENT = "holm-boxes"
 CFS_PERIOD_US = 100_000
@@ -44,6 +46,17 @@ def parse_cpus(text: str) -> float:
     if not 0.01 <= cpus <= 1024:
         raise ValueError(f"placement.cpus {text!r} must be 0.01 to 1024")
     return cpus
+
+
+def check_limits(memory: str | None, cpus: str | None) -> None:
+    """Refuse a placement's limits that do not parse, with `BadRequest` naming them."""
+    try:
+        if memory is not None:
+            parse_memory(memory)
+        if cpus is not None:
+            parse_cpus(cpus)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def own_group(controller: str) -> str | None:

@@ -30,6 +30,7 @@ from holm.adapters.base import Capabilities, Desktop, RuntimeBox, Started
 from holm.adapters.local import procs
 from holm.adapters.local.limits import (
     Cgroups,
+    check_limits,
     joining_argv,
     parse_cpus,
     parse_memory,
@@ -233,13 +234,7 @@ class LocalRuntime:
             raise Unsupported("this machine gives the local runtime no memory cgroup to limit")
         if placement.cpus is not None and not self.cgroups.cpu:
             raise Unsupported("this machine gives the local runtime no cpu cgroup to limit")
-        try:
-            if placement.memory is not None:
-                parse_memory(placement.memory)
-            if placement.cpus is not None:
-                parse_cpus(placement.cpus)
-        except ValueError as exc:
-            raise BadRequest(str(exc)) from None
+        check_limits(placement.memory, placement.cpus)
         paths = BoxPaths(self.boxes_dir, box_id)
         longest = paths.vnc_socket(MAX_SCREENS - 1)
         if len(str(longest)) > MAX_SOCKET_PATH:
