@@ -174,3 +174,41 @@ async def test_a_large_copy_can_be_read(desktop: AgentDesktop, agent: RunningAge
             break
         await asyncio.sleep(0.1)
     assert text == "holm " * 100_000
+
+
+async def test_the_window_list_follows_what_programs_and_the_window_manager_change(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    # The list is kept from X events: each change below is made by someone else than the
+    # listing (a page's script, xterm itself, the window manager) and must show at once.
+    await desktop.windows(1)
+    page = write_page(agent, "titled.html", "<title>first</title>")
+    await desktop.act(1, a.OpenUrl(url=page))
+    browser = next(w for w in await desktop.windows(1) if w.class_ == "Chromium")
+    assert browser.title.startswith("first")
+
+    term = await desktop.launch(1, "xterm", ["-T", "before"])
+    listed = {w.id: w for w in await desktop.windows(1)}
+    assert listed[term.id].title == "before"
+    # xterm sets its own title from an escape sequence its shell prints.
+    await desktop.focus_window(1, term.id)
+    await desktop.act(1, a.Type(text="printf '\\033]2;after\\007'\n"))
+    for _ in range(100):
+        if {w.id: w for w in await desktop.windows(1)}[term.id].title == "after":
+            break
+        await asyncio.sleep(0.05)
+    assert {w.id: w for w in await desktop.windows(1)}[term.id].title == "after"
+
+    # The window manager moves the frame; the list shows the client where it went.
+    await desktop.arrange_window(1, term.id, Arrange(how="at", to=Point(x=120, y=140)))
+    moved = {w.id: w for w in await desktop.windows(1)}[term.id]
+    assert (moved.x, moved.y) == (120, 140)
+    await desktop.arrange_window(1, term.id, Arrange(how="minimise"))
+    assert {w.id: w for w in await desktop.windows(1)}[term.id].minimised
+
+    await desktop.close_window(1, term.id)
+    for _ in range(100):
+        if term.id not in {w.id for w in await desktop.windows(1)}:
+            break
+        await asyncio.sleep(0.05)
+    assert term.id not in {w.id for w in await desktop.windows(1)}

@@ -20,6 +20,7 @@ from holm.adapters.agent import capture, windows
 from holm.adapters.agent.capture import Raw
 from holm.adapters.agent.clipboard import ClipboardOwner
 from holm.adapters.agent.input import Input
+from holm.adapters.agent.window_list import WindowList
 from holm.adapters.base import FrameResult, WindowInfo
 from holm.errors import BadRequest, ScreenUnavailable
 from holm.wire.actions import Arrange, Point, Region, Selection
@@ -48,6 +49,8 @@ class Screen:
         self._input: Input | None = None
         self._grabber: capture.Grabber | None = None
         self._query_conn: Display | None = None
+        # Made on the query thread at the first listing.
+        self._window_list: WindowList | None = None
         self.clipboard: ClipboardOwner | None = None
 
     async def connect(self, display_name: str) -> None:
@@ -159,7 +162,12 @@ class Screen:
         return await self.on_query(query)
 
     async def windows(self) -> list[WindowInfo]:
-        return await self.on_query(windows.list_windows)
+        def listing(conn: Display) -> list[WindowInfo]:
+            if self._window_list is None or self._window_list.conn is not conn:
+                self._window_list = WindowList(conn)
+            return self._window_list.listing()
+
+        return await self.on_query(listing)
 
     async def active_window(self) -> WindowInfo | None:
         return await self.on_query(windows.active_window)

@@ -88,7 +88,7 @@ def wm_running(conn: Display) -> bool:
     return _property(conn, conn.screen().root, "_NET_SUPPORTING_WM_CHECK") is not None
 
 
-def _client_ids(conn: Display) -> list[int]:
+def client_ids(conn: Display) -> list[int]:
     value = _property(conn, conn.screen().root, "_NET_CLIENT_LIST")
     return [int(w) for w in value] if value is not None else []
 
@@ -135,13 +135,8 @@ def read_window(conn: Display, wid: int) -> ClientWindow | None:
 
 
 def client_windows(conn: Display) -> list[ClientWindow]:
-    found = (read_window(conn, wid) for wid in _client_ids(conn))
+    found = (read_window(conn, wid) for wid in client_ids(conn))
     return [w for w in found if w is not None]
-
-
-def list_windows(conn: Display) -> list[WindowInfo]:
-    active = active_id(conn)
-    return [w.info(active) for w in client_windows(conn)]
 
 
 def active_window(conn: Display) -> WindowInfo | None:
@@ -154,7 +149,7 @@ def active_window(conn: Display) -> WindowInfo | None:
 
 def get_window(conn: Display, window: str) -> ClientWindow:
     wid = parse_id(window)
-    found = read_window(conn, wid) if wid in _client_ids(conn) else None
+    found = read_window(conn, wid) if wid in client_ids(conn) else None
     if found is None:
         raise NotFound(f"no window {window} on this screen")
     return found
@@ -336,7 +331,6 @@ __all__ = [
     "focus",
     "format_id",
     "get_window",
-    "list_windows",
     "no_window",
     "parse_id",
     "wm_running",
