@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from holm.adapters.agent import AgentDesktop  # noqa: E402
 from holm.wire import actions as a  # noqa: E402
+from holm.wire.values import Point  # noqa: E402
 
 DISPLAY_BASE = "218"
 
@@ -105,7 +106,7 @@ async def main() -> None:
             pings = await time_calls(args.rounds, lambda i: desktop.ping())
             print(f"ping round trip     p50 {ms(pings, 0.5)}  p95 {ms(pings, 0.95)}")
             clicks = await time_calls(
-                args.rounds, lambda i: desktop.act(0, a.Click(at=a.Point(x=600 + i % 50, y=500)))
+                args.rounds, lambda i: desktop.act(0, a.Click(at=Point(x=600 + i % 50, y=500)))
             )
             xdotool_env = {**os.environ, "DISPLAY": display}
             xdotool = []
@@ -147,7 +148,7 @@ async def main() -> None:
             desktop = await AgentDesktop.connect_when_up(sock, 20)
             await desktop.ready(60)
             bare_clicks = await time_calls(
-                args.rounds, lambda i: desktop.act(0, a.Click(at=a.Point(x=600 + i % 50, y=500)))
+                args.rounds, lambda i: desktop.act(0, a.Click(at=Point(x=600 + i % 50, y=500)))
             )
             print(
                 f"click round trip on a screen without Chromium p50 {ms(bare_clicks, 0.5)}"

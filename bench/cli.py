@@ -26,7 +26,8 @@ sys.path.insert(0, str(_HERE.parent / "tests" / "cli"))
 from e2e_kit import HOLM, Holmd  # noqa: E402
 
 from holm.client import HolmClient, SyncHolmClient  # noqa: E402
-from holm.wire.actions import Move, Point  # noqa: E402
+from holm.wire.actions import Move  # noqa: E402
+from holm.wire.values import Point  # noqa: E402
 
 
 def report(name: str, times_s: list[float]) -> None:

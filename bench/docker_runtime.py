@@ -42,8 +42,9 @@ from holm.adapters.docker.bootstrap import (  # noqa: E402
 from holm.adapters.docker.images import DEFAULT_BASE_IMAGE, Images  # noqa: E402
 from holm.adapters.docker.runtime import DockerRuntime  # noqa: E402
 from holm.adapters.local.runtime import LocalRuntime  # noqa: E402
-from holm.wire.actions import Click, Point  # noqa: E402
+from holm.wire.actions import Click  # noqa: E402
 from holm.wire.spec import Spec  # noqa: E402
+from holm.wire.values import Point  # noqa: E402
 
 
 def _bench_local() -> ModuleType:

@@ -25,16 +25,16 @@ from pathlib import Path
 from holm.adapters.local.runtime import LocalRuntime
 from holm.config import load_config
 from holm.engine import Engine
-from holm.engine.batch import acted_key
 from holm.events import MemoryStore
-from holm.events.entries import Acted, BoxCreated, BoxReady, Entry, FrameSeen
 from holm.events.local import read_trace_file
 from holm.replay import fork_run
 from holm.replay.diff import diff_boxes
 from holm.replay.strict import FRAME_TOLERANCE
-from holm.wire.actions import Move, Point
+from holm.wire.actions import Move
 from holm.wire.api import ForkRequest
+from holm.wire.entries import Acted, BoxCreated, BoxReady, Entry, FrameSeen, acted_key
 from holm.wire.spec import Placement, Spec, spec_digest
+from holm.wire.values import Point
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "recorded"
 

@@ -47,8 +47,8 @@ def serve(state_dir: Path, port: int, chromium: bool) -> None:
     from aiohttp import web
 
     from holm.adapters.local.runtime import LocalRuntime
-    from holm.config import load_config
-    from holm.http.app import create_app, server_id_of
+    from holm.config import load_config, server_id_of
+    from holm.http.app import create_app
 
     config = load_config(
         {},
@@ -71,11 +71,11 @@ def serve(state_dir: Path, port: int, chromium: bool) -> None:
 async def click_without_desktop(clicks: int) -> None:
     from aiohttp.test_utils import TestClient, TestServer
 
-    from holm.config import load_config
-    from holm.engine.memory_runtime import MemoryRuntime
+    from holm.adapters.memory.runtime import MemoryRuntime
+    from holm.config import load_config, server_id_of
     from holm.events import LocalStore, MemoryStore
     from holm.events.store import TraceStore
-    from holm.http.app import create_app, server_id_of
+    from holm.http.app import create_app
 
     for name in ("memory", "local"):
         state_dir = Path(tempfile.mkdtemp(prefix="h5a-bench-", dir="/tmp"))

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from holm.adapters.local.records import BoxPaths
 from holm.adapters.local.runtime import LocalRuntime
-from holm.wire.actions import Click, Point
+from holm.wire.actions import Click
 from holm.wire.spec import Placement, Spec
+from holm.wire.values import Point
 
 
 def ms(seconds: float) -> str:

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from holm.events.codec import decode_lines, encode_entry
-from holm.events.entries import (
+from holm.events.local import read_trace_file
+from holm.projections import events_from_traces, fold, render_lines
+from holm.wire.actions import Action, Click, OpenUrl, Type
+from holm.wire.entries import (
     Acted,
     BoxCreated,
     BoxReady,
@@ -25,10 +28,8 @@ from holm.events.entries import (
     TakeoverStarted,
     step_key,
 )
-from holm.events.local import read_trace_file
-from holm.projections import events_from_traces, fold, render_lines
-from holm.wire.actions import Action, Click, OpenUrl, Point, Type
 from holm.wire.spec import Placement, Spec, spec_digest
+from holm.wire.values import Point
 
 T = TypeVar("T")
 

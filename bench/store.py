@@ -22,8 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from holm.events import LocalStore
-from holm.events.entries import Acted, Entry
-from holm.wire.actions import Click, Point
+from holm.wire.actions import Click
+from holm.wire.entries import Acted, Entry
+from holm.wire.values import Point
 
 WRITERS = 64
 PAGE = 500

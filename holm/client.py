@@ -34,30 +34,20 @@ from typing import (
 import aiohttp
 import msgspec
 
-from holm.adapters.base import ExecResult, WindowInfo
 from holm.errors import ERRORS_BY_CODE, ErrorBody, HolmError, Internal, Unavailable
-from holm.projections.events_feed import EventsPage
-from holm.wire.actions import Action, Arrange, GrepWhat, Point, Region, Selection, WindowQuery
+from holm.wire.actions import Action, Arrange, ExecWhat, GrepWhat, WindowQuery, WriteWhat
 from holm.wire.api import (
     ActionsRequest,
     ActionsResult,
-    ActiveWindow,
     BoxList,
     BoxView,
     BuildImage,
     Catalog,
     ClipboardPut,
-    ClipboardView,
     CreateBox,
-    ExecRequest,
-    FileContents,
-    FileList,
-    FileWritten,
     ForkRequest,
     ForkResult,
     FrameView,
-    GlobResult,
-    GrepResult,
     Health,
     ImageInfo,
     ImageList,
@@ -68,12 +58,26 @@ from holm.wire.api import (
     RuntimeList,
     RuntimeView,
     TracePage,
+)
+from holm.wire.feed import EventsPage
+from holm.wire.results import (
+    ClipboardView,
+    ExecResult,
+    FileData,
+    FileList,
+    FileSaved,
+    FoundWindow,
+    GlobResult,
+    GrepResult,
+    WindowChanged,
+    WindowInfo,
     WindowList,
 )
 from holm.wire.spec import Placement, Spec
+from holm.wire.values import Point, Region, Selection
 
 if TYPE_CHECKING:
-    from holm.replay.diff import TraceDiff
+    from holm.wire.diff import TraceDiff
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -330,7 +334,7 @@ class HolmClient:
             f"{_screen(box_id, screen)}/clipboard",
             params={"selection": selection},
         )
-        return answer.text
+        return answer.text or ""
 
     async def set_clipboard(
         self,
@@ -339,8 +343,9 @@ class HolmClient:
         *,
         screen: int = 0,
         selection: Selection = "clipboard",
-    ) -> None:
-        await self.request(
+    ) -> ClipboardView:
+        return await self._call(
+            ClipboardView,
             "PUT",
             f"{_screen(box_id, screen)}/clipboard",
             body=ClipboardPut(text=text, selection=selection),
@@ -354,7 +359,8 @@ class HolmClient:
 
     async def active_window(self, box_id: str, *, screen: int = 0) -> WindowInfo | None:
         path = f"{_screen(box_id, screen)}/windows/active"
-        return (await self._call(ActiveWindow, "GET", path)).window
+        found = (await self._call(WindowList, "GET", path)).windows
+        return found[0] if found else None
 
     async def wait_window(
         self,
@@ -366,21 +372,22 @@ class HolmClient:
         screen: int = 0,
     ) -> WindowInfo:
         query = WindowQuery(class_=class_, title=title, within_ms=within_ms)
-        return await self._call(
-            WindowInfo, "POST", f"{_screen(box_id, screen)}/windows/wait", body=query
-        )
+        path = f"{_screen(box_id, screen)}/windows/wait"
+        return (await self._call(FoundWindow, "POST", path, body=query)).window
 
-    async def focus_window(self, box_id: str, window: str, *, screen: int = 0) -> None:
-        await self.request("POST", f"{_screen(box_id, screen)}/windows/{window}/focus")
+    async def focus_window(self, box_id: str, window: str, *, screen: int = 0) -> WindowChanged:
+        path = f"{_screen(box_id, screen)}/windows/{window}/focus"
+        return await self._call(WindowChanged, "POST", path)
 
     async def arrange_window(
         self, box_id: str, window: str, how: Arrange, *, screen: int = 0
-    ) -> WindowInfo:
+    ) -> WindowChanged:
         path = f"{_screen(box_id, screen)}/windows/{window}/arrange"
-        return await self._call(WindowInfo, "POST", path, body=how)
+        return await self._call(WindowChanged, "POST", path, body=how)
 
-    async def close_window(self, box_id: str, window: str, *, screen: int = 0) -> None:
-        await self.request("DELETE", f"{_screen(box_id, screen)}/windows/{window}")
+    async def close_window(self, box_id: str, window: str, *, screen: int = 0) -> WindowChanged:
+        path = f"{_screen(box_id, screen)}/windows/{window}"
+        return await self._call(WindowChanged, "DELETE", path)
 
     # Files and commands
 
@@ -388,18 +395,18 @@ class HolmClient:
         self, box_id: str, argv: Sequence[str], *, timeout_ms: int = 10_000
     ) -> ExecResult:
         """Run a command; its exit code is in the result (a non-zero code does not raise)."""
-        body = ExecRequest(argv=list(argv), timeout_ms=timeout_ms)
+        body = ExecWhat(argv=list(argv), timeout_ms=timeout_ms)
         return await self._call(ExecResult, "POST", f"/v1/boxes/{box_id}/exec", body=body)
 
     async def read_file(self, box_id: str, path: str) -> bytes:
         answer = await self._call(
-            FileContents, "GET", f"/v1/boxes/{box_id}/files", params={"path": path}
+            FileData, "GET", f"/v1/boxes/{box_id}/files", params={"path": path}
         )
         return base64.b64decode(answer.contents_base64)
 
-    async def write_file(self, box_id: str, path: str, contents: bytes) -> FileWritten:
-        body = FileContents(path=path, contents_base64=base64.b64encode(contents).decode())
-        return await self._call(FileWritten, "PUT", f"/v1/boxes/{box_id}/files", body=body)
+    async def write_file(self, box_id: str, path: str, contents: bytes) -> FileSaved:
+        body = WriteWhat(path=path, contents_base64=base64.b64encode(contents).decode())
+        return await self._call(FileSaved, "PUT", f"/v1/boxes/{box_id}/files", body=body)
 
     async def list_files(self, box_id: str, path: str) -> FileList:
         return await self._call(
@@ -452,7 +459,7 @@ class HolmClient:
     async def diff(self, box_a: str, box_b: str) -> TraceDiff:
         """How close two boxes' traces are (a source and its fork): steps aligned by key,
         and the last frames compared pixel by pixel. Removed boxes too."""
-        from holm.replay.diff import TraceDiff  # the engine's module: only when asked for
+        from holm.wire.diff import TraceDiff  # the engine's module: only when asked for
 
         return await self._call(TraceDiff, "GET", f"/v1/boxes/{box_a}/diff/{box_b}")
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 import msgspec
+
+# The file in the state dir that keeps this server's id.
+SERVER_ID_FILE = "server-id"
 
 
 class Config(msgspec.Struct, kw_only=True):
@@ -91,4 +96,18 @@ def _decode_path(type_: type, value: object) -> object:
     raise NotImplementedError
 
 
-__all__ = ["Config", "load_config"]
+def server_id_of(state_dir: Path) -> str:
+    """This server's id, kept in the state dir so that a restarted server adopts the boxes
+    it labelled before (and never another server's)."""
+    path = state_dir / SERVER_ID_FILE
+    with contextlib.suppress(FileNotFoundError):
+        existing = path.read_text().strip()
+        if existing:
+            return existing
+    state_dir.mkdir(parents=True, exist_ok=True)
+    server_id = "srv_" + secrets.token_hex(8)
+    path.write_text(server_id + "\n")
+    return server_id
+
+
+__all__ = ["Config", "load_config", "server_id_of"]

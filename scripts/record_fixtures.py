@@ -31,21 +31,25 @@ from holm.config import load_config  # noqa: E402
 from holm.engine import Engine  # noqa: E402
 from holm.events import MemoryStore  # noqa: E402
 from holm.events.codec import encode_entry  # noqa: E402
-from holm.events.entries import FrameSeen  # noqa: E402
 from holm.replay.interpreter import record_final_frames  # noqa: E402
 from holm.replay.reading import read_whole_trace  # noqa: E402
 from holm.wire.actions import (  # noqa: E402
+    Action,
+    Clipboard,
     Exec,
     ExecWhat,
     Launch,
     OpenUrl,
     Press,
+    ReadFile,
     Type,
     WaitStill,
     WriteFile,
     WriteWhat,
 )
 from holm.wire.api import ActionsRequest  # noqa: E402
+from holm.wire.entries import FrameSeen  # noqa: E402
+from holm.wire.results import ExecResult, expect  # noqa: E402
 from holm.wire.spec import Placement, Spec  # noqa: E402
 
 OUT = REPO / "fixtures" / "traces" / "recorded"
@@ -81,15 +85,28 @@ def write_argv(path: str, text: str) -> list[str]:
     return ["sh", "-c", f"cat > {path} <<'HOLM_EOF'\n{text}\nHOLM_EOF"]
 
 
-async def batch(engine: Engine, box: str, *actions: object) -> None:
-    answer = await engine.run_batch(box, 0, ActionsRequest(actions=list(actions)))  # type: ignore[arg-type]
+async def batch(engine: Engine, box: str, *actions: Action) -> None:
+    answer = await engine.run_batch(box, 0, ActionsRequest(actions=list(actions)))
     failed = [r for r in answer.results if not r.ok]
     if failed or answer.stopped_at is not None:
         raise SystemExit(f"a step failed while recording: {failed}")
 
 
+async def run(engine: Engine, box: str, *argv: str) -> ExecResult:
+    """A command on its own, as `POST …/exec` runs one: recorded `executed`."""
+    action = Exec(what=ExecWhat(argv=list(argv), timeout_ms=10_000))
+    return expect(await engine.act(box, 0, action), ExecResult)
+
+
+async def upload(engine: Engine, box: str, path: str, contents: bytes) -> None:
+    """A file written on its own, as `PUT …/files` writes one: recorded `file_written`,
+    without its bytes."""
+    encoded = base64.b64encode(contents).decode()
+    await engine.act(box, 0, WriteFile(what=WriteWhat(path=path, contents_base64=encoded)))
+
+
 async def browser_form(engine: Engine, box: str) -> None:
-    await engine.exec(box, write_argv("/tmp/form.html", FORM), 10_000)
+    await run(engine, box, *write_argv("/tmp/form.html", FORM))
     # The first navigation of a new Chromium sometimes replaces its blank page and sometimes
     # adds to its history; a second one (to an anchor) makes the back button the same in
     # every run.
@@ -116,7 +133,7 @@ async def browser_form(engine: Engine, box: str) -> None:
     await batch(engine, box, Press(chord=["Tab"]), Press(chord=["Return"]), WaitStill())
     await asyncio.sleep(0.6)
     # Not done again by a fork: the trace keeps that it happened, not the bytes.
-    await engine.write_file(box, "/tmp/notes.txt", base64.b64encode(b"sent\n").decode())
+    await upload(engine, box, "/tmp/notes.txt", b"sent\n")
 
 
 async def xterm_session(engine: Engine, box: str) -> None:
@@ -138,17 +155,17 @@ async def xterm_session(engine: Engine, box: str) -> None:
         WaitStill(settle_ms=400),
     )
     await asyncio.sleep(0.6)
-    await engine.clipboard_set(box, 0, "clipboard", "not kept by the trace")
+    await engine.act(box, 0, Clipboard(selection="clipboard", text="not kept by the trace"))
     await batch(engine, box, Press(chord=["ctrl", "l"]), WaitStill(settle_ms=400))
     await asyncio.sleep(0.6)
 
 
 async def exec_files(engine: Engine, box: str) -> None:
-    await engine.exec(box, ["sh", "-c", "mkdir -p /tmp/work && cd /tmp/work && seq 5 > n"], 10_000)
-    await engine.exec(box, ["sh", "-c", "cd /tmp/work && paste -sd+ n | bc"], 10_000)
-    await engine.exec(box, ["sha256sum", "/tmp/work/n"], 10_000)
-    await engine.exec(box, ["sh", "-c", "echo 'no such file' >&2; exit 3"], 10_000)
-    await engine.exec(box, ["python3", "-c", "print(sum(range(10)))"], 10_000)
+    await run(engine, box, "sh", "-c", "mkdir -p /tmp/work && cd /tmp/work && seq 5 > n")
+    await run(engine, box, "sh", "-c", "cd /tmp/work && paste -sd+ n | bc")
+    await run(engine, box, "sha256sum", "/tmp/work/n")
+    await run(engine, box, "sh", "-c", "echo 'no such file' >&2; exit 3")
+    await run(engine, box, "python3", "-c", "print(sum(range(10)))")
     # A batch may write a file: its bytes are in the action, so a fork writes it again.
     content = base64.b64encode(b"kept by the action\n").decode()
     await batch(
@@ -157,11 +174,11 @@ async def exec_files(engine: Engine, box: str) -> None:
         WriteFile(what=WriteWhat(path="/tmp/work/from-batch.txt", contents_base64=content)),
         Exec(what=ExecWhat(argv=["cat", "/tmp/work/from-batch.txt"])),
     )
-    await engine.exec(box, ["ls", "/tmp/work"], 10_000)
+    await run(engine, box, "ls", "/tmp/work")
     # An upload is not done again by a fork (a later `ls` would differ); reading it back is
     # not a step either.
-    await engine.write_file(box, "/tmp/work/uploaded.txt", base64.b64encode(b"up\n").decode())
-    await engine.read_file(box, "/tmp/work/uploaded.txt")
+    await upload(engine, box, "/tmp/work/uploaded.txt", b"up\n")
+    await engine.act(box, 0, ReadFile(path="/tmp/work/uploaded.txt"))
 
 
 SESSIONS: dict[str, Session] = {

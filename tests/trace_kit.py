@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from holm.events.entries import Actor, Entry
+from holm.wire.entries import Actor, Entry
 
 T0 = 1_790_000_000_000
 

@@ -9,111 +9,28 @@ agent raises `Transport`.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
-import msgspec
-
-from holm.wire.actions import Action, Arrange, Point, Region, Selection
+from holm.wire.actions import Action
+from holm.wire.api import ImageInfo
+from holm.wire.results import ActionResult
+from holm.wire.runtime import Capabilities, FrameResult, Held, Released, RuntimeBox, Started
 from holm.wire.spec import Placement, Spec
-
-
-class Capabilities(msgspec.Struct, kw_only=True):
-    pause: bool = True
-    stop: bool = True
-    persistent: bool = False
-    network_off: bool = True
-    packages: bool = False
-    memory_limit: bool = False
-    cpu_limit: bool = False
-    max_screens: int = 8
-    pages: bool = False
-    viewer: bool = True
-    wayland: bool = False
-
-
-class Started(msgspec.Struct, kw_only=True):
-    """What a runtime tells of a box it brought up (create, start)."""
-
-    viewer_urls: list[str] = msgspec.field(default_factory=list)
-    devtools_url: str | None = None
-
-
-class RuntimeBox(msgspec.Struct, kw_only=True):
-    """A box a runtime has, as it lists them for adoption by a restarted server."""
-
-    box_id: str
-    state: Literal["running", "paused", "stopped"]
-    # The server that created it (a label), so that one server does not adopt another's.
-    server_id: str | None = None
-    # What the runtime kept of the box, so a server whose store lost it can adopt it.
-    spec: Spec | None = None
-    placement: Placement | None = None
-    created_at_ms: int | None = None
-
-
-class FrameResult(msgspec.Struct, kw_only=True):
-    # A hash of the captured pixels (and their size): equal hashes, equal pictures.
-    hash: str
-    unchanged: bool = False
-    png: bytes | None = None
-    width: int = 0
-    height: int = 0
-
-
-class WindowInfo(msgspec.Struct, kw_only=True):
-    id: str
-    title: str = ""
-    class_: str = msgspec.field(default="", name="class")
-    x: int = 0
-    y: int = 0
-    width: int = 0
-    height: int = 0
-    active: bool = False
-    minimised: bool = False
-
-
-class ExecResult(msgspec.Struct, kw_only=True):
-    code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    # Output past the cap was dropped; the cap is said in docs/api.md.
-    truncated: bool = False
-
-
-class FileInfo(msgspec.Struct, kw_only=True):
-    name: str
-    path: str
-    type: Literal["file", "dir", "link", "other"]
-    size: int
-    mtime_ms: int
-
-
-class GrepMatch(msgspec.Struct, kw_only=True):
-    path: str
-    line: int
-    text: str
-
-
-class Held(msgspec.Struct, kw_only=True):
-    """Buttons and keys still down after a batch, and when they will be released."""
-
-    buttons: list[str] = msgspec.field(default_factory=list)
-    keys: list[str] = msgspec.field(default_factory=list)
-    release_at_ms: int | None = None
-
-
-class Released(msgspec.Struct, kw_only=True):
-    buttons: list[str] = msgspec.field(default_factory=list)
-    keys: list[str] = msgspec.field(default_factory=list)
+from holm.wire.values import Region
 
 
 class Desktop(Protocol):
     """Everything done inside one box. Methods are safe to call concurrently: a frame
-    capture on one screen never waits for an action on another."""
+    capture on one screen never waits for an action on another.
 
-    async def act(self, screen: int, action: Action) -> dict[str, Any]:
-        """Do one step of a batch and return its result (what a reading step read)."""
+    Every in-box operation is an action (`holm.wire.actions`): `act` does it and answers
+    its `Result`. Frames are apart because the frame watcher polls them many times a
+    second and an unchanged one must cost no PNG."""
+
+    async def act(self, screen: int, action: Action) -> ActionResult:
+        """Do one action (a batch step or a single operation) and return its result.
+        Actions that do not use a screen (exec, files, apps) ignore `screen`."""
         ...
 
     async def end_batch(self, screen: int) -> tuple[Released, Held]:
@@ -135,44 +52,6 @@ class Desktop(Protocol):
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
         """The hash of the whole screen now, with its width and height; no PNG."""
         ...
-
-    async def cursor(self, screen: int) -> Point: ...
-
-    async def windows(self, screen: int) -> list[WindowInfo]: ...
-
-    async def active_window(self, screen: int) -> WindowInfo | None: ...
-
-    async def wait_window(
-        self, screen: int, class_: str | None, title: str | None, within_ms: int
-    ) -> WindowInfo: ...
-
-    async def focus_window(self, screen: int, window: str) -> None: ...
-
-    async def arrange_window(self, screen: int, window: str, how: Arrange) -> WindowInfo: ...
-
-    async def close_window(self, screen: int, window: str) -> None: ...
-
-    async def launch(self, screen: int, app: str, args: list[str]) -> WindowInfo: ...
-
-    async def clipboard_get(self, screen: int, selection: Selection) -> str: ...
-
-    async def clipboard_set(self, screen: int, selection: Selection, text: str) -> None: ...
-
-    async def exec(self, argv: list[str], timeout_ms: int) -> ExecResult: ...
-
-    async def read_file(self, path: str) -> bytes: ...
-
-    async def write_file(self, path: str, data: bytes) -> None: ...
-
-    async def list_files(self, path: str) -> list[FileInfo]: ...
-
-    async def grep(
-        self, pattern: str, path: str, include: str | None, ignore_case: bool, limit: int
-    ) -> tuple[list[GrepMatch], bool]:
-        """Matches, and whether the search stopped at `limit` (`cut`)."""
-        ...
-
-    async def glob(self, pattern: str, path: str, limit: int) -> tuple[list[str], bool]: ...
 
     async def close(self) -> None: ...
 
@@ -208,17 +87,23 @@ class Runtime(Protocol):
     async def close(self) -> None: ...
 
 
-__all__ = [
-    "Capabilities",
-    "Desktop",
-    "ExecResult",
-    "FileInfo",
-    "FrameResult",
-    "GrepMatch",
-    "Held",
-    "Released",
-    "Runtime",
-    "RuntimeBox",
-    "Started",
-    "WindowInfo",
-]
+# A build's progress, one line at a time.
+Progress = Callable[[str], None]
+
+
+@runtime_checkable
+class ImageBuilder(Protocol):
+    """A runtime that builds images (the server serves the images API from it)."""
+
+    async def build_image(
+        self, spec: Spec, progress: Progress | None = None, *, rebuild: bool = False
+    ) -> ImageInfo: ...
+
+    async def list_images(self) -> list[ImageInfo]: ...
+
+    async def get_image(self, digest: str) -> ImageInfo: ...
+
+    async def remove_image(self, digest: str) -> None: ...
+
+
+__all__ = ["Desktop", "ImageBuilder", "Progress", "Runtime"]

@@ -17,18 +17,14 @@ from holm.wire.actions import (
     DEFAULT_HOLD_MS,
     MAX_HOLD_MS,
     Action,
-    Button,
     Click,
     DoubleClick,
     Drag,
     Launch,
-    Modifier,
-    Motion,
     MouseDown,
     MouseUp,
     Move,
     OpenUrl,
-    Point,
     Press,
     Scroll,
     Type,
@@ -36,6 +32,7 @@ from holm.wire.actions import (
     WaitStill,
 )
 from holm.wire.api import ActionsRequest, ActionsResult, StepResult
+from holm.wire.values import Button, Modifier, Motion, Point
 
 button_option = click.option(
     "--button",

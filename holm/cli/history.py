@@ -1,7 +1,7 @@
 """Reading what happened from the server: a box's trace (`holm trace BOX_ID`, the server
 branch of the `trace` command) and the events feed (`holm events`).
 
-Both print one line an entry (the trace in the text form of trace-and-fork.md), or with
+Both print one line an entry (the trace in the text form of docs/trace.md), or with
 `--json` one JSON object a line (JSONL, as the trace is stored), and with `--follow` keep
 reading as new ones land."""
 
@@ -15,10 +15,9 @@ import click
 
 from holm.cli.output import compact_json, when
 from holm.cli.remote import Remote, remote
-from holm.events.entries import BoxDeleted, Entry, Gone
-from holm.events.store import PAGE_MAX
-from holm.projections.events_feed import LIMIT_MAX, Event
 from holm.projections.text import INCOMPLETE_LINE, entry_line
+from holm.wire.entries import PAGE_MAX, BoxDeleted, BoxGone, Entry
+from holm.wire.feed import LIMIT_MAX, Event
 
 T = TypeVar("T")
 
@@ -100,7 +99,7 @@ def print_server_trace(
     try:
         for entry in entries:
             click.echo(compact_json(entry) if remote.as_json else entry_line(entry))
-            if follow and isinstance(entry, BoxDeleted | Gone):
+            if follow and isinstance(entry, BoxDeleted | BoxGone):
                 break
     except KeyboardInterrupt:
         return

@@ -13,7 +13,8 @@ import click
 from holm.cli.output import print_json, print_table, when
 from holm.cli.remote import Remote, remote, screen_option
 from holm.errors import Failed
-from holm.wire.actions import MAX_EXEC_MS, Region, Selection
+from holm.wire.actions import MAX_EXEC_MS
+from holm.wire.values import Region, Selection
 
 # What `holm exec` exits with when the command gave no code of its own.
 EXIT_EXEC_TIMED_OUT = 124
@@ -79,9 +80,10 @@ def clipboard(
         return
     if text == "-":
         text = sys.stdin.read()
-    remote.client.set_clipboard(box_id, text, screen=screen, selection=selection)
+    # The server's answer: the selection and the text's length in bytes, never the text.
+    view = remote.client.set_clipboard(box_id, text, screen=screen, selection=selection)
     if remote.as_json:
-        print_json({"selection": selection, "bytes": len(text.encode())})
+        print_json(view)
 
 
 @click.group("file")

@@ -10,7 +10,7 @@ import click
 import msgspec
 
 from holm.errors import BadRequest
-from holm.wire.actions import Point
+from holm.wire.values import Point
 
 T = TypeVar("T")
 

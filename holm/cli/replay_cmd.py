@@ -28,11 +28,12 @@ from holm.cli.remote import Remote, exit_code, remote, report_error
 from holm.config import Config, load_config
 from holm.errors import HolmError
 from holm.events.codec import CorruptLine
-from holm.events.entries import Entry
 from holm.events.local import read_trace_file
-from holm.replay.diff import TraceDiff, diff_traces
-from holm.replay.offline import OfflineReplay, replay_entries
+from holm.offline import OfflineReplay, replay_entries
+from holm.replay.diff import diff_traces
 from holm.replay.strict import FRAME_TOLERANCE
+from holm.wire.diff import TraceDiff
+from holm.wire.entries import Entry
 
 
 def make_runtimes(config: Config, server_id: str | None) -> dict[str, Runtime]:
@@ -135,7 +136,7 @@ async def _replay(trace_file: Path, entries: list[Entry], options: ReplayOptions
         config = msgspec.structs.replace(config, state_dir=scratch)
         server_id = "holm-replay"
     else:
-        from holm.http.app import server_id_of
+        from holm.config import server_id_of
 
         server_id = await asyncio.to_thread(server_id_of, config.state_dir)
     runtimes = make_runtimes(config, server_id)

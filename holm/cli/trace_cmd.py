@@ -1,4 +1,4 @@
-"""`holm trace`: print a trace in the text form of trace-and-fork.md, as the JSON lines it is
+"""`holm trace`: print a trace in the text form of docs/trace.md, as the JSON lines it is
 stored as (`--json`), or as figures (`--stats`).
 
     holm trace BOX_ID                 a box's trace, from the server
@@ -27,10 +27,10 @@ from rich.table import Table
 from holm.cli.history import print_server_trace, read_server_trace
 from holm.cli.remote import connected
 from holm.events.codec import CorruptLine, read_envelope
-from holm.events.entries import Entry
 from holm.events.local import TORN, read_trace_file, trace_files
 from holm.projections.stats import TraceStats, trace_stats
 from holm.projections.text import INCOMPLETE_LINE, entry_line
+from holm.wire.entries import kind_of
 
 # How often `--follow` looks at the file again once it has printed all there is.
 FOLLOW_POLL_SECS = 0.2
@@ -166,12 +166,8 @@ def _read(path: Path, after: int | None, limit: int | None, as_json: bool) -> _P
         return _raw_lines(path, after, limit)
     read = read_trace_file(path, after=after, limit=limit)
     lines = [(entry.seq, entry_line(entry)) for entry in read.entries]
-    last_kind = _kind(read.entries[-1]) if read.entries else None
+    last_kind = kind_of(read.entries[-1]) if read.entries else None
     return _Page(lines, last_kind, read.incomplete)
-
-
-def _kind(entry: Entry) -> str:
-    return str(type(entry).__struct_config__.tag)
 
 
 def _raw_lines(path: Path, after: int | None, limit: int | None) -> _Page:

@@ -2,6 +2,5 @@
 happened to the log. `Engine` is used by the HTTP routes and the replay interpreter."""
 
 from .engine import Engine, new_box_id
-from .views import box_view
 
-__all__ = ["Engine", "box_view", "new_box_id"]
+__all__ = ["Engine", "new_box_id"]

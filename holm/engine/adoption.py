@@ -17,9 +17,9 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from holm.adapters.base import Runtime, RuntimeBox
+from holm.adapters.base import Runtime
 from holm.errors import HolmError
-from holm.events.entries import (
+from holm.wire.entries import (
     Adopted,
     BoxFailed,
     BoxPaused,
@@ -27,6 +27,7 @@ from holm.events.entries import (
     BoxStopped,
     Entry,
 )
+from holm.wire.runtime import RuntimeBox
 from holm.wire.spec import DEFAULT_LIFETIME_SECS, Placement, Spec, spec_digest
 
 from .guards import boundary

@@ -9,26 +9,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
-from typing import Any
 
 import msgspec
 
-from holm.adapters.base import Desktop, FrameResult, Held, Released, WindowInfo
+from holm.adapters.base import Desktop
 from holm.errors import HolmError
-from holm.events.entries import Acted, Actor, AppLaunched, Entry, step_key
-from holm.wire.actions import Action, Exec, Launch, Point
+from holm.wire.actions import Action, Cursor, Launch, Windows, type_of
 from holm.wire.api import ActionsRequest, ActionsResult, FrameView, Holding, StepResult
+from holm.wire.entries import Acted, Actor, AppLaunched, Entry, acted_key, launched_key
+from holm.wire.results import ActionResult, ExecResult, FoundWindow, WindowInfo, WindowList, expect
+from holm.wire.runtime import FrameResult, Held, Released
+from holm.wire.values import Point
 
 from .guards import boundary
 from .journal import Journal, entry
-
-
-def acted_key(screen: int, action: Action) -> str:
-    return step_key("acted", {"screen": screen, "action": action})
-
-
-def launched_key(screen: int, app: str, args: list[str]) -> str:
-    return step_key("app_launched", {"screen": screen, "app": app, "args": args})
 
 
 def frame_view(frame: FrameResult) -> FrameView:
@@ -68,11 +62,11 @@ async def run_steps(
                 error=None if error is None else error.body(),
                 batch=batch,
                 index=index,
-                result=value if isinstance(action, Exec) else None,
+                # What a strict replay compares: an exec's code and output.
+                result=msgspec.to_builtins(value) if isinstance(value, ExecResult) else None,
             )
         ]
-        if isinstance(action, Launch) and error is None:
-            window = (value or {}).get("window") or {}
+        if isinstance(action, Launch) and isinstance(value, FoundWindow):
             entries.append(
                 entry(
                     AppLaunched,
@@ -81,7 +75,7 @@ async def run_steps(
                     app=action.app,
                     key=launched_key(screen, action.app, action.args),
                     args=action.args,
-                    window=window.get("id") if isinstance(window, dict) else None,
+                    window=value.window.id,
                     batch=batch,
                 )
             )
@@ -89,10 +83,10 @@ async def run_steps(
         results.append(
             StepResult(
                 index=index,
-                type=_type_of(action),
+                type=type_of(action),
                 ok=error is None,
                 error=None if error is None else error.body(),
-                value=value or None,
+                value=value,
             )
         )
         if error is not None and not request.keep_going:
@@ -128,12 +122,12 @@ async def run_steps(
 
 async def _step(
     desktop: Desktop, screen: int, action: Action
-) -> tuple[dict[str, Any] | None, HolmError | None]:
+) -> tuple[ActionResult | None, HolmError | None]:
     try:
-        value = await boundary(desktop.act(screen, action), f"a {_type_of(action)} step")
+        value = await boundary(desktop.act(screen, action), f"a {type_of(action)} step")
     except HolmError as exc:
         return None, exc
-    return msgspec.to_builtins(value), None
+    return value, None
 
 
 async def _after_batch(
@@ -142,17 +136,19 @@ async def _after_batch(
     async def nothing() -> None:
         return None
 
+    async def windows() -> list[WindowInfo]:
+        return expect(await desktop.act(screen, Windows()), WindowList).windows
+
+    async def cursor() -> Point:
+        return expect(await desktop.act(screen, Cursor()), Point)
+
     frame = desktop.frame(screen, have=request.have_frame) if "frame" in request.want else nothing()
-    cursor = desktop.cursor(screen) if "cursor" in request.want else nothing()
+    where = cursor() if "cursor" in request.want else nothing()
     return await boundary(
-        asyncio.gather(desktop.end_batch(screen), desktop.windows(screen), frame, cursor),
+        asyncio.gather(desktop.end_batch(screen), windows(), frame, where),
         "reading the screen after a batch",
     )
 
 
 def _holding(names: list[str], held: Held) -> list[Holding]:
     return [Holding(name=name, release_at_ms=held.release_at_ms) for name in names]
-
-
-def _type_of(action: Action) -> str:
-    return str(type(action).__struct_config__.tag)

@@ -3,7 +3,7 @@ as the in-box agent knows them, with the other names it takes for them."""
 
 from __future__ import annotations
 
-from holm.adapters.agent.catalog import ALIASES, CATALOG
+from holm.wire.catalog import ALIASES, CATALOG
 
 
 def catalog_names() -> list[str]:

@@ -12,64 +12,46 @@ waits for the first, while batches on other screens, reads and `exec` run beside
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
-import contextvars
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal
 
 import msgspec
 
-from holm.adapters.base import (
-    Desktop,
-    ExecResult,
-    FileInfo,
-    FrameResult,
-    GrepMatch,
-    Runtime,
-    Started,
-    WindowInfo,
-)
+from holm.adapters.base import Desktop, Runtime
 from holm.config import Config
 from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
-from holm.events.entries import (
+from holm.events.store import TraceStore
+from holm.projections.box_state import BoxState
+from holm.projections.events_feed import EventsFeed
+from holm.wire.actions import Action, reads_only, type_of, uses_screen
+from holm.wire.api import (
+    ActionsRequest,
+    ActionsResult,
+    PruneReport,
+    TracePage,
+)
+from holm.wire.entries import (
+    PAGE_MAX,
     SERVER_TRACE,
     Actor,
-    AppLaunched,
     BoxCreated,
     BoxDeleted,
     BoxFailed,
+    BoxGone,
     BoxPaused,
     BoxReady,
     BoxResumed,
     BoxStarted,
     BoxStopped,
     BoxUnreachable,
-    ClipboardRead,
-    ClipboardSet,
     Entry,
-    Executed,
-    FileRead,
-    FileWritten,
     ForkedFrom,
-    Gone,
-    step_key,
 )
-from holm.events.store import PAGE_MAX, PruneReport, TraceStore
-from holm.projections.box_state import BoxState
-from holm.projections.events_feed import EventsFeed
-from holm.wire.actions import Arrange, Point, Region, Selection
-from holm.wire.api import (
-    ActionsRequest,
-    ActionsResult,
-    ForkRequest,
-    ForkResult,
-    ReplayReport,
-    TracePage,
-)
+from holm.wire.results import ActionResult
+from holm.wire.runtime import Capabilities, FrameResult, Started
 from holm.wire.spec import (
     DEFAULT_LIFETIME_SECS,
     Placement,
@@ -78,27 +60,22 @@ from holm.wire.spec import (
     validate_placement,
     validate_spec,
 )
+from holm.wire.values import Region
 
 from . import guards
 from .adoption import reconcile
-from .batch import launched_key, run_steps
+from .batch import run_steps
 from .catalog import catalog_names, known_app
 from .guards import boundary
 from .jobs import JobQueue
 from .journal import Journal, entry, now_ms, stored
 from .reaper import every, reap
-from .views import box_view
+from .recording import recorded_alone
 from .watcher import FrameWatchers
 
 log = logging.getLogger(__name__)
 
 FRAME_POLL_SECS = 0.25
-
-# Set by a queued fork's job: the box it recorded when the fork was asked for, which the
-# interpreter's `create_box` then starts instead of recording another.
-_PRERECORDED: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "prerecorded", default=None
-)
 
 
 def new_box_id() -> str:
@@ -168,6 +145,10 @@ class Engine:
         live = [s for s in self.journal.states() if not s.removed]
         return sorted(live, key=lambda s: (s.created_at_ms, s.id))
 
+    def capabilities(self) -> dict[str, Capabilities]:
+        """What each of this server's runtimes can do, by name."""
+        return {name: runtime.can() for name, runtime in self.runtimes.items()}
+
     def runtime_of(self, box_id: str) -> Runtime:
         state = guards.known(self.journal.state(box_id), box_id)
         return self._runtime_named(state.runtime)
@@ -213,26 +194,20 @@ class Engine:
         """Record `box_created` (and `forked_from` when given), then start the box. Answers
         the ready box; with queued jobs, the `starting` box at once. A runtime's refusal
         is recorded as `box_failed` and raised."""
-        prerecorded = _PRERECORDED.get()
-        if prerecorded is not None:
-            # A queued fork recorded this box when it was asked for; now it starts.
-            _PRERECORDED.set(None)
-            await self._bring_up(prerecorded)
-            return await self.box(prerecorded)
-        box_id = await self._record_created(spec, placement, owner, forked_from)
-        if self.config.jobs == "queue":
-            self.jobs.put(f"launch {box_id}", lambda: self._bring_up(box_id))
-        else:
+        box_id = await self.record_box(spec, placement, owner=owner, forked_from=forked_from)
+        if not self.queue(f"launch {box_id}", lambda: self._bring_up(box_id)):
             await self._bring_up(box_id)
         return await self.box(box_id)
 
-    async def _record_created(
+    async def record_box(
         self,
         spec: Spec,
         placement: Placement,
-        owner: str | None,
-        forked_from: tuple[str, int | None] | None,
+        *,
+        owner: str | None = None,
+        forked_from: tuple[str, int | None] | None = None,
     ) -> str:
+        """Check and record a new box without starting it (`start_recorded` does)."""
         problems = validate_spec(spec) + validate_placement(placement)
         if problems:
             raise BadRequest("; ".join(problems))
@@ -261,37 +236,23 @@ class Engine:
         await self.journal.append(box_id, entries)
         return box_id
 
-    async def fork(self, box_id: str, request: ForkRequest) -> ForkResult:
-        """A new box from the trace of `box_id` (removed boxes too), by the replay
-        interpreter. With queued jobs: the new box, `starting`, and an empty report at
-        once; the launch and the replay run as one job."""
-        if request.mode == "snapshot":
-            raise Unsupported("a snapshot fork is refused: a fork replays the trace")
-        # Imported here: the interpreter is built on this module.
-        from holm.replay import fork_box
+    async def start_recorded(self, box_id: str) -> BoxState:
+        """Start a box `record_box` recorded; a refusal is recorded as `box_failed`."""
+        await self._bring_up(box_id)
+        return await self.box(box_id)
 
-        source = await self.box(box_id)
+    async def fail_starting(self, box_id: str, why: str) -> None:
+        """Record `box_failed` for a box still `starting` (a queued start given up)."""
+        if (await self.box(box_id)).state == "starting":
+            await self.journal.append(box_id, [entry(BoxFailed, "system", why=why)])
+
+    def queue(self, name: str, work: Callable[[], Awaitable[None]]) -> bool:
+        """With queued jobs (`HOLM_SERVER_JOBS=queue`), run `work` as a job and answer
+        true; otherwise false, and the caller does the work now."""
         if self.config.jobs != "queue":
-            return await fork_box(self, box_id, request)
-        placement = request.placement or source.placement or Placement()
-        if placement.runtime is None:
-            placement = msgspec.structs.replace(placement, runtime=source.runtime)
-        new_id = await self._record_created(
-            source.spec or Spec(), placement, source.owner, (box_id, request.up_to)
-        )
-
-        async def launch_and_replay() -> None:
-            token = _PRERECORDED.set(new_id)
-            try:
-                await fork_box(self, box_id, request)
-            finally:
-                _PRERECORDED.reset(token)
-                if (await self.box(new_id)).state == "starting":
-                    why = "the fork stopped before its box was started"
-                    await self.journal.append(new_id, [entry(BoxFailed, "system", why=why)])
-
-        self.jobs.put(f"fork {box_id} into {new_id}", launch_and_replay)
-        return ForkResult(box=box_view(await self.box(new_id)), replay=ReplayReport())
+            return False
+        self.jobs.put(name, work)
+        return True
 
     async def _bring_up(self, box_id: str) -> None:
         state = await self.box(box_id)
@@ -400,7 +361,7 @@ class Engine:
                 runtime = self._runtime_named(state.runtime)
                 with contextlib.suppress(NotFound):
                     await boundary(runtime.delete(box_id), "removing a box")
-            entries.append(entry(Gone, "system", reason=reason))
+            entries.append(entry(BoxGone, "system", reason=reason))
             await self.journal.append(box_id, entries)
             return True
 
@@ -424,48 +385,33 @@ class Engine:
             finally:
                 self.watchers.nudge(box_id, screen)
 
-    async def launch(
-        self, box_id: str, screen: int, app: str, args: list[str], *, actor: Actor = "agent"
-    ) -> WindowInfo:
-        """Open an application outside a batch; recorded as `app_launched` alone."""
-        desktop = await self._driving(box_id, screen)
-        async with self._screen_lock(box_id, screen):
-            window = await boundary(desktop.launch(screen, app, args), "launching an app")
-            self.watchers.nudge(box_id, screen)
-            launched = entry(
-                AppLaunched,
-                actor,
-                screen=screen,
-                app=app,
-                key=launched_key(screen, app, args),
-                args=args,
-                window=window.id,
-            )
-            await self.journal.append(box_id, [launched])
-        return window
-
-    async def exec(
-        self, box_id: str, argv: list[str], timeout_ms: int, *, actor: Actor = "agent"
-    ) -> ExecResult:
-        """Run a command in the box; recorded as `executed` with its output."""
+    async def act(
+        self, box_id: str, screen: int, action: Action, *, actor: Actor = "agent"
+    ) -> ActionResult:
+        """Do one action outside a batch (a REST route's operation) and record it as the
+        spec's recording table says (`recorded_alone`): `executed`, `file_read`,
+        `file_written`, `clipboard_read`/`clipboard_set`, `app_launched`, or nothing for a
+        read. An action that drives a screen holds it, as a batch does."""
         state = guards.ready(self.journal.state(box_id), box_id)
-        desktop = await self._desktop(state.id)
-        result = await boundary(desktop.exec(argv, timeout_ms), "running a command")
-        # A command can open windows on any screen.
-        self.watchers.nudge(box_id)
-        executed = entry(
-            Executed,
-            actor,
-            argv=argv,
-            code=result.code,
-            timed_out=result.timed_out,
-            key=step_key("executed", {"argv": argv, "timeout_ms": timeout_ms}),
-            timeout_ms=timeout_ms,
-            stdout=result.stdout,
-            stderr=result.stderr,
-            truncated=result.truncated,
-        )
-        await self.journal.append(box_id, [executed])
+        on_screen = uses_screen(action)
+        reading = reads_only(action)
+        if on_screen:
+            guards.screen_of(state, screen, drive=not reading)
+        desktop = await self._desktop(box_id)
+        doing = boundary(desktop.act(screen, action), f"a {type_of(action)}")
+        if reading:
+            result = await doing
+        elif on_screen:
+            async with self._screen_lock(box_id, screen):
+                result = await doing
+            self.watchers.nudge(box_id, screen)
+        else:
+            result = await doing
+            # A command can open windows on any screen.
+            self.watchers.nudge(box_id)
+        entries = recorded_alone(action, result, screen, actor)
+        if entries:
+            await self.journal.append(box_id, entries)
         return result
 
     async def frame(
@@ -492,111 +438,6 @@ class Engine:
         await self._reading(box_id, screen)
         state = await self.box(box_id)
         return await self.watchers.record(state, screen, always=always)
-
-    async def cursor(self, box_id: str, screen: int) -> Point:
-        desktop = await self._reading(box_id, screen)
-        return await boundary(desktop.cursor(screen), "reading the pointer")
-
-    async def clipboard_get(
-        self, box_id: str, screen: int, selection: Selection, *, actor: Actor = "agent"
-    ) -> str:
-        """Read a selection; recorded as `clipboard_read` with its size, not its text."""
-        desktop = await self._reading(box_id, screen)
-        text = await boundary(desktop.clipboard_get(screen, selection), "reading the clipboard")
-        size = len(text.encode())
-        read = entry(ClipboardRead, actor, screen=screen, selection=selection, bytes=size)
-        await self.journal.append(box_id, [read])
-        return text
-
-    async def clipboard_set(
-        self, box_id: str, screen: int, selection: Selection, text: str, *, actor: Actor = "agent"
-    ) -> None:
-        desktop = await self._driving(box_id, screen)
-        await boundary(desktop.clipboard_set(screen, selection, text), "setting the clipboard")
-        size = len(text.encode())
-        written = entry(ClipboardSet, actor, screen=screen, selection=selection, bytes=size)
-        await self.journal.append(box_id, [written])
-
-    async def windows(self, box_id: str, screen: int) -> list[WindowInfo]:
-        desktop = await self._reading(box_id, screen)
-        return await boundary(desktop.windows(screen), "listing windows")
-
-    async def active_window(self, box_id: str, screen: int) -> WindowInfo | None:
-        desktop = await self._reading(box_id, screen)
-        return await boundary(desktop.active_window(screen), "reading the active window")
-
-    async def wait_window(
-        self, box_id: str, screen: int, class_: str | None, title: str | None, within_ms: int
-    ) -> WindowInfo:
-        desktop = await self._reading(box_id, screen)
-        return await boundary(
-            desktop.wait_window(screen, class_, title, within_ms), "waiting for a window"
-        )
-
-    async def focus_window(self, box_id: str, screen: int, window: str) -> None:
-        desktop = await self._driving(box_id, screen)
-        async with self._screen_lock(box_id, screen):
-            await boundary(desktop.focus_window(screen, window), "focusing a window")
-        self.watchers.nudge(box_id, screen)
-
-    async def arrange_window(
-        self, box_id: str, screen: int, window: str, how: Arrange
-    ) -> WindowInfo:
-        desktop = await self._driving(box_id, screen)
-        async with self._screen_lock(box_id, screen):
-            return await boundary(desktop.arrange_window(screen, window, how), "arranging a window")
-
-    async def close_window(self, box_id: str, screen: int, window: str) -> None:
-        desktop = await self._driving(box_id, screen)
-        async with self._screen_lock(box_id, screen):
-            await boundary(desktop.close_window(screen, window), "closing a window")
-        self.watchers.nudge(box_id, screen)
-
-    async def read_file(self, box_id: str, path: str, *, actor: Actor = "agent") -> bytes:
-        """Read a file; recorded as `file_read` with its path and size."""
-        desktop = await self._desktop(guards.ready(self.journal.state(box_id), box_id).id)
-        data = await boundary(desktop.read_file(path), "reading a file")
-        await self.journal.append(box_id, [entry(FileRead, actor, path=path, bytes=len(data))])
-        return data
-
-    async def write_file(
-        self, box_id: str, path: str, contents_base64: str, *, actor: Actor = "agent"
-    ) -> int:
-        """Write a file; recorded as `file_written` with its path and size, never its
-        bytes. Returns the size."""
-        try:
-            data = base64.b64decode(contents_base64, validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise BadRequest(f"contents_base64 is not base64: {exc}") from exc
-        desktop = await self._desktop(guards.ready(self.journal.state(box_id), box_id).id)
-        await boundary(desktop.write_file(path, data), "writing a file")
-        written = entry(FileWritten, actor, path=path, bytes=len(data))
-        await self.journal.append(box_id, [written])
-        return len(data)
-
-    async def list_files(self, box_id: str, path: str) -> list[FileInfo]:
-        desktop = await self._desktop(guards.ready(self.journal.state(box_id), box_id).id)
-        return await boundary(desktop.list_files(path), "listing files")
-
-    async def grep(
-        self,
-        box_id: str,
-        pattern: str,
-        path: str,
-        include: str | None,
-        ignore_case: bool,
-        limit: int,
-    ) -> tuple[list[GrepMatch], bool]:
-        desktop = await self._desktop(guards.ready(self.journal.state(box_id), box_id).id)
-        return await boundary(
-            desktop.grep(pattern, path, include, ignore_case, limit), "searching files"
-        )
-
-    async def glob(
-        self, box_id: str, pattern: str, path: str, limit: int
-    ) -> tuple[list[str], bool]:
-        desktop = await self._desktop(guards.ready(self.journal.state(box_id), box_id).id)
-        return await boundary(desktop.glob(pattern, path, limit), "finding files")
 
     # Scheduled work
 

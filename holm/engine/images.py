@@ -1,4 +1,4 @@
-"""The images API (rest-api.md, "Runtimes and images") over the runtimes that build images
+"""The images API (docs/api.md, images) over the runtimes that build images
 (`ImageBuilder`: the docker runtime): build, list, read, remove. A build that made an image
 and a removal are recorded in the server's own trace (`SERVER_TRACE`) as `image_built` and
 `image_removed`, which feed the events `image.built` and `image.removed`; a build that found
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from holm.adapters.docker.images import ImageBuilder
+from holm.adapters.base import ImageBuilder
 from holm.errors import BadRequest, NotFound, Unsupported
-from holm.events.entries import SERVER_TRACE, ImageBuilt, ImageRemoved
 from holm.wire.api import ImageInfo
+from holm.wire.entries import SERVER_TRACE, ImageBuilt, ImageRemoved
 from holm.wire.spec import Spec, spec_digest, validate_spec
 
 from .guards import boundary

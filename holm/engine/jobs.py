@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 Work = Callable[[], Awaitable[None]]
 
-# `/v1/jobs/run` stops taking new jobs after this long (rest-api.md, "Scheduled work").
+# `/v1/jobs/run` stops taking new jobs after this long (docs/server.md, scheduled work).
 RUN_BUDGET_SECS = 50.0
 
 

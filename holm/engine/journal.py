@@ -16,10 +16,10 @@ from collections.abc import Awaitable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from holm.errors import HolmError, Unavailable
-from holm.events.entries import SERVER_TRACE, Actor, Entry
-from holm.events.store import PAGE_MAX, TraceStore
+from holm.events.store import TraceStore
 from holm.projections.box_state import BoxState, NotABoxTrace, apply
 from holm.projections.events_feed import EventsFeed
+from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Actor, Entry
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable
 
 from holm.adapters.base import Desktop
 from holm.errors import HolmError
-from holm.events.entries import FrameSeen
 from holm.events.store import TraceStore
 from holm.projections.box_state import BoxState
+from holm.wire.entries import FrameSeen
 
 from .guards import boundary
 from .journal import Journal, entry
@@ -50,6 +50,10 @@ class FrameWatchers:
         # Per watched screen: set to look now; and until when to poll fast.
         self._nudged: dict[tuple[str, int], asyncio.Event] = {}
         self._hot_until: dict[tuple[str, int], float] = {}
+
+    def watching(self, box_id: str) -> bool:
+        """Whether the box's screens are watched (a ready box's are; a paused one's not)."""
+        return bool(self._tasks.get(box_id))
 
     def nudge(self, box_id: str, screen: int | None = None) -> None:
         """The server did something that may change the screen (all screens when None):

@@ -11,7 +11,9 @@ from typing import assert_never
 from holm.config import Config
 from holm.events.local import LocalStore, TraceRead, read_trace_file, trace_files
 from holm.events.memory import MemoryStore
-from holm.events.store import PAGE_MAX, PruneReport, TraceInfo, TraceStore
+from holm.events.store import TraceInfo, TraceStore
+from holm.wire.api import PruneReport
+from holm.wire.entries import PAGE_MAX
 
 
 def open_store(config: Config) -> TraceStore:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from holm.events.entries import Entry
+from holm.wire.entries import Entry
 
 SPILL_BYTES = 64 * 1024
 BLOB_KEY = "__blob"

@@ -38,8 +38,7 @@ from holm.events.blobs import (
     write_durably,
 )
 from holm.events.codec import CorruptLine, decode_lines, encode_entry, needs_spill, read_envelope
-from holm.events.entries import Entry
-from holm.events.store import PAGE_MAX, PruneReport, TraceInfo
+from holm.events.store import TraceInfo
 from holm.events.trace_file import (
     BLOBS_DIR,
     FRAMES_DIR,
@@ -58,6 +57,8 @@ from holm.events.trace_file import (
     rebuild_index,
     trace_files,
 )
+from holm.wire.api import PruneReport
+from holm.wire.entries import PAGE_MAX, Entry
 
 LOCK_FILE = "LOCK"
 # Files the writer keeps open between commits (two per trace), least recently used closed.

@@ -20,8 +20,9 @@ import msgspec
 
 from holm.events.blobs import check_name
 from holm.events.codec import decode_lines, encode_entry
-from holm.events.entries import SERVER_TRACE, Entry
-from holm.events.store import PAGE_MAX, PruneReport, TraceInfo
+from holm.events.store import TraceInfo
+from holm.wire.api import PruneReport
+from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Entry
 
 MAX_ENTRIES = 10_000
 MAX_FRAMES = 256

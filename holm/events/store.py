@@ -12,9 +12,8 @@ from typing import Protocol
 
 import msgspec
 
-from holm.events.entries import Entry
-
-PAGE_MAX = 500
+from holm.wire.api import PruneReport
+from holm.wire.entries import PAGE_MAX, Entry
 
 
 class TraceInfo(msgspec.Struct, kw_only=True):
@@ -26,12 +25,6 @@ class TraceInfo(msgspec.Struct, kw_only=True):
     last_at_ms: int | None = None
     # A writer died mid-line: the torn line was dropped; cleared by the next clean append.
     incomplete: bool = False
-
-
-class PruneReport(msgspec.Struct, kw_only=True):
-    frames: int = 0
-    entries: int = 0
-    boxes: int = 0
 
 
 class TraceStore(Protocol):

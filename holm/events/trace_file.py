@@ -29,7 +29,7 @@ import msgspec
 
 from holm.events.blobs import BlobStore
 from holm.events.codec import CorruptLine, Envelope, decode_line, read_envelope
-from holm.events.entries import Entry
+from holm.wire.entries import Entry
 
 TRACES_DIR = "traces"
 BLOBS_DIR = "blobs"

@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 from collections.abc import AsyncIterator, Mapping
-from pathlib import Path
 
 from aiohttp import web
 
 from holm.adapters.base import Runtime
-from holm.config import Config
+from holm.config import Config, server_id_of
 from holm.engine import Engine
 from holm.events.store import TraceStore
 
@@ -23,8 +21,6 @@ from .routes import ALL_ROUTES
 from .routing import CONFIG, ROUTES, SLOT, Route, Slot
 
 log = logging.getLogger(__name__)
-
-SERVER_ID_FILE = "server-id"
 
 
 def create_app(
@@ -109,18 +105,4 @@ async def _opened(
         yield engine
 
 
-def server_id_of(state_dir: Path) -> str:
-    """This server's id, kept in the state dir so that a restarted server adopts the boxes
-    it labelled before (and never another server's)."""
-    path = state_dir / SERVER_ID_FILE
-    with contextlib.suppress(FileNotFoundError):
-        existing = path.read_text().strip()
-        if existing:
-            return existing
-    state_dir.mkdir(parents=True, exist_ok=True)
-    server_id = "srv_" + secrets.token_hex(8)
-    path.write_text(server_id + "\n")
-    return server_id
-
-
-__all__ = ["create_app", "declared_routes", "server_id_of"]
+__all__ = ["create_app", "declared_routes"]

@@ -14,6 +14,7 @@ from aiohttp import web
 from holm.config import Config
 from holm.engine import Engine
 from holm.errors import BadRequest
+from holm.wire.actions import Action
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["none", "token", "cron"]
@@ -101,3 +102,9 @@ def box_and_screen(request: web.Request) -> tuple[str, int]:
     """The box id and screen number of a `…/screens/{screen}/…` route (whose pattern
     already restricts the screen to digits)."""
     return request.match_info["id"], int(request.match_info["screen"])
+
+
+async def act_response(request: web.Request, action: Action, screen: int = 0) -> web.Response:
+    """Run one action in the route's box (on `screen`) and answer its result: the same
+    shape a batch step of that action answers."""
+    return json_response(await engine_of(request).act(request.match_info["id"], screen, action))

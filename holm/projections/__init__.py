@@ -5,26 +5,15 @@ at any time and equal the live one."""
 from holm.projections.box_state import (
     DELETED_REASON,
     BoxState,
-    ForkOrigin,
     Holder,
-    Lifecycle,
     NotABoxTrace,
     apply,
     fold,
 )
-from holm.projections.events_feed import (
-    LIMIT_DEFAULT,
-    LIMIT_MAX,
-    Event,
-    EventKind,
-    EventsFeed,
-    EventsPage,
-    event_of,
-    events_from_traces,
-    read_page,
-)
+from holm.projections.events_feed import EventsFeed, event_of, events_from_traces, read_page
 from holm.projections.stats import TraceStats, trace_stats
 from holm.projections.text import INCOMPLETE_LINE, action_text, entry_line, entry_text, render_lines
+from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX, Event, EventKind, EventsPage
 
 __all__ = [
     "DELETED_REASON",
@@ -36,9 +25,7 @@ __all__ = [
     "EventKind",
     "EventsFeed",
     "EventsPage",
-    "ForkOrigin",
     "Holder",
-    "Lifecycle",
     "NotABoxTrace",
     "TraceStats",
     "action_text",

@@ -19,7 +19,8 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-from holm.events.entries import (
+from holm.wire.api import BoxStateName, ForkOrigin
+from holm.wire.entries import (
     Acted,
     Adopted,
     AppLaunched,
@@ -27,6 +28,7 @@ from holm.events.entries import (
     BoxCreated,
     BoxDeleted,
     BoxFailed,
+    BoxGone,
     BoxPaused,
     BoxReady,
     BoxResumed,
@@ -41,16 +43,15 @@ from holm.events.entries import (
     FileWritten,
     ForkedFrom,
     FrameSeen,
-    Gone,
     ImageBuilt,
     ImageRemoved,
     PageCaptured,
     TakeoverEnded,
     TakeoverStarted,
+    kind_of,
 )
 from holm.wire.spec import DEFAULT_HEIGHT, DEFAULT_WIDTH, Placement, Spec, canonical_spec
 
-Lifecycle = Literal["starting", "ready", "paused", "stopped", "unreachable", "gone", "failed"]
 Holder = Literal["agent", "person"]
 
 DELETED_REASON = "deleted"
@@ -64,16 +65,11 @@ class NotABoxTrace(ValueError):
     `box_created` or `adopted`, create it twice, or belong to the server trace."""
 
 
-class ForkOrigin(msgspec.Struct, frozen=True):
-    source: str
-    up_to: int | None = None
-
-
 class BoxState(msgspec.Struct, kw_only=True, frozen=True):
     id: str
     runtime: str
-    state: Lifecycle
-    # Gone or deleted: the box leaves the list and each call to it answers 410.
+    state: BoxStateName
+    # BoxGone or deleted: the box leaves the list and each call to it answers 410.
     removed: bool = False
     reason: str | None = None
     spec: Spec | None = None
@@ -146,18 +142,18 @@ def apply(state: BoxState | None, entry: Entry) -> BoxState:
             step.update(state="failed", reason=why)
         case BoxUnreachable(reason=reason):
             step.update(state="unreachable", reason=reason)
-        case Gone(reason=reason):
+        case BoxGone(reason=reason):
             step.update(state="gone", removed=True, reason=reason)
         case BoxDeleted():
             step.update(state="gone", removed=True, reason=DELETED_REASON)
         case ForkedFrom(source=source, up_to=up_to):
-            step["forked_from"] = ForkOrigin(source, up_to)
+            step["forked_from"] = ForkOrigin(source=source, up_to=up_to)
         case Adopted():
             step.update(state="ready", reason=None, adopted=True, **_adopted_fields(state, entry))
         case BoxCreated():
             raise NotABoxTrace(f"entry {entry.seq}: box_created again, in a box already created")
         case ImageBuilt() | ImageRemoved():
-            raise NotABoxTrace(f"entry {entry.seq}: {_kind(entry)} belongs to the server trace")
+            raise NotABoxTrace(f"entry {entry.seq}: {kind_of(entry)} belongs to the server trace")
         case _:
             raise TypeError(f"not a trace entry: {entry!r}")
     return msgspec.structs.replace(state, **step)
@@ -208,7 +204,7 @@ def _first(entry: Entry) -> BoxState:
         case _:
             raise NotABoxTrace(
                 f"entry {entry.seq}: a box's trace starts with box_created or adopted,"
-                f" not {_kind(entry)}"
+                f" not {kind_of(entry)}"
             )
 
 
@@ -252,17 +248,10 @@ def _put(items: tuple[_T, ...], index: int, value: _T, filler: _T) -> tuple[_T, 
     return (*items[:index], value, *items[index + 1 :])
 
 
-def _kind(entry: object) -> str:
-    config = getattr(type(entry), "__struct_config__", None)
-    return str(config.tag) if config is not None else type(entry).__name__
-
-
 __all__ = [
     "DELETED_REASON",
     "BoxState",
-    "ForkOrigin",
     "Holder",
-    "Lifecycle",
     "NotABoxTrace",
     "apply",
     "fold",

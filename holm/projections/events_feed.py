@@ -32,64 +32,32 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
 from holm.config import Config
 from holm.errors import BadRequest
-from holm.events.entries import (
+from holm.projections.box_state import DELETED_REASON
+from holm.wire.entries import (
     Adopted,
     BoxCreated,
     BoxDeleted,
     BoxFailed,
+    BoxGone,
     BoxPaused,
     BoxReady,
     BoxStopped,
     BoxUnreachable,
     Entry,
-    Gone,
     ImageBuilt,
     ImageRemoved,
     TakeoverEnded,
     TakeoverStarted,
 )
-from holm.projections.box_state import DELETED_REASON
-
-EventKind = Literal[
-    "box.created",
-    "box.ready",
-    "box.paused",
-    "box.stopped",
-    "box.removed",
-    "box.unreachable",
-    "box.failed",
-    "screen.taken_over",
-    "screen.given_back",
-    "image.built",
-    "image.removed",
-]
+from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX, Event, EventKind, EventsPage
 
 SEQ_PER_MS = 1000
-LIMIT_DEFAULT = 200
-LIMIT_MAX = 1000
-
-
-class Event(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
-    seq: int
-    at_ms: int
-    kind: EventKind
-    owner: str | None = None
-    box_id: str | None = None
-    runtime: str | None = None
-    data: dict[str, Any] | None = None
-
-
-class EventsPage(msgspec.Struct, kw_only=True):
-    events: list[Event]
-    # Send as `after` to read on; the same `after` again when the page is empty.
-    next: int
-    more: bool
 
 
 class _Box(NamedTuple):
@@ -114,7 +82,7 @@ def event_of(trace: str, entry: Entry, box: _Box | None) -> Event | None:
             return _box_event("box.paused", trace, entry, box)
         case BoxStopped():
             return _box_event("box.stopped", trace, entry, box)
-        case Gone(reason=reason):
+        case BoxGone(reason=reason):
             return _box_event("box.removed", trace, entry, box, {"reason": reason})
         case BoxDeleted():
             return _box_event("box.removed", trace, entry, box, {"reason": DELETED_REASON})

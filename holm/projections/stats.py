@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from holm.events.entries import Acted, Entry, Executed, FrameSeen
+from holm.wire.entries import Acted, Entry, Executed, FrameSeen, kind_of
 
 
 class TraceStats(msgspec.Struct, kw_only=True):
@@ -33,7 +33,7 @@ def trace_stats(entries: Iterable[Entry], incomplete: bool = False) -> TraceStat
     actors: Counter[str] = Counter()
     stats = TraceStats(incomplete=incomplete)
     for entry in entries:
-        kinds[str(entry.__struct_config__.tag)] += 1
+        kinds[kind_of(entry)] += 1
         actors[entry.actor] += 1
         if stats.first_seq is None:
             stats.first_seq, stats.first_at_ms = entry.seq, entry.at_ms

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from holm.events.entries import (
+from holm.wire import actions as a
+from holm.wire.entries import (
     Acted,
     Adopted,
     AppLaunched,
@@ -24,6 +25,7 @@ from holm.events.entries import (
     BoxCreated,
     BoxDeleted,
     BoxFailed,
+    BoxGone,
     BoxPaused,
     BoxReady,
     BoxResumed,
@@ -38,15 +40,14 @@ from holm.events.entries import (
     FileWritten,
     ForkedFrom,
     FrameSeen,
-    Gone,
     ImageBuilt,
     ImageRemoved,
     PageCaptured,
     TakeoverEnded,
     TakeoverStarted,
 )
-from holm.wire import actions as a
 from holm.wire.spec import DEFAULT_HEIGHT, DEFAULT_WIDTH
+from holm.wire.values import Modifier, Point
 
 INCOMPLETE_LINE = "incomplete: the trace ends in a torn line (its writer stopped mid-entry)"
 
@@ -110,7 +111,7 @@ def entry_text(entry: Entry) -> str:
             return f"failed: {_clip(why, CLIP_REASON)}"
         case BoxUnreachable(reason=reason):
             return f"unreachable: {_clip(reason, CLIP_REASON)}"
-        case Gone(reason=reason):
+        case BoxGone(reason=reason):
             return f"removed: {_clip(reason, CLIP_REASON)}"
         case BoxDeleted():
             return "deleted"
@@ -143,7 +144,7 @@ def entry_text(entry: Entry) -> str:
 def action_text(action: a.Action) -> str:
     """The action's type and a short hint of what it did."""
     hint = _action_hint(action)
-    tag = str(action.__struct_config__.tag)
+    tag = a.type_of(action)
     return f"{tag} {hint}" if hint else tag
 
 
@@ -227,7 +228,7 @@ def _outcome(code: object, timed_out: object) -> str:
     return _clip(str(code)) if code is not None else "no exit code"
 
 
-def _point(point: a.Point | None) -> str:
+def _point(point: Point | None) -> str:
     return f"{point.x},{point.y}" if point is not None else ""
 
 
@@ -235,7 +236,7 @@ def _button(button: str) -> str:
     return "" if button == "left" else button
 
 
-def _held(held: list[a.Modifier]) -> str:
+def _held(held: list[Modifier]) -> str:
     return f"with {'+'.join(held)}" if held else ""
 
 

@@ -2,10 +2,11 @@
 new box through the engine, comparison policies (a fork's, a strict replay's), and the diff
 of two traces."""
 
-from holm.replay.diff import TraceDiff, diff_traces
+from holm.replay.diff import diff_traces
 from holm.replay.interpreter import fork_box, fork_run, replay_plan
 from holm.replay.plan import Plan, plan_fork
 from holm.replay.strict import Divergence, ForkPolicy, StrictPolicy
+from holm.wire.diff import TraceDiff
 
 __all__ = [
     "Divergence",

@@ -2,7 +2,7 @@
 key in order, and their last frames compared pixel by pixel.
 
 `diff_traces` works on any two traces given a way to read entries and frames, so the same
-code serves `GET /v1/boxes/{a}/diff/{b}` (through the engine's store), `holm diff` against a
+code serves `GET /v1/boxes/{a}/diff/{b}` (through the engine), `holm diff` against a
 server (through the client) and `holm diff` on two JSONL files.
 """
 
@@ -13,68 +13,19 @@ import difflib
 import io
 from collections.abc import Awaitable, Callable, Sequence
 
-import msgspec
 from msgspec.structs import replace
 from PIL import Image, ImageChops, ImageStat
 
-from holm.engine import Engine
-from holm.events.entries import Entry, ForkedFrom, FrameSeen
+from holm.errors import NotFound
+from holm.replay.boxes import Boxes
 from holm.replay.plan import Step, plan_fork
 from holm.replay.reading import read_whole_trace
-from holm.wire.actions import Region
+from holm.wire.diff import FrameComparison, MatchedStep, StepRef, TraceDiff
+from holm.wire.entries import Entry, ForkedFrom, FrameSeen
+from holm.wire.values import Region
 
 ReadEntries = Callable[[str], Awaitable[Sequence[Entry]]]
 ReadFrame = Callable[[str, str], Awaitable[bytes | None]]
-
-
-class StepRef(msgspec.Struct, kw_only=True):
-    seq: int
-    kind: str
-    key: str
-
-
-class MatchedStep(msgspec.Struct, kw_only=True):
-    a: int
-    b: int
-    key: str
-
-
-class FrameComparison(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """The last frame of one screen in each trace. `distance` is the mean absolute difference
-    over every pixel and channel, 0 (equal) to 1; `changed` the bounding box of the pixels
-    that differ. `note` says why pixels could not be compared (no frame, frame pruned)."""
-
-    screen: int
-    a: str | None
-    b: str | None
-    pixels_equal: bool
-    distance: float | None = None
-    changed: Region | None = None
-    note: str | None = None
-
-
-class TraceDiff(msgspec.Struct, kw_only=True):
-    a: str
-    b: str
-    # B is a fork of A up to this seq: A's steps after it are not counted as missing.
-    a_up_to: int | None
-    matched: int
-    missing: list[StepRef]
-    extra: list[StepRef]
-    pairs: list[MatchedStep]
-    frames: list[FrameComparison]
-
-    def same(self, frame_tolerance: float = 0.0) -> bool:
-        """Every step matched, and every last frame has the same pixels, or pixels at most
-        `frame_tolerance` apart."""
-        return (
-            not self.missing
-            and not self.extra
-            and all(
-                f.pixels_equal or (f.distance is not None and f.distance <= frame_tolerance)
-                for f in self.frames
-            )
-        )
 
 
 def align_steps(
@@ -198,15 +149,18 @@ async def diff_traces(
     )
 
 
-async def diff_boxes(engine: Engine, a: str, b: str) -> TraceDiff:
+async def diff_boxes(boxes: Boxes, a: str, b: str) -> TraceDiff:
     """The diff of two boxes' traces (removed boxes too) as the server keeps them: what
     `GET /v1/boxes/{a}/diff/{b}` answers. NotFound when either has no trace."""
 
     async def read_entries(box_id: str) -> list[Entry]:
-        return await read_whole_trace(engine, box_id)
+        return await read_whole_trace(boxes, box_id)
 
     async def read_frame(box_id: str, frame_hash: str) -> bytes | None:
-        return await engine.store.get_frame(box_id, frame_hash)
+        try:
+            return await boxes.trace_frame(box_id, frame_hash)
+        except NotFound:
+            return None
 
     return await diff_traces(a, b, read_entries, read_frame)
 

@@ -1,5 +1,6 @@
-"""The replay interpreter: it does a plan's steps on a new box through the engine, at about
-the source's pace, and judges each step with a policy (a fork's, or a strict replay's).
+"""The replay interpreter: it does a plan's steps on a new box through the server's command
+side (`holm.replay.boxes.Boxes`, which the engine is), at about the source's pace, and
+judges each step with a policy (a fork's, or a strict replay's).
 
 Pacing: before each step it sleeps the source's gap between that step and the one before
 (for the first step, the gap from the source desktop being ready) minus the time the replay
@@ -20,15 +21,17 @@ from typing import Any
 
 import msgspec
 
-from holm.engine import Engine, box_view
 from holm.errors import BadRequest, HolmError, Unsupported
 from holm.projections.box_state import BoxState
-from holm.replay.plan import DoAction, DoExec, DoLaunch, ExecOutcome, Plan, Step, plan_fork
+from holm.projections.views import box_view
+from holm.replay.boxes import Boxes
+from holm.replay.plan import DoAction, DoExec, DoLaunch, Plan, Step, plan_fork
 from holm.replay.reading import read_whole_trace
 from holm.replay.screen_check import Reference, meet_frame
-from holm.replay.strict import Divergence, ForkPolicy, Outcome, Policy
-from holm.wire.actions import Action, Exec
+from holm.replay.strict import Divergence, ForkPolicy, Outcome, ReplayPolicy
+from holm.wire.actions import Action, Exec, ExecWhat, Launch
 from holm.wire.api import ActionsRequest, ForkRequest, ForkResult, ReplayReport
+from holm.wire.results import ExecResult, expect
 from holm.wire.spec import Placement, Spec
 
 
@@ -56,38 +59,58 @@ class ReplayRun(msgspec.Struct, kw_only=True):
 
 
 async def fork_box(
-    engine: Engine, source_box_id: str, request: ForkRequest | Mapping[str, Any]
+    boxes: Boxes, source_box_id: str, request: ForkRequest | Mapping[str, Any]
 ) -> ForkResult:
     """A new box made from the trace of `source_box_id` (a removed box too: its trace
-    stays), doing the source's steps again up to `request.up_to`."""
-    run = await fork_run(engine, source_box_id, _fork_request(request))
+    stays), doing the source's steps again up to `request.up_to`. With queued jobs, the
+    new box answers at once, `starting`, with an empty report: its start and the replay
+    run as one job, and a fork that stops before its box started leaves it `failed`."""
+    new_id, plan = await _record_fork(boxes, source_box_id, _fork_request(request))
+
+    async def launch_and_replay() -> None:
+        try:
+            await boxes.start_recorded(new_id)
+            await replay_plan(boxes, new_id, plan, ForkPolicy())
+        finally:
+            await boxes.fail_starting(new_id, "the fork stopped before its box was started")
+
+    if boxes.queue(f"fork {source_box_id} into {new_id}", launch_and_replay):
+        return ForkResult(box=box_view(await boxes.box(new_id)), replay=ReplayReport())
+    await boxes.start_recorded(new_id)
+    run = await replay_plan(boxes, new_id, plan, ForkPolicy())
     return ForkResult(box=box_view(run.box), replay=run.report)
 
 
-async def fork_run(engine: Engine, source_box_id: str, request: ForkRequest) -> ReplayRun:
-    """`fork_box` with what the report leaves out: the timing, and why it stopped."""
+async def fork_run(boxes: Boxes, source_box_id: str, request: ForkRequest) -> ReplayRun:
+    """`fork_box` done now, with what the report leaves out: the timing, and why it
+    stopped."""
+    new_id, plan = await _record_fork(boxes, source_box_id, request)
+    await boxes.start_recorded(new_id)
+    return await replay_plan(boxes, new_id, plan, ForkPolicy())
+
+
+async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple[str, Plan]:
     if request.mode == "snapshot":
         raise Unsupported("a snapshot fork is refused: a fork replays the trace")
-    entries = await read_whole_trace(engine, source_box_id)
-    plan = plan_fork(entries, up_to=request.up_to)
-    spec, placement, owner = await _origin_of(engine, source_box_id, plan, request.placement)
-    box = await engine.create_box(
-        spec, placement, owner=owner, forked_from=(source_box_id, request.up_to)
+    plan = plan_fork(await read_whole_trace(boxes, source), up_to=request.up_to)
+    spec, placement, owner = await _origin_of(boxes, source, plan, request.placement)
+    new_id = await boxes.record_box(
+        spec, placement, owner=owner, forked_from=(source, request.up_to)
     )
-    return await replay_plan(engine, box.id, plan, ForkPolicy())
+    return new_id, plan
 
 
 async def replay_plan(
-    engine: Engine,
+    boxes: Boxes,
     box_id: str,
     plan: Plan,
-    policy: Policy,
+    policy: ReplayPolicy,
     reference: Reference | None = None,
 ) -> ReplayRun:
     """Do the plan's steps on the ready box `box_id` and record its final screens.
     `reference` gives the source's PNG of a frame hash, for a policy with a frame
     tolerance."""
-    config = engine.config
+    config = boxes.config
     cap = config.fork_wait_cap_ms / 1000
     began = time.monotonic()
     deadline = began + config.fork_limit_secs
@@ -111,12 +134,12 @@ async def replay_plan(
         report.attempted += 1
         try:
             async with asyncio.timeout(deadline - previous_began):
-                outcome = await do_step(engine, box_id, step)
+                outcome = await do_step(boxes, box_id, step)
                 divergence = policy.judge(step, outcome)
                 expected = policy.frame_to_meet(step) if divergence is None else None
                 if expected is not None:
                     divergence = await meet_frame(
-                        engine, box_id, step.seq, expected, policy, reference
+                        boxes, box_id, step.seq, expected, policy, reference
                     )
         except TimeoutError:
             report.truncated = True
@@ -128,66 +151,57 @@ async def replay_plan(
             break
         report.ok += 1
     finishing = time.monotonic()
-    await record_final_frames(engine, box_id)
+    await record_final_frames(boxes, box_id)
     timing.finishing = time.monotonic() - finishing
     timing.wall = time.monotonic() - began
     return ReplayRun(
-        box=await engine.box(box_id), report=report, divergence=divergence, timing=timing
+        box=await boxes.box(box_id), report=report, divergence=divergence, timing=timing
     )
 
 
-async def do_step(engine: Engine, box_id: str, step: Step) -> Outcome:
+async def do_step(boxes: Boxes, box_id: str, step: Step) -> Outcome:
     """Do one step as the agent and tell how it went; a refusal is an outcome, not an
     error."""
     try:
         match step.do:
             case DoAction(screen=screen, action=action):
-                return await _act(engine, box_id, screen, action)
+                return await _act(boxes, box_id, screen, action)
             case DoExec(argv=argv, timeout_ms=timeout_ms):
-                result = await engine.exec(box_id, argv, timeout_ms)
-                return Outcome(ok=True, exec=_exec_outcome(msgspec.to_builtins(result)))
+                run = Exec(what=ExecWhat(argv=argv, timeout_ms=timeout_ms))
+                return Outcome(ok=True, exec=expect(await boxes.act(box_id, 0, run), ExecResult))
             case DoLaunch(screen=screen, app=app, args=args):
-                await engine.launch(box_id, screen, app, args)
+                await boxes.act(box_id, screen, Launch(app=app, args=args))
                 return Outcome(ok=True)
     except HolmError as exc:
         return Outcome(ok=False, error=exc.body())
 
 
-async def _act(engine: Engine, box_id: str, screen: int, action: Action) -> Outcome:
-    answer = await engine.run_batch(box_id, screen, ActionsRequest(actions=[action]))
+async def _act(boxes: Boxes, box_id: str, screen: int, action: Action) -> Outcome:
+    answer = await boxes.run_batch(box_id, screen, ActionsRequest(actions=[action]))
     (result,) = answer.results
     if not result.ok:
         return Outcome(ok=False, error=result.error)
-    value = result.value or {}
-    return Outcome(ok=True, exec=_exec_outcome(value) if isinstance(action, Exec) else None)
+    value = result.value
+    return Outcome(ok=True, exec=value if isinstance(value, ExecResult) else None)
 
 
-def _exec_outcome(value: Mapping[str, Any]) -> ExecOutcome:
-    return ExecOutcome(
-        code=value.get("code"),
-        stdout=value.get("stdout", ""),
-        stderr=value.get("stderr", ""),
-        timed_out=bool(value.get("timed_out", False)),
-    )
-
-
-async def record_final_frames(engine: Engine, box_id: str) -> None:
+async def record_final_frames(boxes: Boxes, box_id: str) -> None:
     """End the new trace with a `frame` entry of every screen as it is now, so that the
     last frames of a source and its fork can be compared."""
     with contextlib.suppress(HolmError):
-        state = await engine.box(box_id)
+        state = await boxes.box(box_id)
         if state.state != "ready":
             return
         for screen in range(state.screens):
-            await engine.record_frame(box_id, screen, always=True)
+            await boxes.record_frame(box_id, screen, always=True)
 
 
 async def _origin_of(
-    engine: Engine, source: str, plan: Plan, given: Placement | None
+    boxes: Boxes, source: str, plan: Plan, given: Placement | None
 ) -> tuple[Spec, Placement, str | None]:
     """The spec of the source and the placement of the fork: the given one replaces the
     source's completely, and names the source's runtime when it names none."""
-    state = await engine.box(source)
+    state = await boxes.box(source)
     if plan.origin is not None:
         spec, placement, runtime = plan.origin.spec, plan.origin.placement, plan.origin.runtime
     elif state.spec is not None:

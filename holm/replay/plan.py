@@ -1,7 +1,7 @@
 """The plan of a fork: a pure function from a source trace (and `up_to`) to the steps a new
 box does again and the steps it cannot, with their reason. No I/O.
 
-What is done again, in order (trace-and-fork.md, "Make a run that you can fork"):
+What is done again, in order (docs/fork.md):
 - each `acted` entry with `ok: true`: every action of a batch, page actions included;
 - each `executed` entry;
 - each `app_launched` entry that did not come from a batch (one with `batch` set is the window
@@ -19,12 +19,14 @@ came before belongs to a desktop that no longer exists.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
-from holm.engine.batch import acted_key
-from holm.events.entries import (
+from holm.wire import actions as act
+from holm.wire.actions import Action, Exec, Launch
+from holm.wire.api import Skipped
+from holm.wire.entries import (
     Acted,
     Adopted,
     AppLaunched,
@@ -37,10 +39,10 @@ from holm.events.entries import (
     FileWritten,
     FrameSeen,
     TakeoverStarted,
+    acted_key,
+    kind_of,
 )
-from holm.wire import actions as act
-from holm.wire.actions import Action, Exec, Launch
-from holm.wire.api import Skipped
+from holm.wire.results import ExecResult
 from holm.wire.spec import Placement, Spec
 
 # Frames only show a settled screen when it stayed that way for a while before the next step;
@@ -93,17 +95,6 @@ class DoLaunch(msgspec.Struct, tag="launch", kw_only=True):
 Do = DoAction | DoExec | DoLaunch
 
 
-class ExecOutcome(msgspec.Struct, kw_only=True):
-    code: int | None
-    stdout: Any
-    stderr: Any
-    timed_out: bool
-
-    @property
-    def succeeded(self) -> bool:
-        return self.code == 0 and not self.timed_out
-
-
 class ExpectedFrame(msgspec.Struct, kw_only=True):
     """The screen as the source last recorded it before its next step: the `frame` entry
     `seq`, its pixel hash, and how long it stayed before the next step (None: it stayed until
@@ -122,7 +113,7 @@ class Expected(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What a strict replay compares after the step: it succeeded (always, since only steps
     that succeeded are planned), an exec's outcome, and the screen the source showed next."""
 
-    exec: ExecOutcome | None = None
+    exec: ExecResult | None = None
     frame: ExpectedFrame | None = None
 
 
@@ -178,7 +169,7 @@ def plan_fork(entries: Sequence[Entry], up_to: int | None = None) -> Plan:
             continue
         why = _why_skipped(entry)
         if why is not None:
-            skipped.append(Skipped(seq=entry.seq, kind=_kind(entry), why=why))
+            skipped.append(Skipped(seq=entry.seq, kind=kind_of(entry), why=why))
 
     # Frames are attached over the whole trace, so that the last step before `up_to` still
     # knows how long its screen stayed before the next (unplanned) step.
@@ -190,10 +181,6 @@ def plan_fork(entries: Sequence[Entry], up_to: int | None = None) -> Plan:
         origin=_origin(kept),
         up_to=kept[-1].seq if kept else None,
     )
-
-
-def _kind(entry: Entry) -> str:
-    return str(type(entry).__struct_config__.tag)
 
 
 def _step(entry: Entry) -> Step | None:
@@ -217,7 +204,7 @@ def _step(entry: Entry) -> Step | None:
                 key=entry.key,
                 do=DoExec(argv=list(entry.argv), timeout_ms=entry.timeout_ms),
                 expect=Expected(
-                    exec=ExecOutcome(
+                    exec=ExecResult(
                         code=entry.code,
                         stdout=entry.stdout,
                         stderr=entry.stderr,
@@ -238,16 +225,13 @@ def _step(entry: Entry) -> Step | None:
             return None
 
 
-def _acted_exec_outcome(entry: Acted) -> ExecOutcome | None:
-    result = entry.result
-    if not isinstance(entry.action, Exec) or not isinstance(result, dict):
+def _acted_exec_outcome(entry: Acted) -> ExecResult | None:
+    if not isinstance(entry.action, Exec) or entry.result is None:
         return None
-    return ExecOutcome(
-        code=result.get("code"),
-        stdout=result.get("stdout", ""),
-        stderr=result.get("stderr", ""),
-        timed_out=bool(result.get("timed_out", False)),
-    )
+    try:
+        return msgspec.convert(entry.result, ExecResult)
+    except msgspec.ValidationError:
+        return None
 
 
 def _why_skipped(entry: Entry) -> str | None:
@@ -359,7 +343,6 @@ __all__ = [
     "DoAction",
     "DoExec",
     "DoLaunch",
-    "ExecOutcome",
     "Expected",
     "ExpectedFrame",
     "Origin",

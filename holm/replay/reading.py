@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from holm.engine import Engine
-from holm.events.entries import Entry
-from holm.events.store import PAGE_MAX
+from holm.replay.boxes import Boxes
+from holm.wire.entries import PAGE_MAX, Entry
 
 
-async def read_whole_trace(engine: Engine, box_id: str) -> list[Entry]:
+async def read_whole_trace(boxes: Boxes, box_id: str) -> list[Entry]:
     entries: list[Entry] = []
     after: int | None = None
     while True:
-        page = await engine.read_trace(box_id, after, PAGE_MAX)
+        page = await boxes.read_trace(box_id, after, PAGE_MAX)
         entries.extend(page.entries)
         if not page.more or not page.entries:
             return entries

@@ -9,10 +9,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from holm.engine import Engine
+from holm.replay.boxes import Boxes
 from holm.replay.diff import compare_pngs
 from holm.replay.plan import ExpectedFrame
-from holm.replay.strict import Divergence, Policy
+from holm.replay.strict import Divergence, ReplayPolicy
 
 # How often the screen is looked at while waiting.
 POLL_SECS = 0.05
@@ -22,11 +22,11 @@ Reference = Callable[[str], Awaitable[bytes | None]]
 
 
 async def meet_frame(
-    engine: Engine,
+    boxes: Boxes,
     box_id: str,
     seq: int,
     expected: ExpectedFrame,
-    policy: Policy,
+    policy: ReplayPolicy,
     reference: Reference | None,
 ) -> Divergence | None:
     """None when the screen reaches the expected frame in the policy's time; else the
@@ -37,14 +37,14 @@ async def meet_frame(
     seen_since = time.monotonic()
     distance: float | None = None
     while True:
-        frame = await engine.frame(box_id, expected.screen, have=expected.hash)
+        frame = await boxes.frame(box_id, expected.screen, have=expected.hash)
         if frame.unchanged or frame.hash == expected.hash:
             return None
         now = time.monotonic()
         if frame.hash != seen:
             seen, seen_since, distance = frame.hash, now, None
         elif distance is None and now - seen_since >= settle and reference is not None:
-            distance = await _distance(engine, box_id, expected, reference)
+            distance = await _distance(boxes, box_id, expected, reference)
             if distance is not None and distance <= policy.frame_tolerance:
                 return None
         if now >= give_up:
@@ -61,12 +61,12 @@ async def meet_frame(
 
 
 async def _distance(
-    engine: Engine, box_id: str, expected: ExpectedFrame, reference: Reference
+    boxes: Boxes, box_id: str, expected: ExpectedFrame, reference: Reference
 ) -> float | None:
     recorded = await reference(expected.hash)
     if recorded is None:
         return None
-    now = await engine.frame(box_id, expected.screen)
+    now = await boxes.frame(box_id, expected.screen)
     if now.png is None:
         return None
     distance, _ = await asyncio.to_thread(compare_pngs, recorded, now.png)

@@ -18,7 +18,8 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from holm.errors import ErrorBody
-from holm.replay.plan import SETTLED_MS, ExecOutcome, ExpectedFrame, Step
+from holm.replay.plan import SETTLED_MS, ExpectedFrame, Step
+from holm.wire.results import ExecResult
 
 FRAME_TOLERANCE = 1e-6
 
@@ -28,7 +29,7 @@ class Outcome(msgspec.Struct, kw_only=True):
 
     ok: bool
     error: ErrorBody | None = None
-    exec: ExecOutcome | None = None
+    exec: ExecResult | None = None
 
 
 class Divergence(msgspec.Struct, kw_only=True):
@@ -46,7 +47,7 @@ class Divergence(msgspec.Struct, kw_only=True):
         )
 
 
-class Policy(Protocol):
+class ReplayPolicy(Protocol):
     def judge(self, step: Step, outcome: Outcome) -> Divergence | None:
         """The reason to stop after this step, or None to go on."""
         ...
@@ -135,7 +136,7 @@ def _refused(step: Step, outcome: Outcome) -> Divergence:
     )
 
 
-def _exec_status(outcome: ExecOutcome) -> dict[str, Any]:
+def _exec_status(outcome: ExecResult) -> dict[str, Any]:
     return {"code": outcome.code, "timed_out": outcome.timed_out}
 
 
@@ -144,4 +145,4 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["FRAME_TOLERANCE", "Divergence", "ForkPolicy", "Outcome", "Policy", "StrictPolicy"]
+__all__ = ["FRAME_TOLERANCE", "Divergence", "ForkPolicy", "Outcome", "ReplayPolicy", "StrictPolicy"]

@@ -1,54 +1,66 @@
 """The actions of a batch (`POST …/screens/{screen}/actions`), one tagged Struct per `type`.
 
-A trace's `acted` entry keeps the action exactly as decoded here, so a fork can do it again.
+Every in-box operation is one action: a batch step, a REST route that runs one operation
+(exec, a file, a window, the clipboard) and a fork's replayed step all send the same Struct
+to the box and get back the same result, the action's `Result` (`holm.wire.results`).
+Limits are `msgspec.Meta` constraints, so a value out of range is refused with
+`bad_request` when the body is decoded, before anything is recorded, and the OpenAPI
+document shows them. A trace's `acted` entry keeps the action exactly as decoded here, so a
+fork can do it again.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
+from msgspec import Meta
 
-Button = Literal["left", "right", "middle"]
-Modifier = Literal["shift", "ctrl", "alt", "super"]
-Motion = Literal["instant", "smooth", "human"]
-Selection = Literal["clipboard", "primary"]
+from holm.wire import results as r
+from holm.wire.values import Button, Modifier, Motion, Point, Region, Selection
 
 MAX_HOLD_MS = 60_000
 DEFAULT_HOLD_MS = 10_000
 MAX_WAIT_MS = 30_000
 MAX_EXEC_MS = 600_000
+MAX_TYPE_DELAY_MS = 1000
+MIN_SCALE = 1
+MAX_SCALE = 400
+MAX_SCROLL_NOTCHES = 100
+MAX_LIST_LIMIT = 10_000
 
-
-class Point(msgspec.Struct, forbid_unknown_fields=True):
-    x: int
-    y: int
-
-
-class Region(msgspec.Struct, forbid_unknown_fields=True):
-    x: int
-    y: int
-    width: int
-    height: int
+HoldMs = Annotated[int, Meta(ge=1, le=MAX_HOLD_MS)]
+WaitMs = Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)]
+# The spec says these "stop at" 30 s: a larger value is capped where it is used, not refused.
+CappedMs = Annotated[int, Meta(ge=0)]
+Scale = Annotated[int, Meta(ge=MIN_SCALE, le=MAX_SCALE)]
+Notches = Annotated[int, Meta(ge=-MAX_SCROLL_NOTCHES, le=MAX_SCROLL_NOTCHES)]
+ListLimit = Annotated[int, Meta(ge=1, le=MAX_LIST_LIMIT)]
+NonEmpty = Annotated[str, Meta(min_length=1)]
 
 
 class _Action(
     msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, tag_field="type", kw_only=True
 ):
-    pass
+    # What the box answers when this action runs.
+    Result: ClassVar[type[Any]] = r.NoResult
 
 
 # Input
 
 
 class Move(_Action, tag="move"):
+    Result = r.Pointed
+
     to: Point
     motion: Motion = "instant"
     seed: int | None = None
-    pause_ms: int = 0
+    pause_ms: WaitMs = 0
 
 
 class Click(_Action, tag="click"):
+    Result = r.Pointed
+
     at: Point | None = None
     button: Button = "left"
     held: list[Modifier] = msgspec.field(default_factory=list)
@@ -57,6 +69,8 @@ class Click(_Action, tag="click"):
 
 
 class DoubleClick(_Action, tag="double_click"):
+    Result = r.Pointed
+
     at: Point | None = None
     button: Button = "left"
     motion: Motion = "instant"
@@ -64,6 +78,8 @@ class DoubleClick(_Action, tag="double_click"):
 
 
 class Drag(_Action, tag="drag"):
+    Result = r.Pointed
+
     to: Point
     from_: Point | None = msgspec.field(default=None, name="from")
     button: Button = "left"
@@ -73,7 +89,9 @@ class Drag(_Action, tag="drag"):
 
 
 class Path(_Action, tag="path"):
-    through: list[Point]
+    Result = r.Pointed
+
+    through: Annotated[list[Point], Meta(min_length=2)]
     button: Button = "left"
     held: list[Modifier] = msgspec.field(default_factory=list)
     motion: Motion = "instant"
@@ -81,32 +99,42 @@ class Path(_Action, tag="path"):
 
 
 class MouseDown(_Action, tag="mouse_down"):
+    Result = r.ButtonHeld
+
     at: Point | None = None
     button: Button = "left"
     motion: Motion = "instant"
     seed: int | None = None
-    hold_ms: int | None = None
+    hold_ms: HoldMs | None = None
 
 
 class MouseUp(_Action, tag="mouse_up"):
+    Result = r.Pointed
+
     at: Point | None = None
     button: Button = "left"
 
 
 class Scroll(_Action, tag="scroll"):
+    Result = r.Pointed
+
     at: Point | None = None
-    dx: int = 0
-    dy: int = 0
+    dx: Notches = 0
+    dy: Notches = 0
 
 
 class Type(_Action, tag="type"):
+    Result = r.Typed
+
     text: str
-    delay_ms: int = 0
+    delay_ms: Annotated[int, Meta(ge=0, le=MAX_TYPE_DELAY_MS)] = 0
 
 
 class Press(_Action, tag="press"):
     """`chord` is pressed together (e.g. ["ctrl", "l"]); `then` are keys pressed one after
     the other afterwards; `held` modifiers stay down for the whole press."""
+
+    Result = r.Pressed
 
     chord: list[str] = msgspec.field(default_factory=list)
     then: list[str] = msgspec.field(default_factory=list)
@@ -114,11 +142,15 @@ class Press(_Action, tag="press"):
 
 
 class KeyDown(_Action, tag="key_down"):
+    Result = r.KeyHeld
+
     key: str
-    hold_ms: int | None = None
+    hold_ms: HoldMs | None = None
 
 
 class KeyUp(_Action, tag="key_up"):
+    Result = r.KeyReleased
+
     key: str
 
 
@@ -126,21 +158,27 @@ class KeyUp(_Action, tag="key_up"):
 
 
 class Wait(_Action, tag="wait"):
-    ms: int
+    Result = r.Waited
+
+    ms: WaitMs
 
 
 class WaitStill(_Action, tag="wait_still"):
-    settle_ms: int = 400
-    within_ms: int = 10_000
+    Result = r.Stillness
+
+    settle_ms: CappedMs = 400
+    within_ms: CappedMs = 10_000
 
 
 class WindowQuery(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     class_: str | None = msgspec.field(default=None, name="class")
     title: str | None = None
-    within_ms: int = 10_000
+    within_ms: WaitMs = 10_000
 
 
 class AwaitWindow(_Action, tag="await_window"):
+    Result = r.FoundWindow
+
     what: WindowQuery
 
 
@@ -150,20 +188,24 @@ class AwaitWindow(_Action, tag="await_window"):
 class CaptureWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     window: str | None = None
     region: Region | None = None
-    scale: int = 100
+    scale: Scale = 100
     pointer: bool = False
     tab: str | None = None
 
 
 class Capture(_Action, tag="capture"):
+    Result = r.Captured
+
     what: CaptureWhat = msgspec.field(default_factory=CaptureWhat)
 
 
 class Cursor(_Action, tag="cursor"):
-    pass
+    Result = Point
 
 
 class Windows(_Action, tag="windows"):
+    Result = r.WindowList
+
     active: bool = False
 
 
@@ -180,17 +222,21 @@ class WindowOp(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class OnWindow(_Action, tag="on_window"):
+    Result = r.WindowChanged
+
     window: str
     what: WindowOp
 
 
 class Launch(_Action, tag="launch"):
+    Result = r.FoundWindow
+
     app: str
     args: list[str] = msgspec.field(default_factory=list)
 
 
 class Apps(_Action, tag="apps"):
-    pass
+    Result = r.AppList
 
 
 class RecordWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -203,6 +249,8 @@ class Record(_Action, tag="record"):
 
 
 class Clipboard(_Action, tag="clipboard"):
+    Result = r.ClipboardView
+
     selection: Selection = "clipboard"
     text: str | None = None
 
@@ -211,16 +259,20 @@ class Clipboard(_Action, tag="clipboard"):
 
 
 class OpenUrl(_Action, tag="open_url"):
+    Result = r.PageOpened
+
     url: str
     target: Literal["blank", "current"] = "current"
     label: str | None = None
 
 
 class Tabs(_Action, tag="tabs"):
-    pass
+    Result = r.TabList
 
 
 class OnTab(_Action, tag="on_tab"):
+    Result = r.TabDone
+
     tab: str
     close: bool = False
 
@@ -243,7 +295,7 @@ class Read(_Action, tag="read"):
 
 class EvaluateWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     expression: str
-    timeout_ms: int = 5000
+    timeout_ms: CappedMs = 5000
     limit: int = 2000
 
 
@@ -271,15 +323,19 @@ class OnNode(_Action, tag="on_node"):
 
 
 class ExecWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    argv: list[str]
-    timeout_ms: int = 10_000
+    argv: Annotated[list[str], Meta(min_length=1)]
+    timeout_ms: Annotated[int, Meta(ge=1, le=MAX_EXEC_MS)] = 10_000
 
 
 class Exec(_Action, tag="exec"):
+    Result = r.ExecResult
+
     what: ExecWhat
 
 
 class ReadFile(_Action, tag="read_file"):
+    Result = r.FileData
+
     path: str
 
 
@@ -289,10 +345,14 @@ class WriteWhat(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class WriteFile(_Action, tag="write_file"):
+    Result = r.FileSaved
+
     what: WriteWhat
 
 
 class ListFiles(_Action, tag="list_files"):
+    Result = r.FileList
+
     path: str
 
 
@@ -301,20 +361,24 @@ class GrepWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     path: str = "/"
     include: str | None = None
     ignore_case: bool = False
-    limit: int = 200
+    limit: ListLimit = 200
 
 
 class Grep(_Action, tag="grep"):
+    Result = r.GrepResult
+
     what: GrepWhat
 
 
 class GlobWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     pattern: str
     path: str = "/"
-    limit: int = 200
+    limit: ListLimit = 200
 
 
 class Glob(_Action, tag="glob"):
+    Result = r.GlobResult
+
     what: GlobWhat
 
 
@@ -361,5 +425,35 @@ Action = (
     | Glob
 )
 
-# Steps a fork does again only when the source did them through a batch (`acted`).
-PAGE_ACTIONS = (OpenUrl, Tabs, OnTab, OnPage, Look, Snapshot, Read, Evaluate, PageShot, Dialog)
+
+# Actions that only read: they neither need the screen's input (a person holding the screen
+# does not stop them) nor change what it shows.
+_READS = (
+    Cursor,
+    Windows,
+    AwaitWindow,
+    Capture,
+    Apps,
+    Tabs,
+    ReadFile,
+    ListFiles,
+    Grep,
+    Glob,
+)
+# Actions that use no screen: they run beside a batch, whichever screen it holds.
+_BOX_WIDE = (Exec, ReadFile, WriteFile, ListFiles, Grep, Glob, Apps, Wait)
+
+
+def reads_only(action: Action) -> bool:
+    if isinstance(action, Clipboard):
+        return action.text is None
+    return isinstance(action, _READS)
+
+
+def uses_screen(action: Action) -> bool:
+    return not isinstance(action, _BOX_WIDE)
+
+
+def type_of(action: Action) -> str:
+    """An action's `type`, as written in a batch."""
+    return str(type(action).__struct_config__.tag)

@@ -1,4 +1,4 @@
-"""The request and response bodies of the REST API (rest-api.md) that are not already in
+"""The request and response bodies of the REST API (docs/api.md) that are not already in
 `holm.wire.spec`, `holm.wire.actions`, `holm.adapters.base` or `holm.events`.
 
 Requests refuse unknown fields, so a misspelled key is an error that names it. Query strings
@@ -13,27 +13,18 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from holm.adapters.base import Capabilities, ExecResult, FileInfo, GrepMatch, WindowInfo
 from holm.errors import ErrorBody
-from holm.events.entries import Entry
-from holm.events.store import PAGE_MAX, PruneReport
-from holm.wire.actions import (
-    MAX_EXEC_MS,
-    MAX_WAIT_MS,
-    Action,
-    Arrange,
-    GrepWhat,
-    Point,
-    Selection,
-    WindowQuery,
-)
+from holm.wire.actions import MAX_WAIT_MS, Action
+from holm.wire.entries import PAGE_MAX, Entry
+from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX
+from holm.wire.results import WindowInfo
+from holm.wire.runtime import Capabilities
 from holm.wire.spec import Feature, Placement, Spec
+from holm.wire.values import Point, Selection
 
 BoxStateName = Literal["starting", "ready", "paused", "stopped", "unreachable", "gone", "failed"]
 
 MAX_SCALE = 400
-EVENTS_PAGE_DEFAULT = 200
-EVENTS_PAGE_MAX = 1000
 
 
 class _Request(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
@@ -62,7 +53,7 @@ class CreateBox(_Request):
     placement: Placement = msgspec.field(default_factory=Placement)
 
 
-class ForkOrigin(_Response):
+class ForkOrigin(msgspec.Struct, omit_defaults=True, kw_only=True, frozen=True):
     source: str
     up_to: int | None = None
 
@@ -122,7 +113,8 @@ class StepResult(_Response):
     type: str
     ok: bool
     error: ErrorBody | None = None
-    value: dict[str, Any] | None = None
+    # The action's result (holm.wire.results), as its own REST route answers it.
+    value: Any = None
 
 
 class FrameView(_Response):
@@ -174,26 +166,7 @@ class ClipboardPut(_Request):
     selection: Selection = "clipboard"
 
 
-class ClipboardView(_Response):
-    selection: Selection
-    text: str
-
-
 # Windows
-
-
-class WindowList(_Response):
-    windows: list[WindowInfo]
-
-
-class ActiveWindow(_Response):
-    """`window` is null when no window has the keyboard."""
-
-    window: WindowInfo | None
-
-
-WaitWindow = WindowQuery
-ArrangeWindow = Arrange
 
 
 class Done(_Response):
@@ -203,52 +176,8 @@ class Done(_Response):
 # Files and commands
 
 
-class ExecRequest(_Request):
-    argv: Annotated[list[str], Meta(min_length=1)]
-    timeout_ms: Annotated[int, Meta(ge=1, le=MAX_EXEC_MS)] = 10_000
-
-
-ExecResponse = ExecResult
-
-
 class PathQuery(_Request):
     path: Annotated[str, Meta(min_length=1)]
-
-
-class FileContents(_Request):
-    """The body of `PUT …/files` and the answer of `GET …/files`."""
-
-    path: Annotated[str, Meta(min_length=1)]
-    contents_base64: str
-
-
-class FileWritten(_Response):
-    path: str
-    bytes: int
-
-
-class FileList(_Response):
-    path: str
-    entries: list[FileInfo]
-
-
-GrepRequest = GrepWhat
-
-
-class GrepResult(_Response):
-    matches: list[GrepMatch]
-    cut: bool
-
-
-class GlobQuery(_Request):
-    pattern: Annotated[str, Meta(min_length=1)]
-    path: str = "/"
-    limit: Annotated[int, Meta(ge=1, le=10_000)] = 200
-
-
-class GlobResult(_Response):
-    paths: list[str]
-    cut: bool
 
 
 # History
@@ -274,7 +203,7 @@ class TracePage(_Response):
 
 class EventsQuery(_Request):
     after: Annotated[int, Meta(ge=0)] = 0
-    limit: Annotated[int, Meta(ge=1, le=EVENTS_PAGE_MAX)] = EVENTS_PAGE_DEFAULT
+    limit: Annotated[int, Meta(ge=1, le=LIMIT_MAX)] = LIMIT_DEFAULT
 
 
 # Runtimes
@@ -329,6 +258,12 @@ class ReapResult(_Response):
     removed: int
 
 
+class PruneReport(msgspec.Struct, kw_only=True):
+    frames: int = 0
+    entries: int = 0
+    boxes: int = 0
+
+
 PruneResult = PruneReport
 
 
@@ -369,13 +304,9 @@ class ForkResult(_Response):
 
 
 __all__ = [
-    "EVENTS_PAGE_DEFAULT",
-    "EVENTS_PAGE_MAX",
     "MAX_SCALE",
     "ActionsRequest",
     "ActionsResult",
-    "ActiveWindow",
-    "ArrangeWindow",
     "BoxList",
     "BoxStateName",
     "BoxView",
@@ -383,29 +314,20 @@ __all__ = [
     "Catalog",
     "ClipboardPut",
     "ClipboardQuery",
-    "ClipboardView",
     "CreateBox",
     "Done",
     "ErrorBody",
     "EventsQuery",
-    "ExecRequest",
-    "ExecResponse",
-    "FileContents",
-    "FileList",
-    "FileWritten",
     "ForkOrigin",
     "ForkRequest",
     "ForkResult",
     "FrameQuery",
     "FrameView",
-    "GlobQuery",
-    "GlobResult",
-    "GrepRequest",
-    "GrepResult",
     "Health",
     "Holding",
     "InstallApps",
     "PathQuery",
+    "PruneReport",
     "PruneResult",
     "ReapResult",
     "ReplayReport",
@@ -416,6 +338,4 @@ __all__ = [
     "StepResult",
     "TracePage",
     "TraceQuery",
-    "WaitWindow",
-    "WindowList",
 ]

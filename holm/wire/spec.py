@@ -21,7 +21,7 @@ MIN_LIFETIME_SECS = 60
 DEFAULT_LIFETIME_SECS = 3600
 
 
-class Desktop(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+class DesktopSpec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     server: Literal["x11", "wayland"] = "x11"
     width: int | None = None
     height: int | None = None
@@ -46,7 +46,7 @@ class AppDefinition(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tr
 
 
 class Spec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    desktop: Desktop = msgspec.field(default_factory=Desktop)
+    desktop: DesktopSpec = msgspec.field(default_factory=DesktopSpec)
     policy: Policy = msgspec.field(default_factory=Policy)
     apps: dict[str, AppDefinition] = msgspec.field(default_factory=dict)
 
@@ -73,7 +73,7 @@ def canonical_spec(spec: Spec) -> Spec:
     d = spec.desktop
     features = default_features(d.server) if d.features is None else sorted(set(d.features))
     return Spec(
-        desktop=Desktop(
+        desktop=DesktopSpec(
             server=d.server,
             width=d.width or DEFAULT_WIDTH,
             height=d.height or DEFAULT_HEIGHT,

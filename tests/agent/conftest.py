@@ -13,6 +13,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from desktop_kit import tabs
 
 from holm.adapters.agent import AgentDesktop
 
@@ -63,6 +64,10 @@ def start_agent(tmp: Path, *args: str) -> RunningAgent:
 
 
 def stop_agent(agent: RunningAgent) -> int:
+    """SIGTERM, and the agent's exit code; an agent that has ended already just gives it
+    (so a test's `finally` may stop what the test may have stopped)."""
+    if agent.proc.poll() is not None:
+        return agent.proc.returncode
     agent.proc.send_signal(signal.SIGTERM)
     try:
         return agent.proc.wait(30)
@@ -107,12 +112,10 @@ async def page_title(desktop: AgentDesktop, screen: int, want: str, *, prefix: b
     """The front tab's title once it is `want` (or starts with it, with `prefix`): pages
     set it from JS events, a moment after the input that caused them. After 5 s, the title
     as it is then."""
-    from holm.wire.actions import Tabs
-
     title = ""
     for _ in range(100):
-        tabs = (await desktop.act(screen, Tabs()))["tabs"]
-        title = str(tabs[0]["title"]) if tabs else ""
+        front = await tabs(desktop, screen)
+        title = front[0].title if front else ""
         if title.startswith(want) if prefix else title == want:
             break
         await asyncio.sleep(0.05)

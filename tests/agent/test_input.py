@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from desktop_kit import close_window, cursor, focus, launch
 
 from holm.adapters.agent import AgentDesktop
 from holm.adapters.agent.motion import plan
 from holm.wire import actions as a
-from holm.wire.actions import Point
+from holm.wire import results as r
+from holm.wire.values import Point
 
 from .conftest import RunningAgent, page_title, write_page
 
@@ -45,9 +47,10 @@ async def test_typed_text_arrives_in_a_chromium_input(
 ) -> None:
     await _open_input_page(desktop, agent)
     text = "Hello, wörld! ✓ 日本 #1"
-    assert await desktop.act(0, a.Type(text=text)) == {"typed": len(text)}
+    assert await desktop.act(0, a.Type(text=text)) == r.Typed(typed=len(text))
     assert await page_title(desktop, 0, f"value:{text}") == f"value:{text}"
-    await desktop.act(0, a.Press(chord=["ctrl+a"], then=["BackSpace"]))
+    pressed = await desktop.act(0, a.Press(chord=["ctrl+a"], then=["BackSpace"]))
+    assert pressed == r.Pressed(pressed=["ctrl+a", "BackSpace"])
     assert await page_title(desktop, 0, "value:") == "value:"
     await desktop.act(0, a.Type(text="slow", delay_ms=20))
     assert await page_title(desktop, 0, "value:slow") == "value:slow"
@@ -75,11 +78,11 @@ async def test_double_click_and_scroll_reach_the_page(
 
 
 async def test_typed_text_runs_in_an_xterm(desktop: AgentDesktop, agent: RunningAgent) -> None:
-    window = await desktop.launch(1, "xterm", [])
+    window = await launch(desktop, 1, "xterm")
     assert window.class_ == "XTerm"
     target = agent.home / "x"
     target.unlink(missing_ok=True)
-    await desktop.focus_window(1, window.id)
+    await focus(desktop, 1, window.id)
     await desktop.act(1, a.Type(text="echo hi > ~/x"))
     await desktop.act(1, a.Press(chord=["Return"]))
     for _ in range(100):
@@ -87,7 +90,7 @@ async def test_typed_text_runs_in_an_xterm(desktop: AgentDesktop, agent: Running
             break
         await asyncio.sleep(0.05)
     assert target.read_text() == "hi\n"
-    await desktop.close_window(1, window.id)
+    await close_window(desktop, 1, window.id)
 
 
 HOLD_PAGE = """<!doctype html><html><body style="margin:0;height:100vh"><script>
@@ -102,11 +105,13 @@ async def test_mouse_down_is_released_after_hold_ms(
     desktop: AgentDesktop, agent: RunningAgent
 ) -> None:
     await desktop.act(0, a.OpenUrl(url=write_page(agent, "hold.html", HOLD_PAGE)))
-    down = await desktop.act(0, a.MouseDown(at=Point(x=600, y=500), hold_ms=300))
-    assert down["release_at_ms"] > 0
+    down = r.expect(
+        await desktop.act(0, a.MouseDown(at=Point(x=600, y=500), hold_ms=300)), r.ButtonHeld
+    )
+    assert down.at == Point(x=600, y=500) and down.seed is None and down.release_at_ms > 0
     released, held = await desktop.end_batch(0)
     assert released.buttons == [] and held.buttons == ["left"]
-    assert held.release_at_ms == down["release_at_ms"]
+    assert held.release_at_ms == down.release_at_ms
     # Nobody sends mouse_up: the page sees the button go up when the hold runs out.
     assert await page_title(desktop, 0, "mousedown,mouseup") == "mousedown,mouseup"
     _, held = await desktop.end_batch(0)
@@ -116,11 +121,12 @@ async def test_mouse_down_is_released_after_hold_ms(
 async def test_end_batch_releases_what_has_no_hold_ms(desktop: AgentDesktop) -> None:
     await desktop.act(1, a.MouseDown(at=Point(x=60, y=60), button="middle"))
     await desktop.act(1, a.KeyDown(key="shift"))
-    await desktop.act(1, a.KeyDown(key="ctrl", hold_ms=60_000))
+    ctrl = r.expect(await desktop.act(1, a.KeyDown(key="ctrl", hold_ms=60_000)), r.KeyHeld)
+    assert ctrl.key == "ctrl"
     released, held = await desktop.end_batch(1)
     assert released.buttons == ["middle"] and released.keys == ["shift"]
-    assert held.keys == ["ctrl"] and held.release_at_ms is not None
-    await desktop.act(1, a.KeyUp(key="ctrl"))
+    assert held.keys == ["ctrl"] and held.release_at_ms == ctrl.release_at_ms
+    assert await desktop.act(1, a.KeyUp(key="ctrl")) == r.KeyReleased(key="ctrl")
     released, held = await desktop.end_batch(1)
     assert (released.keys, held.keys) == ([], [])
 
@@ -137,9 +143,16 @@ def test_human_motion_with_the_same_seed_gives_the_same_points() -> None:
 
 
 async def test_human_motion_is_replayable_through_its_seed(desktop: AgentDesktop) -> None:
-    result = await desktop.act(1, a.Move(to=Point(x=700, y=300), motion="human"))
-    assert isinstance(result["seed"], int)
-    assert await desktop.cursor(1) == Point(x=700, y=300)
+    result = r.expect(
+        await desktop.act(1, a.Move(to=Point(x=700, y=300), motion="human")), r.Pointed
+    )
+    assert result.at == Point(x=700, y=300) and isinstance(result.seed, int)
+    assert await cursor(desktop, 1) == Point(x=700, y=300)
+    # A move given that seed answers it back, as the first did: a fork replays it so.
+    await desktop.act(1, a.Move(to=Point(x=10, y=10)))
+    again = a.Move(to=Point(x=700, y=300), motion="human", seed=result.seed)
+    assert await desktop.act(1, again) == result
+    assert await cursor(desktop, 1) == Point(x=700, y=300)
 
 
 def test_key_names() -> None:
@@ -182,12 +195,16 @@ async def test_drag_and_path_press_move_and_release_with_modifiers(
     desktop: AgentDesktop, agent: RunningAgent
 ) -> None:
     await desktop.act(0, a.OpenUrl(url=write_page(agent, "drag.html", DRAG_PAGE)))
-    await desktop.act(0, a.Drag(from_=Point(x=300, y=300), to=Point(x=700, y=500), motion="smooth"))
+    dragged = await desktop.act(
+        0, a.Drag(from_=Point(x=300, y=300), to=Point(x=700, y=500), motion="smooth")
+    )
+    assert dragged == r.Pointed(at=Point(x=700, y=500))
     assert await page_title(desktop, 0, "drag:300,300->700,500:true:") == (
         "drag:300,300->700,500:true:"
     )
     through = [Point(x=200, y=600), Point(x=400, y=650), Point(x=600, y=600)]
-    await desktop.act(0, a.Path(through=through, held=["shift"], motion="human", seed=3))
+    traced = await desktop.act(0, a.Path(through=through, held=["shift"], motion="human", seed=3))
+    assert traced == r.Pointed(at=Point(x=600, y=600), seed=3)
     assert await page_title(desktop, 0, "drag:200,600->600,600:true:shift") == (
         "drag:200,600->600,600:true:shift"
     )

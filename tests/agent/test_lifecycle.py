@@ -8,10 +8,12 @@ import stat
 from pathlib import Path
 
 import pytest
+from desktop_kit import clipboard, cursor, launch, run, windows
 
 from holm.adapters.agent import AgentDesktop
 from holm.errors import Failed, ScreenUnavailable, Unsupported
 from holm.wire import actions as a
+from holm.wire.values import Point
 
 from .conftest import start_agent, stop_agent
 
@@ -55,10 +57,10 @@ async def test_two_agents_with_one_base_take_different_displays(tmp_path: Path) 
         assert displays[0] != displays[1]
         assert all(212 <= int(d.lstrip(":")) < 220 for d in displays)
         # Each agent drives its own display: a move on one is not seen on the other.
-        await desktops[0].act(0, a.Move(to=a.Point(x=11, y=12)))
-        await desktops[1].act(0, a.Move(to=a.Point(x=33, y=44)))
-        assert await desktops[0].cursor(0) == a.Point(x=11, y=12)
-        assert await desktops[1].cursor(0) == a.Point(x=33, y=44)
+        await desktops[0].act(0, a.Move(to=Point(x=11, y=12)))
+        await desktops[1].act(0, a.Move(to=Point(x=33, y=44)))
+        assert await cursor(desktops[0], 0) == Point(x=11, y=12)
+        assert await cursor(desktops[1], 0) == Point(x=33, y=44)
         with pytest.raises(Unsupported):
             await desktops[0].act(0, a.OpenUrl(url="about:blank"))
         with pytest.raises(ScreenUnavailable):
@@ -72,44 +74,50 @@ async def test_two_agents_with_one_base_take_different_displays(tmp_path: Path) 
 
 async def test_sigterm_ends_the_whole_process_tree(tmp_path: Path) -> None:
     running = start_agent(tmp_path, "--no-chromium", "--display-base", "214")
-    mode = stat.S_IMODE(running.socket.stat().st_mode)
-    assert mode == 0o600
-    desktop = await AgentDesktop.connect(running.socket)
-    await desktop.ready(30)
-    await desktop.launch(0, "xterm", [])
-    # A daemon that leaves its parent (new session, parent gone) stays in the agent's tree:
-    # the agent is a subreaper.
-    spawned = await desktop.exec(["sh", "-c", "setsid sleep 300 > /dev/null 2>&1 & echo $!"], 5000)
-    daemon = int(spawned.stdout)
-    for _ in range(100):
-        if _ppid(daemon) == running.proc.pid:
-            break
-        await asyncio.sleep(0.02)
-    assert _ppid(daemon) == running.proc.pid
-    tree = _descendants(running.proc.pid)
-    assert daemon in tree and len(tree) >= 4  # Xvfb, openbox, x11vnc, xterm, sleep
-    await desktop.close()
-    assert stop_agent(running) == 0
-    assert [pid for pid in tree if _alive(pid)] == []
-    assert not running.socket.exists()
+    try:
+        mode = stat.S_IMODE(running.socket.stat().st_mode)
+        assert mode == 0o600
+        desktop = await AgentDesktop.connect(running.socket)
+        await desktop.ready(30)
+        await launch(desktop, 0, "xterm")
+        # A daemon that leaves its parent (new session, parent gone) stays in the agent's
+        # tree: the agent is a subreaper.
+        spawned = await run(desktop, "sh", "-c", "setsid sleep 300 > /dev/null 2>&1 & echo $!")
+        daemon = int(spawned.stdout)
+        for _ in range(100):
+            if _ppid(daemon) == running.proc.pid:
+                break
+            await asyncio.sleep(0.02)
+        assert _ppid(daemon) == running.proc.pid
+        tree = _descendants(running.proc.pid)
+        assert daemon in tree and len(tree) >= 4  # Xvfb, openbox, x11vnc, xterm, sleep
+        await desktop.close()
+        assert stop_agent(running) == 0
+        assert [pid for pid in tree if _alive(pid)] == []
+        assert not running.socket.exists()
+    finally:
+        stop_agent(running)
 
 
 async def test_a_lost_agent_fails_calls_with_transport(tmp_path: Path) -> None:
     from holm.errors import Transport
 
     running = start_agent(tmp_path, "--no-chromium", "--display-base", "216")
-    desktop = await AgentDesktop.connect(running.socket)
-    await desktop.ready(30)
-    call = asyncio.create_task(desktop.act(0, a.Wait(ms=20_000)))
-    await asyncio.sleep(0.2)
-    stop_agent(running)
-    with pytest.raises(Transport) as lost:
-        await call
-    assert lost.value.retryable
-    assert not desktop.connected
-    with pytest.raises(Transport):
-        await desktop.ping()
-    await desktop.close()
+    try:
+        desktop = await AgentDesktop.connect(running.socket)
+        await desktop.ready(30)
+        call = asyncio.create_task(desktop.act(0, a.Wait(ms=20_000)))
+        await asyncio.sleep(0.2)
+        stop_agent(running)
+        with pytest.raises(Transport) as lost:
+            await call
+        assert lost.value.retryable
+        assert not desktop.connected
+        with pytest.raises(Transport):
+            await desktop.ping()
+        await desktop.close()
+    finally:
+        stop_agent(running)
 
 
 async def test_ready_names_the_part_that_failed(tmp_path: Path) -> None:
@@ -172,13 +180,13 @@ async def test_a_dead_display_answers_screen_unavailable(tmp_path: Path) -> None
         with pytest.raises(ScreenUnavailable):
             await desktop.frame_hash(0)
         with pytest.raises(ScreenUnavailable):
-            await desktop.act(0, a.Click(at=a.Point(x=5, y=5)))
+            await desktop.act(0, a.Click(at=Point(x=5, y=5)))
         with pytest.raises(ScreenUnavailable):
-            await desktop.windows(0)
+            await windows(desktop, 0)
         with pytest.raises(ScreenUnavailable):
-            await desktop.clipboard_get(0, "clipboard")
+            await clipboard(desktop, 0)
         # What does not need the display still works.
-        assert (await desktop.exec(["true"], 5000)).code == 0
+        assert (await run(desktop, "true")).code == 0
         await desktop.close()
     finally:
         stop_agent(running)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import io
 
+from desktop_kit import cursor
 from PIL import Image
 
 from holm.adapters.agent import AgentDesktop
 from holm.wire import actions as a
-from holm.wire.actions import Point, Region
+from holm.wire import results as r
+from holm.wire.values import Point, Region
 
 from .conftest import HEIGHT, WIDTH, RunningAgent, page_title, write_page
 
@@ -33,7 +35,8 @@ async def test_ready_reports_every_screen(desktop: AgentDesktop) -> None:
 
 
 async def test_an_unchanged_screen_gives_unchanged(desktop: AgentDesktop) -> None:
-    await desktop.act(1, a.WaitStill(settle_ms=300))
+    still = r.expect(await desktop.act(1, a.WaitStill(settle_ms=300)), r.Stillness)
+    assert still.still
     first = await desktop.frame(1)
     assert first.hash.startswith("px:") and first.png is not None
     image = Image.open(io.BytesIO(first.png))
@@ -42,6 +45,8 @@ async def test_an_unchanged_screen_gives_unchanged(desktop: AgentDesktop) -> Non
     assert again.unchanged and again.png is None and again.hash == first.hash
     digest, width, height = await desktop.frame_hash(1)
     assert (digest, width, height) == (first.hash, WIDTH, HEIGHT)
+    # What wait_still answers is that same hash: the screen it saw settle.
+    assert still.hash == first.hash
 
 
 async def test_a_changed_screen_gives_a_new_hash(
@@ -90,8 +95,8 @@ async def test_region_and_scale(desktop: AgentDesktop) -> None:
 async def test_a_click_lands_where_asked(desktop: AgentDesktop, agent: RunningAgent) -> None:
     await desktop.act(0, a.OpenUrl(url=write_page(agent, "click.html", CLICK_PAGE)))
     result = await desktop.act(0, a.Click(at=Point(x=640, y=500)))
-    assert result == {"at": {"x": 640, "y": 500}}
-    assert await desktop.cursor(0) == Point(x=640, y=500)
+    assert result == r.Pointed(at=Point(x=640, y=500))
+    assert await cursor(desktop, 0) == Point(x=640, y=500)
     assert await page_title(desktop, 0, "click:640,500:0") == "click:640,500:0"
     await desktop.act(0, a.Click(at=Point(x=321, y=654), button="right"))
     assert await page_title(desktop, 0, "click:321,654:2") == "click:321,654:2"
@@ -100,8 +105,10 @@ async def test_a_click_lands_where_asked(desktop: AgentDesktop, agent: RunningAg
 async def test_smooth_and_human_motion_end_where_asked(desktop: AgentDesktop) -> None:
     for motion in ("smooth", "human"):
         result = await desktop.act(1, a.Move(to=Point(x=900, y=700), motion=motion, seed=7))
-        assert result["at"] == {"x": 900, "y": 700}
-        assert await desktop.cursor(1) == Point(x=900, y=700)
+        # Only a human motion uses (and so answers) a seed.
+        seed = 7 if motion == "human" else None
+        assert result == r.Pointed(at=Point(x=900, y=700), seed=seed)
+        assert await cursor(desktop, 1) == Point(x=900, y=700)
         await desktop.act(1, a.Move(to=Point(x=10, y=10)))
 
 

@@ -14,8 +14,8 @@ import sys
 from aiohttp import web
 
 from holm.adapters.local.runtime import LocalRuntime
-from holm.config import load_config
-from holm.http.app import create_app, server_id_of
+from holm.config import load_config, server_id_of
+from holm.http.app import create_app
 
 
 def main() -> None:

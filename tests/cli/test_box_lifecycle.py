@@ -15,7 +15,7 @@ from e2e_kit import HOLM, Holmd, RunHolm, RunHolmProcess
 from PIL import Image
 
 from holm.cli.remote import EXIT_CODES
-from holm.wire.spec import Desktop, Placement, Policy, Spec, spec_digest
+from holm.wire.spec import DesktopSpec, Placement, Policy, Spec, spec_digest
 
 pytestmark = pytest.mark.desktop
 
@@ -38,7 +38,7 @@ def test_new_fills_the_spec_and_placement_from_its_flags(
     box = json.loads(created.stdout)
     try:
         spec = Spec(
-            desktop=Desktop(width=800, height=600, screens=2, features=["wide_fonts", "dock"]),
+            desktop=DesktopSpec(width=800, height=600, screens=2, features=["wide_fonts", "dock"]),
             policy=Policy(network=False),
         )
         assert msgspec.convert(box["spec"], Spec) == spec

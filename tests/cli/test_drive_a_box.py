@@ -16,7 +16,7 @@ from PIL import Image
 from holm.cli.inside import EXIT_EXEC_TIMED_OUT
 from holm.cli.remote import EXIT_CODES
 from holm.client import SyncHolmClient
-from holm.wire.actions import Point
+from holm.wire.values import Point
 
 pytestmark = pytest.mark.desktop
 

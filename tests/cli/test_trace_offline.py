@@ -23,7 +23,10 @@ from click.testing import CliRunner, Result
 from holm.cli import main
 from holm.cli.remote import EXIT_UNREACHABLE
 from holm.errors import ErrorBody
-from holm.events.entries import (
+from holm.events.local import LocalStore
+from holm.projections import INCOMPLETE_LINE
+from holm.wire.actions import Action, Click, OpenUrl
+from holm.wire.entries import (
     KINDS,
     Acted,
     BoxCreated,
@@ -32,10 +35,8 @@ from holm.events.entries import (
     FrameSeen,
     step_key,
 )
-from holm.events.local import LocalStore
-from holm.projections import INCOMPLETE_LINE
-from holm.wire.actions import Action, Click, OpenUrl, Point
 from holm.wire.spec import Placement, Spec, spec_digest
+from holm.wire.values import Point
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures" / "traces"

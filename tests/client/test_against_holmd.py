@@ -15,10 +15,11 @@ from PIL import Image
 
 from holm.client import HolmClient, SyncHolmClient
 from holm.errors import BadRequest, Denied, Gone, NotFound, Unsupported
-from holm.events.entries import BoxCreated, FrameSeen
-from holm.wire.actions import Action, Arrange, Launch, Move, Point, Region, Type, Wait
+from holm.wire.actions import Action, Arrange, Launch, Move, Type, Wait
 from holm.wire.api import ActionsRequest, FrameView
-from holm.wire.spec import Desktop, Placement, Spec
+from holm.wire.entries import BoxCreated, FrameSeen
+from holm.wire.spec import DesktopSpec, Placement, Spec
+from holm.wire.values import Point, Region
 
 pytestmark = pytest.mark.desktop
 
@@ -58,7 +59,7 @@ async def test_health_answers_without_a_token(holmd: Holmd) -> None:
 
 
 async def test_a_box_is_created_once_per_idempotency_key_and_removed(client: HolmClient) -> None:
-    spec = Spec(desktop=Desktop(width=1024, height=640))
+    spec = Spec(desktop=DesktopSpec(width=1024, height=640))
     placement = Placement(expires_after_secs=600)
     first = await client.create_box(spec, placement, idempotency_key="client-test-create")
     try:
@@ -144,7 +145,7 @@ async def test_exec_files_and_clipboard(client: HolmClient, box: str) -> None:
     assert (ran.code, ran.stdout, ran.timed_out) == (4, "hi\n", False)
 
     written = await client.write_file(box, "/tmp/client/a.txt", b"needle in\nhay\n")
-    assert written.bytes == 14
+    assert written.size == 14
     assert await client.read_file(box, "/tmp/client/a.txt") == b"needle in\nhay\n"
     listing = await client.list_files(box, "/tmp/client")
     assert [(e.name, e.type, e.size) for e in listing.entries] == [("a.txt", "file", 14)]
@@ -221,7 +222,9 @@ async def test_the_catalog_and_an_application_s_window(client: HolmClient, box: 
     # own corner is the window manager's business, the distance between the two is not.
     first = await client.arrange_window(box, window.id, Arrange(how="at", to=Point(x=40, y=50)))
     again = await client.arrange_window(box, window.id, Arrange(how="at", to=Point(x=140, y=250)))
-    assert (again.x - first.x, again.y - first.y) == (100, 200)
+    assert first.window is not None and again.window is not None
+    moved = (again.window.x - first.window.x, again.window.y - first.window.y)
+    assert moved == (100, 200)
     await client.close_window(box, window.id)
     # A close asks the application to go (WM_DELETE_WINDOW); it goes in its own time.
     deadline = time.monotonic() + 10

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -15,27 +14,17 @@ from pathlib import Path
 
 import docker
 import pytest
+from runtime_kit import built_image
 
 from holm.adapters.docker.runtime import DockerRuntime
 from holm.wire.api import ImageInfo
-from holm.wire.spec import Spec
 
 REPO = Path(__file__).resolve().parents[2]
-# One image for the session's boxes: the default spec, the one most boxes use.
-SESSION_SPEC = Spec()
 
 
 @pytest.fixture(scope="session")
-def engine() -> Iterator[docker.DockerClient]:
-    up = subprocess.run(
-        [str(REPO / "scripts/dockerd-up")], capture_output=True, text=True, timeout=120
-    )
-    assert up.returncode == 0, f"no Docker Engine: {up.stderr}"
-    client = docker.from_env(timeout=600)
-    yield client
-    client.close()
-    if up.stdout.strip() == "started":
-        subprocess.run([str(REPO / "scripts/dockerd-down")], check=True, timeout=120)
+def engine(docker_client: docker.DockerClient) -> docker.DockerClient:
+    return docker_client
 
 
 @pytest.fixture(scope="session")
@@ -53,11 +42,7 @@ def boxes_dir() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def session_image(engine: docker.DockerClient, boxes_dir: Path, server_id: str) -> ImageInfo:
     """The default image, built (or found) once; the first build takes minutes."""
-    runtime = DockerRuntime(boxes_dir, server_id, client=engine)
-    lines: list[str] = []
-    info = asyncio.run(runtime.build_image(SESSION_SPEC, lines.append))
-    assert info.state is None and info.image, lines[-20:]
-    return info
+    return asyncio.run(built_image(engine, boxes_dir, server_id))
 
 
 MakeRuntime = Callable[..., DockerRuntime]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import docker
 import pytest
+from desktop_kit import cursor, list_dir, read_bytes, run, windows, write_bytes
 
-from holm.adapters.base import RuntimeBox
 from holm.adapters.docker import runtime as docker_runtime
 from holm.adapters.docker.runtime import (
     DockerRuntime,
@@ -28,8 +28,10 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
-from holm.wire.actions import Click, Point, Press, Type, WaitStill
-from holm.wire.spec import Desktop, Placement, Policy, Spec
+from holm.wire.actions import Click, Press, Type, WaitStill
+from holm.wire.runtime import RuntimeBox
+from holm.wire.spec import DesktopSpec, Placement, Policy, Spec
+from holm.wire.values import Point
 
 from .conftest import MakeRuntime, new_box_id
 
@@ -44,7 +46,7 @@ async def _box(runtime: DockerRuntime, box_id: str) -> RuntimeBox:
 
 async def _shell(runtime: DockerRuntime, box_id: str, script: str) -> str:
     desktop = await runtime.desktop(box_id)
-    result = await desktop.exec(["sh", "-c", script], 10_000)
+    result = await run(desktop, "sh", "-c", script)
     assert result.code == 0, result.stderr
     return result.stdout
 
@@ -60,11 +62,11 @@ async def test_a_box_comes_up_with_chromium_and_takes_input(
     assert len(started.viewer_urls) == 1
     assert Path(started.viewer_urls[0].removeprefix("unix:")).is_socket()
     desktop = await runtime.desktop(box_id)
-    windows = await desktop.windows(0)
-    assert any(w.class_.lower() == "chromium" and w.width > 0 for w in windows), windows
+    shown = await windows(desktop, 0)
+    assert any(w.class_.lower() == "chromium" and w.width > 0 for w in shown), shown
 
     await desktop.act(0, Click(at=Point(x=321, y=456)))
-    assert await desktop.cursor(0) == Point(x=321, y=456)
+    assert await cursor(desktop, 0) == Point(x=321, y=456)
 
     # Chromium may still be drawing just after it came up: compare once the screen is still.
     await desktop.act(0, WaitStill(settle_ms=500, within_ms=15_000))
@@ -87,9 +89,9 @@ async def test_a_box_comes_up_with_chromium_and_takes_input(
         "/home/box",
         "holm-box",
     ]
-    await desktop.write_file("/home/box/notes.txt", b"written through the agent")
-    assert await desktop.read_file("/home/box/notes.txt") == b"written through the agent"
-    assert "notes.txt" in {f.name for f in await desktop.list_files("/home/box")}
+    await write_bytes(desktop, "/home/box/notes.txt", b"written through the agent")
+    assert await read_bytes(desktop, "/home/box/notes.txt") == b"written through the agent"
+    assert "notes.txt" in {f.name for f in await list_dir(desktop, "/home/box")}
 
     listed = await _box(runtime, box_id)
     assert listed.state == "running"
@@ -115,14 +117,14 @@ async def test_pause_freezes_the_box_and_resume_thaws_it(
     with pytest.raises(ScreenUnavailable):
         await runtime.desktop(box_id)
     # A frozen agent answers nothing until it is thawed, then answers what it was asked.
-    pending = asyncio.ensure_future(desktop.cursor(0))
+    pending = asyncio.ensure_future(cursor(desktop, 0))
     done, _ = await asyncio.wait({pending}, timeout=0.5)
     assert not done
 
     await runtime.resume(box_id)
     assert isinstance(await pending, Point)
     assert (await _box(runtime, box_id)).state == "running"
-    assert await (await runtime.desktop(box_id)).cursor(0) == await pending
+    assert await cursor(await runtime.desktop(box_id), 0) == await pending
 
 
 async def test_a_persistent_box_keeps_its_files_across_stop_and_start(
@@ -145,8 +147,8 @@ async def test_a_persistent_box_keeps_its_files_across_stop_and_start(
     assert (await _box(runtime, box_id)).state == "running"
     assert await _shell(runtime, box_id, "cat ~/kept.txt /opt/kept.txt") == "kept\nkept\n"
     assert engine.containers.get(container_name(box_id)).id == container_id
-    windows = await (await runtime.desktop(box_id)).windows(0)
-    assert any(w.class_.lower() == "chromium" for w in windows)
+    shown = await windows(await runtime.desktop(box_id), 0)
+    assert any(w.class_.lower() == "chromium" for w in shown)
 
 
 async def test_a_box_that_is_not_persistent_starts_with_fresh_files(
@@ -162,7 +164,7 @@ async def test_a_box_that_is_not_persistent_starts_with_fresh_files(
     await runtime.start(box_id)
 
     desktop = await runtime.desktop(box_id)
-    result = await desktop.exec(["sh", "-c", "test -e ~/gone.txt || test -e /opt/gone.txt"], 5000)
+    result = await run(desktop, "sh", "-c", "test -e ~/gone.txt || test -e /opt/gone.txt")
     assert result.code == 1
     assert engine.containers.get(container_name(box_id)).id != container_id
     listed = await _box(runtime, box_id)
@@ -192,7 +194,7 @@ async def test_a_new_runtime_object_adopts_the_boxes_of_the_last(
 ) -> None:
     first = make_runtime()
     box_id = new_box_id()
-    spec = Spec(desktop=Desktop(width=1024, height=768))
+    spec = Spec(desktop=DesktopSpec(width=1024, height=768))
     placement = Placement(memory="1g", persistent=True)
     await first.create(box_id, spec, placement)
     await (await first.desktop(box_id)).act(0, Click(at=Point(x=10, y=20)))
@@ -207,12 +209,12 @@ async def test_a_new_runtime_object_adopts_the_boxes_of_the_last(
     assert listed.placement == placement
     assert listed.created_at_ms is not None
     desktop = await second.desktop(box_id)
-    assert await desktop.cursor(0) == Point(x=10, y=20)
+    assert await cursor(desktop, 0) == Point(x=10, y=20)
     assert (await desktop.frame(0)).width == 1024
     await second.pause(box_id)
     assert (await _box(second, box_id)).state == "paused"
     await second.resume(box_id)
-    assert await (await second.desktop(box_id)).cursor(0) == Point(x=10, y=20)
+    assert await cursor(await second.desktop(box_id), 0) == Point(x=10, y=20)
 
 
 async def test_a_container_removed_behind_the_runtime_is_no_longer_listed(
@@ -269,7 +271,7 @@ async def test_screens_come_at_the_specs_size_each_with_its_viewer(
     runtime = make_runtime(chromium=False)
     box_id = new_box_id()
     started = await runtime.create(
-        box_id, Spec(desktop=Desktop(screens=2, width=800, height=600)), Placement()
+        box_id, Spec(desktop=DesktopSpec(screens=2, width=800, height=600)), Placement()
     )
     assert len(started.viewer_urls) == 2
     desktop = await runtime.desktop(box_id)
@@ -277,18 +279,20 @@ async def test_screens_come_at_the_specs_size_each_with_its_viewer(
         frame = await desktop.frame(screen)
         assert (frame.width, frame.height) == (800, 600)
     await desktop.act(1, Click(at=Point(x=700, y=500)))
-    assert await desktop.cursor(1) == Point(x=700, y=500)
+    assert await cursor(desktop, 1) == Point(x=700, y=500)
 
 
 async def test_what_the_runtime_refuses(runtime: DockerRuntime) -> None:
     with pytest.raises(Unsupported):
-        await runtime.create(new_box_id(), Spec(desktop=Desktop(server="wayland")), Placement())
+        await runtime.create(new_box_id(), Spec(desktop=DesktopSpec(server="wayland")), Placement())
     with pytest.raises(BadRequest):
         await runtime.create(new_box_id(), Spec(), Placement(memory="lots"))
     with pytest.raises(BadRequest):
         await runtime.create(new_box_id(), Spec(), Placement(cpus="two"))
     with pytest.raises(BadRequest):
-        await runtime.create(new_box_id(), Spec(desktop=Desktop(packages=["jq; rm"])), Placement())
+        await runtime.create(
+            new_box_id(), Spec(desktop=DesktopSpec(packages=["jq; rm"])), Placement()
+        )
     with pytest.raises(NotFound):
         await runtime.pause(new_box_id())
     with pytest.raises(NotFound):

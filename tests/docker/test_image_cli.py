@@ -14,6 +14,7 @@ import msgspec
 import pytest
 from aiohttp.test_utils import TestServer
 from click.testing import CliRunner, Result
+from runtime_kit import SESSION_SPEC
 
 from holm.cli import main
 from holm.cli.remote import EXIT_CODES
@@ -21,7 +22,7 @@ from holm.config import load_config
 from holm.http.app import create_app
 from holm.wire.api import ImageInfo
 
-from .conftest import SESSION_SPEC, MakeRuntime
+from .conftest import MakeRuntime
 
 pytestmark = pytest.mark.docker
 

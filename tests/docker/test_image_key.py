@@ -7,32 +7,34 @@ import msgspec
 
 from holm.adapters.docker.dockerfile import FEATURE_PACKAGES, render
 from holm.adapters.docker.images import image_key, image_ref, image_source
-from holm.wire.spec import Desktop, Policy, Spec, default_features
+from holm.wire.spec import DesktopSpec, Policy, Spec, default_features
 
 ARCH = "amd64"
 
 
 def test_the_same_spec_gives_the_same_key() -> None:
-    spec = Spec(desktop=Desktop(packages=["jq", "curl"]))
+    spec = Spec(desktop=DesktopSpec(packages=["jq", "curl"]))
     assert image_key(spec, image_source(), ARCH) == image_key(spec, image_source(), ARCH)
 
 
 def test_the_default_features_and_the_same_features_by_name_are_one_image() -> None:
     source = image_source()
-    named = Spec(desktop=Desktop(features=list(reversed(default_features("x11")))))
+    named = Spec(desktop=DesktopSpec(features=list(reversed(default_features("x11")))))
     assert image_key(Spec(), source, ARCH) == image_key(named, source, ARCH)
 
 
 def test_package_order_and_repeats_do_not_make_a_new_image() -> None:
     source = image_source()
-    one = Spec(desktop=Desktop(packages=["jq", "curl"]))
-    other = Spec(desktop=Desktop(packages=["curl", "jq", "curl"]))
+    one = Spec(desktop=DesktopSpec(packages=["jq", "curl"]))
+    other = Spec(desktop=DesktopSpec(packages=["curl", "jq", "curl"]))
     assert image_key(one, source, ARCH) == image_key(other, source, ARCH)
 
 
 def test_what_the_container_is_given_does_not_make_a_new_image() -> None:
     source = image_source()
-    other = Spec(desktop=Desktop(width=800, height=600, screens=3), policy=Policy(network=False))
+    other = Spec(
+        desktop=DesktopSpec(width=800, height=600, screens=3), policy=Policy(network=False)
+    )
     assert image_key(Spec(), source, ARCH) == image_key(other, source, ARCH)
 
 
@@ -40,10 +42,10 @@ def test_added_packages_make_a_new_image() -> None:
     source = image_source()
     keys = {
         image_key(Spec(), source, ARCH),
-        image_key(Spec(desktop=Desktop(packages=["jq"])), source, ARCH),
-        image_key(Spec(desktop=Desktop(packages=["jq", "curl"])), source, ARCH),
-        image_key(Spec(desktop=Desktop(features=[])), source, ARCH),
-        image_key(Spec(desktop=Desktop(features=["audio"])), source, ARCH),
+        image_key(Spec(desktop=DesktopSpec(packages=["jq"])), source, ARCH),
+        image_key(Spec(desktop=DesktopSpec(packages=["jq", "curl"])), source, ARCH),
+        image_key(Spec(desktop=DesktopSpec(features=[])), source, ARCH),
+        image_key(Spec(desktop=DesktopSpec(features=["audio"])), source, ARCH),
     }
     assert len(keys) == 5
 

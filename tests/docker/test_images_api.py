@@ -7,13 +7,16 @@ import asyncio
 
 import docker
 import pytest
+from desktop_kit import run
+from runtime_kit import SESSION_SPEC
 
-from holm.adapters.docker.images import ImageBuilder, image_ref
+from holm.adapters.base import ImageBuilder
+from holm.adapters.docker.images import image_ref
 from holm.errors import Denied, Failed, NotFound
 from holm.wire.api import ImageInfo
-from holm.wire.spec import Desktop, Placement, Spec, spec_digest
+from holm.wire.spec import DesktopSpec, Placement, Spec, spec_digest
 
-from .conftest import SESSION_SPEC, MakeRuntime, new_box_id
+from .conftest import MakeRuntime, new_box_id
 
 pytestmark = pytest.mark.docker
 
@@ -43,7 +46,7 @@ async def test_an_image_with_packages_builds_once_and_is_removed_only_when_unuse
     make_runtime: MakeRuntime, engine: docker.DockerClient
 ) -> None:
     runtime = make_runtime(chromium=False)
-    spec = Spec(desktop=Desktop(features=[], packages=["jq"]))
+    spec = Spec(desktop=DesktopSpec(features=[], packages=["jq"]))
     key = runtime.images.key(spec)
     lines: list[str] = []
     first = asyncio.ensure_future(runtime.build_image(spec, lines.append))
@@ -61,7 +64,7 @@ async def test_an_image_with_packages_builds_once_and_is_removed_only_when_unuse
     box_id = new_box_id()
     await runtime.create(box_id, spec, Placement())
     desktop = await runtime.desktop(box_id)
-    result = await desktop.exec(["jq", "-n", "1 + 2"], 10_000)
+    result = await run(desktop, "jq", "-n", "1 + 2")
     assert (result.code, result.stdout) == (0, "3\n")
     with pytest.raises(Denied):
         await runtime.remove_image(key)
@@ -80,7 +83,7 @@ async def test_an_image_with_packages_builds_once_and_is_removed_only_when_unuse
 
 async def test_a_failed_build_says_why(make_runtime: MakeRuntime) -> None:
     runtime = make_runtime()
-    spec = Spec(desktop=Desktop(features=[], packages=["holm-no-such-package"]))
+    spec = Spec(desktop=DesktopSpec(features=[], packages=["holm-no-such-package"]))
     key = runtime.images.key(spec)
     with pytest.raises(Failed, match="holm-no-such-package"):
         await runtime.build_image(spec)

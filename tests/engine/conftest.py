@@ -1,5 +1,5 @@
 """Fixtures of the engine's tests: an engine over a real store (memory or local) and the
-in-memory test-double runtime (holm.engine.memory_runtime), with its loops off so that each
+in-memory test-double runtime (holm.adapters.memory.runtime), with its loops off so that each
 test calls the reaper and the jobs itself."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from engine_kit import POLL_SECS, SERVER_ID, MakeEngine
 
+from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 from holm.config import Config, load_config
 from holm.engine import Engine
-from holm.engine.memory_runtime import MemoryRuntime, MemoryWorld
 from holm.events import LocalStore, MemoryStore
 from holm.events.store import TraceStore
 

@@ -9,7 +9,9 @@ from typing import Any
 import msgspec
 
 from holm.engine import Engine
-from holm.events.entries import Entry
+from holm.wire.actions import Exec, ExecWhat
+from holm.wire.entries import Entry
+from holm.wire.results import ExecResult, expect
 
 SERVER_ID = "srv_test"
 # Fast enough that a test waits little for a frame; the tests never assert on timing.
@@ -36,3 +38,9 @@ def fields(entry: Entry, *names: str) -> dict[str, Any]:
     """Some fields of an entry as written (JSON values), whatever its kind."""
     written = msgspec.to_builtins(entry)
     return {name: written[name] for name in names}
+
+
+async def run(engine: Engine, box_id: str, *argv: str, timeout_ms: int = 1000) -> ExecResult:
+    """`exec` in a box through the engine, as `POST …/exec` does."""
+    what = ExecWhat(argv=list(argv), timeout_ms=timeout_ms)
+    return expect(await engine.act(box_id, 0, Exec(what=what)), ExecResult)

@@ -9,12 +9,28 @@ import base64
 
 import msgspec
 import pytest
-from engine_kit import fields, kinds, trace_of
+from engine_kit import fields, kinds, run, trace_of
 
 from holm.engine import Engine
 from holm.engine.journal import entry
 from holm.errors import Denied, NotFound
-from holm.events.entries import (
+from holm.wire.actions import (
+    Action,
+    Click,
+    Clipboard,
+    Cursor,
+    Exec,
+    ExecWhat,
+    Launch,
+    MouseDown,
+    ReadFile,
+    Type,
+    Wait,
+    WriteFile,
+    WriteWhat,
+)
+from holm.wire.api import ActionsRequest
+from holm.wire.entries import (
     Acted,
     AppLaunched,
     Entry,
@@ -23,21 +39,9 @@ from holm.events.entries import (
     TakeoverStarted,
     step_key,
 )
-from holm.wire.actions import (
-    Action,
-    Click,
-    Cursor,
-    Exec,
-    ExecWhat,
-    Launch,
-    MouseDown,
-    Point,
-    ReadFile,
-    Type,
-    Wait,
-)
-from holm.wire.api import ActionsRequest
-from holm.wire.spec import Desktop, Placement, Spec
+from holm.wire.results import ClipboardView, FileData, FoundWindow, expect
+from holm.wire.spec import DesktopSpec, Placement, Spec
+from holm.wire.values import Point
 
 
 def steps(entries: list[Entry]) -> list[Acted | AppLaunched]:
@@ -59,7 +63,7 @@ async def test_each_step_is_its_own_acted_entry(engine: Engine) -> None:
     result = await engine.run_batch(box.id, 0, ActionsRequest(actions=actions, want=["cursor"]))
     assert [r.type for r in result.results] == ["click", "type", "cursor", "exec"]
     assert all(r.ok for r in result.results) and result.stopped_at is None
-    assert result.results[2].value == {"x": 10, "y": 20}
+    assert result.results[2].value == Point(x=10, y=20)
     assert result.cursor == Point(x=10, y=20)
     assert result.windows and result.windows[0].class_ == "chromium"
     acted = acted_of(await trace_of(engine, box.id))
@@ -104,19 +108,17 @@ async def test_a_launch_step_also_records_app_launched_with_its_batch(engine: En
     result = await engine.run_batch(
         box.id, 0, ActionsRequest(actions=[Launch(app="xterm", args=["-e", "true"])])
     )
-    value = result.results[0].value
-    assert value is not None
-    window = value["window"]
+    window = expect(result.results[0].value, FoundWindow).window
     recorded = steps(await trace_of(engine, box.id))
     assert [type(e).__name__ for e in recorded] == ["Acted", "AppLaunched"]
     acted, launched = recorded
     assert isinstance(launched, AppLaunched) and launched.batch == acted.batch
-    assert (launched.app, launched.args, launched.window) == ("xterm", ["-e", "true"], window["id"])
+    assert (launched.app, launched.args, launched.window) == ("xterm", ["-e", "true"], window.id)
     assert launched.key == step_key(
         "app_launched", {"screen": 0, "app": "xterm", "args": ["-e", "true"]}
     )
     # Outside a batch, a launch is recorded alone (a fork does it again from that entry).
-    await engine.launch(box.id, 0, "mousepad", [])
+    await engine.act(box.id, 0, Launch(app="mousepad"))
     alone = steps(await trace_of(engine, box.id))[-1]
     assert isinstance(alone, AppLaunched) and alone.batch is None and alone.app == "mousepad"
 
@@ -142,7 +144,7 @@ async def test_want_frame_with_have_frame_gives_unchanged(engine: Engine) -> Non
 
 
 async def test_one_batch_at_a_time_per_screen(engine: Engine) -> None:
-    box = await engine.create_box(Spec(desktop=Desktop(screens=2)), Placement())
+    box = await engine.create_box(Spec(desktop=DesktopSpec(screens=2)), Placement())
     slow = ActionsRequest(actions=[Wait(ms=30), Cursor(), Wait(ms=30), Cursor()])
     await asyncio.gather(
         engine.run_batch(box.id, 0, slow),
@@ -162,7 +164,7 @@ async def test_a_screen_a_person_has_refuses_the_agent(engine: Engine) -> None:
     with pytest.raises(Denied, match="a person has screen 0"):
         await engine.run_batch(box.id, 0, ActionsRequest(actions=[Cursor()]))
     with pytest.raises(Denied):
-        await engine.clipboard_set(box.id, 0, "clipboard", "x")
+        await engine.act(box.id, 0, Clipboard(text="x"))
     # Reading the screen is still allowed.
     assert (await engine.frame(box.id, 0)).hash.startswith("px:")
 
@@ -175,14 +177,19 @@ async def test_a_screen_that_does_not_exist(engine: Engine) -> None:
 
 async def test_exec_files_and_clipboard_record_sizes_not_content(engine: Engine) -> None:
     box = await engine.create_box(Spec(), Placement())
-    result = await engine.exec(box.id, ["echo", "hi"], 5000)
+    result = await run(engine, box.id, "echo", "hi", timeout_ms=5000)
     assert (result.code, result.stdout) == (0, "hi\n")
-    timed_out = await engine.exec(box.id, ["sleep", "1"], 10)
+    timed_out = await run(engine, box.id, "sleep", "1", timeout_ms=10)
     assert timed_out.timed_out and timed_out.code is None
-    await engine.write_file(box.id, "/tmp/secret.txt", base64.b64encode(b"s3cret!").decode())
-    assert await engine.read_file(box.id, "/tmp/secret.txt") == b"s3cret!"
-    await engine.clipboard_set(box.id, 0, "primary", "pässword")
-    assert await engine.clipboard_get(box.id, 0, "primary") == "pässword"
+    secret = base64.b64encode(b"s3cret!").decode()
+    await engine.act(
+        box.id, 0, WriteFile(what=WriteWhat(path="/tmp/secret.txt", contents_base64=secret))
+    )
+    read = expect(await engine.act(box.id, 0, ReadFile(path="/tmp/secret.txt")), FileData)
+    assert base64.b64decode(read.contents_base64) == b"s3cret!"
+    await engine.act(box.id, 0, Clipboard(selection="primary", text="pässword"))
+    got = expect(await engine.act(box.id, 0, Clipboard(selection="primary")), ClipboardView)
+    assert got.text == "pässword"
     entries = [e for e in await trace_of(engine, box.id) if not isinstance(e, FrameSeen)][2:]
     assert kinds(entries) == [
         "executed",

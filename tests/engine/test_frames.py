@@ -9,10 +9,11 @@ from engine_kit import POLL_SECS, trace_of
 
 from holm.engine import Engine
 from holm.engine.journal import entry
-from holm.events.entries import FrameSeen, TakeoverStarted
-from holm.wire.actions import Click, Point
+from holm.wire.actions import Click
 from holm.wire.api import ActionsRequest
-from holm.wire.spec import Desktop, Placement, Spec
+from holm.wire.entries import FrameSeen, TakeoverStarted
+from holm.wire.spec import DesktopSpec, Placement, Spec
+from holm.wire.values import Point
 
 
 async def frames_of(engine: Engine, box_id: str) -> list[FrameSeen]:
@@ -30,7 +31,7 @@ async def until_frames(engine: Engine, box_id: str, count: int) -> list[FrameSee
 
 
 async def test_a_frame_is_recorded_when_the_screen_changed_and_only_then(engine: Engine) -> None:
-    box = await engine.create_box(Spec(desktop=Desktop(width=320, height=200)), Placement())
+    box = await engine.create_box(Spec(desktop=DesktopSpec(width=320, height=200)), Placement())
     (first,) = await until_frames(engine, box.id, 1)
     assert (first.actor, first.screen, first.width, first.height) == ("agent", 0, 320, 200)
     png = await engine.trace_frame(box.id, first.frame)
@@ -59,6 +60,6 @@ async def test_no_frames_while_paused(engine: Engine) -> None:
     box = await engine.create_box(Spec(), Placement())
     await until_frames(engine, box.id, 1)
     await engine.pause_box(box.id)
-    assert engine.watchers._tasks.get(box.id) is None
+    assert not engine.watchers.watching(box.id)
     await engine.resume_box(box.id)
-    assert engine.watchers._tasks.get(box.id)
+    assert engine.watchers.watching(box.id)

@@ -13,9 +13,9 @@ from holm.engine import Engine
 from holm.engine.journal import Journal, entry
 from holm.errors import Unavailable
 from holm.events import MemoryStore
-from holm.events.entries import Entry, FileRead
 from holm.projections.box_state import fold
 from holm.projections.events_feed import EventsFeed
+from holm.wire.entries import Entry, FileRead
 from holm.wire.spec import Placement, Spec
 
 

@@ -4,16 +4,18 @@ order and with their actor, and the state the box projection derives from them."
 from __future__ import annotations
 
 import pytest
-from engine_kit import SERVER_ID, MakeEngine, kinds, trace_of, without_frames
+from engine_kit import SERVER_ID, MakeEngine, kinds, run, trace_of, without_frames
 
-from holm.adapters.base import Started
+from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 from holm.engine import Engine
-from holm.engine.memory_runtime import MemoryRuntime, MemoryWorld
 from holm.errors import BadRequest, Denied, Failed, Gone, NotFound, ScreenUnavailable, Unsupported
-from holm.events.entries import BoxCreated, BoxFailed, BoxReady, ForkedFrom
-from holm.wire.actions import Click, Point
+from holm.wire.actions import Click, ReadFile, WriteFile, WriteWhat
 from holm.wire.api import ActionsRequest
-from holm.wire.spec import Desktop, Placement, Spec, spec_digest
+from holm.wire.entries import BoxCreated, BoxFailed, BoxReady, ForkedFrom
+from holm.wire.results import FileData, expect
+from holm.wire.runtime import Started
+from holm.wire.spec import DesktopSpec, Placement, Spec, spec_digest
+from holm.wire.values import Point
 
 
 class WatchingRuntime(MemoryRuntime):
@@ -34,7 +36,7 @@ async def test_box_created_is_durable_before_the_runtime_starts_the_box(
     runtime = WatchingRuntime(server_id=SERVER_ID, world=world)
     engine = await make_engine(runtime=runtime)
     runtime.engine = engine
-    spec = Spec(desktop=Desktop(width=1024, height=768, screens=2))
+    spec = Spec(desktop=DesktopSpec(width=1024, height=768, screens=2))
     box = await engine.create_box(spec, Placement(expires_after_secs=600))
     assert runtime.seen_at_create == ["box_created"]
     entries = without_frames(await trace_of(engine, box.id))
@@ -74,7 +76,7 @@ async def test_a_runtime_failure_is_recorded_as_box_failed_and_the_box_refuses_c
     assert isinstance(entries[1], BoxFailed) and entries[1].why == "no display free"
     assert (box.state, box.reason) == ("failed", "no display free")
     with pytest.raises(Denied, match="failed to start"):
-        await engine.exec(box.id, ["true"], 1000)
+        await run(engine, box.id, "true")
     # A failed box stays until it is deleted.
     await engine.delete_box(box.id)
     assert engine.boxes() == []
@@ -83,9 +85,9 @@ async def test_a_runtime_failure_is_recorded_as_box_failed_and_the_box_refuses_c
 @pytest.mark.parametrize(
     ("spec", "placement", "error", "message"),
     [
-        (Spec(desktop=Desktop(packages=["jq"])), Placement(), Unsupported, "packages"),
+        (Spec(desktop=DesktopSpec(packages=["jq"])), Placement(), Unsupported, "packages"),
         (Spec(), Placement(memory="2g"), Unsupported, "memory limit"),
-        (Spec(desktop=Desktop(screens=9)), Placement(), BadRequest, "screens must be 1 to 8"),
+        (Spec(desktop=DesktopSpec(screens=9)), Placement(), BadRequest, "screens must be 1 to 8"),
         (Spec(), Placement(expires_after_secs=59), BadRequest, "at least 60"),
         (Spec(), Placement(idle_timeout_secs=10), BadRequest, "idle_timeout_secs"),
         (Spec(), Placement(runtime="cloud"), NotFound, "no runtime named 'cloud'"),
@@ -102,7 +104,9 @@ async def test_what_cannot_be_done_is_refused_before_anything_is_recorded(
 
 async def test_pause_resume_stop_start_and_delete(engine: Engine, world: MemoryWorld) -> None:
     box = await engine.create_box(Spec(), Placement(persistent=True))
-    await engine.write_file(box.id, "/home/box/a.txt", "aGk=")
+    await engine.act(
+        box.id, 0, WriteFile(what=WriteWhat(path="/home/box/a.txt", contents_base64="aGk="))
+    )
     assert (await engine.pause_box(box.id)).state == "paused"
     assert world.boxes[box.id].state == "paused"
     batch = ActionsRequest(actions=[Click(at=Point(x=1, y=1))])
@@ -115,7 +119,8 @@ async def test_pause_resume_stop_start_and_delete(engine: Engine, world: MemoryW
     assert world.boxes[box.id].state == "stopped"
     resumed = await engine.resume_box(box.id)
     assert resumed.state == "ready"
-    assert await engine.read_file(box.id, "/home/box/a.txt") == b"hi"
+    read = expect(await engine.act(box.id, 0, ReadFile(path="/home/box/a.txt")), FileData)
+    assert read.contents_base64 == "aGk="
     deleted = await engine.delete_box(box.id)
     assert (deleted.state, deleted.removed, deleted.reason) == ("gone", True, "deleted")
     assert box.id not in world.boxes
@@ -142,7 +147,7 @@ async def test_a_removed_box_answers_gone_but_keeps_its_trace(engine: Engine) ->
     await engine.delete_box(box.id)
     assert engine.boxes() == []
     with pytest.raises(Gone):
-        await engine.exec(box.id, ["true"], 1000)
+        await run(engine, box.id, "true")
     with pytest.raises(Gone):
         await engine.delete_box(box.id)
     with pytest.raises(Gone):

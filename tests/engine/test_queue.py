@@ -5,9 +5,9 @@ launch runs later (here: when the scheduler calls run), and the box becomes `rea
 from __future__ import annotations
 
 import pytest
-from engine_kit import SERVER_ID, MakeEngine, kinds, trace_of
+from engine_kit import SERVER_ID, MakeEngine, kinds, run, trace_of
 
-from holm.engine.memory_runtime import MemoryRuntime, MemoryWorld
+from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 from holm.errors import Denied
 from holm.wire.spec import Placement, Spec
 
@@ -18,7 +18,7 @@ async def test_a_queued_create_starts_when_the_jobs_run(make_engine: MakeEngine)
     assert box.state == "starting"
     assert kinds(await trace_of(engine, box.id)) == ["box_created"]
     with pytest.raises(Denied, match="starting"):
-        await engine.exec(box.id, ["true"], 1000)
+        await run(engine, box.id, "true")
     assert await engine.run_jobs() == 1
     assert (await engine.box(box.id)).state == "ready"
     assert await engine.run_jobs() == 0
@@ -33,7 +33,7 @@ async def test_a_queued_create_that_fails(make_engine: MakeEngine, world: Memory
     failed = await engine.box(box.id)
     assert (failed.state, failed.reason) == ("failed", "the image is missing")
     with pytest.raises(Denied, match="failed to start"):
-        await engine.exec(box.id, ["true"], 1000)
+        await run(engine, box.id, "true")
 
 
 async def test_a_box_deleted_while_queued_never_starts(

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from engine_kit import MakeEngine, fields, kinds, trace_of
 
+from holm.adapters.memory.runtime import MemoryWorld
 from holm.engine import Engine
 from holm.engine.journal import now_ms
-from holm.engine.memory_runtime import MemoryWorld
 from holm.engine.reaper import LOST_REASON, reap
-from holm.events.entries import Executed, Gone
+from holm.wire.entries import BoxGone, Executed
 from holm.wire.spec import Placement, Spec
 
 
@@ -26,7 +26,7 @@ async def test_expired_and_idle_boxes_are_removed(engine: Engine, world: MemoryW
     assert short.id not in world.boxes and idle.id not in world.boxes
     for box_id, reason in ((short.id, "expired"), (idle.id, "idle")):
         last = (await trace_of(engine, box_id))[-1]
-        assert isinstance(last, Gone) and last.actor == "system"
+        assert isinstance(last, BoxGone) and last.actor == "system"
         assert last.reason.startswith(reason)
         state = await engine.box(box_id)
         assert state.removed and state.state == "gone"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from engine_kit import SERVER_ID, MakeEngine, kinds, trace_of
 
+from holm.adapters.memory.runtime import MemoryBox, MemoryRuntime, MemoryWorld
 from holm.engine.adoption import STOPPED_WHILE_STARTING
-from holm.engine.memory_runtime import MemoryBox, MemoryRuntime, MemoryWorld
-from holm.events.entries import Adopted
-from holm.wire.actions import Click, Point
+from holm.wire.actions import Click
 from holm.wire.api import ActionsRequest
-from holm.wire.spec import Desktop, Placement, Spec
+from holm.wire.entries import Adopted
+from holm.wire.spec import DesktopSpec, Placement, Spec
+from holm.wire.values import Point
 
 CLICK = ActionsRequest(actions=[Click(at=Point(x=1, y=2))])
 
@@ -46,7 +47,7 @@ async def test_a_box_the_runtime_no_longer_has_goes(
 async def test_a_box_the_log_lost_is_adopted_with_what_the_runtime_kept(
     make_engine: MakeEngine, world: MemoryWorld
 ) -> None:
-    spec = Spec(desktop=Desktop(width=800, height=600))
+    spec = Spec(desktop=DesktopSpec(width=800, height=600))
     placement = Placement(runtime="memory", expires_after_secs=900)
     orphan = MemoryBox("box_orphan", spec, placement, SERVER_ID)
     world.boxes[orphan.box_id] = orphan

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from holm.events import LocalStore, MemoryStore, TraceStore
-from holm.events.entries import Acted, BoxCreated, BoxPaused, Entry, Executed, FrameSeen
 from holm.wire.actions import Click as ClickAction
-from holm.wire.actions import Point, Type
+from holm.wire.actions import Type
+from holm.wire.entries import Acted, BoxCreated, BoxPaused, Entry, Executed, FrameSeen
 from holm.wire.spec import Placement, Spec, spec_digest
+from holm.wire.values import Point
 
 HOUR_MS = 3600 * 1000
 DAY_MS = 24 * HOUR_MS

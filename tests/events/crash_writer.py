@@ -13,7 +13,7 @@ from pathlib import Path
 
 from holm.events import LocalStore
 from holm.events.codec import SPILL_BYTES
-from holm.events.entries import BoxPaused, Entry, Executed
+from holm.wire.entries import BoxPaused, Entry, Executed
 
 TASKS = 48
 

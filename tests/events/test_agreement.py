@@ -16,16 +16,16 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from holm.events import LocalStore, MemoryStore, TraceStore
 from holm.events.codec import SPILL_BYTES
-from holm.events.entries import (
+from holm.wire.actions import Type
+from holm.wire.entries import (
     Acted,
+    BoxGone,
     BoxPaused,
     Entry,
     Executed,
     FileWritten,
     FrameSeen,
-    Gone,
 )
-from holm.wire.actions import Type
 
 from .conftest import created
 
@@ -60,7 +60,7 @@ json_values = st.recursive(
 
 entries: st.SearchStrategy[Entry] = st.one_of(
     st.builds(BoxPaused, **envelope),
-    st.builds(Gone, reason=st.text(max_size=30), **envelope),
+    st.builds(BoxGone, reason=st.text(max_size=30), **envelope),
     st.builds(
         Executed,
         argv=st.lists(st.text(max_size=8), min_size=1, max_size=3),

@@ -20,7 +20,7 @@ from holm.events.codec import (
     decode_lines,
     encode_entry,
 )
-from holm.events.entries import Gone
+from holm.wire.entries import BoxGone
 
 from .conftest import acted, clicked, created, executed
 
@@ -109,7 +109,7 @@ async def test_an_old_line_is_upgraded_on_read_and_never_rewritten(
     finally:
         await store.close()
 
-    assert old == Gone(seq=1, at_ms=9, actor="system", reason="expired")
+    assert old == BoxGone(seq=1, at_ms=9, actor="system", reason="expired")
     assert read_trace_file(path, after=0, limit=1).entries == [old]
     assert [entry.seq for entry in appended] == [2]
     assert path.read_bytes().startswith(before)

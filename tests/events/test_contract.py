@@ -8,9 +8,9 @@ import random
 import pytest
 
 from holm.errors import BadRequest
-from holm.events import PAGE_MAX, TraceStore
+from holm.events import TraceStore
 from holm.events.codec import SPILL_BYTES
-from holm.events.entries import Executed
+from holm.wire.entries import PAGE_MAX, Executed
 
 from .conftest import (
     DAY_MS,

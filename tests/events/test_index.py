@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from holm.events import LocalStore
-from holm.events.entries import Acted
+from holm.wire.entries import Acted
 
 from .conftest import clicked
 

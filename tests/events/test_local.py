@@ -14,7 +14,7 @@ from holm.config import load_config
 from holm.errors import Internal, Unavailable
 from holm.events import LocalStore, MemoryStore, open_store, read_trace_file, trace_files
 from holm.events.codec import SPILL_BYTES
-from holm.events.entries import Executed
+from holm.wire.entries import Executed
 
 from .conftest import DAY_MS, clicked, created, executed, now_ms, paused
 

@@ -4,7 +4,7 @@ trace, traces for 256 boxes; the oldest goes first."""
 from __future__ import annotations
 
 from holm.events import MemoryStore
-from holm.events.entries import SERVER_TRACE
+from holm.wire.entries import SERVER_TRACE
 
 from .conftest import HOUR_MS, clicked, now_ms, paused
 

@@ -1,5 +1,5 @@
 """Fixtures of the HTTP tests: the real app on a test server, over the in-memory runtime
-double (holm.engine.memory_runtime) for what does not need a desktop, or over real local
+double (holm.adapters.memory.runtime) for what does not need a desktop, or over real local
 boxes (test_local_boxes.py)."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from http_kit import Client, MakeClient, app_config
 
-from holm.engine.memory_runtime import MemoryRuntime, MemoryWorld
+from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
+from holm.config import server_id_of
 from holm.events import LocalStore, MemoryStore
 from holm.events.store import TraceStore
-from holm.http.app import server_id_of
 
 
 @pytest.fixture
@@ -35,14 +35,21 @@ async def make_client(tmp_path: Path, world: MemoryWorld) -> AsyncIterator[MakeC
     clients: list[Client] = []
 
     async def make(
-        *, store: str = "memory", runtime: MemoryRuntime | None = None, **settings: Any
+        *,
+        store: str | TraceStore = "memory",
+        runtime: MemoryRuntime | None = None,
+        **settings: Any,
     ) -> Client:
         from holm.http.app import create_app
 
         config = app_config(tmp_path, **settings)
         server_id = server_id_of(tmp_path)
         trace_store: TraceStore = (
-            LocalStore(tmp_path / "state") if store == "local" else MemoryStore()
+            store
+            if not isinstance(store, str)
+            else LocalStore(tmp_path / "state")
+            if store == "local"
+            else MemoryStore()
         )
         runtime = runtime or MemoryRuntime(server_id=server_id, world=world)
         app = create_app(config, runtimes={runtime.name: runtime}, store=trace_store)

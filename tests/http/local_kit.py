@@ -12,8 +12,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from http_kit import Client, app_config
 
 from holm.adapters.local.runtime import LocalRuntime
+from holm.config import server_id_of
 from holm.events import LocalStore
-from holm.http.app import create_app, server_id_of
+from holm.http.app import create_app
 
 # The X displays these tests may use (the machine is shared with other test runs).
 DISPLAY_BASE = 240

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from http_kit import Client, MakeClient, engine_of, error_of, new_box, ok_json
 
-from holm.adapters.base import Capabilities
+from holm.adapters.memory.runtime import MemoryDesktop, MemoryRuntime, MemoryWorld
 from holm.engine.journal import entry
-from holm.engine.memory_runtime import MemoryDesktop, MemoryRuntime, MemoryWorld
 from holm.events import MemoryStore
-from holm.events.entries import Entry, TakeoverStarted
 from holm.http.routes.unbuilt import ROUTES as UNBUILT
+from holm.wire.entries import Entry, TakeoverStarted
+from holm.wire.runtime import Capabilities
 
 CLICK = {"actions": [{"type": "click", "at": {"x": 1, "y": 1}}]}
 
@@ -266,12 +266,9 @@ class FailingStore(MemoryStore):
 
 
 async def test_a_store_that_fails(make_client: MakeClient, world: MemoryWorld) -> None:
-    client = await make_client()
-    box = await new_box(client)
-    engine = engine_of(client)
     store = FailingStore()
-    # The engine's journal writes to this store from now on.
-    engine.journal.store = store
+    client = await make_client(store=store)
+    box = await new_box(client)
     store.broken = True
     response = await client.post(f"/v1/boxes/{box}/exec", json={"argv": ["true"]})
     assert "No space left" in await error_of(response, 503, "unavailable")

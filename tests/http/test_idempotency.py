@@ -9,7 +9,7 @@ import json
 
 from http_kit import Client, MakeClient, error_of, kinds, new_box, ok_json, trace_entries
 
-from holm.engine.memory_runtime import MemoryRuntime, MemoryWorld
+from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 
 
 async def test_the_same_key_and_body_create_one_box(client: Client) -> None:

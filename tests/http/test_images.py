@@ -11,14 +11,14 @@ import asyncio
 
 from http_kit import MakeClient, error_of, ok_json
 
-from holm.adapters.docker.images import Progress
-from holm.engine.memory_runtime import MemoryRuntime, MemoryWorld
+from holm.adapters.base import Progress
+from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 from holm.errors import Denied, NotFound
 from holm.wire.api import ImageInfo
-from holm.wire.spec import Desktop, Spec, spec_digest
+from holm.wire.spec import DesktopSpec, Spec, spec_digest
 
 SPEC = {"desktop": {"features": ["video"]}}
-VIDEO = Spec(desktop=Desktop(features=["video"]))
+VIDEO = Spec(desktop=DesktopSpec(features=["video"]))
 
 
 class BuildingRuntime(MemoryRuntime):

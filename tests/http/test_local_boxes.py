@@ -20,9 +20,9 @@ from local_kit import LocalServer
 from PIL import Image
 
 from holm.adapters.local.runtime import LocalRuntime
+from holm.config import server_id_of
 from holm.engine.journal import now_ms
 from holm.engine.reaper import LOST_REASON, reap
-from holm.http.app import server_id_of
 from holm.wire.spec import Placement, Spec
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
@@ -153,18 +153,21 @@ async def test_launch_and_the_windows_routes(server: LocalServer, box: str) -> N
     listed = await ok_json(await client.get(base))
     assert window["id"] in [w["id"] for w in listed["windows"]]
     waited = await ok_json(await client.post(f"{base}/wait", json={"class": "XTerm"}))
-    assert waited["id"] == window["id"]
-    await ok_json(await client.post(f"{base}/{window['id']}/focus"))
+    assert waited["window"]["id"] == window["id"]
+    focused = await ok_json(await client.post(f"{base}/{window['id']}/focus"))
+    assert focused == {"id": window["id"]}
     active = await ok_json(await client.get(f"{base}/active"))
-    assert active["window"]["id"] == window["id"]
+    assert [w["id"] for w in active["windows"]] == [window["id"]]
     sized = await ok_json(
         await client.post(
             f"{base}/{window['id']}/arrange", json={"how": "size", "width": 640, "height": 480}
         )
     )
     # xterm sizes itself in whole character cells: at most a cell short of what was asked.
-    assert 620 < sized["width"] <= 640 and 460 < sized["height"] <= 480
-    await ok_json(await client.delete(f"{base}/{window['id']}"))
+    assert sized["id"] == window["id"]
+    assert 620 < sized["window"]["width"] <= 640 and 460 < sized["window"]["height"] <= 480
+    closing = await ok_json(await client.delete(f"{base}/{window['id']}"))
+    assert closing == {"id": window["id"], "closed": True}
 
     async def closed() -> bool:
         windows = (await ok_json(await client.get(base)))["windows"]
@@ -187,13 +190,14 @@ async def test_launch_and_the_windows_routes(server: LocalServer, box: str) -> N
 
 async def test_frames_are_recorded_when_the_screen_changes(server: LocalServer, box: str) -> None:
     client = client_of(server)
+    before = (await trace_entries(client, box))[-1]["seq"]
     launched = await batch(client, box, {"actions": [{"type": "launch", "app": "xterm"}]})
     assert launched["results"][0]["ok"]
-    acted = [e for e in await trace_entries(client, box) if e["kind"] == "acted"][-1]
 
     async def frame_after_launch() -> Any:
+        # A poll may see the window as it maps, before the step's `acted` entry lands.
         entries = await trace_entries(client, box)
-        return [e for e in entries if e["kind"] == "frame" and e["seq"] > acted["seq"]]
+        return [e for e in entries if e["kind"] == "frame" and e["seq"] > before]
 
     # The xterm stays on the screen, so a watcher poll sees the change.
     (after, *_) = await until(frame_after_launch)
@@ -237,9 +241,11 @@ async def test_cursor_and_clipboard(server: LocalServer, box: str) -> None:
     }
     clip = f"/v1/boxes/{box}/screens/0/clipboard"
     for selection, text in (("clipboard", "héllo clipboard"), ("primary", "primary text")):
-        await ok_json(await client.put(clip, json={"text": text, "selection": selection}))
+        size = len(text.encode())
+        put = await ok_json(await client.put(clip, json={"text": text, "selection": selection}))
+        assert put == {"selection": selection, "length": size}
         got = await ok_json(await client.get(f"{clip}?selection={selection}"))
-        assert got == {"selection": selection, "text": text}
+        assert got == {"selection": selection, "length": size, "text": text}
     entries = await trace_entries(client, box)
     clips = [e for e in entries if e["kind"] in ("clipboard_set", "clipboard_read")]
     assert [(e["kind"], e["selection"], e["bytes"], e["actor"]) for e in clips[-4:]] == [
@@ -271,7 +277,7 @@ async def test_commands_and_files(server: LocalServer, box: str) -> None:
     body = {"path": "/home/box/notes/a.txt", "contents_base64": base64.b64encode(secret).decode()}
     assert await ok_json(await client.put(files, json=body)) == {
         "path": "/home/box/notes/a.txt",
-        "bytes": len(secret),
+        "size": len(secret),
     }
     read = await ok_json(await client.get(f"{files}?path=/home/box/notes/a.txt"))
     assert base64.b64decode(read["contents_base64"]) == secret

@@ -28,10 +28,10 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from holm.config import load_config
-from holm.engine.memory_runtime import MemoryRuntime
+from holm.adapters.memory.runtime import MemoryRuntime
+from holm.config import load_config, server_id_of
 from holm.events import MemoryStore
-from holm.http.app import create_app, declared_routes, server_id_of
+from holm.http.app import create_app, declared_routes
 from holm.http.openapi import openapi_document
 
 schema = schemathesis.openapi.from_dict(openapi_document(declared_routes()))

@@ -11,9 +11,10 @@ from pathlib import Path
 from aiohttp.test_utils import TestClient, TestServer
 from http_kit import Client, MakeClient, app_config, kinds, new_box, ok_json, trace_entries
 
-from holm.engine.memory_runtime import MemoryRuntime, MemoryWorld
+from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
+from holm.config import server_id_of
 from holm.events import MemoryStore
-from holm.http.app import create_app, server_id_of
+from holm.http.app import create_app
 from holm.http.routes import ALL_ROUTES
 
 CLICK = {"actions": [{"type": "click", "at": {"x": 1, "y": 1}}]}

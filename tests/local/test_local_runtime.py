@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from desktop_kit import launch, read_bytes, run, windows, write_bytes
 
 from holm.adapters.base import Desktop
 from holm.adapters.local import procs
@@ -29,8 +30,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
-from holm.wire.spec import Desktop as DesktopSpec
-from holm.wire.spec import Placement, Policy, Spec
+from holm.wire.spec import DesktopSpec, Placement, Policy, Spec
 
 from .conftest import DISPLAY_BASE, DISPLAY_COUNT, MakeRuntime, wait_for
 
@@ -79,7 +79,7 @@ async def states(runtime: LocalRuntime) -> dict[str, str]:
 
 
 async def shell(desktop: Desktop, script: str) -> str:
-    result = await desktop.exec(["sh", "-c", script], 20_000)
+    result = await run(desktop, "sh", "-c", script, timeout_ms=20_000)
     assert result.code == 0, result
     return result.stdout
 
@@ -99,7 +99,7 @@ async def test_a_two_screen_box_is_ready_with_chromium_on_each_screen(
         assert url.startswith("unix:") and Path(url.removeprefix("unix:")).exists()
     desktop = await runtime.desktop(box_id)
     for screen in range(2):
-        classes = [w.class_.lower() for w in await desktop.windows(screen)]
+        classes = [w.class_.lower() for w in await windows(desktop, screen)]
         assert "chromium" in classes, classes
         frame = await desktop.frame(screen)
         assert (frame.width, frame.height) == (1024, 640)
@@ -112,7 +112,7 @@ async def test_a_box_has_the_canonical_default_size(make_runtime: MakeRuntime) -
     box_id = new_id()
     await runtime.create(box_id, Spec(), Placement())
     desktop = await runtime.desktop(box_id)
-    assert "chromium" in [w.class_.lower() for w in await desktop.windows(0)]
+    assert "chromium" in [w.class_.lower() for w in await windows(desktop, 0)]
     _, width, height = await desktop.frame_hash(0)
     assert (width, height) == (1280, 800)
     listed = await runtime.list()
@@ -122,7 +122,7 @@ async def test_a_box_has_the_canonical_default_size(make_runtime: MakeRuntime) -
     # A lost connection is made again.
     await desktop.close()
     again = await runtime.desktop(box_id)
-    assert again is not desktop and (await again.exec(["true"], 5000)).code == 0
+    assert again is not desktop and (await run(again, "true")).code == 0
 
 
 async def test_what_the_local_runtime_cannot_do_is_refused(make_runtime: MakeRuntime) -> None:
@@ -220,10 +220,10 @@ async def test_a_file_in_one_box_is_invisible_to_another_and_to_the_host(
         runtime.create(a, Spec(), Placement()), runtime.create(b, Spec(), Placement())
     )
     box_a, box_b = await runtime.desktop(a), await runtime.desktop(b)
-    await box_a.write_file("/home/box/secret-a.txt", b"only a")
+    await write_bytes(box_a, "/home/box/secret-a.txt", b"only a")
     await shell(box_a, "echo scratch > /tmp/scratch-of-a.txt")
 
-    assert await box_a.read_file("/home/box/secret-a.txt") == b"only a"
+    assert await read_bytes(box_a, "/home/box/secret-a.txt") == b"only a"
     seen_by_b = await shell(
         box_b, "ls -a /home/box; ls /tmp; test -e /tmp/scratch-of-a.txt || echo absent"
     )
@@ -252,8 +252,8 @@ async def test_host_secrets_are_not_visible_in_a_box(make_runtime: MakeRuntime) 
         "/work:absent",
         "HOME=/home/box",
     ]
-    with pytest.raises(Exception):  # noqa: B017 - whichever not-found error the agent gives
-        await desktop.read_file("/etc/shadow")
+    with pytest.raises(NotFound):
+        await read_bytes(desktop, "/etc/shadow")
 
 
 CONNECT = textwrap.dedent("""
@@ -275,8 +275,8 @@ async def test_network_false_cuts_the_box_off_and_network_true_does_not(
     await runtime.create(online, spec(network=True), Placement())
     argv = ["python3", "-c", CONNECT.format(port=tcp_server)]
 
-    cut = await (await runtime.desktop(offline)).exec(argv, 20_000)
-    reached = await (await runtime.desktop(online)).exec(argv, 20_000)
+    cut = await run(await runtime.desktop(offline), *argv, timeout_ms=20_000)
+    reached = await run(await runtime.desktop(online), *argv, timeout_ms=20_000)
     assert cut.stdout.startswith("refused"), cut
     assert reached.stdout.strip() == "hi", reached
 
@@ -294,7 +294,7 @@ async def test_pause_freezes_the_box_and_resume_lets_it_run_again(
     box_id = new_id()
     await runtime.create(box_id, Spec(), Placement())
     desktop = await runtime.desktop(box_id)
-    await desktop.launch(0, "xterm", ["-e", "sh", "-c", TICKER])
+    await launch(desktop, 0, "xterm", "-e", "sh", "-c", TICKER)
     ticks = state_dir / "boxes" / box_id / "home" / "ticks"
 
     first, _, _ = await desktop.frame_hash(0)
@@ -333,7 +333,7 @@ async def test_stop_and_start_of_a_persistent_box_keep_its_files_in_a_new_deskto
     box_id = new_id()
     await runtime.create(box_id, Spec(), Placement(persistent=True))
     desktop = await runtime.desktop(box_id)
-    await desktop.write_file("/home/box/kept.txt", b"still here")
+    await write_bytes(desktop, "/home/box/kept.txt", b"still here")
     await shell(desktop, "echo gone > /tmp/scratch.txt")
     old_pids = box_pids(runtime, box_id)
     home = BoxPaths(runtime.boxes_dir, box_id).home
@@ -351,9 +351,9 @@ async def test_stop_and_start_of_a_persistent_box_keep_its_files_in_a_new_deskto
     assert len(started.viewer_urls) == 1
     fresh = await runtime.desktop(box_id)
     assert fresh is not desktop
-    assert await fresh.read_file("/home/box/kept.txt") == b"still here"
+    assert await read_bytes(fresh, "/home/box/kept.txt") == b"still here"
     assert "absent" in await shell(fresh, "test -e /tmp/scratch.txt || echo absent")
-    assert "chromium" in [w.class_.lower() for w in await fresh.windows(0)]
+    assert "chromium" in [w.class_.lower() for w in await windows(fresh, 0)]
     assert set(box_pids(runtime, box_id)).isdisjoint(old_pids)
     with pytest.raises(Denied):
         await runtime.start(box_id)
@@ -365,7 +365,7 @@ async def test_stop_of_a_box_that_is_not_persistent_wipes_its_files(
     runtime = make_runtime(chromium=False)
     box_id = new_id()
     await runtime.create(box_id, Spec(), Placement())
-    await (await runtime.desktop(box_id)).write_file("/home/box/lost.txt", b"x")
+    await write_bytes(await runtime.desktop(box_id), "/home/box/lost.txt", b"x")
     home = BoxPaths(runtime.boxes_dir, box_id).home
     assert (home / "lost.txt").exists()
 
@@ -414,11 +414,11 @@ async def test_exec_timeout_kills_the_process_group_inside_the_box(
     await runtime.create(box_id, Spec(), Placement())
     desktop = await runtime.desktop(box_id)
 
-    result = await desktop.exec(["sh", "-c", "sleep 300 & sleep 301 & wait"], 500)
+    result = await run(desktop, "sh", "-c", "sleep 300 & sleep 301 & wait", timeout_ms=500)
     assert result.timed_out and result.code is None
     await wait_for(lambda: not any("sleep 30" in c for c in commands_in_box(runtime, box_id)))
     # The box itself is unharmed.
-    assert (await desktop.exec(["echo", "ok"], 5000)).stdout == "ok\n"
+    assert (await run(desktop, "echo", "ok")).stdout == "ok\n"
 
 
 # Restart of holmd
@@ -427,6 +427,7 @@ CREATE_AND_EXIT = textwrap.dedent("""
     import asyncio, sys
     from pathlib import Path
     from holm.adapters.local.runtime import LocalRuntime
+    from holm.wire.actions import WriteFile, WriteWhat
     from holm.wire.spec import Placement, Spec
 
     async def main() -> None:
@@ -435,7 +436,8 @@ CREATE_AND_EXIT = textwrap.dedent("""
             chromium=False,
         )
         await runtime.create(sys.argv[2], Spec(), Placement(persistent=True))
-        await (await runtime.desktop(sys.argv[2])).write_file("/home/box/note", b"before")
+        note = WriteWhat(path="/home/box/note", contents_base64="YmVmb3Jl")  # b"before"
+        await (await runtime.desktop(sys.argv[2])).act(0, WriteFile(what=note))
         await runtime.close()
 
     asyncio.run(main())
@@ -463,16 +465,16 @@ async def test_a_new_runtime_adopts_the_boxes_of_a_holmd_that_exited(
     ]
     assert listed[0].placement == Placement(persistent=True)
     desktop = await runtime.desktop(box_id)
-    assert await desktop.read_file("/home/box/note") == b"before"
+    assert await read_bytes(desktop, "/home/box/note") == b"before"
 
     await runtime.pause(box_id)
     assert await states(runtime) == {box_id: "paused"}
     await runtime.resume(box_id)
-    await desktop.write_file("/home/box/note", b"after")
+    await write_bytes(desktop, "/home/box/note", b"after")
     await runtime.stop(box_id)
     assert await states(runtime) == {box_id: "stopped"}
     await runtime.start(box_id)
-    assert await (await runtime.desktop(box_id)).read_file("/home/box/note") == b"after"
+    assert await read_bytes(await runtime.desktop(box_id), "/home/box/note") == b"after"
 
 
 async def test_a_box_whose_processes_died_is_listed_stopped_and_can_start_again(
@@ -488,7 +490,7 @@ async def test_a_box_whose_processes_died_is_listed_stopped_and_can_start_again(
 
     assert await states(runtime) == {box_id: "stopped"}
     await runtime.start(box_id)
-    assert (await (await runtime.desktop(box_id)).exec(["true"], 5000)).code == 0
+    assert (await run(await runtime.desktop(box_id), "true")).code == 0
 
 
 # Limits
@@ -510,12 +512,16 @@ async def test_memory_and_cpu_limits_are_cgroups_the_box_cannot_exceed(
         assert set(box_pids(runtime, box_id)) <= members
 
     desktop = await runtime.desktop(box_id)
-    small = await desktop.exec(["python3", "-c", "b = b'x' * (32 << 20); print('ok')"], 30_000)
-    large = await desktop.exec(["python3", "-c", "b = b'x' * (512 << 20); print('ok')"], 30_000)
+    small = await run(
+        desktop, "python3", "-c", "b = b'x' * (32 << 20); print('ok')", timeout_ms=30_000
+    )
+    large = await run(
+        desktop, "python3", "-c", "b = b'x' * (512 << 20); print('ok')", timeout_ms=30_000
+    )
     assert small.stdout == "ok\n"
     assert large.code != 0 and large.stdout == ""
     # The OOM killer took the allocation, not the box.
-    assert (await desktop.exec(["echo", "alive"], 5000)).stdout == "alive\n"
+    assert (await run(desktop, "echo", "alive")).stdout == "alive\n"
 
     await runtime.delete(box_id)
     assert not any(group.exists() for group in groups)

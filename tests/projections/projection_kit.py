@@ -13,13 +13,15 @@ from hypothesis import strategies as st
 from trace_kit import T0
 
 from holm.errors import ErrorBody
-from holm.events.entries import (
+from holm.wire.actions import Click, OpenUrl, Type
+from holm.wire.entries import (
     Acted,
     Actor,
     Adopted,
     BoxCreated,
     BoxDeleted,
     BoxFailed,
+    BoxGone,
     BoxPaused,
     BoxReady,
     BoxResumed,
@@ -32,7 +34,6 @@ from holm.events.entries import (
     FileWritten,
     ForkedFrom,
     FrameSeen,
-    Gone,
     ImageBuilt,
     ImageRemoved,
     PageCaptured,
@@ -40,8 +41,8 @@ from holm.events.entries import (
     TakeoverStarted,
     step_key,
 )
-from holm.wire.actions import Click, OpenUrl, Point, Type
-from holm.wire.spec import Desktop, Placement, Spec, spec_digest
+from holm.wire.spec import DesktopSpec, Placement, Spec, spec_digest
+from holm.wire.values import Point
 
 
 class TraceBuilder(trace_kit.TraceBuilder):
@@ -101,11 +102,11 @@ class TraceBuilder(trace_kit.TraceBuilder):
 
 # Lifecycle entries a box may have next, by the state it is in (its reason left out).
 _NEXT: dict[str, list[type[Any]]] = {
-    "starting": [BoxReady, BoxFailed, BoxUnreachable, Gone, BoxDeleted],
-    "ready": [BoxPaused, BoxStopped, BoxUnreachable, Gone, BoxDeleted, Adopted],
-    "paused": [BoxResumed, BoxStopped, Gone, BoxDeleted],
-    "stopped": [BoxStarted, BoxResumed, Gone, BoxDeleted],
-    "unreachable": [BoxReady, Gone, BoxDeleted],
+    "starting": [BoxReady, BoxFailed, BoxUnreachable, BoxGone, BoxDeleted],
+    "ready": [BoxPaused, BoxStopped, BoxUnreachable, BoxGone, BoxDeleted, Adopted],
+    "paused": [BoxResumed, BoxStopped, BoxGone, BoxDeleted],
+    "stopped": [BoxStarted, BoxResumed, BoxGone, BoxDeleted],
+    "unreachable": [BoxReady, BoxGone, BoxDeleted],
     "failed": [BoxDeleted],
 }
 
@@ -118,15 +119,15 @@ STATE_AFTER: dict[type[Any], str] = {
     BoxStarted: "starting",
     BoxFailed: "failed",
     BoxUnreachable: "unreachable",
-    Gone: "gone",
+    BoxGone: "gone",
     BoxDeleted: "gone",
     Adopted: "ready",
 }
 
 _SPECS = [
     Spec(),
-    Spec(desktop=Desktop(width=1024, height=768, screens=2)),
-    Spec(desktop=Desktop(screens=3)),
+    Spec(desktop=DesktopSpec(width=1024, height=768, screens=2)),
+    Spec(desktop=DesktopSpec(screens=3)),
 ]
 _ACTIONS = [Click(at=Point(x=3, y=4)), Type(text="hi"), OpenUrl(url="https://example.com")]
 
@@ -190,7 +191,7 @@ def box_trace(
         if draw(st.integers(0, 3)) == 0:
             cls = draw(st.sampled_from(_NEXT[state]))
             add(cls, draw(st.sampled_from(["agent", "system"])), **_lifecycle_fields(cls, box_id))
-            if cls in (Gone, BoxDeleted):
+            if cls in (BoxGone, BoxDeleted):
                 break
             state = STATE_AFTER[cls]
             continue
@@ -222,8 +223,8 @@ def box_trace(
 def _lifecycle_fields(cls: type[Any], box_id: str) -> dict[str, Any]:
     if cls is BoxFailed:
         return {"why": "it did not start"}
-    if cls in (BoxUnreachable, Gone):
-        return {"reason": "expired" if cls is Gone else "lost"}
+    if cls in (BoxUnreachable, BoxGone):
+        return {"reason": "expired" if cls is BoxGone else "lost"}
     if cls is Adopted:
         return {"box_id": box_id, "runtime": "local"}
     if cls is BoxReady:

@@ -9,11 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from projection_kit import STATE_AFTER, TraceBuilder, box_trace
 
-from holm.events.entries import (
+from holm.projections import BoxState, NotABoxTrace, apply, fold
+from holm.wire.api import ForkOrigin
+from holm.wire.entries import (
     Adopted,
     BoxCreated,
     BoxDeleted,
     BoxFailed,
+    BoxGone,
     BoxPaused,
     BoxReady,
     BoxResumed,
@@ -22,13 +25,11 @@ from holm.events.entries import (
     BoxUnreachable,
     Entry,
     ForkedFrom,
-    Gone,
     ImageBuilt,
     TakeoverEnded,
     TakeoverStarted,
 )
-from holm.projections import BoxState, ForkOrigin, NotABoxTrace, apply, fold
-from holm.wire.spec import Desktop, Placement, Spec
+from holm.wire.spec import DesktopSpec, Placement, Spec
 
 
 def folded(trace: TraceBuilder) -> BoxState:
@@ -38,7 +39,7 @@ def folded(trace: TraceBuilder) -> BoxState:
 
 
 def test_created_box_is_starting_with_its_spec_and_deadline(trace: TraceBuilder) -> None:
-    spec = Spec(desktop=Desktop(width=1024, height=768, screens=2))
+    spec = Spec(desktop=DesktopSpec(width=1024, height=768, screens=2))
     created = trace.created(
         spec, owner="ws_a", placement=Placement(runtime="local", idle_timeout_secs=900)
     )
@@ -117,7 +118,7 @@ def test_unreachable_box_says_why_and_comes_back_when_ready(trace: TraceBuilder)
 def test_gone_removes_with_reason(trace: TraceBuilder) -> None:
     trace.created()
     trace.add(BoxReady)
-    trace.add(Gone, actor="system", reason="expired")
+    trace.add(BoxGone, actor="system", reason="expired")
     state = folded(trace)
     assert (state.state, state.removed, state.reason) == ("gone", True, "expired")
 
@@ -138,7 +139,7 @@ def test_removed_stays_removed(trace: TraceBuilder) -> None:
 
 
 def test_frames_and_takeovers_are_kept_per_screen(trace: TraceBuilder) -> None:
-    trace.created(Spec(desktop=Desktop(screens=2)))
+    trace.created(Spec(desktop=DesktopSpec(screens=2)))
     trace.frame(0, name="a")
     trace.frame(1, name="b")
     trace.add(TakeoverStarted, screen=1)
@@ -169,7 +170,7 @@ def test_last_used_follows_agents_and_people_not_the_server(trace: TraceBuilder)
     assert folded(trace).last_used_ms == step.at_ms
     trace.add(TakeoverStarted, screen=0)
     person = trace.frame(actor="person")
-    trace.add(Gone, actor="system", reason="idle", gap_ms=900_000)
+    trace.add(BoxGone, actor="system", reason="idle", gap_ms=900_000)
     state = folded(trace)
     assert state.last_used_ms == person.at_ms
     assert state.last_seq == len(trace.entries) - 1
@@ -186,11 +187,11 @@ def test_a_screen_changing_by_itself_does_not_keep_a_box_in_use(trace: TraceBuil
 def test_fork_names_its_source(trace: TraceBuilder) -> None:
     trace.created()
     trace.add(ForkedFrom, source="box_src", up_to=40)
-    assert folded(trace).forked_from == ForkOrigin("box_src", 40)
+    assert folded(trace).forked_from == ForkOrigin(source="box_src", up_to=40)
 
 
 def test_adopted_without_created_is_the_box_it_names(trace: TraceBuilder) -> None:
-    spec = Spec(desktop=Desktop(screens=2, width=1920, height=1080))
+    spec = Spec(desktop=DesktopSpec(screens=2, width=1920, height=1080))
     adopted = trace.add(
         Adopted,
         actor="system",
@@ -223,7 +224,7 @@ def test_adopted_knowing_nothing_gives_a_bare_box(trace: TraceBuilder) -> None:
 
 
 def test_adopted_after_created_keeps_what_the_record_says(trace: TraceBuilder) -> None:
-    created = trace.created(Spec(desktop=Desktop(width=800, height=600)), owner="ws_a")
+    created = trace.created(Spec(desktop=DesktopSpec(width=800, height=600)), owner="ws_a")
     trace.add(BoxReady)
     trace.add(BoxPaused)
     trace.add(
@@ -291,7 +292,7 @@ def test_fold_agrees_with_the_last_lifecycle_entry(entries: list[Entry]) -> None
     assert state is not None
     lifecycle = [e for e in entries if type(e) in STATE_AFTER]
     assert state.state == STATE_AFTER[type(lifecycle[-1])]
-    assert state.removed == isinstance(lifecycle[-1], Gone | BoxDeleted)
+    assert state.removed == isinstance(lifecycle[-1], BoxGone | BoxDeleted)
     assert state.adopted == any(isinstance(e, Adopted) for e in entries)
     assert state.last_seq == entries[-1].seq
     if isinstance(entries[0], BoxCreated):

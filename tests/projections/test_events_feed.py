@@ -12,10 +12,12 @@ from projection_kit import T0, TraceBuilder, box_trace, server_trace
 
 from holm.config import Config
 from holm.errors import BadRequest
-from holm.events.entries import (
+from holm.projections import LIMIT_MAX, Event, EventsFeed, events_from_traces, read_page
+from holm.wire.entries import (
     SERVER_TRACE,
     BoxDeleted,
     BoxFailed,
+    BoxGone,
     BoxPaused,
     BoxReady,
     BoxResumed,
@@ -23,18 +25,10 @@ from holm.events.entries import (
     BoxStopped,
     BoxUnreachable,
     Entry,
-    Gone,
     ImageBuilt,
     ImageRemoved,
     TakeoverEnded,
     TakeoverStarted,
-)
-from holm.projections import (
-    LIMIT_MAX,
-    Event,
-    EventsFeed,
-    events_from_traces,
-    read_page,
 )
 
 DAY_MS = 24 * 3600 * 1000
@@ -63,7 +57,7 @@ def test_each_entry_makes_its_event(trace: TraceBuilder) -> None:
     trace.add(BoxStarted)
     trace.add(BoxUnreachable, actor="system", reason="lost")
     trace.add(BoxFailed, actor="system", why="no image")
-    trace.add(Gone, actor="system", reason="expired")
+    trace.add(BoxGone, actor="system", reason="expired")
     events = feed_of(trace).read(now_ms=LATER).events
     assert [(e.kind, e.data) for e in events] == [
         (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from projection_kit import TraceBuilder
 
-from holm.events.entries import BoxReady, TakeoverStarted
 from holm.projections import trace_stats
+from holm.wire.entries import BoxReady, TakeoverStarted
 
 
 def test_counts_duration_frames_and_failures(trace: TraceBuilder) -> None:

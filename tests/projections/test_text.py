@@ -6,18 +6,18 @@ from __future__ import annotations
 from hypothesis import given
 from projection_kit import TraceBuilder, any_entry
 
-from holm.events.entries import (
+from holm.projections import INCOMPLETE_LINE, entry_line, entry_text, render_lines
+from holm.wire.actions import OpenUrl, Type
+from holm.wire.entries import (
     Adopted,
+    BoxGone,
     Entry,
     FileWritten,
     ForkedFrom,
-    Gone,
     TakeoverEnded,
     TakeoverStarted,
 )
-from holm.projections import INCOMPLETE_LINE, entry_line, entry_text, render_lines
-from holm.wire.actions import OpenUrl, Type
-from holm.wire.spec import Desktop, Spec
+from holm.wire.spec import DesktopSpec, Spec
 
 
 def test_the_example_of_the_spec(trace: TraceBuilder) -> None:
@@ -55,7 +55,7 @@ def test_commands_show_how_they_ended(trace: TraceBuilder) -> None:
 
 
 def test_file_removal_fork_and_adoption(trace: TraceBuilder) -> None:
-    trace.created(Spec(desktop=Desktop(width=800, height=600, screens=2)))
+    trace.created(Spec(desktop=DesktopSpec(width=800, height=600, screens=2)))
     assert entry_text(trace.entries[0]) == "created 800x600, 2 screens"
     assert entry_text(trace.add(FileWritten, path="/tmp/a.txt", bytes=12)) == (
         "wrote /tmp/a.txt (12 bytes)"
@@ -65,7 +65,7 @@ def test_file_removal_fork_and_adoption(trace: TraceBuilder) -> None:
         "forked from box_src up to 40"
     )
     assert entry_text(trace.add(ForkedFrom, source="box_src")) == "forked from box_src"
-    assert entry_text(trace.add(Gone, reason="expired")) == "removed: expired"
+    assert entry_text(trace.add(BoxGone, reason="expired")) == "removed: expired"
     adopted = trace.add(Adopted, actor="system", box_id="b", runtime="local")
     assert entry_line(adopted) == f"{adopted.seq:>4}  system   adopted"
 

@@ -18,7 +18,10 @@ from holm.config import load_config
 from holm.engine import Engine
 from holm.errors import ErrorBody, HolmError
 from holm.events import MemoryStore
-from holm.events.entries import (
+from holm.events.local import read_trace_file
+from holm.replay.plan import acted_key
+from holm.wire.actions import Action, Launch
+from holm.wire.entries import (
     Acted,
     Actor,
     AppLaunched,
@@ -29,9 +32,6 @@ from holm.events.entries import (
     FrameSeen,
     step_key,
 )
-from holm.events.local import read_trace_file
-from holm.replay.plan import acted_key
-from holm.wire.actions import Action, Launch
 from holm.wire.spec import Placement, Spec, spec_digest
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,16 +10,18 @@ import pytest
 from PIL import Image, ImageDraw
 
 from holm.errors import ErrorBody
-from holm.events.entries import ForkedFrom
 from holm.replay.diff import align_steps, compare_pngs, diff_traces
-from holm.replay.plan import ExecOutcome, plan_fork
+from holm.replay.plan import plan_fork
 from holm.replay.strict import ForkPolicy, Outcome, StrictPolicy
-from holm.wire.actions import Click, Point, Type
+from holm.wire.actions import Click, Type
+from holm.wire.entries import ForkedFrom
+from holm.wire.results import ExecResult
+from holm.wire.values import Point
 
 
 def exec_outcome(code: int | None, stdout: str = "", timed_out: bool = False) -> Outcome:
     return Outcome(
-        ok=True, exec=ExecOutcome(code=code, stdout=stdout, stderr="", timed_out=timed_out)
+        ok=True, exec=ExecResult(code=code, stdout=stdout, stderr="", timed_out=timed_out)
     )
 
 

@@ -10,15 +10,29 @@ import msgspec
 import pytest
 from replay_kit import FORM, TraceBuilder, write_file_argv
 
+from holm.engine import Engine
 from holm.errors import Unsupported
-from holm.events.entries import Executed, ForkedFrom, FrameSeen
 from holm.replay import fork_box, fork_run
 from holm.replay.diff import diff_boxes
 from holm.replay.interpreter import record_final_frames
 from holm.replay.reading import read_whole_trace
 from holm.replay.strict import FRAME_TOLERANCE
-from holm.wire.actions import OpenUrl, Press, Type, WaitStill
+from holm.wire.actions import (
+    Action,
+    Clipboard,
+    Exec,
+    ExecWhat,
+    OpenUrl,
+    Press,
+    Type,
+    WaitStill,
+    Windows,
+    WriteFile,
+    WriteWhat,
+)
 from holm.wire.api import ActionsRequest, ForkRequest
+from holm.wire.entries import Executed, ForkedFrom, FrameSeen
+from holm.wire.results import ExecResult, FileSaved, WindowList, expect
 from holm.wire.spec import Placement, Spec
 
 pytestmark = pytest.mark.desktop
@@ -26,7 +40,7 @@ pytestmark = pytest.mark.desktop
 
 # Two navigations, and the keyboard from the address bar, which has the focus after
 # open_url: see scripts/record_fixtures.py for why.
-FILL_FORM = [
+FILL_FORM: list[Action] = [
     OpenUrl(url="file:///tmp/form.html"),
     OpenUrl(url="file:///tmp/form.html#order"),
     WaitStill(settle_ms=300),
@@ -44,16 +58,28 @@ def kinds(entries: Any) -> list[str]:
     return [type(e).__struct_config__.tag for e in entries]
 
 
+async def run(engine: Engine, box_id: str, *argv: str) -> ExecResult:
+    """A command run on its own (recorded `executed`), as a REST `exec` runs one."""
+    action = Exec(what=ExecWhat(argv=list(argv), timeout_ms=10_000))
+    return expect(await engine.act(box_id, 0, action), ExecResult)
+
+
+async def upload(engine: Engine, box_id: str, path: str, contents_base64: str) -> None:
+    """A file written on its own (recorded `file_written`, without its bytes)."""
+    action = WriteFile(what=WriteWhat(path=path, contents_base64=contents_base64))
+    expect(await engine.act(box_id, 0, action), FileSaved)
+
+
 async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
     desktops: Any,
 ) -> None:
     engine = desktops.engine()
     source = (await engine.create_box(Spec(), Placement())).id
-    await engine.exec(source, write_file_argv("/tmp/form.html", FORM), 10_000)
+    await run(engine, source, *write_file_argv("/tmp/form.html", FORM))
     batch = await engine.run_batch(source, 0, ActionsRequest(actions=FILL_FORM))
     assert all(r.ok for r in batch.results), batch.results
-    await engine.write_file(source, "/tmp/marker.txt", "c2VjcmV0IG1hcmtlcgo=")
-    await engine.clipboard_set(source, 0, "clipboard", "a secret")
+    await upload(engine, source, "/tmp/marker.txt", "c2VjcmV0IG1hcmtlcgo=")
+    await engine.act(source, 0, Clipboard(selection="clipboard", text="a secret"))
     await record_final_frames(engine, source)
     recorded = await read_whole_trace(engine, source)
     wrote = next(e for e in recorded if type(e).__name__ == "FileWritten")
@@ -79,7 +105,7 @@ async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
         },
     ]
     # The form was filled and sent in the fork too: the page put the greeting in its title.
-    titles = [w.title for w in await engine.windows(fork, 0)]
+    titles = [w.title for w in expect(await engine.act(fork, 0, Windows()), WindowList).windows]
     assert any("Hello Ada from Paris" in t for t in titles), titles
     forked = await read_whole_trace(engine, fork)
     assert kinds(forked)[:2] == ["box_created", "forked_from"]
@@ -100,9 +126,9 @@ async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
 async def test_an_exec_run_forks_with_the_same_output_and_up_to_a_step(desktops: Any) -> None:
     engine = desktops.engine()
     source = (await engine.create_box(Spec(), Placement())).id
-    await engine.exec(source, ["sh", "-c", "mkdir -p /tmp/w && echo 42 > /tmp/w/answer"], 10_000)
-    await engine.exec(source, ["cat", "/tmp/w/answer"], 10_000)
-    await engine.exec(source, ["sh", "-c", "echo $((6 * 7)); exit 3"], 10_000)
+    await run(engine, source, "sh", "-c", "mkdir -p /tmp/w && echo 42 > /tmp/w/answer")
+    await run(engine, source, "cat", "/tmp/w/answer")
+    await run(engine, source, "sh", "-c", "echo $((6 * 7)); exit 3")
     recorded = [e for e in await read_whole_trace(engine, source) if isinstance(e, Executed)]
 
     whole = await fork_box(engine, source, ForkRequest())
@@ -125,10 +151,10 @@ async def test_a_fork_stops_at_the_first_step_that_fails_and_its_box_stays(
 ) -> None:
     engine = desktops.engine()
     source = (await engine.create_box(Spec(), Placement())).id
-    await engine.write_file(source, "/tmp/marker.txt", "bWFyawo=")
-    checked = await engine.exec(source, ["test", "-f", "/tmp/marker.txt"], 10_000)
+    await upload(engine, source, "/tmp/marker.txt", "bWFyawo=")
+    checked = await run(engine, source, "test", "-f", "/tmp/marker.txt")
     assert checked.code == 0
-    await engine.exec(source, ["echo", "after"], 10_000)
+    await run(engine, source, "echo", "after")
     check = next(e for e in await read_whole_trace(engine, source) if isinstance(e, Executed))
 
     result = await fork_box(engine, source, {})
@@ -186,7 +212,7 @@ async def test_a_removed_box_forks_and_a_given_placement_replaces_its_own(
     source = (
         await engine.create_box(Spec(), Placement(expires_after_secs=900, idle_timeout_secs=600))
     ).id
-    await engine.exec(source, ["echo", "still here"], 10_000)
+    await run(engine, source, "echo", "still here")
     await engine.delete_box(source)
     assert (await engine.box(source)).removed
 

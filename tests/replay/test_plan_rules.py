@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from holm.events.entries import (
+from holm.replay.plan import DoAction, DoExec, DoLaunch, ExpectedFrame, acted_key, plan_fork
+from holm.wire.actions import (
+    Click,
+    Exec,
+    ExecWhat,
+    Launch,
+    OnPage,
+    OpenUrl,
+    Type,
+    WriteFile,
+    WriteWhat,
+)
+from holm.wire.entries import (
     Adopted,
     AppLaunched,
     AppsInstalled,
@@ -20,20 +32,8 @@ from holm.events.entries import (
     TakeoverStarted,
     step_key,
 )
-from holm.replay.plan import DoAction, DoExec, DoLaunch, ExpectedFrame, acted_key, plan_fork
-from holm.wire.actions import (
-    Click,
-    Exec,
-    ExecWhat,
-    Launch,
-    OnPage,
-    OpenUrl,
-    Point,
-    Type,
-    WriteFile,
-    WriteWhat,
-)
-from holm.wire.spec import Desktop, Placement, Spec
+from holm.wire.spec import DesktopSpec, Placement, Spec
+from holm.wire.values import Point
 
 
 def seqs(plan: Any) -> list[int]:
@@ -193,7 +193,7 @@ def test_up_to_includes_the_step_with_that_seq(trace: Any) -> None:
 
 
 def test_after_a_restart_only_what_follows_the_last_adoption_is_done(trace: Any) -> None:
-    trace.created(Spec(desktop=Desktop(width=800, height=600)))
+    trace.created(Spec(desktop=DesktopSpec(width=800, height=600)))
     trace.acted(Click(at=Point(x=1, y=1)))
     trace.add(FileWritten, path="/tmp/before", bytes=1)
     trace.add(Adopted, box_id="box_source", runtime="local")
@@ -213,7 +213,7 @@ def test_after_a_restart_only_what_follows_the_last_adoption_is_done(trace: Any)
 
 
 def test_an_adoption_that_carries_the_spec_gives_it(trace: Any) -> None:
-    spec = Spec(desktop=Desktop(screens=2))
+    spec = Spec(desktop=DesktopSpec(screens=2))
     trace.add(
         Adopted,
         gap_ms=0,

@@ -18,9 +18,9 @@ from holm.adapters.local.runtime import LocalRuntime
 from holm.cli import main
 from holm.config import Config
 from holm.events.codec import encode_entry
-from holm.events.entries import Executed, FrameSeen
 from holm.events.local import read_trace_file
 from holm.replay.plan import plan_fork
+from holm.wire.entries import Executed, FrameSeen
 
 pytestmark = pytest.mark.desktop
 

@@ -15,11 +15,12 @@ import msgspec
 from holm.adapters.agent import commands, desktop_up, files, processes
 from holm.adapters.agent import protocol as p
 from holm.adapters.agent.acts import act
-from holm.adapters.agent.catalog import Catalog
+from holm.adapters.agent.catalog import AppCatalog
 from holm.adapters.agent.pages import Pages
 from holm.adapters.agent.screen import Screen
-from holm.adapters.base import ExecResult, FileInfo, GrepMatch, Held, Released, WindowInfo
 from holm.errors import BadRequest, Failed, ScreenUnavailable, Timeout, Unsupported
+from holm.wire.results import ExecResult, FileInfo, GrepMatch, WindowInfo
+from holm.wire.runtime import Held, Released
 
 log = logging.getLogger("holm.agent")
 T = TypeVar("T")
@@ -49,7 +50,7 @@ class Agent:
         self.screens = [
             Screen(i, options.width, options.height, self._png_pool) for i in range(options.screens)
         ]
-        self.catalog = Catalog(self.home, options.width, options.height)
+        self.catalog = AppCatalog(self.home, options.width, options.height)
         self.ready = asyncio.Event()
         self.failure: str | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -262,41 +263,9 @@ class Agent:
                 return await self.screen(screen).frame(have, window, region, scale)
             case p.FrameHash(screen=screen):
                 return await self.screen(screen).frame_hash()
-            case p.GetCursor(screen=screen):
-                return await self.screen(screen).cursor()
-            case p.ListWindows(screen=screen):
-                return await self.screen(screen).windows()
-            case p.ActiveWindow(screen=screen):
-                return await self.screen(screen).active_window()
-            case p.WaitWindow(screen=screen, class_=class_, title=title, within_ms=within_ms):
-                return await self.screen(screen).wait_window(class_, title, within_ms)
-            case p.FocusWindow(screen=screen, window=window):
-                return await self.screen(screen).focus_window(window)
-            case p.ArrangeWindow(screen=screen, window=window, how=how):
-                return await self.screen(screen).arrange_window(window, how)
-            case p.CloseWindow(screen=screen, window=window):
-                return await self.screen(screen).close_window(window)
-            case p.LaunchApp(screen=screen, app=app, args=args):
-                return await self.launch(screen, app, args)
             case p.DefineApps(apps=apps):
                 self.catalog.define(apps)
                 return [app.name for app in self.catalog.names()]
-            case p.ClipboardGet(screen=screen, selection=selection):
-                return await self.screen(screen).clipboard_get(selection)
-            case p.ClipboardSet(screen=screen, selection=selection, text=text):
-                return await self.screen(screen).clipboard_set(selection, text)
-            case p.RunCommand(argv=argv, timeout_ms=timeout_ms):
-                return await self.exec(argv, timeout_ms)
-            case p.ReadFile(path=path):
-                return await self.read_file(path)
-            case p.WriteFile(path=path, data=data):
-                return await self.write_file(path, data)
-            case p.ListFiles(path=path):
-                return await self.list_files(path)
-            case p.Grep(pattern=pattern, path=path, include=include, ignore_case=ic, limit=limit):
-                return await self.grep(pattern, path, include, ic, limit)
-            case p.Glob(pattern=pattern, path=path, limit=limit):
-                return await self.glob(pattern, path, limit)
         raise BadRequest(f"unknown request {type(request).__name__}")
 
     async def end_batch(self, index: int) -> tuple[Released, Held]:

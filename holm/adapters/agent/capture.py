@@ -18,7 +18,7 @@ from Xlib.error import XError
 
 from holm.adapters.agent.shm import SharedImage
 from holm.errors import BadRequest
-from holm.wire.actions import Region
+from holm.wire.values import Region
 
 log = logging.getLogger("holm.agent")
 

@@ -1,45 +1,15 @@
-"""The applications a box can launch by name, and how to start each on a screen."""
+"""How the agent starts the catalog's applications (holm.wire.catalog) on a screen, and the
+apps a box's spec defines beside them."""
 
 from __future__ import annotations
 
-import msgspec
-
 from holm.adapters.agent.desktop_up import chromium_argv
 from holm.errors import NotFound
+from holm.wire.catalog import ALIASES, CATALOG, App
 from holm.wire.spec import AppDefinition
 
 
-class App(msgspec.Struct, kw_only=True):
-    name: str
-    command: list[str]
-    # The WM_CLASS (class or instance, any case) of the window a launch waits for; None:
-    # the first new window.
-    window_class: str | None = None
-    description: str = ""
-
-
-# The apps every box has, by name (`GET /v1/catalog` lists these and the spec's own).
-CATALOG: dict[str, App] = {
-    "chromium": App(
-        name="chromium",
-        command=["chromium"],
-        window_class="chromium",
-        description="a new window of the screen's Chromium (its profile); args are URLs",
-    ),
-    "xterm": App(name="xterm", command=["xterm"], window_class="xterm", description="a terminal"),
-    "mousepad": App(
-        name="mousepad", command=["mousepad"], window_class="mousepad", description="a text editor"
-    ),
-}
-ALIASES = {
-    "browser": "chromium",
-    "terminal": "xterm",
-    "editor": "mousepad",
-    "text_editor": "mousepad",
-}
-
-
-class Catalog:
+class AppCatalog:
     def __init__(self, home: str, width: int, height: int) -> None:
         self.home = home
         self.width = width

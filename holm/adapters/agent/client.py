@@ -17,18 +17,12 @@ from typing import Any, TypeVar
 import msgspec
 
 from holm.adapters.agent import protocol as p
-from holm.adapters.base import (
-    ExecResult,
-    FileInfo,
-    FrameResult,
-    GrepMatch,
-    Held,
-    Released,
-    WindowInfo,
-)
 from holm.errors import ERRORS_BY_CODE, HolmError, Internal, Timeout, Transport
-from holm.wire.actions import Action, Arrange, Point, Region, Selection
+from holm.wire.actions import Action
+from holm.wire.results import ActionResult
+from holm.wire.runtime import FrameResult, Held, Released
 from holm.wire.spec import AppDefinition
+from holm.wire.values import Region
 
 T = TypeVar("T")
 
@@ -159,8 +153,10 @@ class AgentDesktop:
 
     # Desktop
 
-    async def act(self, screen: int, action: Action) -> dict[str, Any]:
-        return await self.call(p.Act(id=self._id(), screen=screen, action=action), dict[str, Any])
+    async def act(self, screen: int, action: Action) -> ActionResult:
+        request = p.Act(id=self._id(), screen=screen, action=action)
+        result: ActionResult = await self.call(request, type(action).Result)
+        return result
 
     async def end_batch(self, screen: int) -> tuple[Released, Held]:
         return await self.call(p.EndBatch(id=self._id(), screen=screen), tuple[Released, Held])
@@ -181,78 +177,6 @@ class AgentDesktop:
 
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
         return await self.call(p.FrameHash(id=self._id(), screen=screen), tuple[str, int, int])
-
-    async def cursor(self, screen: int) -> Point:
-        return await self.call(p.GetCursor(id=self._id(), screen=screen), Point)
-
-    async def windows(self, screen: int) -> list[WindowInfo]:
-        return await self.call(p.ListWindows(id=self._id(), screen=screen), list[WindowInfo])
-
-    async def active_window(self, screen: int) -> WindowInfo | None:
-        return await self.call(
-            p.ActiveWindow(id=self._id(), screen=screen),
-            WindowInfo | None,  # type: ignore[arg-type]
-        )
-
-    async def wait_window(
-        self, screen: int, class_: str | None, title: str | None, within_ms: int
-    ) -> WindowInfo:
-        request = p.WaitWindow(
-            id=self._id(), screen=screen, class_=class_, title=title, within_ms=within_ms
-        )
-        return await self.call(request, WindowInfo)
-
-    async def focus_window(self, screen: int, window: str) -> None:
-        await self.call(p.FocusWindow(id=self._id(), screen=screen, window=window), type(None))
-
-    async def arrange_window(self, screen: int, window: str, how: Arrange) -> WindowInfo:
-        request = p.ArrangeWindow(id=self._id(), screen=screen, window=window, how=how)
-        return await self.call(request, WindowInfo)
-
-    async def close_window(self, screen: int, window: str) -> None:
-        await self.call(p.CloseWindow(id=self._id(), screen=screen, window=window), type(None))
-
-    async def launch(self, screen: int, app: str, args: list[str]) -> WindowInfo:
-        request = p.LaunchApp(id=self._id(), screen=screen, app=app, args=args)
-        return await self.call(request, WindowInfo)
-
-    async def clipboard_get(self, screen: int, selection: Selection) -> str:
-        request = p.ClipboardGet(id=self._id(), screen=screen, selection=selection)
-        return await self.call(request, str)
-
-    async def clipboard_set(self, screen: int, selection: Selection, text: str) -> None:
-        request = p.ClipboardSet(id=self._id(), screen=screen, selection=selection, text=text)
-        await self.call(request, type(None))
-
-    async def exec(self, argv: list[str], timeout_ms: int) -> ExecResult:
-        request = p.RunCommand(id=self._id(), argv=argv, timeout_ms=timeout_ms)
-        return await self.call(request, ExecResult)
-
-    async def read_file(self, path: str) -> bytes:
-        return await self.call(p.ReadFile(id=self._id(), path=path), bytes)
-
-    async def write_file(self, path: str, data: bytes) -> None:
-        await self.call(p.WriteFile(id=self._id(), path=path, data=data), type(None))
-
-    async def list_files(self, path: str) -> list[FileInfo]:
-        return await self.call(p.ListFiles(id=self._id(), path=path), list[FileInfo])
-
-    async def grep(
-        self, pattern: str, path: str, include: str | None, ignore_case: bool, limit: int
-    ) -> tuple[list[GrepMatch], bool]:
-        request = p.Grep(
-            id=self._id(),
-            pattern=pattern,
-            path=path,
-            include=include,
-            ignore_case=ignore_case,
-            limit=limit,
-        )
-        return await self.call(request, tuple[list[GrepMatch], bool])
-
-    async def glob(self, pattern: str, path: str, limit: int) -> tuple[list[str], bool]:
-        request = p.Glob(id=self._id(), pattern=pattern, path=path, limit=limit)
-        return await self.call(request, tuple[list[str], bool])
 
     async def close(self) -> None:
         if self._lost is None:

@@ -24,7 +24,7 @@ from Xlib.error import ConnectionClosedError
 from Xlib.protocol import event
 
 from holm.errors import BadRequest, ScreenUnavailable, Timeout
-from holm.wire.actions import Selection
+from holm.wire.values import Selection
 
 log = logging.getLogger("holm.agent")
 

@@ -12,9 +12,9 @@ import time
 from collections.abc import Mapping
 
 from holm.adapters.agent import processes
-from holm.adapters.base import ExecResult
 from holm.errors import BadRequest, NotFound
 from holm.wire.actions import MAX_EXEC_MS
+from holm.wire.results import ExecResult
 
 OUTPUT_CAP = 1024 * 1024
 # After the command's group is killed, how long to wait for a pipe still held open by a

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from holm.adapters.base import FileInfo, GrepMatch
 from holm.errors import BadRequest, Denied, Failed, NotFound
+from holm.wire.results import FileInfo, GrepMatch
 
 READ_CAP = 64 * 1024 * 1024
 # grep skips files larger than this, and binary files (a NUL in their first block).

@@ -16,9 +16,9 @@ from Xlib.display import Display
 from Xlib.ext import xtest
 
 from holm.adapters.agent import keys
-from holm.adapters.agent.motion import Step, plan
+from holm.adapters.agent.motion import MotionStep, plan
 from holm.errors import BadRequest
-from holm.wire.actions import Button, Modifier, Motion
+from holm.wire.values import Button, Modifier, Motion
 
 BUTTONS: dict[str, int] = {"left": 1, "middle": 2, "right": 3}
 SCROLL_UP, SCROLL_DOWN, SCROLL_LEFT, SCROLL_RIGHT = 4, 5, 6, 7
@@ -115,7 +115,7 @@ class Input:
         if not (0 <= x < self.width and 0 <= y < self.height):
             raise BadRequest(f"({x}, {y}) is off the screen of {self.width}x{self.height}")
 
-    def _play(self, steps: list[Step]) -> None:
+    def _play(self, steps: list[MotionStep]) -> None:
         for step in steps:
             self._fake(X.MotionNotify, x=step.x, y=step.y)
             if step.pause_ms:
@@ -196,7 +196,7 @@ class Input:
             if motion == "instant":
                 # Drag-and-drop wants to see the pointer move a little before it leaves.
                 nudge = (here[0] + (3 if p[0] >= here[0] else -3), here[1])
-                self._play([Step(*nudge, 10), Step(*p, 10)])
+                self._play([MotionStep(*nudge, 10), MotionStep(*p, 10)])
             else:
                 self._play(
                     plan(

@@ -13,10 +13,10 @@ import random
 
 import msgspec
 
-from holm.wire.actions import Motion
+from holm.wire.values import Motion
 
 
-class Step(msgspec.Struct, array_like=True):
+class MotionStep(msgspec.Struct, array_like=True):
     x: int
     y: int
     # Pause after moving to (x, y), before the next step.
@@ -29,12 +29,12 @@ def plan(
     motion: Motion,
     seed: int | None,
     bounds: tuple[int, int],
-) -> list[Step]:
+) -> list[MotionStep]:
     """The steps from `start` to `end` (the last step is `end`), clamped to the screen of
     size `bounds`."""
     match motion:
         case "instant":
-            steps = [Step(end[0], end[1])]
+            steps = [MotionStep(end[0], end[1])]
         case "smooth":
             steps = _smooth(start, end)
         case "human":
@@ -43,7 +43,8 @@ def plan(
             raise ValueError(f"unknown motion {motion!r}")
     width, height = bounds
     return [
-        Step(min(max(s.x, 0), width - 1), min(max(s.y, 0), height - 1), s.pause_ms) for s in steps
+        MotionStep(min(max(s.x, 0), width - 1), min(max(s.y, 0), height - 1), s.pause_ms)
+        for s in steps
     ]
 
 
@@ -51,7 +52,7 @@ def _ease_in_out(t: float) -> float:
     return 4 * t**3 if t < 0.5 else 1 - (-2 * t + 2) ** 3 / 2
 
 
-def _smooth(start: tuple[int, int], end: tuple[int, int]) -> list[Step]:
+def _smooth(start: tuple[int, int], end: tuple[int, int]) -> list[MotionStep]:
     distance = math.dist(start, end)
     count = max(4, min(30, int(distance / 25)))
     steps = []
@@ -59,8 +60,8 @@ def _smooth(start: tuple[int, int], end: tuple[int, int]) -> list[Step]:
         t = _ease_in_out(i / count)
         x = start[0] + (end[0] - start[0]) * t
         y = start[1] + (end[1] - start[1]) * t
-        steps.append(Step(round(x), round(y), 8))
-    steps[-1] = Step(end[0], end[1])
+        steps.append(MotionStep(round(x), round(y), 8))
+    steps[-1] = MotionStep(end[0], end[1])
     return steps
 
 
@@ -80,11 +81,11 @@ def _bezier(
 
 def _curve(
     start: tuple[float, float], end: tuple[float, float], rng: random.Random, jitter: float
-) -> list[Step]:
+) -> list[MotionStep]:
     dx, dy = end[0] - start[0], end[1] - start[1]
     distance = math.hypot(dx, dy)
     if distance < 1:
-        return [Step(round(end[0]), round(end[1]))]
+        return [MotionStep(round(end[0]), round(end[1]))]
     # Control points off the straight line, to one side or the other, as a wrist arcs.
     nx, ny = -dy / distance, dx / distance
     bend = distance * rng.uniform(0.05, 0.25) * rng.choice((-1, 1))
@@ -96,7 +97,7 @@ def _curve(
         x, y = _bezier(start, c1, c2, end, _ease_in_out(i / count))
         wobble = jitter if i < count else 0.0
         steps.append(
-            Step(
+            MotionStep(
                 round(x + rng.uniform(-wobble, wobble)),
                 round(y + rng.uniform(-wobble, wobble)),
                 rng.randint(5, 12),
@@ -105,10 +106,10 @@ def _curve(
     return steps
 
 
-def _human(start: tuple[int, int], end: tuple[int, int], rng: random.Random) -> list[Step]:
+def _human(start: tuple[int, int], end: tuple[int, int], rng: random.Random) -> list[MotionStep]:
     distance = math.dist(start, end)
     target: tuple[float, float] = (float(end[0]), float(end[1]))
-    steps: list[Step] = []
+    steps: list[MotionStep] = []
     if distance > 200 and rng.random() < 0.5:
         # Overshoot a little along the direction of travel, then come back.
         past = rng.uniform(0.02, 0.06)
@@ -120,5 +121,5 @@ def _human(start: tuple[int, int], end: tuple[int, int], rng: random.Random) -> 
         steps += _curve(target, (float(end[0]), float(end[1])), rng, 0.5)
     else:
         steps = _curve((float(start[0]), float(start[1])), target, rng, 1.5)
-    steps[-1] = Step(end[0], end[1])
+    steps[-1] = MotionStep(end[0], end[1])
     return steps

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import aiohttp
 
 from holm.errors import BadRequest, Failed, NotFound, Transport
+from holm.wire.results import PageOpened, Tab, TabDone
 
 LOAD_TIMEOUT_S = 30.0
 COMMAND_TIMEOUT_S = 5.0
@@ -43,11 +44,11 @@ class Pages:
         except aiohttp.ClientError as exc:
             raise Transport(f"could not reach the screen's Chromium: {exc}") from None
 
-    async def tabs(self) -> list[dict[str, Any]]:
+    async def tabs(self) -> list[Tab]:
         targets = await self._json("GET", "/json/list")
         # DevTools' /json escapes titles as HTML (`->` comes as `-&gt;`).
         return [
-            {"tab": t["id"], "title": html.unescape(t.get("title", "")), "url": t.get("url", "")}
+            Tab(tab=t["id"], title=html.unescape(t.get("title", "")), url=t.get("url", ""))
             for t in targets
             if t.get("type") == "page"
         ]
@@ -64,13 +65,13 @@ class Pages:
                 return dict(t)
         raise NotFound(f"no tab {tab}")
 
-    async def on_tab(self, tab: str, close: bool) -> dict[str, Any]:
+    async def on_tab(self, tab: str, close: bool) -> TabDone:
         target = await self._target(tab)
         if close:
             await self._text(f"/json/close/{target['id']}")
         else:
             await self._text(f"/json/activate/{target['id']}")
-        return {"tab": target["id"], "closed": close}
+        return TabDone(tab=target["id"], closed=close)
 
     async def _text(self, path: str) -> str:
         try:
@@ -81,7 +82,7 @@ class Pages:
         except aiohttp.ClientError as exc:
             raise Transport(f"could not reach the screen's Chromium: {exc}") from None
 
-    async def open_url(self, url: str, target: str) -> dict[str, Any]:
+    async def open_url(self, url: str, target: str) -> PageOpened:
         if not url:
             raise BadRequest("url is empty")
         if target == "blank":
@@ -90,13 +91,13 @@ class Pages:
         else:
             page = await self._target(None)
         loaded = await self._navigate(page["webSocketDebuggerUrl"], url)
-        final = next((t for t in await self.tabs() if t["tab"] == page["id"]), None)
-        return {
-            "tab": page["id"],
-            "url": final["url"] if final else url,
-            "title": final["title"] if final else "",
-            "loaded": loaded,
-        }
+        final = next((t for t in await self.tabs() if t.tab == page["id"]), None)
+        return PageOpened(
+            tab=page["id"],
+            url=final.url if final else url,
+            title=final.title if final else "",
+            loaded=loaded,
+        )
 
     async def _navigate(self, ws_url: str, url: str) -> bool:
         """Navigate and wait for the load event; False when it did not come in time."""

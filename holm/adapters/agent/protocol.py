@@ -16,11 +16,13 @@ from typing import Any
 import msgspec
 
 from holm.errors import HolmError
-from holm.wire.actions import Action, Arrange, Region, Selection
+from holm.wire.actions import Action
 from holm.wire.spec import AppDefinition
+from holm.wire.values import Region
 
-# Big enough for a 64 MiB file read or write and its envelope.
-MAX_FRAME_BYTES = 80 * 1024 * 1024
+# Big enough for a 64 MiB file read or write, base64 in its action or result (4/3 of it),
+# and its envelope.
+MAX_FRAME_BYTES = 96 * 1024 * 1024
 _LENGTH = struct.Struct(">I")
 
 
@@ -43,6 +45,9 @@ class Info(_Request, tag="info"):
 
 
 class Act(_Request, tag="act"):
+    """Do one action; the answer is the action's `Result`. `screen` is ignored by the
+    actions that use none (exec, files, apps)."""
+
     screen: int
     action: Action
 
@@ -63,122 +68,15 @@ class FrameHash(_Request, tag="frame_hash"):
     screen: int
 
 
-class GetCursor(_Request, tag="cursor"):
-    screen: int
-
-
-class ListWindows(_Request, tag="windows"):
-    screen: int
-
-
-class ActiveWindow(_Request, tag="active_window"):
-    screen: int
-
-
-class WaitWindow(_Request, tag="wait_window"):
-    screen: int
-    class_: str | None = msgspec.field(default=None, name="class")
-    title: str | None = None
-    within_ms: int = 10_000
-
-
-class FocusWindow(_Request, tag="focus_window"):
-    screen: int
-    window: str
-
-
-class ArrangeWindow(_Request, tag="arrange_window"):
-    screen: int
-    window: str
-    how: Arrange
-
-
-class CloseWindow(_Request, tag="close_window"):
-    screen: int
-    window: str
-
-
-class LaunchApp(_Request, tag="launch"):
-    screen: int
-    app: str
-    args: list[str] = msgspec.field(default_factory=list)
-
-
 class DefineApps(_Request, tag="define_apps"):
     """Add (or replace) the apps of a spec's `apps` in the catalog."""
 
     apps: dict[str, AppDefinition]
 
 
-class ClipboardGet(_Request, tag="clipboard_get"):
-    screen: int
-    selection: Selection = "clipboard"
-
-
-class ClipboardSet(_Request, tag="clipboard_set"):
-    screen: int
-    text: str
-    selection: Selection = "clipboard"
-
-
-class RunCommand(_Request, tag="exec"):
-    argv: list[str]
-    timeout_ms: int = 10_000
-
-
-class ReadFile(_Request, tag="read_file"):
-    path: str
-
-
-class WriteFile(_Request, tag="write_file"):
-    path: str
-    data: bytes
-
-
-class ListFiles(_Request, tag="list_files"):
-    path: str
-
-
-class Grep(_Request, tag="grep"):
-    pattern: str
-    path: str = "/"
-    include: str | None = None
-    ignore_case: bool = False
-    limit: int = 200
-
-
-class Glob(_Request, tag="glob"):
-    pattern: str
-    path: str = "/"
-    limit: int = 200
-
-
-Request = (
-    Ping
-    | Ready
-    | Info
-    | Act
-    | EndBatch
-    | Frame
-    | FrameHash
-    | GetCursor
-    | ListWindows
-    | ActiveWindow
-    | WaitWindow
-    | FocusWindow
-    | ArrangeWindow
-    | CloseWindow
-    | LaunchApp
-    | DefineApps
-    | ClipboardGet
-    | ClipboardSet
-    | RunCommand
-    | ReadFile
-    | WriteFile
-    | ListFiles
-    | Grep
-    | Glob
-)
+# Every in-box operation is an `Act` of one action; the other requests are the agent's
+# own (bring-up, frames, the catalog), which no action restates.
+Request = Ping | Ready | Info | Act | EndBatch | Frame | FrameHash | DefineApps
 
 
 class Ok(msgspec.Struct, tag="ok", tag_field="r"):
@@ -248,35 +146,19 @@ async def read_frame(reader: asyncio.StreamReader) -> bytes:
 __all__ = [
     "MAX_FRAME_BYTES",
     "Act",
-    "ActiveWindow",
     "AgentInfo",
-    "ArrangeWindow",
-    "ClipboardGet",
-    "ClipboardSet",
-    "CloseWindow",
     "DefineApps",
     "EndBatch",
     "Err",
-    "FocusWindow",
     "Frame",
     "FrameHash",
-    "GetCursor",
-    "Glob",
-    "Grep",
     "Info",
-    "LaunchApp",
-    "ListFiles",
-    "ListWindows",
     "Ok",
     "Ping",
     "RawOk",
-    "ReadFile",
     "Ready",
     "Request",
-    "RunCommand",
     "ScreenInfo",
-    "WaitWindow",
-    "WriteFile",
     "frame",
     "read_frame",
 ]

@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from Xlib.display import Display
 
@@ -20,10 +20,12 @@ from holm.adapters.agent import capture, windows
 from holm.adapters.agent.capture import Raw
 from holm.adapters.agent.clipboard import ClipboardOwner
 from holm.adapters.agent.input import Input
-from holm.adapters.agent.window_list import WindowList
-from holm.adapters.base import FrameResult, WindowInfo
+from holm.adapters.agent.window_list import WindowTracker
 from holm.errors import BadRequest, ScreenUnavailable
-from holm.wire.actions import Arrange, Point, Region, Selection
+from holm.wire.actions import Arrange
+from holm.wire.results import Stillness, WindowInfo
+from holm.wire.runtime import FrameResult
+from holm.wire.values import Point, Region, Selection
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -50,7 +52,7 @@ class Screen:
         self._grabber: capture.Grabber | None = None
         self._query_conn: Display | None = None
         # Made on the query thread at the first listing.
-        self._window_list: WindowList | None = None
+        self._window_list: WindowTracker | None = None
         self.clipboard: ClipboardOwner | None = None
 
     async def connect(self, display_name: str) -> None:
@@ -135,7 +137,7 @@ class Screen:
         png = await loop.run_in_executor(self._png_pool, capture.encode_png, raw, scale, at)
         return FrameResult(hash=digest, png=png, width=width, height=height)
 
-    async def wait_still(self, settle_ms: int, within_ms: int) -> dict[str, Any]:
+    async def wait_still(self, settle_ms: int, within_ms: int) -> Stillness:
         """Wait until the screen's pixels stay the same for `settle_ms`."""
         start = time.monotonic()
         deadline = start + within_ms / 1000
@@ -144,9 +146,9 @@ class Screen:
         while True:
             now = time.monotonic()
             if now - since >= settle_ms / 1000:
-                return {"still": True, "waited_ms": round((now - start) * 1000), "hash": last}
+                return Stillness(still=True, waited_ms=round((now - start) * 1000), hash=last)
             if now >= deadline:
-                return {"still": False, "waited_ms": round((now - start) * 1000), "hash": last}
+                return Stillness(still=False, waited_ms=round((now - start) * 1000), hash=last)
             await asyncio.sleep(min(STILL_POLL_S, max(0.0, deadline - now)))
             current, _, _ = await self.frame_hash()
             if current != last:
@@ -164,7 +166,7 @@ class Screen:
     async def windows(self) -> list[WindowInfo]:
         def listing(conn: Display) -> list[WindowInfo]:
             if self._window_list is None or self._window_list.conn is not conn:
-                self._window_list = WindowList(conn)
+                self._window_list = WindowTracker(conn)
             return self._window_list.listing()
 
         return await self.on_query(listing)

@@ -20,13 +20,13 @@ from Xlib import X
 from Xlib.display import Display
 
 from holm.adapters.agent import windows
-from holm.adapters.base import WindowInfo
+from holm.wire.results import WindowInfo
 
 # The properties of a client window that its listing shows.
 _SHOWN = ("_NET_WM_NAME", "WM_NAME", "WM_CLASS", "_NET_WM_STATE")
 
 
-class WindowList:
+class WindowTracker:
     def __init__(self, conn: Display) -> None:
         self.conn = conn
         self.root = conn.screen().root

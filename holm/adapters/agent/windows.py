@@ -15,9 +15,9 @@ from Xlib import X, error
 from Xlib.display import Display
 from Xlib.protocol import event
 
-from holm.adapters.base import WindowInfo
 from holm.errors import BadRequest, NotFound, Timeout
 from holm.wire.actions import Arrange
+from holm.wire.results import WindowInfo
 
 _ICONIC_STATE = 3
 # _NET_WM_STATE actions

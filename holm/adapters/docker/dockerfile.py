@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from holm.wire.spec import Feature
 
 # Everything a box has whatever its spec: the X server, window manager, viewer, browser, the
-# agent's interpreter, and the fonts the local runtime's boxes also have.
+# catalog's other apps (holm.wire.catalog: every box launches them by name), the agent's
+# interpreter, and the fonts the local runtime's boxes also have.
 DESKTOP_PACKAGES: tuple[str, ...] = (
     "xvfb",
     "xauth",
@@ -23,6 +24,8 @@ DESKTOP_PACKAGES: tuple[str, ...] = (
     "openbox",
     "x11vnc",
     "chromium",
+    "xterm",
+    "mousepad",
     "python3",
     "fonts-dejavu-core",
     "fonts-liberation",
@@ -41,8 +44,8 @@ FEATURE_PACKAGES: dict[Feature, tuple[str, ...]] = {
     "video": ("ffmpeg",),
     # A panel with a task list, so a person who takes over sees the open windows.
     "dock": ("tint2",),
-    # The classic X clients and a terminal.
-    "x11_apps": ("x11-apps", "xterm"),
+    # The classic X clients (xeyes, xclock, …); xterm is in every box, as a catalog app.
+    "x11_apps": ("x11-apps",),
     # The AT-SPI bus and its Python bindings, for native widgets (`…/desktop/node`).
     "accessibility": ("at-spi2-core", "python3-pyatspi"),
 }

@@ -24,24 +24,23 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Protocol, runtime_checkable
+from typing import IO, Any
 
 import docker
 import docker.errors
 import msgspec
 import requests.exceptions
 
+from holm.adapters.base import Progress
 from holm.adapters.docker import dockerfile
 from holm.adapters.docker.bootstrap import ensure_base_image
 from holm.errors import BadRequest, Denied, Failed, HolmError, NotFound, Unavailable
 from holm.wire.api import BuildState, ImageInfo
 from holm.wire.spec import Feature, Spec, canonical_json, canonical_spec, spec_digest
-
-Progress = Callable[[str], None]
 
 REPOSITORY = "holm-box"
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
@@ -82,21 +81,6 @@ class ImageSource(msgspec.Struct, frozen=True, kw_only=True):
     agent_files: tuple[tuple[str, str], ...]
     # "name==version" of each library copied, in order.
     python_libraries: tuple[str, ...]
-
-
-@runtime_checkable
-class ImageBuilder(Protocol):
-    """A runtime that builds images (the server serves the images API from it)."""
-
-    async def build_image(
-        self, spec: Spec, progress: Progress | None = None, *, rebuild: bool = False
-    ) -> ImageInfo: ...
-
-    async def list_images(self) -> list[ImageInfo]: ...
-
-    async def get_image(self, digest: str) -> ImageInfo: ...
-
-    async def remove_image(self, digest: str) -> None: ...
 
 
 def image_source(base_image: str = DEFAULT_BASE_IMAGE) -> ImageSource:
@@ -474,7 +458,6 @@ def _explain(exc: docker.errors.APIError) -> str:
 
 __all__ = [
     "DEFAULT_BASE_IMAGE",
-    "ImageBuilder",
     "ImageInfo",
     "ImageSource",
     "Images",

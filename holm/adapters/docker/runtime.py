@@ -42,14 +42,13 @@ import requests.exceptions
 
 from holm.adapters.agent.client import AgentConnections, AgentDesktop
 from holm.adapters.agent.command import agent_command
-from holm.adapters.base import Capabilities, Desktop, RuntimeBox, Started
+from holm.adapters.base import Desktop, Progress
 from holm.adapters.docker.images import (
     DEFAULT_BASE_IMAGE,
     LABEL_KEY,
     ImageInfo,
     Images,
     ImageSource,
-    Progress,
     engine_arch,
     engine_errors,
     image_source,
@@ -65,6 +64,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
+from holm.wire.runtime import Capabilities, RuntimeBox, Started
 from holm.wire.spec import (
     DEFAULT_HEIGHT,
     DEFAULT_WIDTH,

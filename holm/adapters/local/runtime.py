@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Literal, ParamSpec, TypeVar
 
 from holm.adapters.agent.client import AgentConnections, AgentDesktop
-from holm.adapters.base import Capabilities, Desktop, RuntimeBox, Started
+from holm.adapters.base import Desktop
 from holm.adapters.local import procs
 from holm.adapters.local.limits import (
     Cgroups,
@@ -60,9 +60,10 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
+from holm.wire.runtime import Capabilities, RuntimeBox, Started
 from holm.wire.spec import MAX_SCREENS, Placement, Spec, canonical_spec, validate_spec
 
-BoxState = Literal["running", "paused", "stopped"]
+ProcessState = Literal["running", "paused", "stopped"]
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -264,7 +265,7 @@ class LocalRuntime:
             )
         return record
 
-    def _box_state(self, record: BoxRecord) -> BoxState:
+    def _box_state(self, record: BoxRecord) -> ProcessState:
         if record.state == "stopped" or record.init_pid is None or record.init_start is None:
             return "stopped"
         child = self._children.get(record.box_id)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from holm.engine import box_view, guards
+from holm.engine import guards
 from holm.errors import BadRequest
+from holm.projections.views import box_view
+from holm.replay import fork_box as fork
 from holm.wire.api import BoxList, BoxView, Catalog, CreateBox, ForkRequest, ForkResult, InstallApps
 
 from ..routing import Route, body_of, engine_of, json_response
@@ -64,9 +66,9 @@ async def install_apps(request: web.Request) -> web.Response:
     return json_response(box_view(state))
 
 
-async def fork_box(request: web.Request) -> web.Response:
+async def fork_a_box(request: web.Request) -> web.Response:
     body = await body_of(request, ForkRequest)
-    result = await engine_of(request).fork(_box_id(request), body)
+    result = await fork(engine_of(request), _box_id(request), body)
     return json_response(result, 202 if result.box.state == "starting" else 200)
 
 
@@ -110,7 +112,7 @@ ROUTES = [
     Route(
         "POST",
         f"{BOX}/fork",
-        fork_box,
+        fork_a_box,
         "Make a new box from the trace (202 with a starting box when jobs are queued)",
         body=ForkRequest,
         response=ForkResult,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from holm.engine.journal import now_ms
-from holm.projections.events_feed import EventsPage
 from holm.wire.api import EventsQuery
+from holm.wire.feed import EventsPage
 
 from ..routing import Route, engine_of, json_response, query_of
 

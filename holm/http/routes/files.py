@@ -1,78 +1,54 @@
-"""Files and commands in a box. `exec` is recorded as `executed` (and done again by a fork);
-reading and writing a file are recorded as `file_read`/`file_written` with the path and
-size, never the bytes; listing and searching are reads, not recorded."""
+"""Files and commands in a box: each route runs one action (`holm.wire.actions`) and
+answers its result. `exec` is recorded as `executed` (and done again by a fork); reading and
+writing a file are recorded as `file_read`/`file_written` with the path and size, never the
+bytes; listing and searching are reads, not recorded."""
 
 from __future__ import annotations
 
-import base64
-
 from aiohttp import web
 
-from holm.adapters.base import ExecResult
-from holm.wire.api import (
-    ExecRequest,
-    FileContents,
-    FileList,
-    FileWritten,
-    GlobQuery,
-    GlobResult,
-    GrepRequest,
-    GrepResult,
-    PathQuery,
+from holm.wire.actions import (
+    Exec,
+    ExecWhat,
+    Glob,
+    GlobWhat,
+    Grep,
+    GrepWhat,
+    ListFiles,
+    ReadFile,
+    WriteFile,
+    WriteWhat,
 )
+from holm.wire.api import PathQuery
+from holm.wire.results import ExecResult, FileData, FileList, FileSaved, GlobResult, GrepResult
 
-from ..routing import Route, body_of, engine_of, json_response, query_of
+from ..routing import Route, act_response, body_of, query_of
 
 BOX = "/v1/boxes/{id}"
 
 
 async def run_exec(request: web.Request) -> web.Response:
-    body = await body_of(request, ExecRequest)
-    result = await engine_of(request).exec(request.match_info["id"], body.argv, body.timeout_ms)
-    return json_response(result)
+    return await act_response(request, Exec(what=await body_of(request, ExecWhat)))
 
 
 async def read_file(request: web.Request) -> web.Response:
-    query = query_of(request, PathQuery)
-    data = await engine_of(request).read_file(request.match_info["id"], query.path)
-    return json_response(
-        FileContents(path=query.path, contents_base64=base64.b64encode(data).decode())
-    )
+    return await act_response(request, ReadFile(path=query_of(request, PathQuery).path))
 
 
 async def write_file(request: web.Request) -> web.Response:
-    body = await body_of(request, FileContents)
-    size = await engine_of(request).write_file(
-        request.match_info["id"], body.path, body.contents_base64
-    )
-    return json_response(FileWritten(path=body.path, bytes=size))
+    return await act_response(request, WriteFile(what=await body_of(request, WriteWhat)))
 
 
 async def list_files(request: web.Request) -> web.Response:
-    query = query_of(request, PathQuery)
-    entries = await engine_of(request).list_files(request.match_info["id"], query.path)
-    return json_response(FileList(path=query.path, entries=entries))
+    return await act_response(request, ListFiles(path=query_of(request, PathQuery).path))
 
 
 async def grep(request: web.Request) -> web.Response:
-    body = await body_of(request, GrepRequest)
-    matches, cut = await engine_of(request).grep(
-        request.match_info["id"],
-        body.pattern,
-        body.path,
-        body.include,
-        body.ignore_case,
-        body.limit,
-    )
-    return json_response(GrepResult(matches=matches, cut=cut))
+    return await act_response(request, Grep(what=await body_of(request, GrepWhat)))
 
 
 async def glob(request: web.Request) -> web.Response:
-    query = query_of(request, GlobQuery)
-    paths, cut = await engine_of(request).glob(
-        request.match_info["id"], query.pattern, query.path, query.limit
-    )
-    return json_response(GlobResult(paths=paths, cut=cut))
+    return await act_response(request, Glob(what=query_of(request, GlobWhat)))
 
 
 ROUTES = [
@@ -81,13 +57,11 @@ ROUTES = [
         f"{BOX}/exec",
         run_exec,
         "Run a command (at most 10 minutes)",
-        body=ExecRequest,
+        body=ExecWhat,
         response=ExecResult,
     ),
-    Route("GET", f"{BOX}/files", read_file, "Read a file", query=PathQuery, response=FileContents),
-    Route(
-        "PUT", f"{BOX}/files", write_file, "Write a file", body=FileContents, response=FileWritten
-    ),
+    Route("GET", f"{BOX}/files", read_file, "Read a file", query=PathQuery, response=FileData),
+    Route("PUT", f"{BOX}/files", write_file, "Write a file", body=WriteWhat, response=FileSaved),
     Route(
         "GET",
         f"{BOX}/files/list",
@@ -96,10 +70,8 @@ ROUTES = [
         query=PathQuery,
         response=FileList,
     ),
+    Route("POST", f"{BOX}/files/grep", grep, "Search in files", body=GrepWhat, response=GrepResult),
     Route(
-        "POST", f"{BOX}/files/grep", grep, "Search in files", body=GrepRequest, response=GrepResult
-    ),
-    Route(
-        "GET", f"{BOX}/files/glob", glob, "Find files by name", query=GlobQuery, response=GlobResult
+        "GET", f"{BOX}/files/glob", glob, "Find files by name", query=GlobWhat, response=GlobResult
     ),
 ]

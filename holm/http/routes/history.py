@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from holm.replay.diff import TraceDiff, diff_boxes
+from holm.replay.diff import diff_boxes
 from holm.wire.api import TracePage, TraceQuery
+from holm.wire.diff import TraceDiff
 
 from ..routing import Route, engine_of, json_response, query_of
 

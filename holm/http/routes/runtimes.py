@@ -4,30 +4,30 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from holm.adapters.base import Runtime
 from holm.errors import NotFound
 from holm.wire.api import RuntimeList, RuntimeView
+from holm.wire.runtime import Capabilities
 
 from ..routing import CONFIG, Route, engine_of, json_response
 
 
-def _view(request: web.Request, runtime: Runtime) -> RuntimeView:
+def _view(request: web.Request, name: str, can: Capabilities) -> RuntimeView:
     default = request.app[CONFIG].default_runtime
-    return RuntimeView(name=runtime.name, default=runtime.name == default, can=runtime.can())
+    return RuntimeView(name=name, default=name == default, can=can)
 
 
 async def list_runtimes(request: web.Request) -> web.Response:
-    runtimes = engine_of(request).runtimes
-    views = [_view(request, runtimes[name]) for name in sorted(runtimes)]
+    capabilities = engine_of(request).capabilities()
+    views = [_view(request, name, capabilities[name]) for name in sorted(capabilities)]
     return json_response(RuntimeList(runtimes=views))
 
 
 async def get_runtime(request: web.Request) -> web.Response:
     name = request.match_info["name"]
-    runtime = engine_of(request).runtimes.get(name)
-    if runtime is None:
+    can = engine_of(request).capabilities().get(name)
+    if can is None:
         raise NotFound(f"no runtime named {name!r}")
-    return json_response(_view(request, runtime))
+    return json_response(_view(request, name, can))
 
 
 ROUTES = [

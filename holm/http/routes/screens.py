@@ -6,19 +6,27 @@ from aiohttp import web
 
 from holm.engine.batch import frame_view
 from holm.errors import BadRequest
-from holm.wire.actions import Point, Region
+from holm.wire.actions import Clipboard, Cursor
 from holm.wire.api import (
     ActionsRequest,
     ActionsResult,
     ClipboardPut,
     ClipboardQuery,
-    ClipboardView,
-    Done,
     FrameQuery,
     FrameView,
 )
+from holm.wire.results import ClipboardView
+from holm.wire.values import Point, Region
 
-from ..routing import Route, body_of, box_and_screen, engine_of, json_response, query_of
+from ..routing import (
+    Route,
+    act_response,
+    body_of,
+    box_and_screen,
+    engine_of,
+    json_response,
+    query_of,
+)
 
 SCREEN = "/v1/boxes/{id}/screens/{screen:\\d+}"
 
@@ -53,21 +61,20 @@ def _region(query: FrameQuery) -> Region | None:
 
 
 async def get_cursor(request: web.Request) -> web.Response:
-    return json_response(await engine_of(request).cursor(*box_and_screen(request)))
+    _, screen = box_and_screen(request)
+    return await act_response(request, Cursor(), screen)
 
 
 async def get_clipboard(request: web.Request) -> web.Response:
-    query = query_of(request, ClipboardQuery)
-    box_id, screen = box_and_screen(request)
-    text = await engine_of(request).clipboard_get(box_id, screen, query.selection)
-    return json_response(ClipboardView(selection=query.selection, text=text))
+    _, screen = box_and_screen(request)
+    selection = query_of(request, ClipboardQuery).selection
+    return await act_response(request, Clipboard(selection=selection), screen)
 
 
 async def put_clipboard(request: web.Request) -> web.Response:
+    _, screen = box_and_screen(request)
     body = await body_of(request, ClipboardPut)
-    box_id, screen = box_and_screen(request)
-    await engine_of(request).clipboard_set(box_id, screen, body.selection, body.text)
-    return json_response(Done(ok=True))
+    return await act_response(request, Clipboard(selection=body.selection, text=body.text), screen)
 
 
 ROUTES = [
@@ -103,6 +110,6 @@ ROUTES = [
         put_clipboard,
         "Set the clipboard",
         body=ClipboardPut,
-        response=Done,
+        response=ClipboardView,
     ),
 ]

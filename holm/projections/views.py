@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from holm.projections.box_state import BoxState
-from holm.wire.api import BoxView, ForkOrigin
+from holm.wire.api import BoxView
 from holm.wire.spec import Placement, Spec, spec_digest
 
 
@@ -27,8 +27,6 @@ def box_view(state: BoxState) -> BoxView:
         viewer_urls=list(state.viewer_urls),
         devtools_url=state.devtools_url,
         owner=state.owner,
-        forked_from=None
-        if origin is None
-        else ForkOrigin(source=origin.source, up_to=origin.up_to),
+        forked_from=origin,
         adopted=state.adopted,
     )

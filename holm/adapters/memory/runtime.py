@@ -4,8 +4,9 @@ It exists for the tests of the engine and the HTTP layer (and the schemathesis r
 real box per generated request would take far too long); holmd never serves it. It is honest
 about what it models: a box's screen is a picture that every input step changes (its PNG is
 small whatever the screen's size: a test of the server never looks at its pixels), files
-and the clipboard are kept, `exec` knows `echo`, `true`, `false` and `sleep`, and a paused
-box refuses nothing but does not change its picture. `max_sleep_secs` caps the time that
+and the clipboard are kept, `exec` knows `echo`, `true`, `false` and `sleep`, and the desktop
+of a paused or stopped box is refused in the real runtimes' words. The contract suite
+(tests/contract/) runs the same actions on it and on real boxes. `max_sleep_secs` caps the time that
 waits and `sleep` really take, for runs that send many generated requests. Boxes outlive a
 `MemoryRuntime` object when the same `MemoryWorld` is given to a new one, so a restarted
 server can adopt them.
@@ -20,29 +21,24 @@ import hashlib
 import io
 import re
 import time
-from typing import Any, Literal
+from typing import Literal
 
-import msgspec
+from msgspec.structs import replace
 from PIL import Image
 
-from holm.adapters.agent.catalog import CATALOG
-from holm.adapters.base import (
-    Capabilities,
-    ExecResult,
-    FileInfo,
-    FrameResult,
-    GrepMatch,
-    Held,
-    Released,
-    RuntimeBox,
-    Started,
-    WindowInfo,
+from holm.errors import (
+    BadRequest,
+    Failed,
+    NotFound,
+    ScreenUnavailable,
+    Timeout,
+    Unsupported,
 )
-from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
+from holm.wire import results as r
 from holm.wire.actions import (
+    DEFAULT_HOLD_MS,
     Action,
     Apps,
-    Arrange,
     AwaitWindow,
     Capture,
     Click,
@@ -51,6 +47,8 @@ from holm.wire.actions import (
     DoubleClick,
     Drag,
     Exec,
+    Glob,
+    Grep,
     KeyDown,
     KeyUp,
     Launch,
@@ -58,21 +56,27 @@ from holm.wire.actions import (
     MouseDown,
     MouseUp,
     Move,
+    OnTab,
     OnWindow,
+    OpenUrl,
     Path,
     Press,
     ReadFile,
-    Region,
     Scroll,
-    Selection,
+    Tabs,
     Type,
     Wait,
     WaitStill,
+    WindowOp,
     Windows,
     WriteFile,
 )
-from holm.wire.actions import Point as PointT
+from holm.wire.catalog import CATALOG
+from holm.wire.results import ActionResult, ExecResult, FileInfo, GrepMatch, WindowInfo
+from holm.wire.runtime import Capabilities, FrameResult, Held, Released, RuntimeBox, Started
 from holm.wire.spec import Placement, Spec, canonical_spec
+from holm.wire.values import Point as PointT
+from holm.wire.values import Region
 
 
 class _Screen:
@@ -85,6 +89,7 @@ class _Screen:
             WindowInfo(id="0x100001", title="about:blank", class_="chromium", active=True)
         ]
         self.clipboard: dict[str, str] = {"clipboard": "", "primary": ""}
+        self.tabs: list[r.Tab] = [r.Tab(tab="tab-1", url="about:blank")]
         self.buttons: set[str] = set()
         self.keys: set[str] = set()
 
@@ -201,8 +206,11 @@ class MemoryRuntime:
 
     async def desktop(self, box_id: str) -> MemoryDesktop:
         box = self._box(box_id)
+        # The words every runtime uses for these (the local and docker runtimes).
         if box.state == "stopped":
-            raise Transport(f"box {box_id} is stopped")
+            raise ScreenUnavailable(f"box {box_id} is stopped; start it first")
+        if box.state == "paused":
+            raise ScreenUnavailable(f"box {box_id} is paused; resume it first")
         return box.desktop
 
     async def close(self) -> None:
@@ -217,7 +225,9 @@ class MemoryDesktop:
 
     def _screen(self, screen: int) -> _Screen:
         if not 0 <= screen < len(self.box.screens):
-            raise NotFound(f"no screen {screen}")
+            # The agent's words for the same fault (holm/adapters/agent/agent.py).
+            have = len(self.box.screens)
+            raise ScreenUnavailable(f"no screen {screen}: this box has {have}", retryable=False)
         return self.box.screens[screen]
 
     def _touch(self, screen: _Screen, at: PointT | None = None) -> None:
@@ -226,69 +236,153 @@ class MemoryDesktop:
         if self.box.state == "running":
             screen.changes += 1
 
-    async def act(self, screen: int, action: Action) -> dict[str, Any]:
-        s = self._screen(screen)
+    async def act(self, screen: int, action: Action) -> ActionResult:
+        match action:
+            case Exec(what=what):
+                return await self._exec(what.argv, what.timeout_ms)
+            case ReadFile(path=path):
+                if path not in self.box.files:
+                    raise NotFound(f"no file {path}")
+                data = self.box.files[path]
+                encoded = base64.b64encode(data).decode()
+                return r.FileData(path=path, size=len(data), contents_base64=encoded)
+            case WriteFile(what=what):
+                try:
+                    data = base64.b64decode(what.contents_base64, validate=True)
+                except ValueError:
+                    raise BadRequest("contents_base64 is not valid base64") from None
+                self.box.files[what.path] = data
+                return r.FileSaved(path=what.path, size=len(data))
+            case ListFiles(path=path):
+                return r.FileList(path=path, entries=self._list(path))
+            case Grep(what=g):
+                matches, cut = self._grep(g.pattern, g.path, g.include, g.ignore_case, g.limit)
+                return r.GrepResult(matches=matches, cut=cut)
+            case Glob(what=g):
+                paths, cut = self._glob(g.pattern, g.path, g.limit)
+                return r.GlobResult(paths=paths, cut=cut)
+            case Apps():
+                return r.AppList(apps=[r.AppInfo(name=name) for name in sorted(CATALOG)])
+            case Wait(ms=ms):
+                await self.box.sleep(ms / 1000)
+                return r.Waited(waited_ms=ms)
+        return await self._on_screen(self._screen(screen), action)
+
+    async def _on_screen(self, s: _Screen, action: Action) -> ActionResult:
         match action:
             case Move(to=to):
                 self._touch(s, to)
-            case Click(at=at) | DoubleClick(at=at) | MouseUp(at=at) | Scroll(at=at):
+                return r.Pointed(at=s.cursor)
+            case Click(at=at) | DoubleClick(at=at) | Scroll(at=at):
                 self._touch(s, at)
-                if isinstance(action, MouseUp):
-                    s.buttons.discard(action.button)
-            case MouseDown(at=at, button=button):
+                return r.Pointed(at=s.cursor)
+            case MouseUp(at=at, button=button):
+                self._touch(s, at)
+                s.buttons.discard(button)
+                return r.Pointed(at=s.cursor)
+            case MouseDown(at=at, button=button, hold_ms=hold_ms):
                 self._touch(s, at)
                 s.buttons.add(button)
+                release_at = int(time.time() * 1000) + (hold_ms or DEFAULT_HOLD_MS)
+                return r.ButtonHeld(at=s.cursor, release_at_ms=release_at)
             case Drag(to=to) | Path(through=[*_, to]):
                 self._touch(s, to)
-            case Type() | Press():
+                return r.Pointed(at=s.cursor)
+            case Type(text=text):
                 self._touch(s)
-            case KeyDown(key=key):
+                return r.Typed(typed=len(text))
+            case Press(chord=chord, then=then):
+                if not chord and not then:
+                    raise BadRequest("press needs keys in `chord` or `then`")
+                self._touch(s)
+                return r.Pressed(pressed=[*chord, *then])
+            case KeyDown(key=key, hold_ms=hold_ms):
                 s.keys.add(key)
+                release_at = int(time.time() * 1000) + (hold_ms or DEFAULT_HOLD_MS)
+                return r.KeyHeld(key=key, release_at_ms=release_at)
             case KeyUp(key=key):
                 s.keys.discard(key)
-            case Wait(ms=ms):
-                await self.box.sleep(ms / 1000)
+                return r.KeyReleased(key=key)
             case WaitStill():
-                pass
+                return r.Stillness(still=True, waited_ms=0, hash=s.picture())
             case Cursor():
-                return {"x": s.cursor.x, "y": s.cursor.y}
+                return s.cursor
             case Windows(active=active):
-                found = [w for w in s.windows if w.active or not active]
-                return {"windows": msgspec.to_builtins(found)}
+                # Copies, as the agent's answers are: a later change must not reach them.
+                found = [replace(w) for w in s.windows if w.active or not active]
+                return r.WindowList(windows=found)
             case AwaitWindow(what=what):
-                window = await self.wait_window(screen, what.class_, what.title, what.within_ms)
-                return {"window": msgspec.to_builtins(window)}
+                for window in s.windows:
+                    if what.class_ in (None, window.class_) and what.title in (None, window.title):
+                        return r.FoundWindow(window=window)
+                raise Timeout(f"no window of class {what.class_!r} within {what.within_ms} ms")
             case OnWindow(window=window, what=what):
-                if what.do == "close":
-                    await self.close_window(screen, window)
-                elif what.do == "focus":
-                    await self.focus_window(screen, window)
-                elif what.how is not None:
-                    await self.arrange_window(screen, window, what.how)
-            case Launch(app=app, args=args):
-                return {"window": msgspec.to_builtins(await self.launch(screen, app, args))}
-            case Apps():
-                return {"apps": sorted(CATALOG)}
+                return self._on_window(s, window, what)
+            case Launch(app=app):
+                if app not in CATALOG and app not in self.box.spec.apps:
+                    raise BadRequest(f"no application {app!r} in the catalog")
+                launched = WindowInfo(id=hex(0x200001 + len(s.windows)), title=app, class_=app)
+                s.windows.append(launched)
+                self._touch(s)
+                return r.FoundWindow(window=launched)
             case Clipboard(selection=selection, text=None):
-                return {"text": await self.clipboard_get(screen, selection)}
+                text = s.clipboard[selection]
+                return r.ClipboardView(selection=selection, length=len(text.encode()), text=text)
             case Clipboard(selection=selection, text=str(text)):
-                await self.clipboard_set(screen, selection, text)
-            case Capture():
-                frame = await self.frame(screen)
+                s.clipboard[selection] = text
+                return r.ClipboardView(selection=selection, length=len(text.encode()))
+            case Capture(what=what):
+                frame = await self._frame(s, what.window, what.region, what.scale)
                 png = base64.b64encode(frame.png or b"").decode()
-                return {"hash": frame.hash, "png_base64": png}
-            case Exec(what=what):
-                return msgspec.to_builtins(await self.exec(what.argv, what.timeout_ms))  # type: ignore[no-any-return]
-            case ReadFile(path=path):
-                data = await self.read_file(path)
-                return {"path": path, "contents_base64": base64.b64encode(data).decode()}
-            case WriteFile(what=what):
-                await self.write_file(what.path, base64.b64decode(what.contents_base64))
-            case ListFiles(path=path):
-                return {"entries": msgspec.to_builtins(await self.list_files(path))}
-            case _:
-                raise Unsupported(f"the memory runtime cannot do {type(action).__name__}")
-        return {}
+                return r.Captured(
+                    hash=frame.hash,
+                    unchanged=False,
+                    width=frame.width,
+                    height=frame.height,
+                    png_base64=png,
+                )
+            case OpenUrl(url=url, target=target):
+                if target == "blank" or not s.tabs:
+                    s.tabs.insert(0, r.Tab(tab=f"tab-{len(s.tabs) + 1}"))
+                s.tabs[0].url = url
+                self._touch(s)
+                return r.PageOpened(tab=s.tabs[0].tab, url=url, loaded=True)
+            case Tabs():
+                return r.TabList(tabs=list(s.tabs))
+            case OnTab(tab=tab, close=close):
+                chosen = next((t for t in s.tabs if t.tab == tab), None)
+                if chosen is None:
+                    raise NotFound(f"no tab {tab}")
+                s.tabs.remove(chosen)
+                if not close:
+                    s.tabs.insert(0, chosen)
+                self._touch(s)
+                return r.TabDone(tab=tab, closed=close)
+        raise Unsupported(f"the memory runtime cannot do {type(action).__name__}")
+
+    def _on_window(self, s: _Screen, window: str, what: WindowOp) -> r.WindowChanged:
+        target = next((w for w in s.windows if w.id == window), None)
+        if target is None:
+            raise NotFound(f"no window {window}")
+        self._touch(s)
+        match what.do:
+            case "focus":
+                for found in s.windows:
+                    found.active = found is target
+                return r.WindowChanged(id=window)
+            case "close":
+                s.windows.remove(target)
+                return r.WindowChanged(id=window, closed=True)
+        how = what.how
+        if how is None:
+            raise BadRequest("arrange needs `how`")
+        if how.how == "at" and how.to is not None:
+            target.x, target.y = how.to.x, how.to.y
+        elif how.how == "size" and how.width and how.height:
+            target.width, target.height = how.width, how.height
+        else:
+            target.minimised = how.how == "minimise"
+        return r.WindowChanged(id=window, window=replace(target))
 
     async def end_batch(self, screen: int) -> tuple[Released, Held]:
         s = self._screen(screen)
@@ -306,7 +400,16 @@ class MemoryDesktop:
         region: Region | None = None,
         scale: int = 100,
     ) -> FrameResult:
-        s = self._screen(screen)
+        return await self._frame(self._screen(screen), window, region, scale, have)
+
+    async def _frame(
+        self,
+        s: _Screen,
+        window: str | None,
+        region: Region | None,
+        scale: int,
+        have: str | None = None,
+    ) -> FrameResult:
         width, height = (region.width, region.height) if region else (s.width, s.height)
         width, height = max(1, width * scale // 100), max(1, height * scale // 100)
         digest = s.picture() + f":{window}:{region}:{scale}"
@@ -320,67 +423,7 @@ class MemoryDesktop:
         frame = await self.frame(screen, have="")
         return frame.hash, frame.width, frame.height
 
-    async def cursor(self, screen: int) -> PointT:
-        return self._screen(screen).cursor
-
-    async def windows(self, screen: int) -> list[WindowInfo]:
-        return list(self._screen(screen).windows)
-
-    async def active_window(self, screen: int) -> WindowInfo | None:
-        return next((w for w in self._screen(screen).windows if w.active), None)
-
-    async def wait_window(
-        self, screen: int, class_: str | None, title: str | None, within_ms: int
-    ) -> WindowInfo:
-        for window in self._screen(screen).windows:
-            if class_ in (None, window.class_) and title in (None, window.title):
-                return window
-        raise Timeout(f"no window of class {class_!r} within {within_ms} ms")
-
-    def _window(self, screen: int, window: str) -> WindowInfo:
-        for found in self._screen(screen).windows:
-            if found.id == window:
-                return found
-        raise NotFound(f"no window {window} on screen {screen}")
-
-    async def focus_window(self, screen: int, window: str) -> None:
-        target = self._window(screen, window)
-        for found in self._screen(screen).windows:
-            found.active = found is target
-        self._touch(self._screen(screen))
-
-    async def arrange_window(self, screen: int, window: str, how: Arrange) -> WindowInfo:
-        target = self._window(screen, window)
-        if how.how == "at" and how.to is not None:
-            target.x, target.y = how.to.x, how.to.y
-        elif how.how == "size" and how.width and how.height:
-            target.width, target.height = how.width, how.height
-        else:
-            target.minimised = how.how == "minimise"
-        self._touch(self._screen(screen))
-        return target
-
-    async def close_window(self, screen: int, window: str) -> None:
-        s = self._screen(screen)
-        s.windows.remove(self._window(screen, window))
-        self._touch(s)
-
-    async def launch(self, screen: int, app: str, args: list[str]) -> WindowInfo:
-        if app not in CATALOG and app not in self.box.spec.apps:
-            raise BadRequest(f"no application {app!r} in the catalog")
-        s = self._screen(screen)
-        window = WindowInfo(id=hex(0x200001 + len(s.windows)), title=app, class_=app)
-        s.windows.append(window)
-        self._touch(s)
-        return window
-
-    async def clipboard_get(self, screen: int, selection: Selection) -> str:
-        return self._screen(screen).clipboard[selection]
-
-    async def clipboard_set(self, screen: int, selection: Selection, text: str) -> None:
-        self._screen(screen).clipboard[selection] = text
-
-    async def exec(self, argv: list[str], timeout_ms: int) -> ExecResult:
+    async def _exec(self, argv: list[str], timeout_ms: int) -> ExecResult:
         match argv:
             case ["echo", *words]:
                 return ExecResult(code=0, stdout=" ".join(words) + "\n", stderr="")
@@ -398,15 +441,7 @@ class MemoryDesktop:
             case _:
                 return ExecResult(code=127, stdout="", stderr=f"{argv[0]}: not found\n")
 
-    async def read_file(self, path: str) -> bytes:
-        if path not in self.box.files:
-            raise NotFound(f"no file {path}")
-        return self.box.files[path]
-
-    async def write_file(self, path: str, data: bytes) -> None:
-        self.box.files[path] = data
-
-    async def list_files(self, path: str) -> list[FileInfo]:
+    def _list(self, path: str) -> list[FileInfo]:
         prefix = path.rstrip("/") + "/"
         return [
             FileInfo(name=name[len(prefix) :], path=name, type="file", size=len(data), mtime_ms=0)
@@ -414,7 +449,7 @@ class MemoryDesktop:
             if name.startswith(prefix) and "/" not in name[len(prefix) :]
         ]
 
-    async def grep(
+    def _grep(
         self, pattern: str, path: str, include: str | None, ignore_case: bool, limit: int
     ) -> tuple[list[GrepMatch], bool]:
         try:
@@ -430,7 +465,7 @@ class MemoryDesktop:
         ]
         return matches[:limit], len(matches) > limit
 
-    async def glob(self, pattern: str, path: str, limit: int) -> tuple[list[str], bool]:
+    def _glob(self, pattern: str, path: str, limit: int) -> tuple[list[str], bool]:
         found = [
             name
             for name in sorted(self.box.files)

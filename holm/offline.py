@@ -18,12 +18,12 @@ from holm.config import Config
 from holm.engine import Engine
 from holm.errors import HolmError, NotFound, Unsupported
 from holm.events import MemoryStore
-from holm.events.entries import Entry
 from holm.replay.interpreter import ReplayTiming, replay_plan
 from holm.replay.plan import plan_fork
 from holm.replay.screen_check import Reference
-from holm.replay.strict import FRAME_TOLERANCE, Divergence, ForkPolicy, Policy, StrictPolicy
+from holm.replay.strict import FRAME_TOLERANCE, Divergence, ForkPolicy, ReplayPolicy, StrictPolicy
 from holm.wire.api import Skipped
+from holm.wire.entries import Entry
 
 
 class OfflineReplay(msgspec.Struct, kw_only=True):
@@ -76,7 +76,7 @@ async def replay_entries(
             f"no runtime named {name!r} here (there is: {have}); pick one with --runtime"
         )
     placement = msgspec.structs.replace(plan.origin.placement, runtime=name)
-    policy: Policy = (
+    policy: ReplayPolicy = (
         StrictPolicy(compare_frames=compare_frames, frame_tolerance=frame_tolerance)
         if strict
         else ForkPolicy()

@@ -1,0 +1,63 @@
+"""What an action run on its own (a REST route, an MCP tool, a fork's `executed` step)
+leaves in the trace: the spec's recording table (docs/api.md, "What each route records"), as one
+pure function. A batch records every step as `acted` instead (engine/batch.py).
+"""
+
+from __future__ import annotations
+
+from holm.wire import actions as a
+from holm.wire import results as r
+from holm.wire.entries import (
+    Actor,
+    AppLaunched,
+    ClipboardRead,
+    ClipboardSet,
+    Entry,
+    Executed,
+    FileRead,
+    FileWritten,
+    executed_key,
+    launched_key,
+)
+
+from .journal import entry
+
+
+def recorded_alone(
+    action: a.Action, result: r.ActionResult, screen: int, actor: Actor
+) -> list[Entry]:
+    """The entries of `action` done outside a batch; none for a read that is not recorded
+    (windows, the pointer, listing and searching files)."""
+    match action, result:
+        case a.Exec(what=what), r.ExecResult():
+            return [
+                entry(
+                    Executed,
+                    actor,
+                    argv=what.argv,
+                    code=result.code,
+                    timed_out=result.timed_out,
+                    key=executed_key(what.argv, what.timeout_ms),
+                    timeout_ms=what.timeout_ms,
+                    stdout=result.stdout,
+                    stderr=result.stderr,
+                    truncated=result.truncated,
+                )
+            ]
+        case a.ReadFile(path=path), r.FileData(size=size):
+            return [entry(FileRead, actor, path=path, bytes=size)]
+        case a.WriteFile(), r.FileSaved(path=path, size=size):
+            # The path and size, never the bytes (docs/trace.md).
+            return [entry(FileWritten, actor, path=path, bytes=size)]
+        case a.Clipboard(selection=selection, text=None), r.ClipboardView(length=length):
+            return [entry(ClipboardRead, actor, screen=screen, selection=selection, bytes=length)]
+        case a.Clipboard(selection=selection), r.ClipboardView(length=length):
+            return [entry(ClipboardSet, actor, screen=screen, selection=selection, bytes=length)]
+        case a.Launch(app=app, args=args), r.FoundWindow(window=window):
+            key = launched_key(screen, app, args)
+            return [
+                entry(
+                    AppLaunched, actor, screen=screen, app=app, key=key, args=args, window=window.id
+                )
+            ]
+    return []

@@ -1,0 +1,305 @@
+"""The entries of a trace: one tagged Struct per `kind`, written as one JSON line each.
+
+Every entry has the envelope `seq` (given by the store on append, contiguous from 0),
+`at_ms` (wall clock, milliseconds), `actor` and `kind`; `screen` and `frame` where they
+apply. Field names are stable: a written field never changes meaning; old lines are upgraded
+while decoding, never rewritten.
+
+Kinds beyond the spec's table, each documented in docs/trace.md:
+- `box_ready`: the desktop is up (after create, resume or start); feeds `box.ready`.
+- `box_failed`: a queued create did not start; feeds `box.failed`.
+- `box_unreachable`: the runtime no longer has the box; feeds `box.unreachable`.
+- `image_built`, `image_removed`: written to the server-level trace (`SERVER_TRACE`),
+  not to a box's; feed `image.built` and `image.removed`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+import msgspec
+
+from holm.errors import ErrorBody
+from holm.wire.actions import Action
+from holm.wire.spec import Placement, Spec, canonical_json
+
+Actor = Literal["agent", "person", "system"]
+
+# The trace that holds server-level facts (images built and removed), beside the boxes'.
+SERVER_TRACE = "server"
+# The most entries one page of a trace holds (docs/trace.md).
+PAGE_MAX = 500
+
+
+class _Entry(msgspec.Struct, tag_field="kind"):
+    """The envelope. Every field is written on every line (no omitted defaults), so that
+    `jq .actor` never meets a missing key. Unknown fields are tolerated on decode so that a
+    newer writer's lines stay readable."""
+
+    seq: int
+    at_ms: int
+    actor: Actor
+
+
+# Lifecycle
+
+
+class BoxCreated(_Entry, tag="box_created"):
+    box_id: str
+    runtime: str
+    spec: Spec
+    placement: Placement
+    spec_digest: str
+    expires_at_ms: int
+    owner: str | None = None
+
+
+class ForkedFrom(_Entry, tag="forked_from"):
+    source: str
+    up_to: int | None = None
+
+
+class Adopted(_Entry, tag="adopted"):
+    box_id: str
+    runtime: str
+    # Set when the adopting server had no record of the box (the store lost it).
+    spec: Spec | None = None
+    placement: Placement | None = None
+    spec_digest: str | None = None
+    expires_at_ms: int | None = None
+    owner: str | None = None
+
+
+class BoxReady(_Entry, tag="box_ready"):
+    viewer_urls: list[str] = msgspec.field(default_factory=list)
+    devtools_url: str | None = None
+
+
+class BoxFailed(_Entry, tag="box_failed"):
+    why: str
+
+
+class BoxUnreachable(_Entry, tag="box_unreachable"):
+    reason: str
+
+
+class BoxPaused(_Entry, tag="box_paused"):
+    pass
+
+
+class BoxResumed(_Entry, tag="box_resumed"):
+    pass
+
+
+class BoxStopped(_Entry, tag="box_stopped"):
+    pass
+
+
+class BoxStarted(_Entry, tag="box_started"):
+    pass
+
+
+class BoxGone(_Entry, tag="gone"):
+    reason: str
+
+
+class BoxDeleted(_Entry, tag="box_deleted"):
+    pass
+
+
+# What was done in the box
+
+
+class Acted(_Entry, tag="acted"):
+    screen: int
+    action: Action
+    ok: bool
+    key: str
+    error: ErrorBody | None = None
+    batch: str | None = None
+    index: int = 0
+    # A JSON value a strict replay compares: an exec step's result (`ExecResult`).
+    result: Any = None
+
+
+class FrameSeen(_Entry, tag="frame"):
+    screen: int
+    frame: str
+    width: int
+    height: int
+
+
+class Executed(_Entry, tag="executed"):
+    argv: list[str]
+    code: int | None
+    timed_out: bool
+    key: str
+    timeout_ms: int = 10_000
+    stdout: Any = ""
+    stderr: Any = ""
+    truncated: bool = False
+
+
+class AppLaunched(_Entry, tag="app_launched"):
+    screen: int
+    app: str
+    key: str
+    args: list[str] = msgspec.field(default_factory=list)
+    window: str | None = None
+    # Set when the launch was a step of a batch, which also has its `acted` entry: a fork
+    # does that step once, through the `acted` entry.
+    batch: str | None = None
+
+
+class AppsInstalled(_Entry, tag="apps_installed"):
+    apps: list[str]
+
+
+class FileWritten(_Entry, tag="file_written"):
+    path: str
+    bytes: int
+
+
+class FileRead(_Entry, tag="file_read"):
+    path: str
+    bytes: int
+
+
+class ClipboardSet(_Entry, tag="clipboard_set"):
+    screen: int
+    selection: str
+    bytes: int
+
+
+class ClipboardRead(_Entry, tag="clipboard_read"):
+    screen: int
+    selection: str
+    bytes: int
+
+
+class PageCaptured(_Entry, tag="page_captured"):
+    format: str
+    bytes: int
+    screen: int | None = None
+    path: str | None = None
+
+
+class TakeoverStarted(_Entry, tag="takeover_started"):
+    screen: int
+    shared: bool = False
+
+
+class TakeoverEnded(_Entry, tag="takeover_ended"):
+    screen: int
+
+
+# Server-level (SERVER_TRACE)
+
+
+class ImageBuilt(_Entry, tag="image_built"):
+    runtime: str
+    image: str
+    spec_digest: str
+
+
+class ImageRemoved(_Entry, tag="image_removed"):
+    runtime: str
+    image: str
+    spec_digest: str
+
+
+Entry = (
+    BoxCreated
+    | ForkedFrom
+    | Adopted
+    | BoxReady
+    | BoxFailed
+    | BoxUnreachable
+    | BoxPaused
+    | BoxResumed
+    | BoxStopped
+    | BoxStarted
+    | BoxGone
+    | BoxDeleted
+    | Acted
+    | FrameSeen
+    | Executed
+    | AppLaunched
+    | AppsInstalled
+    | FileWritten
+    | FileRead
+    | ClipboardSet
+    | ClipboardRead
+    | PageCaptured
+    | TakeoverStarted
+    | TakeoverEnded
+    | ImageBuilt
+    | ImageRemoved
+)
+
+KINDS: tuple[str, ...] = tuple(str(cls.__struct_config__.tag) for cls in Entry.__args__)
+
+
+def step_key(kind: str, canonical_input: object) -> str:
+    """The identity of a replayable step: sha256 over its kind and canonical input (sorted
+    keys), as a loose replay matches steps by it."""
+    digest = hashlib.sha256(kind.encode() + b"\n" + canonical_json(canonical_input))
+    return "sha256:" + digest.hexdigest()
+
+
+def acted_key(screen: int, action: Action) -> str:
+    return step_key("acted", {"screen": screen, "action": action})
+
+
+def launched_key(screen: int, app: str, args: list[str]) -> str:
+    return step_key("app_launched", {"screen": screen, "app": app, "args": args})
+
+
+def executed_key(argv: list[str], timeout_ms: int) -> str:
+    return step_key("executed", {"argv": argv, "timeout_ms": timeout_ms})
+
+
+def kind_of(entry: Entry) -> str:
+    """An entry's `kind`, as written on its line."""
+    return str(type(entry).__struct_config__.tag)
+
+
+__all__ = [
+    "KINDS",
+    "PAGE_MAX",
+    "SERVER_TRACE",
+    "Acted",
+    "Actor",
+    "Adopted",
+    "AppLaunched",
+    "AppsInstalled",
+    "BoxCreated",
+    "BoxDeleted",
+    "BoxFailed",
+    "BoxGone",
+    "BoxPaused",
+    "BoxReady",
+    "BoxResumed",
+    "BoxStarted",
+    "BoxStopped",
+    "BoxUnreachable",
+    "ClipboardRead",
+    "ClipboardSet",
+    "Entry",
+    "Executed",
+    "FileRead",
+    "FileWritten",
+    "ForkedFrom",
+    "FrameSeen",
+    "ImageBuilt",
+    "ImageRemoved",
+    "PageCaptured",
+    "TakeoverEnded",
+    "TakeoverStarted",
+    "acted_key",
+    "executed_key",
+    "kind_of",
+    "launched_key",
+    "step_key",
+]

@@ -1,0 +1,69 @@
+"""What a runtime and a box's desktop tell the engine: what a runtime can do, a box it
+started or still has, a frame, and what a batch left held down."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from holm.wire.spec import Placement, Spec
+
+
+class Capabilities(msgspec.Struct, kw_only=True):
+    pause: bool = True
+    stop: bool = True
+    persistent: bool = False
+    network_off: bool = True
+    packages: bool = False
+    memory_limit: bool = False
+    cpu_limit: bool = False
+    max_screens: int = 8
+    pages: bool = False
+    viewer: bool = True
+    wayland: bool = False
+
+
+class Started(msgspec.Struct, kw_only=True):
+    """What a runtime tells of a box it brought up (create, start)."""
+
+    viewer_urls: list[str] = msgspec.field(default_factory=list)
+    devtools_url: str | None = None
+
+
+class RuntimeBox(msgspec.Struct, kw_only=True):
+    """A box a runtime has, as it lists them for adoption by a restarted server."""
+
+    box_id: str
+    state: Literal["running", "paused", "stopped"]
+    # The server that created it (a label), so that one server does not adopt another's.
+    server_id: str | None = None
+    # What the runtime kept of the box, so a server whose store lost it can adopt it.
+    spec: Spec | None = None
+    placement: Placement | None = None
+    created_at_ms: int | None = None
+
+
+class FrameResult(msgspec.Struct, kw_only=True):
+    # A hash of the captured pixels (and their size): equal hashes, equal pictures.
+    hash: str
+    unchanged: bool = False
+    png: bytes | None = None
+    width: int = 0
+    height: int = 0
+
+
+class Held(msgspec.Struct, kw_only=True):
+    """Buttons and keys still down after a batch, and when they will be released."""
+
+    buttons: list[str] = msgspec.field(default_factory=list)
+    keys: list[str] = msgspec.field(default_factory=list)
+    release_at_ms: int | None = None
+
+
+class Released(msgspec.Struct, kw_only=True):
+    buttons: list[str] = msgspec.field(default_factory=list)
+    keys: list[str] = msgspec.field(default_factory=list)
+
+
+__all__ = ["Capabilities", "FrameResult", "Held", "Released", "RuntimeBox", "Started"]

@@ -1,0 +1,84 @@
+"""What tests of several runtimes share: a runtime by name (the in-memory double, local,
+docker), the Docker Engine (started by scripts/dockerd-up when none answers, and stopped at
+the end only if these tests started it) and the default spec's box image (the first build
+takes minutes)."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+
+from holm.adapters.base import Desktop, Runtime
+from holm.adapters.docker.runtime import DockerRuntime
+from holm.adapters.local.runtime import LocalRuntime
+from holm.adapters.memory.runtime import MemoryRuntime
+from holm.wire.api import ImageInfo
+from holm.wire.spec import Spec
+
+REPO = Path(__file__).resolve().parents[1]
+# One image for the session's boxes: the default spec, the one most boxes use.
+SESSION_SPEC = Spec()
+
+
+@contextlib.contextmanager
+def docker_engine() -> Iterator[docker.DockerClient]:
+    up = subprocess.run(
+        [str(REPO / "scripts/dockerd-up")], capture_output=True, text=True, timeout=120
+    )
+    assert up.returncode == 0, f"no Docker Engine: {up.stderr}"
+    client = docker.from_env(timeout=600)
+    try:
+        yield client
+    finally:
+        client.close()
+        if up.stdout.strip() == "started":
+            subprocess.run([str(REPO / "scripts/dockerd-down")], check=True, timeout=120)
+
+
+async def built_image(client: docker.DockerClient, boxes_dir: Path, server_id: str) -> ImageInfo:
+    """The default image, built (or found by its tag)."""
+    runtime = DockerRuntime(boxes_dir, server_id, client=client)
+    lines: list[str] = []
+    info = await runtime.build_image(SESSION_SPEC, lines.append)
+    assert info.state is None and info.image, lines[-20:]
+    return info
+
+
+# The X displays the local boxes of these tests may use (the machine is shared).
+DISPLAY_BASE = 300
+DISPLAY_COUNT = 10
+
+
+@dataclass
+class Box:
+    runtime: str
+    box_id: str
+    desktop: Desktop
+
+
+@contextlib.asynccontextmanager
+async def runtime_named(
+    name: str,
+    state_dir: Path,
+    server_id: str,
+    docker_client: docker.DockerClient | None = None,
+) -> AsyncIterator[Runtime]:
+    match name:
+        case "memory":
+            yield MemoryRuntime(server_id=server_id)
+        case "local":
+            yield LocalRuntime(
+                state_dir / "local",
+                server_id,
+                display_base=DISPLAY_BASE,
+                display_count=DISPLAY_COUNT,
+            )
+        case "docker":
+            assert docker_client is not None, "a docker runtime needs the Docker Engine"
+            await built_image(docker_client, state_dir / "docker", server_id)
+            yield DockerRuntime(state_dir / "docker", server_id, client=docker_client)
