@@ -1,22 +1,36 @@
-"""Settings from HOLM_* environment variables, in one place."""
+"""Settings from HOLM_* environment variables, in one place; and where holmd keeps the
+token it generates, which the client reads too."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 import msgspec
 
+DEFAULT_STATE_DIR = Path("var")
+# The file in the state dir that holds the token holmd generated (mode 0600).
+TOKEN_FILE = "token"
+
 
 class Config(msgspec.Struct, kw_only=True):
     server_addr: str = "127.0.0.1:8080"
     server_token: str | None = None
+    # "token": every route but those a ticket or nothing guards needs the bearer token,
+    # HOLM_SERVER_TOKEN or else the one holmd generates in <state_dir>/token. "none": no
+    # token, and holmd then listens on loopback only.
+    server_auth: Literal["token", "none"] = "token"
+    # Names a request's Host header may carry besides the server's own address and
+    # HOLM_PUBLIC_URL's host (a DNS-rebinding guard); "*" takes any.
+    allowed_hosts: tuple[str, ...] = ()
     cron_secret: str | None = None
     public_url: str | None = None
     storage_backend: Literal["memory", "local"] = "memory"
-    state_dir: Path = Path("var")
+    state_dir: Path = DEFAULT_STATE_DIR
     keep_frames_secs: int = 2 * 3600
     keep_entries_secs: int = 7 * 24 * 3600
     keep_events_secs: int = 7 * 24 * 3600
@@ -50,6 +64,8 @@ class Config(msgspec.Struct, kw_only=True):
 _ENV = {
     "server_addr": "HOLM_SERVER_ADDR",
     "server_token": "HOLM_SERVER_TOKEN",
+    "server_auth": "HOLM_SERVER_AUTH",
+    "allowed_hosts": "HOLM_ALLOWED_HOSTS",
     "cron_secret": "CRON_SECRET",
     "public_url": "HOLM_PUBLIC_URL",
     "storage_backend": "HOLM_STORAGE_BACKEND",
@@ -78,6 +94,11 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: object) -
     raw: dict[str, object] = {
         field: env[var] for field, var in _ENV.items() if env.get(var, "") != ""
     }
+    if isinstance(raw.get("allowed_hosts"), str):
+        # A list in one variable: names separated by commas or spaces.
+        raw["allowed_hosts"] = [
+            name for name in re.split(r"[,\s]+", str(raw["allowed_hosts"])) if name
+        ]
     raw.update(overrides)
     try:
         return msgspec.convert(raw, Config, strict=False, dec_hook=_decode_path)
@@ -91,4 +112,20 @@ def _decode_path(type_: type, value: object) -> object:
     raise NotImplementedError
 
 
-__all__ = ["Config", "load_config"]
+def token_path(state_dir: Path) -> Path:
+    return state_dir / TOKEN_FILE
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host (a name, an address, or `[v6]`) is this machine's loopback:
+    127.0.0.0/8, ::1 or `localhost`."""
+    host = host.strip().lower().removeprefix("[").removesuffix("]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+__all__ = ["DEFAULT_STATE_DIR", "TOKEN_FILE", "Config", "is_loopback", "load_config", "token_path"]

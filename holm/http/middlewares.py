@@ -1,10 +1,13 @@
 """The middlewares every request passes, outermost first: errors (every failure becomes the
-error body with its code and status), auth (the bearer token), body size.
+error body with its code and status), guards (who may call: the bearer token), body size.
 
 Choices the spec leaves open (docs/api.md says them too):
 - A missing or wrong token: `401` with code `denied` (and `WWW-Authenticate: Bearer`).
 - A known path with a method it does not have: `405` with code `bad_request` and `Allow`.
 - A body over `HOLM_MAX_BODY_BYTES`: `413` with code `bad_request`.
+
+The routes that take no token (health, the OpenAPI document, the ticket routes of viewers
+and DevTools) pass no guard: they change nothing, or a ticket authorises them.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from aiohttp.typedefs import Handler
 from holm.config import Config
 from holm.errors import BadRequest, Denied, ErrorBody, HolmError, Internal, NotFound
 
-from .routing import CONFIG, json_response, route_of
+from .access import Access
+from .routing import ACCESS, CONFIG, Route, json_response, route_of
 
 log = logging.getLogger(__name__)
 
@@ -78,19 +82,23 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 
 @web.middleware
-async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """`HOLM_SERVER_TOKEN` as a bearer token on every declared route but those that need
-    none; the scheduled-work routes also take `CRON_SECRET`."""
+async def guards_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """On every declared route that takes a token: the bearer token (`HOLM_SERVER_TOKEN`
+    or the generated one; the scheduled-work routes also take `CRON_SECRET`)."""
     route = route_of(request)
     if route is not None and route.auth != "none":
-        config = request.app[CONFIG]
-        accepted = [config.server_token]
-        if route.auth == "cron":
-            accepted.append(config.cron_secret)
-        tokens = [token for token in accepted if token]
-        if tokens and not _bearer_matches(request, tokens):
-            raise Unauthorized("a valid bearer token is needed (Authorization: Bearer …)")
+        access = request.app[ACCESS]
+        check_bearer(request, route, access)
     return await handler(request)
+
+
+def check_bearer(request: web.Request, route: Route, access: Access) -> None:
+    accepted = [access.token]
+    if route.auth == "cron":
+        accepted.append(access.cron_secret)
+    tokens = [token for token in accepted if token]
+    if tokens and not _bearer_matches(request, tokens):
+        raise Unauthorized("a valid bearer token is needed (Authorization: Bearer …)")
 
 
 def _bearer_matches(request: web.Request, tokens: list[str]) -> bool:

@@ -15,6 +15,8 @@ from holm.config import Config
 from holm.engine import Engine
 from holm.errors import BadRequest
 
+from .access import Access
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["none", "token", "cron"]
 T = TypeVar("T")
@@ -47,6 +49,7 @@ class Slot:
 
 
 CONFIG = web.AppKey("config", Config)
+ACCESS = web.AppKey("access", Access)
 SLOT = web.AppKey("slot", Slot)
 ROUTES = web.AppKey("routes", dict[tuple[str, str], Route])
 
