@@ -124,7 +124,8 @@ def server_id_of(state_dir: Path) -> str:
         existing = path.read_text().strip()
         if existing:
             return existing
-    state_dir.mkdir(parents=True, exist_ok=True)
+    # Private, as when the token is made in it: traces hold screenshots of the boxes.
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     server_id = "srv_" + secrets.token_hex(8)
     path.write_text(server_id + "\n")
     return server_id

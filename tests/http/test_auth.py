@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from http_kit import MakeClient, app_config, error_of, ok_json
 
-from holm.http.app import create_app
+from holm.http.app import create_app, server_id_of
 
 TOKEN = "tok-0123456789"
 CRON = "cron-secret"
@@ -103,6 +103,12 @@ def test_the_state_dir_is_made_for_the_token(tmp_path: Path) -> None:
     state_dir = tmp_path / "memory-store" / "state"
     create_app(app_config(state_dir, server_auth="token"))
     assert (state_dir / "token").read_text().strip()
+    assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
+
+
+def test_the_state_dir_is_private_with_a_token_given_too(tmp_path: Path) -> None:
+    state_dir = tmp_path / "given-token"
+    server_id_of(state_dir)
     assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
 
 
