@@ -56,6 +56,8 @@ def serve(state_dir: Path, port: int, chromium: bool) -> None:
         storage_backend="local",
         server_addr=f"127.0.0.1:{port}",
         schedule="external",
+        # The bench's clients send no token; the server listens on loopback.
+        server_auth="none",
     )
     runtime = LocalRuntime(
         state_dir / "boxes",
@@ -80,7 +82,11 @@ async def click_without_desktop(clicks: int) -> None:
     for name in ("memory", "local"):
         state_dir = Path(tempfile.mkdtemp(prefix="h5a-bench-", dir="/tmp"))
         config = load_config(
-            {}, state_dir=str(state_dir), default_runtime="memory", schedule="external"
+            {},
+            state_dir=str(state_dir),
+            default_runtime="memory",
+            schedule="external",
+            server_auth="none",
         )
         store: TraceStore = LocalStore(state_dir) if name == "local" else MemoryStore()
         runtime = MemoryRuntime(server_id=server_id_of(state_dir))

@@ -7,7 +7,9 @@
 `SyncHolmClient` is the same client for scripts without an event loop.
 
 The server's URL comes from `HOLM_SERVER_URL` (else `http://` + `HOLM_SERVER_ADDR`, else
-`http://127.0.0.1:8080`) and its token from `HOLM_SERVER_TOKEN`. An error response is raised
+`http://127.0.0.1:8080`) and its token from `HOLM_SERVER_TOKEN`, else, for a server on this
+machine's loopback, from the token file holmd keeps in its state dir (`$HOLM_STATE_DIR`, else
+`./var`; see `server_token`). An error response is raised
 as the `holm.errors` class of its `code`; a server that cannot be reached at all raises
 `ServerUnreachable`.
 """
@@ -19,6 +21,7 @@ import base64
 import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
@@ -33,8 +36,10 @@ from typing import (
 
 import aiohttp
 import msgspec
+from yarl import URL
 
 from holm.errors import ERRORS_BY_CODE, ErrorBody, HolmError, Internal, Unavailable
+from holm.wire.access import DEFAULT_STATE_DIR, is_loopback, token_path
 from holm.wire.actions import Action, Arrange, ExecWhat, GrepWhat, WindowQuery, WriteWhat
 from holm.wire.api import (
     ActionsRequest,
@@ -105,9 +110,25 @@ def server_url(environ: Mapping[str, str] | None = None) -> str:
     return DEFAULT_URL
 
 
-def server_token(environ: Mapping[str, str] | None = None) -> str | None:
+def server_token(environ: Mapping[str, str] | None = None, url: str | None = None) -> str | None:
+    """The token to send to `url` (default: `server_url`) when none is given:
+    `HOLM_SERVER_TOKEN`, else the one holmd generated in `<state dir>/token`
+    (`HOLM_STATE_DIR`, else `./var`). The file is read only for a server on loopback: that
+    token opens a server on this machine, and is never sent to another."""
     env = os.environ if environ is None else environ
-    return env.get("HOLM_SERVER_TOKEN") or None
+    if env.get("HOLM_SERVER_TOKEN"):
+        return env["HOLM_SERVER_TOKEN"]
+    try:
+        host = URL(url or server_url(env)).host
+    except ValueError:
+        return None
+    if host is None or not is_loopback(host):
+        return None
+    state_dir = Path(env.get("HOLM_STATE_DIR") or DEFAULT_STATE_DIR)
+    try:
+        return token_path(state_dir).read_text().strip() or None
+    except OSError:
+        return None
 
 
 # Body-less error answers (a proxy's, or aiohttp's own 404/405) still get a class by status.
@@ -144,7 +165,7 @@ class HolmClient:
         connect_timeout: float = 10.0,
     ) -> None:
         self.url = (url or server_url()).rstrip("/")
-        self.token = token if token is not None else server_token()
+        self.token = token if token is not None else server_token(url=self.url)
         self._connect_timeout = connect_timeout
         self._session: aiohttp.ClientSession | None = None
 

@@ -1,15 +1,19 @@
-"""Settings from HOLM_* environment variables, in one place."""
+"""Settings from HOLM_* environment variables, in one place; and where holmd keeps the
+token it generates, which the client reads too."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 import msgspec
+
+from holm.wire.access import DEFAULT_STATE_DIR
 
 # The file in the state dir that keeps this server's id.
 SERVER_ID_FILE = "server-id"
@@ -18,10 +22,17 @@ SERVER_ID_FILE = "server-id"
 class Config(msgspec.Struct, kw_only=True):
     server_addr: str = "127.0.0.1:8080"
     server_token: str | None = None
+    # "token": every route but those a ticket or nothing guards needs the bearer token,
+    # HOLM_SERVER_TOKEN or else the one holmd generates in <state_dir>/token. "none": no
+    # token, and holmd then listens on loopback only.
+    server_auth: Literal["token", "none"] = "token"
+    # Names a request's Host header may carry besides the server's own address and
+    # HOLM_PUBLIC_URL's host (a DNS-rebinding guard); "*" takes any.
+    allowed_hosts: tuple[str, ...] = ()
     cron_secret: str | None = None
     public_url: str | None = None
     storage_backend: Literal["memory", "local"] = "memory"
-    state_dir: Path = Path("var")
+    state_dir: Path = DEFAULT_STATE_DIR
     keep_frames_secs: int = 2 * 3600
     keep_entries_secs: int = 7 * 24 * 3600
     keep_events_secs: int = 7 * 24 * 3600
@@ -55,6 +66,8 @@ class Config(msgspec.Struct, kw_only=True):
 _ENV = {
     "server_addr": "HOLM_SERVER_ADDR",
     "server_token": "HOLM_SERVER_TOKEN",
+    "server_auth": "HOLM_SERVER_AUTH",
+    "allowed_hosts": "HOLM_ALLOWED_HOSTS",
     "cron_secret": "CRON_SECRET",
     "public_url": "HOLM_PUBLIC_URL",
     "storage_backend": "HOLM_STORAGE_BACKEND",
@@ -83,6 +96,11 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: object) -
     raw: dict[str, object] = {
         field: env[var] for field, var in _ENV.items() if env.get(var, "") != ""
     }
+    if isinstance(raw.get("allowed_hosts"), str):
+        # A list in one variable: names separated by commas or spaces.
+        raw["allowed_hosts"] = [
+            name for name in re.split(r"[,\s]+", str(raw["allowed_hosts"])) if name
+        ]
     raw.update(overrides)
     try:
         return msgspec.convert(raw, Config, strict=False, dec_hook=_decode_path)
@@ -104,7 +122,8 @@ def server_id_of(state_dir: Path) -> str:
         existing = path.read_text().strip()
         if existing:
             return existing
-    state_dir.mkdir(parents=True, exist_ok=True)
+    # Private, as when the token is made in it: traces hold screenshots of the boxes.
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     server_id = "srv_" + secrets.token_hex(8)
     path.write_text(server_id + "\n")
     return server_id

@@ -1,5 +1,6 @@
 """`holmd`: the server. Settings come from HOLM_* variables (holm.config); it listens on
-`HOLM_SERVER_ADDR` (127.0.0.1:8080 unless set)."""
+`HOLM_SERVER_ADDR` (127.0.0.1:8080 unless set), with a bearer token: `HOLM_SERVER_TOKEN`,
+else the one it keeps in `<state_dir>/token` (docs/server.md)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ def main() -> None:
     )
     try:
         config = load_config()
+        # Settles the token (made in the state dir at first start) and refuses an API
+        # without one off loopback, before anything listens.
+        app = create_app(config)
     except ValueError as exc:
         print(f"holmd: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
-    app = create_app(config)
     web.run_app(
         app,
         host=config.host,

@@ -36,6 +36,11 @@ EXIT_CODES: dict[str, int] = {
 # Nothing answered at all: distinct from a server that answered `unavailable`.
 EXIT_UNREACHABLE = 14
 
+TOKEN_HELP = (
+    "The bearer token. Default: $HOLM_SERVER_TOKEN, else (for a server on loopback) the "
+    "token holmd keeps in $HOLM_STATE_DIR/token (./var/token)."
+)
+
 
 def exit_code(error: HolmError) -> int:
     if isinstance(error, ServerUnreachable):
@@ -97,7 +102,7 @@ def remote(command: Callable[..., None]) -> Callable[..., None]:
     @click.option(
         "--token",
         metavar="TOKEN",
-        help="The bearer token. Default: $HOLM_SERVER_TOKEN.",
+        help=TOKEN_HELP,
     )
     @click.option(
         "--url",
@@ -127,6 +132,7 @@ screen_option = click.option(
 __all__ = [
     "EXIT_CODES",
     "EXIT_UNREACHABLE",
+    "TOKEN_HELP",
     "Remote",
     "connected",
     "exit_code",

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from holm.cli.history import print_server_trace, read_server_trace
-from holm.cli.remote import connected
+from holm.cli.remote import TOKEN_HELP, connected
 from holm.events.codec import CorruptLine, read_envelope
 from holm.events.local import TORN, read_trace_file, trace_files
 from holm.projections.stats import TraceStats, trace_stats
@@ -76,7 +76,7 @@ _kind_decoder = msgspec.json.Decoder(_Kind)
 )
 # For tests and scripts: stop following after this many seconds.
 @click.option("--follow-timeout", type=float, hidden=True)
-@click.option("--token", metavar="TOKEN", help="The bearer token. Default: $HOLM_SERVER_TOKEN.")
+@click.option("--token", metavar="TOKEN", help=TOKEN_HELP)
 @click.option(
     "--url",
     "server_url",

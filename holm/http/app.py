@@ -14,11 +14,12 @@ from holm.config import Config, server_id_of
 from holm.engine import Engine
 from holm.events.store import TraceStore
 
+from .access import access_of
 from .idempotency import KEYS, KeyCache, idempotency_middleware
-from .middlewares import auth_middleware, body_size_middleware, errors_middleware
+from .middlewares import body_size_middleware, errors_middleware, guards_middleware
 from .openapi import openapi_route
 from .routes import ALL_ROUTES
-from .routing import CONFIG, ROUTES, SLOT, Route, Slot
+from .routing import ACCESS, CONFIG, ROUTES, SLOT, Route, Slot
 
 log = logging.getLogger(__name__)
 
@@ -31,17 +32,23 @@ def create_app(
 ) -> web.Application:
     """The app for `config`. Runtimes and store default to those the config names
     (`make_runtimes`, `open_store`) and are then opened and closed with the app; given
-    ones belong to the caller."""
+    ones belong to the caller.
+
+    Who may call it is settled here (holm.http.access): with `server_auth="token"` and no
+    `server_token`, the token is read from, or first made in, `<state_dir>/token`. A
+    setting that leaves the API open off loopback raises `ValueError`."""
+    access = access_of(config)
     app = web.Application(
         client_max_size=config.max_body_bytes,
         middlewares=[
             errors_middleware,
-            auth_middleware,
+            guards_middleware,
             body_size_middleware,
             idempotency_middleware,
         ],
     )
     app[CONFIG] = config
+    app[ACCESS] = access
     app[SLOT] = Slot()
     app[KEYS] = KeyCache()
     declared: dict[tuple[str, str], Route] = {}

@@ -1,10 +1,20 @@
 """The middlewares every request passes, outermost first: errors (every failure becomes the
-error body with its code and status), auth (the bearer token), body size.
+error body with its code and status), guards (who may call: the Host, where a browser says
+the request comes from, the bearer token, the body's type), body size.
 
 Choices the spec leaves open (docs/api.md says them too):
 - A missing or wrong token: `401` with code `denied` (and `WWW-Authenticate: Bearer`).
 - A known path with a method it does not have: `405` with code `bad_request` and `Allow`.
 - A body over `HOLM_MAX_BODY_BYTES`: `413` with code `bad_request`.
+- A `Host` that does not name this server (DNS rebinding): `421` with code `denied`.
+- A request a browser sends from another site or origin (`Sec-Fetch-Site`, `Origin`):
+  `403` with code `denied`.
+- A body that does not say `content-type: application/json`: `415` with code
+  `bad_request`. A browser may send `text/plain` (or a body with no type) to any address
+  without asking first; JSON it may not. A request without a body passes.
+
+The routes that take no token (health, the OpenAPI document, the ticket routes of viewers
+and DevTools) pass none of the guards: they change nothing, or a ticket authorises them.
 """
 
 from __future__ import annotations
@@ -17,8 +27,10 @@ from aiohttp.typedefs import Handler
 
 from holm.config import Config
 from holm.errors import BadRequest, Denied, ErrorBody, HolmError, Internal, NotFound
+from holm.wire.access import is_loopback
 
-from .routing import CONFIG, json_response, route_of
+from .access import Access, host_and_port, origin_of
+from .routing import ACCESS, CONFIG, Route, json_response, route_of
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +46,20 @@ class MethodNotAllowed(BadRequest):
 
 class TooLarge(BadRequest):
     status = 413
+
+
+class UnsupportedMediaType(BadRequest):
+    status = 415
+
+
+class CrossSite(Denied):
+    status = 403
+    retryable_default = False
+
+
+class MisdirectedHost(Denied):
+    status = 421
+    retryable_default = False
 
 
 def error_response(exc: BaseException, request: web.Request) -> web.Response:
@@ -78,19 +104,87 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 
 @web.middleware
-async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """`HOLM_SERVER_TOKEN` as a bearer token on every declared route but those that need
-    none; the scheduled-work routes also take `CRON_SECRET`."""
+async def guards_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """On every declared route that takes a token, in this order: the Host names this
+    server, the request does not come from a page of another origin, the bearer token
+    (`HOLM_SERVER_TOKEN` or the generated one; the scheduled-work routes also take
+    `CRON_SECRET`), and a body is JSON."""
     route = route_of(request)
     if route is not None and route.auth != "none":
-        config = request.app[CONFIG]
-        accepted = [config.server_token]
-        if route.auth == "cron":
-            accepted.append(config.cron_secret)
-        tokens = [token for token in accepted if token]
-        if tokens and not _bearer_matches(request, tokens):
-            raise Unauthorized("a valid bearer token is needed (Authorization: Bearer …)")
+        access = request.app[ACCESS]
+        check_host(request, access)
+        check_same_origin(request, access)
+        check_bearer(request, route, access)
+        check_content_type(request)
     return await handler(request)
+
+
+def check_host(request: web.Request, access: Access) -> None:
+    """A page on a name its author controls, once that name resolves to 127.0.0.1 (DNS
+    rebinding), is same-origin with this server in the browser's eyes; its requests still
+    carry that name as their Host."""
+    given = request.headers.get("Host")
+    if given is None or access.any_host:
+        # HTTP/1.0 without a Host: no browser sends that.
+        return
+    parsed = host_and_port(given)
+    if parsed is not None:
+        name, port = parsed
+        if name in access.host_names:
+            return
+        here = request.transport.get_extra_info("sockname") if request.transport else None
+        if isinstance(here, tuple) and len(here) >= 2:
+            address, listening = str(here[0]).lower(), int(here[1])
+            default_port = 443 if request.scheme == "https" else 80
+            ours = is_loopback(name) or name == address
+            if ours and (port if port is not None else default_port) == listening:
+                return
+    log.warning(
+        "refused %s %s: Host %r does not name this server", request.method, request.path, given
+    )
+    raise MisdirectedHost(
+        f"Host {given!r} does not name this server: use 127.0.0.1, localhost or [::1] with "
+        "its port, HOLM_PUBLIC_URL's host, or add the name to HOLM_ALLOWED_HOSTS"
+    )
+
+
+def check_same_origin(request: web.Request, access: Access) -> None:
+    """What a browser says of a request it sends: `Sec-Fetch-Site` (every current
+    browser), else `Origin` (sent on every POST, PUT, PATCH and DELETE, and on cross-origin
+    reads). A page of another site, or of another port of the same host, is refused."""
+    site = request.headers.get("Sec-Fetch-Site", "").strip().lower()
+    origin = request.headers.get("Origin")
+    if site in ("cross-site", "same-site"):
+        why = f"Sec-Fetch-Site: {site}"
+    elif origin is not None and not _is_own_origin(origin, request, access):
+        why = f"Origin {origin!r} is not this server's"
+    else:
+        return
+    log.warning("refused %s %s from a browser: %s", request.method, request.path, why)
+    raise CrossSite(
+        f"refused a request from a web page of another origin ({why}): holmd's API is for "
+        "programs, not for pages"
+    )
+
+
+def _is_own_origin(origin: str, request: web.Request, access: Access) -> bool:
+    given = origin_of(origin)
+    if given is None:
+        # `null`: a sandboxed frame, a file or a data: URL.
+        return False
+    if given == access.public_origin:
+        return True
+    own = origin_of(f"{request.scheme}://{request.headers.get('Host', '')}")
+    return own is not None and given == own
+
+
+def check_bearer(request: web.Request, route: Route, access: Access) -> None:
+    accepted = [access.token]
+    if route.auth == "cron":
+        accepted.append(access.cron_secret)
+    tokens = [token for token in accepted if token]
+    if tokens and not _bearer_matches(request, tokens):
+        raise Unauthorized("a valid bearer token is needed (Authorization: Bearer …)")
 
 
 def _bearer_matches(request: web.Request, tokens: list[str]) -> bool:
@@ -100,6 +194,19 @@ def _bearer_matches(request: web.Request, tokens: list[str]) -> bool:
     # Every token is compared, so the time taken does not say which one nearly matched.
     matches = [hmac.compare_digest(given.strip().encode(), token.encode()) for token in tokens]
     return any(matches)
+
+
+def check_content_type(request: web.Request) -> None:
+    """A body must say `content-type: application/json`. A request without one (no length,
+    or length 0) passes whatever its type: clients send `application/octet-stream` on an
+    empty POST, and a browser's empty POST is refused by its `Sec-Fetch-Site` or `Origin`."""
+    if not request.body_exists or request.content_type == "application/json":
+        return
+    declared = request.headers.get("Content-Type")
+    said = "no content-type" if declared is None else f"content-type {request.content_type}"
+    raise UnsupportedMediaType(
+        f"the body has {said}; holmd takes JSON bodies (content-type: application/json)"
+    )
 
 
 @web.middleware

@@ -16,6 +16,8 @@ from holm.engine import Engine
 from holm.errors import BadRequest
 from holm.wire.actions import Action
 
+from .access import Access
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["none", "token", "cron"]
 T = TypeVar("T")
@@ -48,6 +50,7 @@ class Slot:
 
 
 CONFIG = web.AppKey("config", Config)
+ACCESS = web.AppKey("access", Access)
 SLOT = web.AppKey("slot", Slot)
 ROUTES = web.AppKey("routes", dict[tuple[str, str], Route])
 

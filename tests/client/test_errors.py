@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -84,5 +85,29 @@ def test_the_url_comes_from_the_environment() -> None:
     assert server_url({"HOLM_SERVER_ADDR": "127.0.0.1:9000"}) == "http://127.0.0.1:9000"
     both = {"HOLM_SERVER_URL": "http://h:1/", "HOLM_SERVER_ADDR": "127.0.0.1:9000"}
     assert server_url(both) == "http://h:1"
-    assert server_token({}) is None
-    assert server_token({"HOLM_SERVER_TOKEN": "s3cret"}) == "s3cret"
+
+
+def test_the_token_comes_from_the_argument_the_environment_then_the_token_file(
+    tmp_path: Path,
+) -> None:
+    empty = {"HOLM_STATE_DIR": str(tmp_path / "none-here")}
+    assert server_token(empty) is None
+    assert server_token({**empty, "HOLM_SERVER_TOKEN": "s3cret"}) == "s3cret"
+    (tmp_path / "token").write_text("from-the-file\n")
+    kept = {"HOLM_STATE_DIR": str(tmp_path)}
+    assert server_token(kept) == "from-the-file"
+    assert server_token({**kept, "HOLM_SERVER_TOKEN": "s3cret"}) == "s3cret"
+    for url in ("http://localhost:9000", "http://127.0.0.2:8080", "http://[::1]:8080"):
+        assert server_token(kept, url=url) == "from-the-file"
+    # The file's token opens the server on this machine: it is never sent elsewhere.
+    for url in ("http://10.0.0.5:8080", "https://holm.example.com", "http://localhost.evil"):
+        assert server_token(kept, url=url) is None
+    assert server_token({**kept, "HOLM_SERVER_URL": "http://10.0.0.5:8080"}) is None
+    # The client takes the file's token when given none, and an explicit one before all.
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HOLM_STATE_DIR", str(tmp_path))
+        env.delenv("HOLM_SERVER_TOKEN", raising=False)
+        assert HolmClient("http://127.0.0.1:1").token == "from-the-file"
+        assert HolmClient("http://127.0.0.1:1", "given").token == "given"
+        env.setenv("HOLM_SERVER_TOKEN", "s3cret")
+        assert HolmClient("http://127.0.0.1:1").token == "s3cret"

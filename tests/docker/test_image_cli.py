@@ -33,7 +33,10 @@ Holm = Callable[..., Awaitable[Result]]
 async def holm(
     request: pytest.FixtureRequest, make_runtime: MakeRuntime, tmp_path: Path
 ) -> AsyncIterator[Holm]:
-    config = load_config({}, state_dir=tmp_path, jobs=request.param, events_delay_ms=0)
+    # No token: the CLI is given only `--url`; the server listens on loopback.
+    config = load_config(
+        {}, state_dir=tmp_path, jobs=request.param, events_delay_ms=0, server_auth="none"
+    )
     server = TestServer(create_app(config, runtimes={"docker": make_runtime()}), host="127.0.0.1")
     await server.start_server()
     url = str(server.make_url("")).rstrip("/")

@@ -21,11 +21,17 @@ ERROR_KEYS = {"code", "message", "retryable"}
 
 
 def app_config(state_dir: Path, **settings: object) -> Config:
+    """The settings of a test server. Auth is off unless a test gives a token or asks for
+    auth (`server_auth="token"`, which generates one in the state dir), so that the tests
+    of everything else send none; the test server listens on loopback, where that is
+    allowed."""
     base: dict[str, object] = {
         "state_dir": str(state_dir),
         "default_runtime": "memory",
         "schedule": "external",
     }
+    if "server_token" not in settings:
+        base["server_auth"] = "none"
     return load_config({}, **{**base, **settings})
 
 

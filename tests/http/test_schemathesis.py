@@ -63,6 +63,8 @@ class Server:
             state_dir=str(state),
             default_runtime="memory",
             schedule="external",
+            # The generated requests carry no token; the server listens on loopback.
+            server_auth="none",
             fork_wait_cap_ms=1,
             fork_limit_secs=2,
         )

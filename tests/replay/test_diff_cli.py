@@ -81,8 +81,12 @@ class ServedHolmd:
         self._thread = threading.Thread(target=lambda: asyncio.run(self._serve()), daemon=True)
 
     async def _serve(self) -> None:
+        # No token: `holm diff --url` sends none; the server listens on loopback.
         config = load_config(
-            {}, state_dir=str(self.state_dir), server_addr=f"127.0.0.1:{self.port}"
+            {},
+            state_dir=str(self.state_dir),
+            server_addr=f"127.0.0.1:{self.port}",
+            server_auth="none",
         )
         runtime = LocalRuntime(
             self.state_dir / "boxes",

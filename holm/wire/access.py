@@ -1,0 +1,31 @@
+"""Where a holmd on this machine keeps the token it generated, which `holm` and the Python
+client read when no token is given; and what counts as this machine's loopback (the only
+place that token is sent, and the only address an API without a token listens on)."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+DEFAULT_STATE_DIR = Path("var")
+# The file in the state dir that holds the token holmd generated (mode 0600).
+TOKEN_FILE = "token"
+
+
+def token_path(state_dir: Path) -> Path:
+    return state_dir / TOKEN_FILE
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host (a name, an address, or `[v6]`) is this machine's loopback:
+    127.0.0.0/8, ::1 or `localhost`."""
+    host = host.strip().lower().removeprefix("[").removesuffix("]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+__all__ = ["DEFAULT_STATE_DIR", "TOKEN_FILE", "is_loopback", "token_path"]

@@ -1,0 +1,592 @@
+"""The API from outside, against a real holmd process and a real browser (docs/security.md,
+"The API from outside").
+
+- A page of another origin, in headless Chromium, sends what a page may send anywhere
+  without asking (a `no-cors` fetch and a form, `text/plain`) to create a box and exec in
+  one: nothing is done, with the token (the default) and with auth off.
+- A page whose name is rebound to 127.0.0.1 (DNS rebinding) asks from the server's own
+  origin: its Host gives it away, and nothing is done.
+- With no HOLM_SERVER_TOKEN, holmd makes one in its state dir: a request without it gets
+  401, and `holm` finds it there (HOLM_STATE_DIR, else ./var).
+- Auth off on an address other than loopback stops holmd at start.
+
+holmd runs here as `holm.server.main` with the in-memory runtime double in place of the
+real runtimes (a box in a few milliseconds; nothing here looks inside one), everything else
+as `holmd` runs it: settings from the environment, the token, the middlewares, the log.
+Every process is started here and ended by its pid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from click.testing import CliRunner
+
+from holm.cli import main as holm_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+HOLMD = Path(sys.executable).parent / "holmd"
+CHROMIUM = Path("/usr/bin/chromium")
+START_TIMEOUT_S = 30.0
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium")
+
+# holmd as its console script runs it, with the runtime double instead of local/docker.
+LAUNCH = """
+import holm.adapters.registry as registry
+from holm.adapters.memory.runtime import MemoryRuntime
+
+registry.make_runtimes = lambda config, server_id: {"memory": MemoryRuntime(server_id=server_id)}
+
+from holm.server import main
+
+main()
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def clean_env(**settings: str) -> dict[str, str]:
+    """This process's environment without any HOLM_* setting, with the worktree's holm."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("HOLM_")}
+    return {**env, "PYTHONPATH": str(ROOT), **settings}
+
+
+def call(
+    url: str, method: str = "GET", token: str | None = None, body: bytes | None = None
+) -> tuple[int, Any]:
+    request = urllib.request.Request(url, method=method, data=body)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+class Holmd:
+    """One holmd process on 127.0.0.1: the runtime double and the memory store, unless
+    `argv` starts another launcher."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        port: int | None = None,
+        argv: tuple[str, ...] = ("-c", LAUNCH),
+        **settings: str,
+    ) -> None:
+        self.state_dir = state_dir
+        self.argv = argv
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.settings = settings
+        self.log_path = state_dir.parent / f"holmd-{self.port}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        settings = {
+            "HOLM_SERVER_ADDR": f"127.0.0.1:{self.port}",
+            "HOLM_STATE_DIR": str(self.state_dir),
+            "HOLM_DEFAULT_RUNTIME": "memory",
+            "HOLM_SERVER_SCHEDULE": "external",
+            "HOLM_EVENTS_DELAY_MS": "0",
+        }
+        env = clean_env(**{**settings, **self.settings})
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, *self.argv],
+                env=env,
+                cwd=self.state_dir.parent,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"holmd ended at start:\n{self.log()}")
+            try:
+                if call(f"{self.url}/v1/health")[0] == 200:
+                    return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"holmd did not answer:\n{self.log()}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    @property
+    def token(self) -> str | None:
+        token_file = self.state_dir / "token"
+        return token_file.read_text().strip() if token_file.exists() else None
+
+    def get(self, path: str) -> Any:
+        status, body = call(self.url + path, token=self.token)
+        assert status == 200, body
+        return body
+
+    def create_box(self) -> str:
+        status, body = call(f"{self.url}/v1/boxes", "POST", self.token, b"{}")
+        assert status == 200, body
+        return str(body["id"])
+
+    def quiet_box(self) -> str:
+        """A new box of the runtime double whose trace has settled."""
+        box_id = self.create_box()
+        # The frame watcher records the box's first frame a moment after it is ready;
+        # after that, nothing is recorded but what a request does.
+        for _ in range(500):
+            if any(e["kind"] == "frame" for e in self.get(f"/v1/boxes/{box_id}/trace")["entries"]):
+                return box_id
+            time.sleep(0.02)
+        raise AssertionError("the box's first frame was never recorded")
+
+    def everything(self, box_id: str) -> dict[str, Any]:
+        """What a refused request must leave as it was."""
+        return {
+            "boxes": self.get("/v1/boxes")["boxes"],
+            "trace": self.get(f"/v1/boxes/{box_id}/trace")["entries"],
+            "events": self.get("/v1/events")["events"],
+        }
+
+
+@pytest.fixture
+def state_root() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="hsec-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Holmd]]:
+    """The holmd processes a test starts, stopped at its end whatever happens."""
+    started: list[Holmd] = []
+    yield started
+    for server in started:
+        server.stop()
+
+
+class Chromium:
+    """Debian's Chromium, headless, driven through its DevTools protocol: open a page,
+    evaluate in it."""
+
+    def __init__(self, profile: Path, *flags: str) -> None:
+        self.profile = profile
+        self.flags = flags
+        self.process: subprocess.Popen[bytes] | None = None
+        self.session: aiohttp.ClientSession | None = None
+        self.ws: aiohttp.ClientWebSocketResponse | None = None
+        self.events: list[dict[str, Any]] = []
+        self._ids = iter(range(1, 1_000_000))
+
+    async def __aenter__(self) -> Chromium:
+        self.process = subprocess.Popen(
+            [
+                str(CHROMIUM),
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={self.profile}",
+                "--remote-debugging-port=0",
+                *self.flags,
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=clean_env(),
+        )
+        port_file = self.profile / "DevToolsActivePort"
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                await self.__aexit__()
+                raise RuntimeError("Chromium did not open its DevTools port")
+            await asyncio.sleep(0.05)
+        port = int(port_file.read_text().splitlines()[0])
+        self.session = aiohttp.ClientSession()
+        async with self.session.get(f"http://127.0.0.1:{port}/json/list") as response:
+            targets = await response.json()
+        page = next(target for target in targets if target["type"] == "page")
+        self.ws = await self.session.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0)
+        await self.call("Page.enable")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+        if self.session is not None:
+            await self.session.close()
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    async def _message(self) -> dict[str, Any]:
+        assert self.ws is not None
+        message = await asyncio.wait_for(self.ws.receive_json(), START_TIMEOUT_S)
+        assert isinstance(message, dict)
+        return message
+
+    async def call(self, method: str, **params: Any) -> dict[str, Any]:
+        assert self.ws is not None
+        number = next(self._ids)
+        await self.ws.send_json({"id": number, "method": method, "params": params})
+        while True:
+            message = await self._message()
+            if message.get("id") == number:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                result = message["result"]
+                assert isinstance(result, dict)
+                return result
+            self.events.append(message)
+
+    async def open(self, url: str) -> None:
+        self.events.clear()
+        await self.call("Page.navigate", url=url)
+        while not any(event.get("method") == "Page.loadEventFired" for event in self.events):
+            self.events.append(await self._message())
+
+    async def evaluate(self, expression: str) -> Any:
+        answer = await self.call(
+            "Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True
+        )
+        if "exceptionDetails" in answer:
+            raise RuntimeError(f"the page's script failed: {answer['exceptionDetails']}")
+        return answer["result"].get("value")
+
+
+ATTACK_PAGE = """<!doctype html>
+<title>a page of another origin</title>
+<iframe name="out" id="out"></iframe>
+<form id="form" method="POST" enctype="text/plain" target="out" action="{holmd}/v1/boxes">
+  <input type="hidden" name='{{"spec": {{}}, "x": "' value='"}}'>
+</form>
+<script>
+async function send(url, body) {{
+  try {{
+    const answer = await fetch(url, {{
+      method: "POST", mode: "no-cors", headers: {{"content-type": "text/plain"}}, body,
+    }});
+    return answer.type;
+  }} catch (error) {{
+    return "failed: " + error;
+  }}
+}}
+function submitForm() {{
+  return new Promise(done => {{
+    document.getElementById("out").onload = () => done("submitted");
+    document.getElementById("form").submit();
+  }});
+}}
+window.done = (async () => [
+  await send("{holmd}/v1/boxes", JSON.stringify({{}})),
+  await send("{holmd}/v1/boxes/{box}/exec", JSON.stringify({{argv: ["echo", "pwned"]}})),
+  await submitForm(),
+  // The control: the same kind of request to a server that takes it.
+  await send("{sink}", JSON.stringify({{argv: ["echo", "pwned"]}})),
+])();
+</script>
+"""
+
+
+class PageServer:
+    """The other origin: serves the pages, and keeps what its `/sink` was sent."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.pages: dict[str, str] = {}
+        self.sunk: list[dict[str, str]] = []
+        self.runner: web.AppRunner | None = None
+
+    async def page(self, request: web.Request) -> web.Response:
+        return web.Response(text=self.pages[request.match_info["name"]], content_type="text/html")
+
+    async def sink(self, request: web.Request) -> web.Response:
+        self.sunk.append(
+            {
+                "content_type": request.headers.get("Content-Type", ""),
+                "site": request.headers.get("Sec-Fetch-Site", ""),
+                "body": await request.text(),
+            }
+        )
+        return web.Response(text="taken")
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/pages/{name}", self.page)
+        app.router.add_post("/sink", self.sink)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+            self.runner = None
+
+
+@pytest.fixture
+async def page_server() -> AsyncIterator[PageServer]:
+    server = PageServer(free_port())
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.mark.parametrize("auth", ["token", "none"])
+async def test_a_page_of_another_origin_drives_nothing(
+    auth: str, state_root: Path, servers: list[Holmd], page_server: PageServer
+) -> None:
+    holmd = Holmd(state_root / "state", **({"HOLM_SERVER_AUTH": "none"} if auth == "none" else {}))
+    servers.append(holmd)
+    holmd.start()
+    assert (holmd.token is None) == (auth == "none")
+    box = holmd.quiet_box()
+    before = holmd.everything(box)
+    # From localhost, 127.0.0.1 is another site; from 127.0.0.1:other-port, the same site
+    # but another origin. Each page's control goes to the page server under its other name.
+    origins = {
+        "localhost": f"http://127.0.0.1:{page_server.port}/sink",
+        "127.0.0.1": f"http://localhost:{page_server.port}/sink",
+    }
+    async with Chromium(state_root / "chromium") as chromium:
+        for host, sink in origins.items():
+            page_server.pages[host] = ATTACK_PAGE.format(holmd=holmd.url, box=box, sink=sink)
+            await chromium.open(f"http://{host}:{page_server.port}/pages/{host}")
+            sent = await chromium.evaluate("window.done")
+            # Opaque answers: the browser sent each request and shows the page nothing.
+            assert sent == ["opaque", "opaque", "submitted", "opaque"], sent
+    # The browser does send these requests, with their bodies, to a server that takes them.
+    assert [(s["content_type"], s["site"]) for s in page_server.sunk] == [
+        ("text/plain", "cross-site"),
+        ("text/plain", "cross-site"),
+    ]
+    assert all("pwned" in s["body"] for s in page_server.sunk)
+    # holmd had them all and did nothing.
+    assert holmd.everything(box) == before
+    log = holmd.log()
+    for site in ("cross-site", "same-site"):
+        for path in ("/v1/boxes", f"/v1/boxes/{box}/exec"):
+            assert f"refused POST {path} from a browser: Sec-Fetch-Site: {site}" in log, log
+    assert log.count("refused POST /v1/boxes from a browser") == 4, log
+
+
+REBIND_PAGE = """<!doctype html>
+<title>a page whose name now means 127.0.0.1</title>
+<script>
+async function ask(method, path, body) {
+  const answer = await fetch(path, {method, headers: {"content-type": "application/json"}, body});
+  return [answer.status, await answer.json()];
+}
+window.attack = async () => [
+  await ask("POST", "/v1/boxes", "{}"),
+  await ask("GET", "/v1/boxes"),
+];
+</script>
+"""
+
+
+async def test_a_rebound_name_gets_421_and_drives_nothing(
+    state_root: Path, servers: list[Holmd]
+) -> None:
+    """The page is served on rebind.test:PORT; then that name and port reach holmd, as
+    they would once its author's DNS answers 127.0.0.1. Same origin in the browser's eyes:
+    the page reads the answers, JSON bodies need no leave, and with auth off only the Host
+    is left to give it away."""
+    port = free_port()
+    page_server = PageServer(port)
+    page_server.pages["rebind"] = REBIND_PAGE
+    await page_server.start()
+    resolve = "--host-resolver-rules=MAP rebind.test 127.0.0.1"
+    try:
+        async with Chromium(state_root / "chromium", resolve) as chromium:
+            await chromium.open(f"http://rebind.test:{port}/pages/rebind")
+            await page_server.stop()
+            holmd = Holmd(state_root / "state", port=port, HOLM_SERVER_AUTH="none")
+            servers.append(holmd)
+            holmd.start()
+            answers = await chromium.evaluate("window.attack()")
+    finally:
+        await page_server.stop()
+    assert [status for status, _ in answers] == [421, 421], answers
+    for _, body in answers:
+        assert body["code"] == "denied" and "HOLM_ALLOWED_HOSTS" in body["message"]
+    assert holmd.get("/v1/boxes")["boxes"] == []
+    assert f"Host 'rebind.test:{port}' does not name this server" in holmd.log()
+
+
+def test_without_a_token_set_holmd_makes_one_and_holm_finds_it(
+    state_root: Path, servers: list[Holmd], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state_dir = state_root / "var"
+    holmd = Holmd(state_dir)
+    servers.append(holmd)
+    holmd.start()
+    token_file = state_dir / "token"
+    token = token_file.read_text().strip()
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert f"the bearer token is in {token_file}" in holmd.log()
+    assert token not in holmd.log()
+    status, body = call(f"{holmd.url}/v1/boxes")
+    assert (status, body["code"]) == (401, "denied")
+    assert call(f"{holmd.url}/v1/boxes", token="wrong")[0] == 401
+    assert call(f"{holmd.url}/v1/boxes", token=token)[0] == 200
+
+    def holm(*args: str, **env: str | None) -> Any:
+        runner = CliRunner(env={"HOLM_SERVER_URL": holmd.url, "HOLM_SERVER_TOKEN": None, **env})
+        return runner.invoke(holm_cli, list(args), catch_exceptions=False)
+
+    made = holm("new", HOLM_STATE_DIR=str(state_dir))
+    assert made.exit_code == 0, made.output
+    box_id = made.stdout.strip()
+    assert box_id.startswith("box_")
+    # With no HOLM_STATE_DIR, the token file is looked for in ./var, as the README runs.
+    monkeypatch.chdir(state_root)
+    listed = holm("ls", HOLM_STATE_DIR=None)
+    assert listed.exit_code == 0 and box_id in listed.stdout, listed.output
+    # Elsewhere there is no token to find: the server refuses (denied, exit 7).
+    monkeypatch.chdir(ROOT / "tests")
+    assert holm("ls", HOLM_STATE_DIR=None).exit_code == 7
+    # A restarted server keeps its token.
+    holmd.stop()
+    holmd.start()
+    assert token_file.read_text().strip() == token
+    assert call(f"{holmd.url}/v1/boxes", token=token)[0] == 200
+
+
+def test_auth_off_off_loopback_stops_holmd_at_start(state_root: Path) -> None:
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: had the check let it through,
+    # the bind would fail with another message and exit code, and nothing would listen.
+    for addr in ("192.0.2.1", "[2001:db8::1]"):
+        env = clean_env(
+            HOLM_SERVER_AUTH="none",
+            HOLM_SERVER_ADDR=f"{addr}:{free_port()}",
+            HOLM_STATE_DIR=str(state_root / "state"),
+        )
+        done = subprocess.run([str(HOLMD)], env=env, capture_output=True, timeout=60)
+        assert done.returncode == 2, done.stderr.decode()
+        assert b"HOLM_SERVER_AUTH=none" in done.stderr and b"loopback only" in done.stderr
+    # A value that is no auth mode stops it too.
+    env = clean_env(HOLM_SERVER_AUTH="nope", HOLM_STATE_DIR=str(state_root / "state"))
+    done = subprocess.run([str(HOLMD)], env=env, capture_output=True, timeout=60)
+    assert done.returncode == 2 and b"server_auth" in done.stderr, done.stderr.decode()
+
+
+# What a process in a box tries: holmd without the token, the token in its environment, the
+# token file at its path on the host. Prints one JSON object.
+FROM_A_BOX = """
+import json, os, sys, urllib.error, urllib.request
+url, token_file, token = sys.argv[1:4]
+try:
+    urllib.request.urlopen(url + "/v1/boxes", timeout=10)
+    api = "200"
+except urllib.error.HTTPError as error:
+    api = str(error.code)
+except OSError:
+    api = "unreachable"
+try:
+    kept = open(token_file).read()
+except OSError as error:
+    kept = type(error).__name__
+seen = token in json.dumps(dict(os.environ)) or token in kept
+print(json.dumps({"api": api, "token_file": kept, "token_seen": seen}))
+"""
+
+DISPLAY_BASE = 320
+DISPLAY_COUNT = 4
+
+
+@pytest.mark.desktop
+def test_a_process_in_a_box_has_no_token_and_is_refused(
+    state_root: Path, servers: list[Holmd]
+) -> None:
+    """A real local box (it shares the host's network by default, so it reaches holmd on
+    127.0.0.1): what runs in it has no token in its environment or its filesystem, and
+    holmd refuses it (401), or cannot be reached at all."""
+    state_dir = state_root / "state"
+    launcher = str(ROOT / "tests" / "cli" / "serve_holmd.py")
+    holmd = Holmd(
+        state_dir,
+        argv=(launcher,),
+        HOLM_STORAGE_BACKEND="local",
+        HOLM_DEFAULT_RUNTIME="local",
+        HOLM_TEST_DISPLAY_BASE=str(DISPLAY_BASE),
+        HOLM_TEST_DISPLAY_COUNT=str(DISPLAY_COUNT),
+    )
+    servers.append(holmd)
+    holmd.start()
+    token = holmd.token
+    assert token
+    box_id = holmd.create_box()
+    try:
+        argv = ["python3", "-c", FROM_A_BOX, holmd.url, str(state_dir / "token"), token]
+        body = json.dumps({"argv": argv, "timeout_ms": 30_000}).encode()
+        status, ran = call(f"{holmd.url}/v1/boxes/{box_id}/exec", "POST", token, body)
+        assert status == 200 and ran["code"] == 0, ran
+        seen = json.loads(ran["stdout"])
+        assert seen["api"] in ("401", "unreachable"), seen
+        assert seen["token_file"] == "FileNotFoundError", seen
+        assert seen["token_seen"] is False
+    finally:
+        status, _ = call(f"{holmd.url}/v1/boxes/{box_id}", "DELETE", token)
+        holmd.stop()
+        asyncio.run(_end_boxes(state_dir / "boxes"))
+
+
+async def _end_boxes(boxes_dir: Path) -> None:
+    """Boxes outlive holmd by design: end any a failed test left behind."""
+    from holm.adapters.local.runtime import LocalRuntime
+
+    if not boxes_dir.exists():
+        return
+    runtime = LocalRuntime(boxes_dir, display_base=DISPLAY_BASE, display_count=DISPLAY_COUNT)
+    try:
+        for box in await runtime.list():
+            await runtime.delete(box.box_id)
+    finally:
+        await runtime.close()
