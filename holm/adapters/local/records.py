@@ -9,6 +9,8 @@ of the last one by reading their folders.
       box.log      what bwrap and the agent wrote to stdout and stderr
       home/        /home/box in the box
       run/         /run/holm in the box: agent.sock, vnc-<i>.sock
+
+home/ and run/ belong to the box's host uid (`sandbox.BOX_UID`), the rest to holmd.
 """
 
 from __future__ import annotations
@@ -49,8 +51,11 @@ class BoxRecord(msgspec.Struct, kw_only=True):
     # The outer bwrap, which holmd reaps when it is its parent.
     bwrap_pid: int | None = None
     started_at_ms: int | None = None
-    # The `cgroup.procs` files of the box's memory and cpu groups.
+    # The `cgroup.procs` files of the box's memory, cpu and pids groups.
     cgroups: list[str] = msgspec.field(default_factory=list)
+    # The box's user-mode network stack (pasta), by pid and start time, while it runs.
+    net_pid: int | None = None
+    net_start: int | None = None
 
 
 _encoder = msgspec.json.Encoder()

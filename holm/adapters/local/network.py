@@ -1,0 +1,153 @@
+"""The way out of a local box that may use the network: a user-mode network stack (pasta,
+from Debian's `passt`) attached to the box's own network namespace.
+
+Every local box has its own network namespace, so 127.0.0.1 in a box is the box's own:
+holmd and every service bound to the host's loopback are out of reach, and so are the
+abstract Unix sockets of the host (its X displays among them). A box whose policy allows
+the network gets pasta: an interface configured like the host's (its address, its
+gateway, its resolver), whose packets pasta turns into ordinary sockets of the host. So a
+box reaches what any program of the host reaches, except:
+
+- the host's loopback: pasta maps no address of the box to it (`--no-map-gw`, and no
+  port is forwarded either way: `-t none -u none -T none -U none`);
+- the host's other own addresses (a docker bridge's, a veth's): the box's routing table
+  says they are unreachable, so a service the host binds to all its addresses is out of
+  reach too. Root in the box has no CAP_NET_ADMIN to change that.
+
+pasta runs as the box's host uid, in the host's network namespace, outside the box's pid
+namespace. It does not end when the box does: the runtime ends it with the box, by the pid
+and start time this module returns (kept in the box's record, like the box's own init).
+
+Everything here blocks: call it from a thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from holm.adapters.local import procs
+
+PASTA = "pasta"
+PASTA_OPTIONS = (
+    "--config-net",
+    # With the gateway mapped, the gateway's address in the box would be the host's
+    # loopback.
+    "--no-map-gw",
+    "-t",
+    "none",
+    "-u",
+    "none",
+    "-T",
+    "none",
+    "-U",
+    "none",
+    "--quiet",
+)
+ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+PASTA_TIMEOUT_S = 30.0
+
+
+class NetworkFailed(Exception):
+    pass
+
+
+def available() -> bool:
+    return shutil.which(PASTA, path=ENV["PATH"]) is not None
+
+
+def attach(init_pid: int, box_uid: int, log: Path) -> tuple[int, int]:
+    """Give the network namespace of the box whose init is `init_pid` a way out; the pid
+    and start time of the pasta that does it. Returns once the box's interface is up."""
+    if not available():
+        raise NetworkFailed("pasta (Debian's `passt` package) is not installed")
+    # pasta writes its pid once it is the box's uid, which may reach no folder of holmd's:
+    # the file is made for it where that uid can reach it.
+    fd, name = tempfile.mkstemp(prefix="holm-pasta-", suffix=".pid", dir="/tmp")
+    os.fchown(fd, box_uid, box_uid)
+    os.close(fd)
+    pidfile = Path(name)
+    argv = [PASTA, *PASTA_OPTIONS, "--runas", str(box_uid), "--pid", str(pidfile)]
+    argv.append(str(init_pid))
+    with open(log, "ab") as out:
+        # pasta configures the box's interface, then forks itself into the background: its
+        # first process ends when the box's network is up.
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            env=ENV,
+            timeout=PASTA_TIMEOUT_S,
+            start_new_session=True,
+        )
+    try:
+        pid = int(pidfile.read_text().strip() or "0")
+    except (OSError, ValueError):
+        pid = 0
+    finally:
+        pidfile.unlink(missing_ok=True)
+    stat = procs.read_stat(pid) if pid > 0 else None
+    if done.returncode != 0 or stat is None:
+        if stat is not None:
+            procs.end_one(pid, stat.start, 1.0)
+        raise NetworkFailed(f"pasta ended with {done.returncode}; see the box's log")
+    try:
+        block_host_addresses(init_pid)
+    except BaseException:
+        procs.end_one(pid, stat.start, 1.0)
+        raise
+    return pid, stat.start
+
+
+def host_addresses() -> list[str]:
+    """The host's own addresses but its loopback ones (IPv4 and global IPv6), from /proc."""
+    found: set[str] = set()
+    with contextlib.suppress(OSError), open("/proc/net/fib_trie") as f:
+        last = ""
+        for line in f:
+            words = line.split()
+            if words and words[0] in ("|--", "+--") and len(words) >= 2:
+                last = words[1]
+            elif "/32 host LOCAL" in line and last:
+                found.add(last)
+    with contextlib.suppress(OSError), open("/proc/net/if_inet6") as f:
+        for line in f:
+            raw = line.split()[0]
+            found.add(str(ipaddress.IPv6Address(int(raw, 16))))
+    kept = []
+    for text in sorted(found):
+        with contextlib.suppress(ValueError):
+            address = ipaddress.ip_address(text)
+            if not (address.is_loopback or address.is_link_local or address.is_unspecified):
+                kept.append(text)
+    return kept
+
+
+def block_host_addresses(init_pid: int) -> None:
+    """Routes in the box's namespace that make each of the host's own addresses
+    unreachable. The address pasta gave the box (the host's, on its outbound interface)
+    stays the box's own: a local address wins over any route."""
+    lines = []
+    for address in host_addresses():
+        bits = 128 if ":" in address else 32
+        lines.append(f"route add unreachable {address}/{bits}\n")
+    if not lines:
+        return
+    done = subprocess.run(
+        ["nsenter", f"--target={init_pid}", "--net", "--", "ip", "-batch", "-"],
+        input="".join(lines).encode(),
+        capture_output=True,
+        env=ENV,
+        timeout=PASTA_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        raise NetworkFailed(
+            "could not route the host's addresses away from the box: "
+            + done.stderr.decode(errors="replace").strip()
+        )
