@@ -80,8 +80,11 @@ def run_sandboxed(
     out = Path(tempfile.mkstemp(prefix="out-", dir=state_dir)[1])
     err = Path(tempfile.mkstemp(prefix="err-", dir=state_dir)[1])
 
-    def attach(init_pid: int) -> tuple[int, int]:
-        return network_module.attach(init_pid, box.box_uid, err)
+    def attach(init_pid: int) -> network_module.Attaching:
+        # Up before the snippet runs, as a box's network is before its first command.
+        attaching = network_module.attach(init_pid, box.box_uid, err)
+        attaching.wait()
+        return attaching
 
     launched = launch(
         argv,
@@ -94,8 +97,8 @@ def run_sandboxed(
         code_ = launched.process.wait(timeout=60)
     finally:
         procs.end(launched.init_pid, launched.init_start, 1.0)
-        if launched.net_pid is not None and launched.net_start is not None:
-            procs.end_one(launched.net_pid, launched.net_start, 1.0)
+        if launched.network is not None:
+            procs.end_one(*launched.network.wait(), 1.0)
         launched.process.wait()
     return subprocess.CompletedProcess(argv, code_, out.read_text(), err.read_text())
 

@@ -8,17 +8,19 @@ import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import uuid
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from holm.adapters.base import Desktop
 from holm.adapters.local import procs
 from holm.adapters.local import runtime as runtime_module
-from holm.adapters.local.records import BoxPaths, BoxRecord, read_record
+from holm.adapters.local.records import BoxPaths, BoxRecord, read_record, write_record
 from holm.adapters.local.runtime import LocalRuntime
 from holm.adapters.local.sandbox import Launched, SandboxPlan, bwrap_argv
 from holm.errors import (
@@ -532,3 +534,36 @@ async def test_memory_and_cpu_limits_are_cgroups_the_box_cannot_exceed(
 
     await runtime.delete(box_id)
     assert not any(group.exists() for group in groups)
+
+
+# The box's network stack
+
+
+async def test_a_boxs_pasta_ends_with_the_box_whoever_ends_it(
+    make_runtime: MakeRuntime,
+) -> None:
+    first, second = make_runtime(chromium=False), make_runtime(chromium=False)
+    box_id = new_id()
+    await first.create(box_id, spec(network=True), Placement())
+    record = record_of(first, box_id)
+    assert record.net_pid is not None and record.net_start is not None
+    assert record.net_pidfile is None
+    assert procs.is_alive(record.net_pid, record.net_start)
+    assert Path(f"/proc/{record.net_pid}/comm").read_text().startswith(("pasta", "passt"))
+
+    # Another runtime object (a restarted holmd) stops it: pasta ends too.
+    await second.stop(box_id)
+    await wait_for(lambda: not procs.is_alive(record.net_pid or 0, record.net_start or 0))
+
+    # A holmd that died while pasta came up left only pasta's pidfile in the record.
+    await second.start(box_id)
+    again = record_of(second, box_id)
+    assert again.net_pid is not None and again.net_start is not None
+    pidfile = Path(tempfile.mkstemp(prefix="holm-pasta-", dir="/tmp")[1])
+    pidfile.write_text(f"{again.net_pid}\n")
+    crashed = msgspec.structs.replace(again, net_pid=None, net_start=None)
+    crashed.net_pidfile = str(pidfile)
+    write_record(BoxPaths(first.boxes_dir, box_id).record, crashed)
+    await first.delete(box_id)
+    assert not procs.is_alive(again.net_pid, again.net_start)
+    assert not pidfile.exists()

@@ -17,6 +17,7 @@ box reaches what any program of the host reaches, except:
 pasta runs as the box's host uid, in the host's network namespace, outside the box's pid
 namespace. It does not end when the box does: the runtime ends it with the box, by the pid
 and start time this module returns (kept in the box's record, like the box's own init).
+It comes up while the box starts; the box is not ready before it is up.
 
 Everything here blocks: call it from a thread.
 """
@@ -27,6 +28,7 @@ import contextlib
 import ipaddress
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -61,11 +63,49 @@ def available() -> bool:
     return shutil.which(PASTA, path=ENV["PATH"]) is not None
 
 
-def attach(init_pid: int, box_uid: int, log: Path) -> tuple[int, int]:
-    """Give the network namespace of the box whose init is `init_pid` a way out; the pid
-    and start time of the pasta that does it. Returns once the box's interface is up."""
+class Attaching:
+    """A pasta on its way up: its first process configures the box's interface, then forks
+    the pasta that stays into the background and ends."""
+
+    def __init__(self, process: subprocess.Popen[bytes], pidfile: Path) -> None:
+        self.process = process
+        # Where pasta writes the pid of the pasta that stays; kept in the box's record
+        # until that pid is, so that a holmd that dies meanwhile leaves none behind.
+        self.pidfile = pidfile
+        self._up: tuple[int, int] | None = None
+
+    def wait(self) -> tuple[int, int]:
+        """Block until the box's network is up; the pid and start time of its pasta."""
+        if self._up is not None:
+            return self._up
+        try:
+            code = self.process.wait(timeout=PASTA_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            raise NetworkFailed("pasta did not bring the box's network up in time") from None
+        stat = _pasta_of(self.pidfile)
+        self.pidfile.unlink(missing_ok=True)
+        if code != 0 or stat is None:
+            if stat is not None:
+                procs.end_one(stat.pid, stat.start, 1.0)
+            raise NetworkFailed(f"pasta ended with {code}; see the box's log")
+        self._up = stat.pid, stat.start
+        return self._up
+
+    def cancel(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        end_left_behind(self.pidfile)
+
+
+def attach(init_pid: int, box_uid: int, log: Path) -> Attaching:
+    """Give the network namespace of the box whose init is `init_pid` a way out. The
+    host's own addresses are routed away first, so that the box never has a way to them;
+    pasta then comes up while the box starts (`Attaching.wait` says when it is up)."""
     if not available():
         raise NetworkFailed("pasta (Debian's `passt` package) is not installed")
+    block_host_addresses(init_pid)
     # pasta writes its pid once it is the box's uid, which may reach no folder of holmd's:
     # the file is made for it where that uid can reach it.
     fd, name = tempfile.mkstemp(prefix="holm-pasta-", suffix=".pid", dir="/tmp")
@@ -75,34 +115,42 @@ def attach(init_pid: int, box_uid: int, log: Path) -> tuple[int, int]:
     argv = [PASTA, *PASTA_OPTIONS, "--runas", str(box_uid), "--pid", str(pidfile)]
     argv.append(str(init_pid))
     with open(log, "ab") as out:
-        # pasta configures the box's interface, then forks itself into the background: its
-        # first process ends when the box's network is up.
-        done = subprocess.run(
+        process = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
             env=ENV,
-            timeout=PASTA_TIMEOUT_S,
+            cwd="/",
             start_new_session=True,
         )
+    return Attaching(process, pidfile)
+
+
+def end_left_behind(pidfile: Path) -> None:
+    """End the pasta a pidfile names (one whose holmd died before it learnt its pid)."""
+    stat = _pasta_of(pidfile)
+    if stat is not None:
+        procs.end_one(stat.pid, stat.start, 1.0)
+    pidfile.unlink(missing_ok=True)
+
+
+def _pasta_of(pidfile: Path) -> procs.ProcStat | None:
+    """The live pasta a pidfile names, if it names one."""
     try:
         pid = int(pidfile.read_text().strip() or "0")
     except (OSError, ValueError):
-        pid = 0
-    finally:
-        pidfile.unlink(missing_ok=True)
-    stat = procs.read_stat(pid) if pid > 0 else None
-    if done.returncode != 0 or stat is None:
-        if stat is not None:
-            procs.end_one(pid, stat.start, 1.0)
-        raise NetworkFailed(f"pasta ended with {done.returncode}; see the box's log")
+        return None
+    if pid <= 0:
+        return None
     try:
-        block_host_addresses(init_pid)
-    except BaseException:
-        procs.end_one(pid, stat.start, 1.0)
-        raise
-    return pid, stat.start
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+    # Debian's pasta is passt under another name, run from a per-CPU build.
+    if not comm.startswith(("pasta", "passt")):
+        return None
+    return procs.read_stat(pid)
 
 
 def host_addresses() -> list[str]:

@@ -56,6 +56,8 @@ class BoxRecord(msgspec.Struct, kw_only=True):
     # The box's user-mode network stack (pasta), by pid and start time, while it runs.
     net_pid: int | None = None
     net_start: int | None = None
+    # Where that pasta writes its pid, until holmd has read it.
+    net_pidfile: str | None = None
 
 
 _encoder = msgspec.json.Encoder()

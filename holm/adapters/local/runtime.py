@@ -126,6 +126,8 @@ class LocalRuntime:
         self._desktops = AgentConnections()
         # The outer bwrap of each box this object started, reaped when the box ends.
         self._children: dict[str, subprocess.Popen[bytes]] = {}
+        # The network of each box this object is launching, until it is up.
+        self._attaching: dict[str, network.Attaching] = {}
         self._box_locks: dict[str, asyncio.Lock] = {}
         self._connect_locks: dict[str, asyncio.Lock] = {}
 
@@ -309,6 +311,15 @@ class LocalRuntime:
     async def _bring_up(self, paths: BoxPaths, record: BoxRecord) -> Started:
         record = await _in_thread(self._launch, paths, record)
         proc = self._children[record.box_id]
+        attaching = self._attaching.pop(record.box_id, None)
+        if attaching is not None:
+            # The box started meanwhile; it is not ready before its network is up.
+            try:
+                record.net_pid, record.net_start = await _in_thread(attaching.wait)
+            except network.NetworkFailed as exc:
+                raise Unavailable(f"box {record.box_id}: {exc}: {_tail(paths.log)}") from None
+            record.net_pidfile = None
+            await _in_thread(write_record, paths.record, record)
         desktop = await self._await_ready(paths, record, proc)
         self._desktops.keep(record.box_id, desktop)
         screens = record.spec.desktop.screens
@@ -355,8 +366,12 @@ class LocalRuntime:
             box_uid=self.box_uid,
         )
 
-        def attach_network(init_pid: int) -> tuple[int, int]:
-            return network.attach(init_pid, self.box_uid, paths.log)
+        def attach_network(init_pid: int) -> network.Attaching:
+            attaching = network.attach(init_pid, self.box_uid, paths.log)
+            # Should holmd die before pasta is up, the next one ends it by this file.
+            record.net_pidfile = str(attaching.pidfile)
+            write_record(paths.record, record)
+            return attaching
 
         try:
             launched = launch(
@@ -366,12 +381,13 @@ class LocalRuntime:
                 box_uid=self.box_uid,
                 attach_network=attach_network if plan.network else None,
             )
-        except (LaunchFailed, network.NetworkFailed) as exc:
+        except LaunchFailed as exc:
             raise Unavailable(f"box {record.box_id}: {exc}: {_tail(paths.log)}") from None
         self._children[record.box_id] = launched.process
         record.bwrap_pid = launched.process.pid
         record.init_pid, record.init_start = launched.init_pid, launched.init_start
-        record.net_pid, record.net_start = launched.net_pid, launched.net_start
+        if launched.network is not None:
+            self._attaching[record.box_id] = launched.network
         record.started_at_ms = _now_ms()
         write_record(paths.record, record)
         return record
@@ -439,6 +455,11 @@ class LocalRuntime:
             procs.end(record.init_pid, record.init_start, self.stop_grace_s)
         if record.net_pid is not None and record.net_start is not None:
             procs.end_one(record.net_pid, record.net_start, self.stop_grace_s)
+        attaching = self._attaching.pop(record.box_id, None)
+        if attaching is not None:
+            attaching.cancel()
+        if record.net_pidfile is not None:
+            network.end_left_behind(Path(record.net_pidfile))
         child = self._children.pop(record.box_id, None)
         if child is not None:
             child.wait()
@@ -448,7 +469,7 @@ class LocalRuntime:
             _empty(paths.home)
         record.state = "stopped"
         record.display_base = record.init_pid = record.init_start = record.bwrap_pid = None
-        record.net_pid = record.net_start = None
+        record.net_pid = record.net_start = record.net_pidfile = None
         record.cgroups = []
         write_record(paths.record, record)
 

@@ -42,6 +42,7 @@ from typing import IO, NamedTuple
 
 from holm.adapters.agent.command import agent_command
 from holm.adapters.local import procs
+from holm.adapters.local.network import Attaching, NetworkFailed
 from holm.wire.spec import AppDefinition
 
 BOX_HOME = "/home/box"
@@ -236,9 +237,8 @@ class Launched(NamedTuple):
     # The sandbox's pid-namespace init on the host, by pid and start time.
     init_pid: int
     init_start: int
-    # The box's user-mode network stack (pasta), when it has a network.
-    net_pid: int | None = None
-    net_start: int | None = None
+    # The box's user-mode network stack on its way up, when it has a network.
+    network: Attaching | None = None
 
 
 class LaunchFailed(Exception):
@@ -251,15 +251,15 @@ def launch(
     *,
     env: dict[str, str],
     box_uid: int = BOX_UID,
-    attach_network: Callable[[int], tuple[int, int]] | None = None,
+    attach_network: Callable[[int], Attaching] | None = None,
     stderr_path: Path | None = None,
 ) -> Launched:
     """Start `argv` (from `bwrap_argv`, perhaps behind `limits.joining_argv`) detached
     from holmd: its own session, no tie to holmd's life, environment `env` and nothing
     else, output to `log_path` (stderr to `stderr_path` when given). Blocks until the box
-    is made: its user namespace mapped to `box_uid`…, its network attached by
-    `attach_network(init_pid)` (which returns the pid and start of what it started), and
-    only then its first process running."""
+    is made: its user namespace mapped to `box_uid`…, its network's attachment begun by
+    `attach_network(init_pid)`, and only then its first process running. The network
+    comes up while the box starts: `Launched.network.wait()` says when."""
     info_read, info_write = os.pipe()
     userns_read, userns_write = os.pipe()
     block_read, block_write = os.pipe()
@@ -305,7 +305,7 @@ def launch(
         raise LaunchFailed(f"bwrap ended with {process.returncode} before starting") from None
     # Until the block fd is written, the box runs nothing of its own; on any failure the
     # box is killed before that fd closes (a closed fd would let it run).
-    net_pid = net_start = None
+    network: Attaching | None = None
     try:
         stat = procs.read_stat(init_pid)
         if stat is None:
@@ -313,23 +313,23 @@ def launch(
         map_ids(init_pid, box_uid)
         os.write(userns_write, b"1")
         if attach_network is not None:
-            net_pid, net_start = attach_network(init_pid)
+            network = attach_network(init_pid)
         os.write(block_write, b"1")
     except BaseException as exc:
-        if net_pid is not None and net_start is not None:
-            procs.end_one(net_pid, net_start, 1.0)
+        if network is not None:
+            network.cancel()
         with contextlib.suppress(ProcessLookupError):
             os.kill(init_pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError | NetworkFailed):
             raise LaunchFailed(f"the box could not be made: {exc}") from None
         raise
     finally:
         os.close(userns_write)
         os.close(block_write)
-    return Launched(process, init_pid, stat.start, net_pid, net_start)
+    return Launched(process, init_pid, stat.start, network)
 
 
 def map_ids(pid: int, box_uid: int) -> None:
