@@ -119,8 +119,9 @@ def locked(boxes_dir: Path) -> Iterator[None]:
 
 
 def host_x_displays() -> set[int]:
-    """X displays listening on abstract sockets in holmd's network namespace; a box that
-    shares the host's network shares these names, so its displays must avoid them."""
+    """X displays listening on abstract sockets in holmd's network namespace. Boxes have
+    network namespaces of their own, so these names cannot clash with theirs any more;
+    boxes still avoid them so that a box's display numbers are not the host's too."""
     taken = set()
     with contextlib.suppress(OSError), open("/proc/net/unix") as f:
         for line in f:
