@@ -175,11 +175,14 @@ async def make_runtime(state_dir: Path) -> AsyncIterator[MakeRuntime]:
 
 
 def _box_inits(boxes_dir: Path) -> list[tuple[int, int]]:
-    return [
-        (r.init_pid, r.init_start)
-        for r in read_records(boxes_dir)
-        if r.init_pid is not None and r.init_start is not None
-    ]
+    """Each box's init and its pasta: the processes that must end with it."""
+    found = []
+    for r in read_records(boxes_dir):
+        if r.init_pid is not None and r.init_start is not None:
+            found.append((r.init_pid, r.init_start))
+        if r.net_pid is not None and r.net_start is not None:
+            found.append((r.net_pid, r.net_start))
+    return found
 
 
 async def wait_for(check: Callable[[], object], timeout_s: float = 10.0) -> None:

@@ -149,18 +149,15 @@ def local(loop: Loop, state_dir: Path) -> Iterator[LocalBoxes]:
     and no process of any is left."""
     runtime = make_local_runtime(state_dir)
     yield LocalBoxes(runtime, loop)
-    records = [r for r in _records(state_dir) if r.init_pid is not None]
+    records = _records(state_dir)
     for box in loop.run(runtime.list()):
         loop.run(runtime.delete(box.box_id))
     loop.run(runtime.close())
-    left = [
-        r.init_pid
-        for r in records
-        if r.init_pid is not None
-        and r.init_start is not None
-        and procs.is_alive(r.init_pid, r.init_start)
+    ended = [(r.init_pid, r.init_start) for r in records] + [
+        (r.net_pid, r.net_start) for r in records
     ]
-    assert not left, f"box processes left running: {left}"
+    left = [pid for pid, start in ended if pid and start and procs.is_alive(pid, start)]
+    assert not left, f"box processes (or their pasta) left running: {left}"
 
 
 def _records(state_dir: Path) -> list[BoxRecord]:
