@@ -1,10 +1,18 @@
 """How fast the local runtime is: a box ready from `create` (p50 over N boxes, one after the
 other), how much of that is Chromium, and click and frame through the sandboxed agent.
 
-    .venv/bin/python bench/local.py [N] [DISPLAY_BASE]      (default 5 boxes, displays :220…)
+    .venv/bin/python bench/local.py [N] [DISPLAY_BASE] [--offline]
+        (default 5 boxes, displays :220…, boxes with policy.network true)
 
 Chromium's part is measured by doing the same boxes without Chromium (`--no-chromium`):
-what is left is the sandbox, the agent, Xvfb, openbox and x11vnc.
+what is left is the sandbox, the agent, Xvfb, openbox and x11vnc. The sandbox's own part
+(bwrap up, ids mapped, network attached) and, for boxes with the network, pasta's part of
+it are timed around the runtime's `launch` and `network.attach`; pasta comes up while the
+box starts, and how long the runtime still waits for it is timed around `Attaching.wait`.
+`--offline` makes boxes without the network (their own namespace, no pasta).
+
+The same file runs against another checkout of holm (PYTHONPATH=<that checkout>), so
+that two versions are measured in one sitting.
 """
 
 from __future__ import annotations
@@ -19,12 +27,41 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
+from holm.adapters.local import runtime as runtime_module
 from holm.adapters.local.records import BoxPaths
 from holm.adapters.local.runtime import LocalRuntime
 from holm.wire.actions import Click
-from holm.wire.spec import Placement, Spec
+from holm.wire.spec import Placement, Policy, Spec
 from holm.wire.values import Point
+
+SPEC = Spec()
+# Seconds spent in each call of the wrapped functions, by name.
+TIMED: dict[str, list[float]] = {}
+
+
+def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            TIMED.setdefault(name, []).append(time.perf_counter() - start)
+
+    return run
+
+
+def time_the_sandbox() -> None:
+    runtime_module.launch = timed("sandbox launch", runtime_module.launch)  # type: ignore[assignment]
+    try:
+        from holm.adapters.local import network
+    except ImportError:  # a holm from before boxes had their own network
+        return
+    network.attach = timed("  of it, pasta start", network.attach)  # type: ignore[assignment]
+    # What is left of pasta's start-up once the box's own start-up hid what it could.
+    wait = network.Attaching.wait
+    network.Attaching.wait = timed("pasta up, waited", wait)  # type: ignore[method-assign]
 
 
 def ms(seconds: float) -> str:
@@ -46,7 +83,7 @@ async def time_create(runtime: LocalRuntime) -> tuple[float, float, str]:
         listening = time.perf_counter() - start
 
     watcher = asyncio.create_task(watch())
-    await runtime.create(box_id, Spec(), Placement())
+    await runtime.create(box_id, SPEC, Placement())
     ready = time.perf_counter() - start
     await watcher
     return ready, listening, box_id
@@ -97,6 +134,8 @@ async def main(n: int, display_base: int) -> None:
         print(f"  without Chromium     {ms(bare)}")
         print(f"  Chromium's part      {ms(full - bare)}   ({(full - bare) / full:.0%})")
         print(f"  agent socket shows   {ms(statistics.median(full_listen + bare_listen))}")
+        for name, took in TIMED.items():
+            print(f"  {name:<20} {ms(statistics.median(took))}   (p50 of {len(took)})")
 
         desktop = await with_chromium.desktop(kept)
         click = Click(at=Point(x=640, y=400))
@@ -132,6 +171,12 @@ async def main(n: int, display_base: int) -> None:
 
 
 if __name__ == "__main__":
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    base = int(sys.argv[2]) if len(sys.argv) > 2 else 220
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    count = int(args[0]) if args else 5
+    base = int(args[1]) if len(args) > 1 else 220
+    if "--offline" in sys.argv:
+        SPEC = Spec(policy=Policy(network=False))
+    print(f"holm from {Path(runtime_module.__file__).resolve().parents[3]}")
+    print(f"boxes with policy.network {SPEC.policy.network}")
+    time_the_sandbox()
     asyncio.run(main(count, base))

@@ -4,6 +4,7 @@ sandboxes of plain processes, and runtimes whose boxes are all ended when a test
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import subprocess
@@ -14,10 +15,18 @@ from pathlib import Path
 
 import pytest
 
+from holm.adapters.local import network as network_module
 from holm.adapters.local import procs
 from holm.adapters.local.records import read_records
 from holm.adapters.local.runtime import LocalRuntime
-from holm.adapters.local.sandbox import SandboxPlan, bwrap_argv
+from holm.adapters.local.sandbox import (
+    BOX_UID,
+    SandboxPlan,
+    box_bwrap_at,
+    box_env,
+    bwrap_argv,
+    launch,
+)
 
 # The X displays these tests may use (the machine is shared).
 DISPLAY_BASE = 220
@@ -33,8 +42,9 @@ def state_dir() -> Iterator[Path]:
 
 def plan(state_dir: Path, name: str, *, network: bool) -> SandboxPlan:
     home, run = state_dir / name / "home", state_dir / name / "run"
-    home.mkdir(parents=True, exist_ok=True)
-    run.mkdir(parents=True, exist_ok=True)
+    for folder in (home, run):
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chown(folder, BOX_UID, BOX_UID)
     return SandboxPlan(
         home=home,
         run_dir=run,
@@ -46,8 +56,51 @@ def plan(state_dir: Path, name: str, *, network: bool) -> SandboxPlan:
     )
 
 
+def dying_with_parent(argv: list[str]) -> list[str]:
+    """`argv` (from `bwrap_argv`) whose both bwraps end when their parent does: a snippet
+    must not outlive the test. (The inner one's parent is the outer one.)"""
+    argv = list(argv)
+    inner = box_bwrap_at(argv)
+    argv.insert(inner + 2, "--die-with-parent")
+    argv.insert(1, "--die-with-parent")
+    return argv
+
+
 Completed = subprocess.CompletedProcess[str]
 RunInBox = Callable[..., Completed]
+
+
+def run_sandboxed(
+    state_dir: Path, code: str, *, name: str = "a", network: bool = False
+) -> Completed:
+    """Run a Python snippet in a sandbox made exactly as a box's (launched as a box is,
+    the agent replaced by the snippet), and wait for it."""
+    box = plan(state_dir, name, network=network)
+    argv = dying_with_parent(bwrap_argv(box, ["python3", "-c", code]))
+    out = Path(tempfile.mkstemp(prefix="out-", dir=state_dir)[1])
+    err = Path(tempfile.mkstemp(prefix="err-", dir=state_dir)[1])
+
+    def attach(init_pid: int) -> network_module.Attaching:
+        # Up before the snippet runs, as a box's network is before its first command.
+        attaching = network_module.attach(init_pid, box.box_uid, err)
+        attaching.wait()
+        return attaching
+
+    launched = launch(
+        argv,
+        out,
+        env=box_env(box),
+        attach_network=attach if network else None,
+        stderr_path=err,
+    )
+    try:
+        code_ = launched.process.wait(timeout=60)
+    finally:
+        procs.end(launched.init_pid, launched.init_start, 1.0)
+        if launched.network is not None:
+            procs.end_one(*launched.network.wait(), 1.0)
+        launched.process.wait()
+    return subprocess.CompletedProcess(argv, code_, out.read_text(), err.read_text())
 
 
 @pytest.fixture
@@ -55,13 +108,8 @@ def run_in_box(state_dir: Path) -> RunInBox:
     """Run a Python snippet in a sandbox built exactly as a box's (the agent replaced by
     the snippet); boxes of one name share their home."""
 
-    def run(
-        code: str, *, name: str = "a", network: bool = False
-    ) -> subprocess.CompletedProcess[str]:
-        argv = bwrap_argv(plan(state_dir, name, network=network), ["python3", "-c", code])
-        # Unlike a box, a snippet must not outlive the test, even when it times out.
-        argv.insert(1, "--die-with-parent")
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    def run(code: str, *, name: str = "a", network: bool = False) -> Completed:
+        return run_sandboxed(state_dir, code, name=name, network=network)
 
     return run
 
@@ -127,11 +175,14 @@ async def make_runtime(state_dir: Path) -> AsyncIterator[MakeRuntime]:
 
 
 def _box_inits(boxes_dir: Path) -> list[tuple[int, int]]:
-    return [
-        (r.init_pid, r.init_start)
-        for r in read_records(boxes_dir)
-        if r.init_pid is not None and r.init_start is not None
-    ]
+    """Each box's init and its pasta: the processes that must end with it."""
+    found = []
+    for r in read_records(boxes_dir):
+        if r.init_pid is not None and r.init_start is not None:
+            found.append((r.init_pid, r.init_start))
+        if r.net_pid is not None and r.net_start is not None:
+            found.append((r.net_pid, r.net_start))
+    return found
 
 
 async def wait_for(check: Callable[[], object], timeout_s: float = 10.0) -> None:

@@ -15,7 +15,7 @@ import pytest
 from holm.adapters.local import procs
 from holm.adapters.local.limits import parse_cpus, parse_memory
 from holm.adapters.local.records import host_x_displays, pick_display_base
-from holm.adapters.local.sandbox import bwrap_argv, launch
+from holm.adapters.local.sandbox import box_env, bwrap_argv, launch
 
 from .conftest import RunInBox, plan
 
@@ -105,11 +105,13 @@ except OSError as exc:
 """
 
 
-def test_a_box_without_network_cannot_reach_the_host(run_in_box: RunInBox, tcp_server: int) -> None:
+def test_no_box_reaches_the_host_loopback(run_in_box: RunInBox, tcp_server: int) -> None:
+    # Every box has its own network namespace: 127.0.0.1 there is the box's own, with or
+    # without a way out (tests/security shows the way out works).
     offline = run_in_box(CONNECT.format(port=tcp_server), network=False)
     online = run_in_box(CONNECT.format(port=tcp_server), network=True)
     assert offline.stdout.startswith("refused:"), offline
-    assert online.stdout.strip() == "hi", online
+    assert online.stdout.startswith("refused:"), online
 
 
 WRITE = """
@@ -141,11 +143,9 @@ def test_the_agent_code_is_importable_read_only(run_in_box: RunInBox) -> None:
 
 
 def test_a_launched_sandbox_is_one_tree_that_freezes_thaws_and_ends(state_dir: Path) -> None:
-    argv = bwrap_argv(
-        plan(state_dir, "tree", network=False),
-        ["sh", "-c", "sleep 300 & (sleep 301 &) ; exec sleep 302"],
-    )
-    launched = launch(argv, state_dir / "tree.log")
+    box = plan(state_dir, "tree", network=False)
+    argv = bwrap_argv(box, ["sh", "-c", "sleep 300 & (sleep 301 &) ; exec sleep 302"])
+    launched = launch(argv, state_dir / "tree.log", env=box_env(box))
     root, start = launched.init_pid, launched.init_start
     try:
         # init, sh→sleep 302, sleep 300, and sleep 301 orphaned to the init

@@ -53,7 +53,7 @@ from holm.adapters.docker.images import (
     engine_errors,
     image_source,
 )
-from holm.adapters.local.limits import check_limits, parse_cpus, parse_memory
+from holm.adapters.local.limits import DEFAULT_PIDS_MAX, check_limits, parse_cpus, parse_memory
 from holm.errors import (
     BadRequest,
     Denied,
@@ -113,6 +113,22 @@ MAX_SOCKET_PATH = 107
 # another process, and Chromium would refuse the profile.
 _START_COMMAND = 'rm -f "$HOME"/.holm/chromium-*/Singleton*; exec "$@"'
 
+# What root in a box keeps of root's capabilities: CAP_SETGID, which xterm needs to start
+# its shell. Without the rest it can mount nothing, make no device, read no file it does
+# not own past its mode bits, trace no process, and configure no interface. With
+# no-new-privileges no setuid program gives any of them back.
+CAPS_KEPT = ["SETGID"]
+SECURITY_OPT = ["no-new-privileges"]
+# The whole environment of a box's container, composed here (the image adds LANG): the
+# engine passes nothing of holmd's.
+BOX_ENV = {
+    "HOME": BOX_HOME,
+    "USER": "root",
+    "LANG": "C.UTF-8",
+    "PYTHONUNBUFFERED": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
 _PROFILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 _spec_decoder = msgspec.json.Decoder(Spec)
@@ -148,6 +164,7 @@ class DockerRuntime:
         ready_timeout_s: float = READY_TIMEOUT_S,
         stop_grace_s: int = STOP_GRACE_S,
         chromium: bool = True,
+        pids_limit: int = DEFAULT_PIDS_MAX,
     ) -> None:
         """Blocks briefly (it asks the engine its architecture unless `arch` is given):
         make it before the event loop runs, or in a thread."""
@@ -158,6 +175,8 @@ class DockerRuntime:
         self.stop_grace_s = stop_grace_s
         # Without Chromium a box is only Xvfb, openbox and x11vnc: for tests and benches.
         self.chromium = chromium
+        # The most tasks a box may have at once: a fork bomb stops there.
+        self.pids_limit = pids_limit
         self.client = client if client is not None else docker.from_env(timeout=ENGINE_TIMEOUT_S)
         with engine_errors():
             self.arch = arch if arch is not None else engine_arch(self.client)
@@ -381,13 +400,11 @@ class DockerRuntime:
             init=True,
             hostname=BOX_HOSTNAME,
             working_dir=BOX_HOME,
-            environment={
-                "HOME": BOX_HOME,
-                "USER": "root",
-                "LANG": "C.UTF-8",
-                "PYTHONUNBUFFERED": "1",
-                "PYTHONDONTWRITEBYTECODE": "1",
-            },
+            environment=dict(BOX_ENV),
+            cap_drop=["ALL"],
+            cap_add=list(CAPS_KEPT),
+            security_opt=list(SECURITY_OPT),
+            pids_limit=self.pids_limit,
             volumes=volumes,
             tmpfs={"/tmp": "mode=1777"},
             shm_size=SHM_SIZE,

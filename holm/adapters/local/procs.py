@@ -138,3 +138,15 @@ def end(root: int, start: int, grace_s: float) -> None:
     if not wait_gone([root], starts, grace_s):
         send([root], signal.SIGKILL)
     wait_gone(starts, starts, KILL_WAIT_S)
+
+
+def end_one(pid: int, start: int, grace_s: float) -> None:
+    """End one process (not its tree): SIGTERM, then SIGKILL after `grace_s`."""
+    if not is_alive(pid, start):
+        return
+    starts = {pid: start}
+    send([pid], signal.SIGTERM)
+    send([pid], signal.SIGCONT)
+    if not wait_gone([pid], starts, grace_s):
+        send([pid], signal.SIGKILL)
+        wait_gone([pid], starts, KILL_WAIT_S)

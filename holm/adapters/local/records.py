@@ -9,6 +9,8 @@ of the last one by reading their folders.
       box.log      what bwrap and the agent wrote to stdout and stderr
       home/        /home/box in the box
       run/         /run/holm in the box: agent.sock, vnc-<i>.sock
+
+home/ and run/ belong to the box's host uid (`sandbox.BOX_UID`), the rest to holmd.
 """
 
 from __future__ import annotations
@@ -49,8 +51,13 @@ class BoxRecord(msgspec.Struct, kw_only=True):
     # The outer bwrap, which holmd reaps when it is its parent.
     bwrap_pid: int | None = None
     started_at_ms: int | None = None
-    # The `cgroup.procs` files of the box's memory and cpu groups.
+    # The `cgroup.procs` files of the box's memory, cpu and pids groups.
     cgroups: list[str] = msgspec.field(default_factory=list)
+    # The box's user-mode network stack (pasta), by pid and start time, while it runs.
+    net_pid: int | None = None
+    net_start: int | None = None
+    # Where that pasta writes its pid, until holmd has read it.
+    net_pidfile: str | None = None
 
 
 _encoder = msgspec.json.Encoder()
@@ -112,8 +119,9 @@ def locked(boxes_dir: Path) -> Iterator[None]:
 
 
 def host_x_displays() -> set[int]:
-    """X displays listening on abstract sockets in holmd's network namespace; a box that
-    shares the host's network shares these names, so its displays must avoid them."""
+    """X displays listening on abstract sockets in holmd's network namespace. Boxes have
+    network namespaces of their own, so these names cannot clash with theirs any more;
+    boxes still avoid them so that a box's display numbers are not the host's too."""
     taken = set()
     with contextlib.suppress(OSError), open("/proc/net/unix") as f:
         for line in f:

@@ -17,6 +17,7 @@ Errors, as the engine sees them:
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import time
@@ -27,8 +28,9 @@ from typing import Literal, ParamSpec, TypeVar
 
 from holm.adapters.agent.client import AgentConnections, AgentDesktop
 from holm.adapters.base import Desktop
-from holm.adapters.local import procs
+from holm.adapters.local import network, procs
 from holm.adapters.local.limits import (
+    DEFAULT_PIDS_MAX,
     Cgroups,
     check_limits,
     joining_argv,
@@ -48,7 +50,14 @@ from holm.adapters.local.records import (
     valid_box_id,
     write_record,
 )
-from holm.adapters.local.sandbox import LaunchFailed, SandboxPlan, bwrap_argv, launch
+from holm.adapters.local.sandbox import (
+    BOX_UID,
+    LaunchFailed,
+    SandboxPlan,
+    box_env,
+    bwrap_argv,
+    launch,
+)
 from holm.errors import (
     BadRequest,
     Denied,
@@ -97,6 +106,8 @@ class LocalRuntime:
         stop_grace_s: float = STOP_GRACE_S,
         chromium: bool = True,
         cgroups: Cgroups | None = None,
+        box_uid: int = BOX_UID,
+        pids_max: int | None = DEFAULT_PIDS_MAX,
     ) -> None:
         self.boxes_dir = boxes_dir
         self.server_id = server_id
@@ -108,10 +119,16 @@ class LocalRuntime:
         # that do not need a browser.
         self.chromium = chromium
         self.cgroups = Cgroups() if cgroups is None else cgroups
+        # The host uid of root in this runtime's boxes (and of their files).
+        self.box_uid = box_uid
+        # The most tasks a box may have at once, where a pids controller is there.
+        self.pids_max = pids_max
         boxes_dir.mkdir(parents=True, exist_ok=True)
         self._desktops = AgentConnections()
         # The outer bwrap of each box this object started, reaped when the box ends.
         self._children: dict[str, subprocess.Popen[bytes]] = {}
+        # The network of each box this object is launching, until it is up.
+        self._attaching: dict[str, network.Attaching] = {}
         self._box_locks: dict[str, asyncio.Lock] = {}
         self._connect_locks: dict[str, asyncio.Lock] = {}
 
@@ -235,6 +252,11 @@ class LocalRuntime:
             raise Unsupported("this machine gives the local runtime no memory cgroup to limit")
         if placement.cpus is not None and not self.cgroups.cpu:
             raise Unsupported("this machine gives the local runtime no cpu cgroup to limit")
+        if spec.policy.network and not network.available():
+            raise Unsupported(
+                "a local box with policy.network needs pasta (Debian's passt package) "
+                "to reach out from its own network namespace"
+            )
         check_limits(placement.memory, placement.cpus)
         paths = BoxPaths(self.boxes_dir, box_id)
         longest = paths.vnc_socket(MAX_SCREENS - 1)
@@ -283,13 +305,22 @@ class LocalRuntime:
             paths.dir.mkdir()
         except FileExistsError:
             raise BadRequest(f"the local runtime already has a box {record.box_id}") from None
-        paths.home.mkdir()
-        paths.run.mkdir()
+        paths.home.mkdir(mode=0o700)
+        paths.run.mkdir(mode=0o700)
         write_record(paths.record, record)
 
     async def _bring_up(self, paths: BoxPaths, record: BoxRecord) -> Started:
         record = await _in_thread(self._launch, paths, record)
         proc = self._children[record.box_id]
+        attaching = self._attaching.pop(record.box_id, None)
+        if attaching is not None:
+            # The box started meanwhile; it is not ready before its network is up.
+            try:
+                record.net_pid, record.net_start = await _in_thread(attaching.wait)
+            except network.NetworkFailed as exc:
+                raise Unavailable(f"box {record.box_id}: {exc}: {_tail(paths.log)}") from None
+            record.net_pidfile = None
+            await _in_thread(write_record, paths.record, record)
         desktop = await self._await_ready(paths, record, proc)
         self._desktops.keep(record.box_id, desktop)
         screens = record.spec.desktop.screens
@@ -306,16 +337,20 @@ class LocalRuntime:
         for lock in paths.home.glob(".holm/chromium-*/Singleton*"):
             if lock.name in CHROMIUM_LOCKS:
                 lock.unlink(missing_ok=True)
+        _own(paths.home, self.box_uid)
+        _own(paths.run, self.box_uid)
         with locked(self.boxes_dir):
             base = self._free_display_base(desktop.screens)
             record.display_base = base
             record.state = "running"
             record.init_pid = record.init_start = record.bwrap_pid = None
+            record.net_pid = record.net_start = None
             write_record(paths.record, record)
         record.cgroups = self.cgroups.make(
             record.box_id,
             None if placement.memory is None else parse_memory(placement.memory),
             None if placement.cpus is None else parse_cpus(placement.cpus),
+            self.pids_max,
         )
         # Recorded before the launch, so that a failed launch's cleanup removes them.
         write_record(paths.record, record)
@@ -329,14 +364,31 @@ class LocalRuntime:
             display_base=base,
             chromium=self.chromium,
             apps=spec.apps,
+            box_uid=self.box_uid,
         )
+
+        def attach_network(init_pid: int) -> network.Attaching:
+            attaching = network.attach(init_pid, self.box_uid, paths.log)
+            # Should holmd die before pasta is up, the next one ends it by this file.
+            record.net_pidfile = str(attaching.pidfile)
+            write_record(paths.record, record)
+            return attaching
+
         try:
-            launched = launch(joining_argv(record.cgroups, bwrap_argv(plan)), paths.log)
+            launched = launch(
+                joining_argv(record.cgroups, bwrap_argv(plan)),
+                paths.log,
+                env=box_env(plan),
+                box_uid=self.box_uid,
+                attach_network=attach_network if plan.network else None,
+            )
         except LaunchFailed as exc:
             raise Unavailable(f"box {record.box_id}: {exc}: {_tail(paths.log)}") from None
         self._children[record.box_id] = launched.process
         record.bwrap_pid = launched.process.pid
         record.init_pid, record.init_start = launched.init_pid, launched.init_start
+        if launched.network is not None:
+            self._attaching[record.box_id] = launched.network
         record.started_at_ms = _now_ms()
         write_record(paths.record, record)
         return record
@@ -402,6 +454,13 @@ class LocalRuntime:
         that is not persistent."""
         if record.init_pid is not None and record.init_start is not None:
             procs.end(record.init_pid, record.init_start, self.stop_grace_s)
+        if record.net_pid is not None and record.net_start is not None:
+            procs.end_one(record.net_pid, record.net_start, self.stop_grace_s)
+        attaching = self._attaching.pop(record.box_id, None)
+        if attaching is not None:
+            attaching.cancel()
+        if record.net_pidfile is not None:
+            network.end_left_behind(Path(record.net_pidfile))
         child = self._children.pop(record.box_id, None)
         if child is not None:
             child.wait()
@@ -411,6 +470,7 @@ class LocalRuntime:
             _empty(paths.home)
         record.state = "stopped"
         record.display_base = record.init_pid = record.init_start = record.bwrap_pid = None
+        record.net_pid = record.net_start = record.net_pidfile = None
         record.cgroups = []
         write_record(paths.record, record)
 
@@ -457,6 +517,18 @@ def _empty(folder: Path) -> None:
             shutil.rmtree(entry)
         else:
             entry.unlink()
+
+
+def _own(folder: Path, uid: int) -> None:
+    """Give `folder` to the box's host uid, with everything in it when it was not the
+    box's yet (a persistent home made before boxes had a uid of their own)."""
+    if folder.stat().st_uid == uid:
+        return
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            os.lchown(os.path.join(parent, name), uid, uid)
+    os.chown(folder, uid, uid)
+    folder.chmod(0o700)
 
 
 def _run_logs_tail(paths: BoxPaths) -> str:

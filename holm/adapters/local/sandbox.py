@@ -1,25 +1,48 @@
-"""The bubblewrap command line of a local box: what the box can see and how its agent starts.
+"""The command line of a local box, and its launch: what the box can see, which uid it is
+on the host, which network it has, and how its agent starts.
 
 A box sees, read-only, only what a desktop needs (`/usr` and a few files of `/etc`), plus
 its own writable home and run folder, a private `/tmp`, `/proc` and `/dev`. Host secrets
 (`/etc/shadow`, `/root`, `/etc/ssl/private`, the repository, the state dir, other boxes)
-are simply not mounted. The environment is cleared, so nothing of holmd's (its token, its
-settings) reaches the box.
+are simply not mounted.
+
+Nothing of holmd reaches a box: every process of it, the sandbox's own PID 1 included,
+starts from the environment `box_env` composes, never from holmd's.
+
+A box is not root on the host. Its processes run in a user namespace of their own, where
+the box's ids 0…65535 are the host's `BOX_UID`…`BOX_UID + 65535`: root in the box (with
+no capability but CAP_SETGID) is an unprivileged uid on the host, and a terminal's `tty`
+group is mapped, so xterm works on the box's private devpts. The box's files in its home
+belong to `BOX_UID` on the host.
+
+A box always has its own network namespace. Without `policy.network` it has only its own
+loopback; with it, `network.py` attaches a user-mode network stack (pasta) that reaches
+out the way any program of the host would, except that the host's own addresses (its
+loopback, and with it holmd and every service bound there) are not reachable.
+
+The command is two bwraps. The outer one, run by root, only stages the box's host folders
+(home, run folder, the agent's code) in a private mount namespace at paths the box's uid
+can reach (a state dir may well be private to root); `setpriv` then becomes the box's uid,
+and the inner bwrap makes the box: the user, pid, network, ipc, uts and cgroup namespaces
+and the root the box sees.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from holm.adapters.agent.command import agent_command
 from holm.adapters.local import procs
+from holm.adapters.local.network import Attaching, NetworkFailed
 from holm.wire.spec import AppDefinition
 
 BOX_HOME = "/home/box"
@@ -29,14 +52,19 @@ AGENT_SITE = "/opt/holm/site"
 AGENT_SRC = "/opt/holm/src"
 # Debian's interpreter: the venv is built on it, so the venv's compiled packages load here.
 AGENT_PYTHON = "/usr/bin/python3"
+# The host uid (and gid) of root in a box, the first of BOX_ID_COUNT: past the ranges that
+# useradd, /etc/subuid and systemd's containers give out (systemd's end at 0x6FFFFFFF), so
+# no account of the host owns them.
+BOX_UID = 0x70000000
+BOX_ID_COUNT = 65536
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-# `--unshare-all` less the user namespace: a user namespace maps one group only, so a
-# terminal (xterm, anything that chowns its pty to group `tty`) fails in it; and since holmd
-# runs as root, root in the box would be the host's root in it all the same.
+# The box's namespaces besides its user namespace (`--unshare-user`, always first) and
+# its network namespace (always: `network.py` gives it a way out when the policy allows).
 UNSHARE = ("--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
-# bwrap run by root keeps every capability in the box unless told otherwise. A box keeps
-# only CAP_SETGID, which xterm needs to start its shell: root in the box can mount nothing,
-# make no device, and write only what is bound writable (its home and run folder).
+# Root in the box keeps only CAP_SETGID (xterm needs it to start its shell), and that only
+# in the box's user namespace: it can mount nothing, make no device, configure no
+# interface, and write only what is bound writable (its home and run folder).
 CAPS = ("--cap-drop", "ALL", "--cap-add", "CAP_SETGID")
 # Bound read-only into every box, when the host has them.
 DESKTOP_ETC = (
@@ -64,6 +92,9 @@ NETWORK_ETC = (
 )
 # Merged-/usr systems have these as symlinks into /usr; older ones as real folders.
 ROOT_LINKS = ("/bin", "/lib", "/lib64", "/sbin")
+# Where the outer bwrap stages the box's host folders, in its own mount namespace only:
+# a private tmpfs over /tmp (world-writable: the inner bwrap makes its own root there).
+STAGE = "/tmp/.holm-stage"
 
 
 def agent_code_dirs() -> list[Path]:
@@ -96,6 +127,7 @@ class SandboxPlan:
     apps: dict[str, AppDefinition] = field(default_factory=dict)
     site_dirs: Sequence[Path] = field(default_factory=agent_code_dirs)
     holm_dir: Path = field(default_factory=holm_package_dir)
+    box_uid: int = BOX_UID
 
 
 def agent_argv(plan: SandboxPlan) -> list[str]:
@@ -117,26 +149,56 @@ def site_mounts(plan: SandboxPlan) -> list[tuple[Path, str]]:
 
 
 def box_env(plan: SandboxPlan) -> dict[str, str]:
+    """The whole environment of a box, composed here: bwrap's own processes get it as
+    well as the agent, so not one variable of holmd's (its token, its settings) is in
+    any /proc/<pid>/environ of the box."""
     python_path = [AGENT_SRC, *(inside for _, inside in site_mounts(plan))]
-    return {
+    env = {
         "HOME": BOX_HOME,
         "USER": "root",
         "LOGNAME": "root",
-        "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+        "PATH": PATH,
         "LANG": "C.UTF-8",
         "TMPDIR": "/tmp",
         "PYTHONPATH": ":".join(python_path),
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+    # The host's zone by name, when it has one (the box sees /etc/localtime too).
+    tz = _host_timezone()
+    if tz is not None:
+        env["TZ"] = tz
+    return env
+
+
+def _host_timezone() -> str | None:
+    with contextlib.suppress(OSError):
+        name = Path("/etc/timezone").read_text().strip()
+        if name and "\n" not in name and "\0" not in name:
+            return name
+    return None
+
+
+def staged(plan: SandboxPlan) -> list[tuple[Path, str, bool]]:
+    """Each host folder the box binds, where the outer bwrap stages it, and whether the
+    box may write it."""
+    folders = [(plan.home, f"{STAGE}/home", True), (plan.run_dir, f"{STAGE}/run", True)]
+    folders += [(d, f"{STAGE}/site{i}", False) for i, d in enumerate(plan.site_dirs)]
+    folders.append((plan.holm_dir, f"{STAGE}/holm", False))
+    return folders
 
 
 def bwrap_argv(plan: SandboxPlan, command: Sequence[str] | None = None) -> list[str]:
-    """The whole `bwrap …` command; `command` replaces the agent (tests run plain
-    processes in the same sandbox)."""
-    argv = ["bwrap", *UNSHARE]
-    if not plan.network:
-        argv.append("--unshare-net")
+    """The whole command of a box (see the module's docstring); `command` replaces the
+    agent (tests run plain processes in the same sandbox)."""
+    stage = staged(plan)
+    argv = ["bwrap", "--dev-bind", "/", "/", "--perms", "1777", "--tmpfs", "/tmp"]
+    argv += ["--perms", "0755", "--dir", STAGE]
+    for host, at, writable in stage:
+        argv += ["--bind" if writable else "--ro-bind", str(host), at]
+    uid = plan.box_uid
+    argv += ["--", "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    argv += ["bwrap", "--unshare-user", *UNSHARE, "--unshare-net"]
     argv += [*CAPS, "--new-session", "--hostname", BOX_HOSTNAME]
     # No --die-with-parent: a box outlives the holmd that started it.
     argv += ["--ro-bind", "/usr", "/usr"]
@@ -149,10 +211,11 @@ def bwrap_argv(plan: SandboxPlan, command: Sequence[str] | None = None) -> list[
     for path in etc:
         argv += ["--ro-bind-try", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    argv += ["--bind", str(plan.home), BOX_HOME, "--bind", str(plan.run_dir), BOX_RUN]
-    for host_dir, inside in site_mounts(plan):
-        argv += ["--ro-bind", str(host_dir), inside]
-    argv += ["--ro-bind", str(plan.holm_dir), f"{AGENT_SRC}/holm"]
+    (_, home, _), (_, run, _), *code = stage
+    argv += ["--bind", home, BOX_HOME, "--bind", run, BOX_RUN]
+    for (_, inside), (_, at, _) in zip(site_mounts(plan), code, strict=False):
+        argv += ["--ro-bind", at, inside]
+    argv += ["--ro-bind", code[-1][1], f"{AGENT_SRC}/holm"]
     argv.append("--clearenv")
     for name, value in box_env(plan).items():
         argv += ["--setenv", name, value]
@@ -161,47 +224,117 @@ def bwrap_argv(plan: SandboxPlan, command: Sequence[str] | None = None) -> list[
     return argv
 
 
+def box_bwrap_at(argv: Sequence[str]) -> int:
+    """Where the box's own bwrap (the inner one) starts in `argv`."""
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "bwrap" and argv[i + 1] == "--unshare-user":
+            return i
+    raise ValueError("no box bwrap (`bwrap --unshare-user`) in the command")
+
+
 class Launched(NamedTuple):
     process: subprocess.Popen[bytes]
     # The sandbox's pid-namespace init on the host, by pid and start time.
     init_pid: int
     init_start: int
+    # The box's user-mode network stack on its way up, when it has a network.
+    network: Attaching | None = None
 
 
 class LaunchFailed(Exception):
     pass
 
 
-def launch(argv: Sequence[str], log_path: Path) -> Launched:
-    """Start `argv` (a `bwrap` command, perhaps behind `limits.joining_argv`) detached
-    from holmd: its own session, no tie to holmd's life, output to `log_path`. Blocks
-    until bwrap has named its namespace init."""
+def launch(
+    argv: Sequence[str],
+    log_path: Path,
+    *,
+    env: dict[str, str],
+    box_uid: int = BOX_UID,
+    attach_network: Callable[[int], Attaching] | None = None,
+    stderr_path: Path | None = None,
+) -> Launched:
+    """Start `argv` (from `bwrap_argv`, perhaps behind `limits.joining_argv`) detached
+    from holmd: its own session, no tie to holmd's life, environment `env` and nothing
+    else, output to `log_path` (stderr to `stderr_path` when given). Blocks until the box
+    is made: its user namespace mapped to `box_uid`…, its network's attachment begun by
+    `attach_network(init_pid)`, and only then its first process running. The network
+    comes up while the box starts: `Launched.network.wait()` says when."""
     info_read, info_write = os.pipe()
+    userns_read, userns_write = os.pipe()
+    block_read, block_write = os.pipe()
     argv = list(argv)
-    at = argv.index("bwrap") + 1
-    argv[at:at] = ["--info-fd", str(info_write)]
+    at = box_bwrap_at(argv) + 1
+    argv[at:at] = [
+        "--info-fd",
+        str(info_write),
+        "--userns-block-fd",
+        str(userns_read),
+        "--block-fd",
+        str(block_read),
+    ]
     try:
-        with open(log_path, "ab") as log:
+        with contextlib.ExitStack() as files:
+            log: IO[bytes] = files.enter_context(open(log_path, "ab"))
+            err: IO[bytes] | int = subprocess.STDOUT
+            if stderr_path is not None:
+                err = files.enter_context(open(stderr_path, "ab"))
             process = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
-                stderr=subprocess.STDOUT,
+                stderr=err,
                 start_new_session=True,
-                pass_fds=(info_write,),
+                pass_fds=(info_write, userns_read, block_read),
+                env=env,
+                # Not holmd's folder: bwrap tells its PWD to the box's PID 1.
+                cwd="/",
             )
     finally:
-        os.close(info_write)
+        for fd in (info_write, userns_read, block_read):
+            os.close(fd)
     try:
         with os.fdopen(info_read, "rb") as info:
             # bwrap writes the JSON then closes its end, so EOF comes when it is whole.
             raw = info.read()
         init_pid = int(json.loads(raw)["child-pid"])
     except (ValueError, KeyError):
+        os.close(userns_write)
+        os.close(block_write)
         process.wait()
         raise LaunchFailed(f"bwrap ended with {process.returncode} before starting") from None
-    stat = procs.read_stat(init_pid)
-    if stat is None:
+    # Until the block fd is written, the box runs nothing of its own; on any failure the
+    # box is killed before that fd closes (a closed fd would let it run).
+    network: Attaching | None = None
+    try:
+        stat = procs.read_stat(init_pid)
+        if stat is None:
+            raise LaunchFailed(f"bwrap ended with {process.poll()} right after starting")
+        map_ids(init_pid, box_uid)
+        os.write(userns_write, b"1")
+        if attach_network is not None:
+            network = attach_network(init_pid)
+        os.write(block_write, b"1")
+    except BaseException as exc:
+        if network is not None:
+            network.cancel()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(init_pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-        raise LaunchFailed(f"bwrap ended with {process.returncode} right after starting")
-    return Launched(process, init_pid, stat.start)
+        if isinstance(exc, OSError | NetworkFailed):
+            raise LaunchFailed(f"the box could not be made: {exc}") from None
+        raise
+    finally:
+        os.close(userns_write)
+        os.close(block_write)
+    return Launched(process, init_pid, stat.start, network)
+
+
+def map_ids(pid: int, box_uid: int) -> None:
+    """The box's ids 0…65535 as the host's `box_uid`…: written by root from outside, since
+    the box itself may map no more than its own one uid."""
+    for name in ("uid_map", "gid_map"):
+        with open(f"/proc/{pid}/{name}", "w") as f:
+            f.write(f"0 {box_uid} {BOX_ID_COUNT}\n")

@@ -1,0 +1,144 @@
+"""How fast a local box fetches through its user-mode network stack (pasta), against the
+host fetching the same file from the same server.
+
+    .venv/bin/python bench/box_network.py [MIB] [DISPLAY_BASE]   (default 64 MiB, :440)
+
+The server is a test host this bench makes and removes: a network namespace joined to the
+host by a veth pair with addresses in 10.213.0.0/16 that no route of the host uses, where
+`python3 -m http.server` serves one file. No other address is contacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import os
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from holm.adapters.local.runtime import LocalRuntime
+from holm.wire.actions import Exec, ExecWhat
+from holm.wire.results import ExecResult, expect
+from holm.wire.spec import Placement, Policy, Spec
+
+REPEAT = 5
+FETCH = """
+import sys, time, urllib.request
+start = time.perf_counter()
+size = 0
+with urllib.request.urlopen(sys.argv[1], timeout=60) as answer:
+    while chunk := answer.read(1 << 20):
+        size += len(chunk)
+print(size, time.perf_counter() - start)
+"""
+
+
+def free_subnet() -> ipaddress.IPv4Network:
+    routes = subprocess.run(
+        ["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True, check=True
+    ).stdout
+    taken = []
+    for line in routes.splitlines():
+        word = line.split()[0] if line.split() else ""
+        with contextlib.suppress(ValueError):
+            taken.append(ipaddress.ip_network(word if "/" in word else f"{word}/32", strict=False))
+    for _ in range(200):
+        net = ipaddress.IPv4Network(
+            f"10.213.{secrets.randbelow(256)}.{secrets.randbelow(64) * 4}/30"
+        )
+        if not any(net.overlaps(t) for t in taken if t.prefixlen > 0):
+            return net
+    raise SystemExit("no free /30 in 10.213.0.0/16")
+
+
+def ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+
+@contextlib.contextmanager
+def test_host(folder: Path) -> object:
+    tag = secrets.token_hex(3)
+    netns, near, far = f"holmbench-{tag}", f"hb{tag}a", f"hb{tag}b"
+    net = free_subnet()
+    address = str(net[2])
+    server = None
+    ip("netns", "add", netns)
+    try:
+        ip("link", "add", near, "type", "veth", "peer", "name", far)
+        ip("link", "set", far, "netns", netns)
+        ip("addr", "add", f"{net[1]}/30", "dev", near)
+        ip("link", "set", near, "up")
+        ip("-n", netns, "addr", "add", f"{address}/30", "dev", far)
+        ip("-n", netns, "link", "set", far, "up")
+        port = 8000 + secrets.randbelow(1000)
+        serve = [sys.executable, "-m", "http.server", "--bind", address, str(port)]
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", netns, *serve, "--directory", str(folder)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for _ in range(500):
+            with contextlib.suppress(OSError), socket.create_connection((address, port), 1):
+                break
+            time.sleep(0.02)
+        yield f"http://{address}:{port}/payload"
+    finally:
+        if server is not None:
+            os.killpg(server.pid, 9)
+            server.wait()
+        subprocess.run(["ip", "link", "del", near], capture_output=True)
+        subprocess.run(["ip", "netns", "del", netns], capture_output=True)
+
+
+def rate(size: int, seconds: float) -> float:
+    return size / seconds / (1 << 20)
+
+
+async def main(mib: int, display_base: int) -> None:
+    state = Path(tempfile.mkdtemp(prefix="holm-bench-", dir="/tmp"))
+    served = state / "served"
+    served.mkdir()
+    (served / "payload").write_bytes(os.urandom(mib << 20))
+    runtime = LocalRuntime(
+        state / "boxes", "bench", display_base=display_base, display_count=20, chromium=False
+    )
+    box_id = f"box_{secrets.token_hex(6)}"
+    try:
+        with test_host(served) as url:
+            await runtime.create(box_id, Spec(policy=Policy(network=True)), Placement())
+            desktop = await runtime.desktop(box_id)
+            host, box = [], []
+            for _ in range(REPEAT):
+                done = subprocess.run(
+                    [sys.executable, "-c", FETCH, str(url)], capture_output=True, text=True
+                )
+                size, seconds = done.stdout.split()
+                host.append(rate(int(size), float(seconds)))
+                fetch = ExecWhat(argv=["python3", "-c", FETCH, str(url)], timeout_ms=120_000)
+                result = expect(await desktop.act(0, Exec(what=fetch)), ExecResult)
+                size, seconds = result.stdout.split()
+                assert int(size) == mib << 20, result
+                box.append(rate(int(size), float(seconds)))
+            print(f"fetch of {mib} MiB over HTTP from a test host (veth), median of {REPEAT}:")
+            print(f"  the host itself          {statistics.median(host):8.1f} MiB/s")
+            print(f"  a box, through pasta     {statistics.median(box):8.1f} MiB/s")
+    finally:
+        with contextlib.suppress(Exception):
+            await runtime.delete(box_id)
+        await runtime.close()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    size_mib = int(sys.argv[1]) if len(sys.argv) > 1 else 64
+    base = int(sys.argv[2]) if len(sys.argv) > 2 else 440
+    asyncio.run(main(size_mib, base))

@@ -1,0 +1,201 @@
+"""The way out of a local box that may use the network: a user-mode network stack (pasta,
+from Debian's `passt`) attached to the box's own network namespace.
+
+Every local box has its own network namespace, so 127.0.0.1 in a box is the box's own:
+holmd and every service bound to the host's loopback are out of reach, and so are the
+abstract Unix sockets of the host (its X displays among them). A box whose policy allows
+the network gets pasta: an interface configured like the host's (its address, its
+gateway, its resolver), whose packets pasta turns into ordinary sockets of the host. So a
+box reaches what any program of the host reaches, except:
+
+- the host's loopback: pasta maps no address of the box to it (`--no-map-gw`, and no
+  port is forwarded either way: `-t none -u none -T none -U none`);
+- the host's other own addresses (a docker bridge's, a veth's): the box's routing table
+  says they are unreachable, so a service the host binds to all its addresses is out of
+  reach too. Root in the box has no CAP_NET_ADMIN to change that.
+
+pasta runs as the box's host uid, in the host's network namespace, outside the box's pid
+namespace. It does not end when the box does: the runtime ends it with the box, by the pid
+and start time this module returns (kept in the box's record, like the box's own init).
+It comes up while the box starts; the box is not ready before it is up.
+
+Everything here blocks: call it from a thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from holm.adapters.local import procs
+
+PASTA = "pasta"
+PASTA_OPTIONS = (
+    "--config-net",
+    # With the gateway mapped, the gateway's address in the box would be the host's
+    # loopback.
+    "--no-map-gw",
+    "-t",
+    "none",
+    "-u",
+    "none",
+    "-T",
+    "none",
+    "-U",
+    "none",
+    "--quiet",
+)
+ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+PASTA_TIMEOUT_S = 30.0
+
+
+class NetworkFailed(Exception):
+    pass
+
+
+def available() -> bool:
+    return shutil.which(PASTA, path=ENV["PATH"]) is not None
+
+
+class Attaching:
+    """A pasta on its way up: its first process configures the box's interface, then forks
+    the pasta that stays into the background and ends."""
+
+    def __init__(self, process: subprocess.Popen[bytes], pidfile: Path) -> None:
+        self.process = process
+        # Where pasta writes the pid of the pasta that stays; kept in the box's record
+        # until that pid is, so that a holmd that dies meanwhile leaves none behind.
+        self.pidfile = pidfile
+        self._up: tuple[int, int] | None = None
+
+    def wait(self) -> tuple[int, int]:
+        """Block until the box's network is up; the pid and start time of its pasta."""
+        if self._up is not None:
+            return self._up
+        try:
+            code = self.process.wait(timeout=PASTA_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            raise NetworkFailed("pasta did not bring the box's network up in time") from None
+        stat = _pasta_of(self.pidfile)
+        self.pidfile.unlink(missing_ok=True)
+        if code != 0 or stat is None:
+            if stat is not None:
+                procs.end_one(stat.pid, stat.start, 1.0)
+            raise NetworkFailed(f"pasta ended with {code}; see the box's log")
+        self._up = stat.pid, stat.start
+        return self._up
+
+    def cancel(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        end_left_behind(self.pidfile)
+
+
+def attach(init_pid: int, box_uid: int, log: Path) -> Attaching:
+    """Give the network namespace of the box whose init is `init_pid` a way out. The
+    host's own addresses are routed away first, so that the box never has a way to them;
+    pasta then comes up while the box starts (`Attaching.wait` says when it is up)."""
+    if not available():
+        raise NetworkFailed("pasta (Debian's `passt` package) is not installed")
+    block_host_addresses(init_pid)
+    # pasta writes its pid once it is the box's uid, which may reach no folder of holmd's:
+    # the file is made for it where that uid can reach it.
+    fd, name = tempfile.mkstemp(prefix="holm-pasta-", suffix=".pid", dir="/tmp")
+    os.fchown(fd, box_uid, box_uid)
+    os.close(fd)
+    pidfile = Path(name)
+    argv = [PASTA, *PASTA_OPTIONS, "--runas", str(box_uid), "--pid", str(pidfile)]
+    argv.append(str(init_pid))
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            env=ENV,
+            cwd="/",
+            start_new_session=True,
+        )
+    return Attaching(process, pidfile)
+
+
+def end_left_behind(pidfile: Path) -> None:
+    """End the pasta a pidfile names (one whose holmd died before it learnt its pid)."""
+    stat = _pasta_of(pidfile)
+    if stat is not None:
+        procs.end_one(stat.pid, stat.start, 1.0)
+    pidfile.unlink(missing_ok=True)
+
+
+def _pasta_of(pidfile: Path) -> procs.ProcStat | None:
+    """The live pasta a pidfile names, if it names one."""
+    try:
+        pid = int(pidfile.read_text().strip() or "0")
+    except (OSError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+    # Debian's pasta is passt under another name, run from a per-CPU build.
+    if not comm.startswith(("pasta", "passt")):
+        return None
+    return procs.read_stat(pid)
+
+
+def host_addresses() -> list[str]:
+    """The host's own addresses but its loopback ones (IPv4 and global IPv6), from /proc."""
+    found: set[str] = set()
+    with contextlib.suppress(OSError), open("/proc/net/fib_trie") as f:
+        last = ""
+        for line in f:
+            words = line.split()
+            if words and words[0] in ("|--", "+--") and len(words) >= 2:
+                last = words[1]
+            elif "/32 host LOCAL" in line and last:
+                found.add(last)
+    with contextlib.suppress(OSError), open("/proc/net/if_inet6") as f:
+        for line in f:
+            raw = line.split()[0]
+            found.add(str(ipaddress.IPv6Address(int(raw, 16))))
+    kept = []
+    for text in sorted(found):
+        with contextlib.suppress(ValueError):
+            address = ipaddress.ip_address(text)
+            if not (address.is_loopback or address.is_link_local or address.is_unspecified):
+                kept.append(text)
+    return kept
+
+
+def block_host_addresses(init_pid: int) -> None:
+    """Routes in the box's namespace that make each of the host's own addresses
+    unreachable. The address pasta gave the box (the host's, on its outbound interface)
+    stays the box's own: a local address wins over any route."""
+    lines = []
+    for address in host_addresses():
+        bits = 128 if ":" in address else 32
+        lines.append(f"route add unreachable {address}/{bits}\n")
+    if not lines:
+        return
+    done = subprocess.run(
+        ["nsenter", f"--target={init_pid}", "--net", "--", "ip", "-batch", "-"],
+        input="".join(lines).encode(),
+        capture_output=True,
+        env=ENV,
+        timeout=PASTA_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        raise NetworkFailed(
+            "could not route the host's addresses away from the box: "
+            + done.stderr.decode(errors="replace").strip()
+        )

@@ -1,0 +1,292 @@
+"""A local box is a hostile neighbour: each test here is an attack made from inside a real
+box (through its exec, as an agent's command runs), and each must fail. docs/security.md
+names the promise each one holds."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from holm.adapters.local.sandbox import BOX_UID
+
+from .conftest import (
+    SECRET,
+    SECRET_NAME,
+    Box,
+    FarHost,
+    LocalBoxes,
+    Loop,
+    make_local_runtime,
+)
+
+pytestmark = pytest.mark.desktop
+
+
+@pytest.fixture(scope="module")
+def online(local: LocalBoxes, test_host: FarHost) -> Iterator[Box]:
+    """A box with the network and Chromium, as most boxes are. Made after the test host:
+    a box is kept from the host's own addresses that the host has when the box starts."""
+    box = local.create(network=True)
+    yield box
+    local.delete(box)
+
+
+@pytest.fixture(scope="module")
+def bare_runtime(local: LocalBoxes, state_dir: Path) -> LocalBoxes:
+    return LocalBoxes(make_local_runtime(state_dir, chromium=False), local.loop)
+
+
+@pytest.fixture(scope="module")
+def offline(bare_runtime: LocalBoxes) -> Iterator[Box]:
+    box = bare_runtime.create(network=False)
+    yield box
+    bare_runtime.delete(box)
+
+
+# Nothing of the server leaks into a box
+
+EVERY_ENVIRON = "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f 2>/dev/null; echo; done; env"
+
+
+def test_no_process_of_a_box_holds_a_variable_of_the_servers(
+    local: LocalBoxes, online: Box, offline: Box
+) -> None:
+    # The secret is there to leak: the test process (holmd's stand-in) has it.
+    assert os.environ[SECRET_NAME] == SECRET
+    for box in (online, offline):
+        seen = box.sh(EVERY_ENVIRON)
+        assert SECRET not in seen and SECRET_NAME not in seen
+        # The box did read environments: its shell's, its agent's, its desktop's.
+        assert seen.count("HOME=/home/box") >= 3, seen
+        # From the host, every process of the box, PID 1 (bwrap) included, and the
+        # launcher holmd started it with.
+        record = local.record(box)
+        pids = [*local.pids(box), record.bwrap_pid]
+        environs = {pid: Path(f"/proc/{pid}/environ").read_bytes() for pid in pids if pid}
+        assert len(environs) >= 4
+        assert all(SECRET.encode() not in environ for environ in environs.values())
+        assert b"HOME=/home/box" in environs[record.init_pid or 0]
+
+
+# A box has its own network namespace
+
+CONNECT = textwrap.dedent("""
+    import socket, sys
+    try:
+        with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10) as s:
+            print("reached", s.recv(2).decode())
+    except OSError as exc:
+        print("refused", exc)
+""")
+
+
+def connect(box: Box, address: str, port: int) -> str:
+    result = box.exec(f"python3 -c '{CONNECT}' {address} {port}")
+    assert result.code == 0, result
+    return result.stdout.strip()
+
+
+def test_no_box_reaches_the_hosts_loopback(online: Box, offline: Box, loopback_server: int) -> None:
+    with socket.create_connection(("127.0.0.1", loopback_server)) as s:
+        assert s.recv(2) == b"hi"  # the host does reach it
+    for box in (online, offline):
+        for address in ("127.0.0.1", "localhost"):
+            assert connect(box, address, loopback_server).startswith("refused"), box
+
+
+FETCH = textwrap.dedent("""
+    import hashlib, sys, time, urllib.request
+    with urllib.request.urlopen(sys.argv[1], timeout=30) as answer:
+        body = answer.read()
+    print(len(body), hashlib.sha256(body).hexdigest())
+""")
+
+
+def test_a_box_with_the_network_reaches_a_host_out_there_but_none_of_this_hosts_addresses(
+    online: Box, test_host: FarHost
+) -> None:
+    url = f"http://{test_host.address}:{test_host.http_port}/payload"
+    fetched = online.sh(f"python3 -c '{FETCH}' {url}").split()
+    assert fetched == [str(len(test_host.payload)), hashlib.sha256(test_host.payload).hexdigest()]
+    # The host's end of the veth is one of the host's own addresses: a service bound there
+    # (or to all addresses) answers the host, not the box.
+    with socket.create_connection((test_host.host_address, test_host.host_side_port)) as s:
+        assert s.recv(2) == b"hi"
+    assert connect(online, test_host.host_address, test_host.host_side_port).startswith("refused")
+
+
+def test_a_box_without_the_network_reaches_nothing(
+    offline: Box, test_host: FarHost, loopback_server: int
+) -> None:
+    assert connect(offline, test_host.address, test_host.http_port).startswith("refused")
+    interfaces = offline.sh("tail -n +3 /proc/net/dev | cut -d: -f1").split()
+    assert interfaces == ["lo"]
+    assert offline.sh("tail -n +2 /proc/net/route") == ""
+
+
+# A box sees nothing of the host, the server or another box
+
+LOOK = textwrap.dedent("""
+    for p in /etc/shadow /root /etc/ssl/private /work /var /etc/sudoers "$@"; do
+        test -e "$p" && echo "seen $p"
+    done
+    cat /etc/shadow 2>/dev/null && echo "read /etc/shadow"
+    grep -rlsF "$TOKEN" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=usr \\
+        --exclude-dir=dev && echo "found the token"
+    true
+""")
+
+
+def test_a_box_reads_no_other_box_no_state_no_trace_and_no_host_secret(
+    online: Box, offline: Box, state_dir: Path
+) -> None:
+    token = f"token-{os.urandom(6).hex()}"
+    offline.sh(f"echo {token} > /home/box/neighbours-secret.txt")
+    home_of_offline = state_dir / "boxes" / offline.box_id / "home"
+    assert (home_of_offline / "neighbours-secret.txt").read_text().strip() == token
+    # A trace and a blob of the server's, where its store keeps them.
+    (state_dir / "traces").mkdir(exist_ok=True)
+    (state_dir / "traces" / f"{offline.box_id}.jsonl").write_text(f'{{"note":"{token}"}}\n')
+    paths = [str(state_dir), str(home_of_offline), str(state_dir / "traces")]
+    script = f"TOKEN={token}; set -- {' '.join(paths)}; {LOOK}"
+    assert online.sh(script) == ""
+    # And the home of the box itself is all it has of the state dir.
+    assert online.sh("ls -a /home/box /run/holm | sort -u").split() != []
+    assert "neighbours-secret.txt" not in online.sh("ls -aR /home /run /tmp /opt 2>/dev/null")
+
+
+def test_a_box_sees_none_of_the_hosts_processes(local: LocalBoxes, online: Box) -> None:
+    seen = online.sh(
+        "for d in /proc/[0-9]*; do echo \"${d#/proc/} $(tr '\\0' ' ' < $d/cmdline)\"; done"
+    )
+    commands = dict(line.split(" ", 1) for line in seen.strip().splitlines())
+    assert commands["1"].startswith("bwrap")
+    assert not any("pytest" in c or "holm-join" in c for c in commands.values()), commands
+    # As many as the box has on the host (give or take the listing shell and its children).
+    assert len(commands) <= len(local.pids(online)) + 4
+    assert all(int(pid) < 1000 for pid in commands)
+
+
+# A box is not root on the host
+
+
+def test_a_box_is_not_root_on_the_host(local: LocalBoxes, online: Box, state_dir: Path) -> None:
+    assert online.sh("id -u; echo probe > /home/box/owner-probe").strip() == "0"
+    probe = state_dir / "boxes" / online.box_id / "home" / "owner-probe"
+    owner = os.stat(probe)
+    assert owner.st_uid != 0 and owner.st_gid != 0
+    assert owner.st_uid == local.runtime.box_uid == BOX_UID
+    record = local.record(online)
+    pids = [*local.pids(online), record.net_pid or 0]
+    assert record.net_pid is not None and len(pids) >= 5
+    for pid in pids:
+        status = Path(f"/proc/{pid}/status").read_text()
+        uids = next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1:]
+        assert "0" not in uids, (pid, status)
+    # Root in the box holds CAP_SETGID, and that only over the box's own ids.
+    assert online.sh("grep CapEff /proc/self/status").split()[1] == f"{1 << 6:016x}"
+    assert online.exec("touch /etc/passwd").code != 0
+
+
+# A fork bomb stops at the box's pids limit
+
+PIDS_MAX = 160
+FORK_LOOP = textwrap.dedent("""
+    import errno, os, signal, sys
+    children, error = [], "none"
+    for _ in range(int(sys.argv[1])):
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            error = errno.errorcode[exc.errno]
+            break
+        if pid == 0:
+            signal.pause()
+            os._exit(0)
+        children.append(pid)
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    for pid in children:
+        os.waitpid(pid, 0)
+    print(len(children), error)
+""")
+
+
+def test_a_fork_bomb_stops_at_the_boxs_pids_limit(loop: Loop, state_dir: Path) -> None:
+    boxes = LocalBoxes(make_local_runtime(state_dir, chromium=False, pids_max=PIDS_MAX), loop)
+    assert boxes.runtime.cgroups.pids, "this machine gives the local runtime no pids cgroup"
+    box = boxes.create(network=False)
+    try:
+        limits = [Path(p).parent / "pids.max" for p in boxes.record(box).cgroups]
+        assert [f.read_text().strip() for f in limits if f.exists()] == [str(PIDS_MAX)]
+        bound = 10 * PIDS_MAX
+        forked, error = box.sh(f"python3 -c '{FORK_LOOP}' {bound}").split()
+        assert error == "EAGAIN" and int(forked) < PIDS_MAX
+        # The host forks as before, and so does the box once its children are gone.
+        assert subprocess.run(["true"]).returncode == 0
+        assert box.sh("echo alive") == "alive\n"
+    finally:
+        boxes.delete(box)
+        loop.run(boxes.runtime.close())
+
+
+# Another local user
+
+AS_NOBODY = textwrap.dedent("""
+    import socket, sys
+    for path in sys.argv[1:]:
+        try:
+            if path.endswith(".sock"):
+                socket.socket(socket.AF_UNIX).connect(path)
+            else:
+                open(path).read()
+            print("reached", path)
+        except OSError as exc:
+            print("refused", type(exc).__name__)
+""")
+
+
+def test_another_local_user_reaches_no_box_socket_and_no_box_file(
+    online: Box, state_dir: Path
+) -> None:
+    box_dir = state_dir / "boxes" / online.box_id
+    online.sh("echo private > /home/box/private.txt")
+    for folder in (box_dir / "home", box_dir / "run"):
+        assert folder.stat().st_mode & 0o777 == 0o700
+    # Even with every folder above them open to others (a state dir need not be), the
+    # box's own folders keep another user out of the agent, the viewer and the files.
+    above = (state_dir, state_dir / "boxes", box_dir)
+    modes = {path: path.stat().st_mode & 0o7777 for path in above}
+    for path in above:
+        path.chmod(modes[path] | 0o711)
+    try:
+        targets = [box_dir / "run" / "agent.sock", box_dir / "run" / "vnc-0.sock"]
+        targets.append(box_dir / "home" / "private.txt")
+        assert all(t.exists() for t in targets)
+        done = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+                sys.executable,
+                "-c",
+                AS_NOBODY,
+                *map(str, targets),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert done.stdout.split("\n")[:3] == ["refused PermissionError"] * 3, done
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
