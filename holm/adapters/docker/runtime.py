@@ -30,8 +30,8 @@ import asyncio
 import re
 import shutil
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -40,9 +40,11 @@ import docker.errors
 import msgspec
 import requests.exceptions
 
-from holm.adapters.agent.client import AgentConnections, AgentDesktop
+from holm.adapters.agent.client import AgentConnections
 from holm.adapters.agent.command import agent_command
+from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import Desktop, Progress
+from holm.adapters.box_locks import BoxLocks
 from holm.adapters.docker.images import (
     DEFAULT_BASE_IMAGE,
     LABEL_KEY,
@@ -53,16 +55,15 @@ from holm.adapters.docker.images import (
     engine_errors,
     image_source,
 )
-from holm.adapters.local.limits import DEFAULT_PIDS_MAX, check_limits, parse_cpus, parse_memory
+from holm.adapters.local.limits import DEFAULT_PIDS_MAX, parse_cpus, parse_memory
+from holm.adapters.refusals import refuse_what_no_runtime_runs
 from holm.errors import (
     BadRequest,
     Denied,
     HolmError,
     NotFound,
     ScreenUnavailable,
-    Timeout,
     Unavailable,
-    Unsupported,
 )
 from holm.wire.runtime import Capabilities, RuntimeBox, Started
 from holm.wire.spec import (
@@ -73,7 +74,6 @@ from holm.wire.spec import (
     Spec,
     canonical_json,
     canonical_spec,
-    validate_spec,
 )
 
 T = TypeVar("T")
@@ -101,14 +101,11 @@ BOX_PROFILES = f"{BOX_HOME}/.holm"
 BOX_HOSTNAME = "holm-box"
 READY_TIMEOUT_S = 90.0
 STOP_GRACE_S = 5
-SOCKET_POLL_S = 0.01
-CONNECT_RETRY_S = 5.0
 STATE_POLL_S = 0.5
 LOG_TAIL_LINES = 30
 # Chromium's own /dev/shm use is off (--disable-dev-shm-usage); this is for the rest.
 SHM_SIZE = "256m"
 # sun_path holds 108 bytes with its NUL.
-MAX_SOCKET_PATH = 107
 # A profile lock names a pid of the last run; in the same container that pid may now be
 # another process, and Chromium would refuse the profile.
 _START_COMMAND = 'rm -f "$HOME"/.holm/chromium-*/Singleton*; exec "$@"'
@@ -190,8 +187,7 @@ class DockerRuntime:
         self._desktops = AgentConnections()
         # Boxes this object paused: their desktop is refused without asking the engine.
         self._paused: set[str] = set()
-        self._box_locks: dict[str, asyncio.Lock] = {}
-        self._connect_locks: dict[str, asyncio.Lock] = {}
+        self._locks = BoxLocks()
 
     def can(self) -> Capabilities:
         # Besides these, the defaults: pause, stop, network off, viewers, 8 screens.
@@ -236,7 +232,7 @@ class DockerRuntime:
             labels[LABEL_IDLE] = str(placement.idle_timeout_secs)
         if placement.profile is not None:
             labels[LABEL_PROFILE] = placement.profile
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             if await self._call(self._find, box_id) is not None:
                 raise BadRequest(f"the docker runtime already has a box {box_id}")
             try:
@@ -248,7 +244,7 @@ class DockerRuntime:
                 raise
 
     async def pause(self, box_id: str) -> None:
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             container = await self._call(self._get, box_id)
             status = container.status
             if status == "paused":
@@ -259,7 +255,7 @@ class DockerRuntime:
             self._paused.add(box_id)
 
     async def resume(self, box_id: str) -> None:
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             container = await self._call(self._get, box_id)
             if container.status == "paused":
                 await self._call(container.unpause)
@@ -268,7 +264,7 @@ class DockerRuntime:
             self._paused.discard(box_id)
 
     async def stop(self, box_id: str) -> None:
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             container = await self._call(self._get, box_id)
             await self._drop_desktop(box_id)
             if container.status == "paused":
@@ -279,7 +275,7 @@ class DockerRuntime:
                 await self._call(container.stop, timeout=self.stop_grace_s)
 
     async def start(self, box_id: str) -> Started:
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             container = await self._call(self._get, box_id)
             if container.status in ("running", "paused", "restarting"):
                 raise Denied(f"box {box_id} is running; stop it before starting it again")
@@ -304,12 +300,11 @@ class DockerRuntime:
                 raise
 
     async def delete(self, box_id: str) -> None:
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             await self._drop_desktop(box_id)
             await self._call(self._remove, box_id)
             self._paused.discard(box_id)
-        self._box_locks.pop(box_id, None)
-        self._connect_locks.pop(box_id, None)
+        self._locks.forget(box_id)
 
     async def list(self) -> list[RuntimeBox]:
         containers = await self._call(
@@ -320,7 +315,7 @@ class DockerRuntime:
         return [_runtime_box(c) for c in containers]
 
     async def desktop(self, box_id: str) -> Desktop:
-        async with self._connect_locks.setdefault(box_id, asyncio.Lock()):
+        async with self._locks.connect(box_id):
             live = self._desktops.live(box_id)
             if live is not None and box_id not in self._paused:
                 return live
@@ -342,23 +337,12 @@ class DockerRuntime:
     # What a box is
 
     def _refuse(self, box_id: str, spec: Spec, placement: Placement) -> None:
-        problems = validate_spec(spec)
-        if problems:
-            raise BadRequest("; ".join(problems))
-        if spec.desktop.server != "x11":
-            raise Unsupported("the docker runtime runs X11 desktops only")
-        check_limits(placement.memory, placement.cpus)
+        longest = self._run_dir(box_id) / f"vnc-{MAX_SCREENS - 1}.sock"
+        refuse_what_no_runtime_runs(self.name, spec, placement, longest)
         if placement.profile is not None and not _PROFILE.fullmatch(placement.profile):
             raise BadRequest(
                 f"placement.profile {placement.profile!r} must be 1 to 64 letters, digits, "
                 "'.', '_' or '-'"
-            )
-        longest = self._run_dir(box_id) / f"vnc-{MAX_SCREENS - 1}.sock"
-        if len(str(longest)) > MAX_SOCKET_PATH:
-            raise Unavailable(
-                f"the box's sockets would be too long a path ({longest}); "
-                "set HOLM_STATE_DIR to a shorter folder",
-                retryable=False,
             )
 
     def _run_dir(self, box_id: str) -> Path:
@@ -421,33 +405,23 @@ class DockerRuntime:
             raise Denied(f"browser profile {profile!r} is in use by {', '.join(map(str, others))}")
 
     async def _await_ready(self, box_id: str, run_dir: Path, screens: int) -> Started:
-        """Wait for the agent's socket, then for the agent to say its desktop is up."""
-        socket = run_dir / "agent.sock"
-        deadline = time.monotonic() + self.ready_timeout_s
-        next_check = time.monotonic() + STATE_POLL_S
-        while not socket.exists():
-            now = time.monotonic()
-            if now > deadline:
-                raise Timeout(f"box {box_id}: its agent did not listen in time")
-            if now > next_check:
-                next_check = now + STATE_POLL_S
-                await self._check_running(box_id)
-            await asyncio.sleep(SOCKET_POLL_S)
-        # The socket shows at bind(), before listen(): in a container throttled by its CPU
-        # quota, a connect can land between the two and be refused.
-        desktop = await AgentDesktop.connect_when_up(socket, CONNECT_RETRY_S)
-        try:
-            await desktop.ready(max(deadline - time.monotonic(), 1.0))
-        except HolmError as exc:
-            await desktop.close()
-            await self._check_running(box_id)
-            raise Unavailable(f"box {box_id}: {exc.message}", retryable=False) from None
-        except BaseException:
-            await desktop.close()
-            raise
+        desktop = await await_agent(
+            box_id,
+            run_dir / "agent.sock",
+            self.ready_timeout_s,
+            # A container throttled by its CPU quota can be slow to listen; asking the
+            # engine whether it still runs is itself slow, so not at every poll.
+            check_alive=lambda: self._check_running(box_id),
+            check_every_s=STATE_POLL_S,
+            logs=lambda: self._logs_tail(box_id),
+        )
         self._desktops.keep(box_id, desktop)
         self._paused.discard(box_id)
         return Started(viewer_urls=[f"unix:{run_dir / f'vnc-{i}.sock'}" for i in range(screens)])
+
+    async def _logs_tail(self, box_id: str) -> str:
+        container = await self._call(self._find, box_id)
+        return "" if container is None else await self._call(_log_tail, container)
 
     async def _check_running(self, box_id: str) -> None:
         """Raise, quoting its log, when the box's container ended."""
@@ -497,11 +471,6 @@ class DockerRuntime:
         shutil.rmtree(run_dir.parent if run_dir.name == "run" else run_dir, ignore_errors=True)
 
     # Locks
-
-    @asynccontextmanager
-    async def _box_lock(self, box_id: str) -> AsyncIterator[None]:
-        async with self._box_locks.setdefault(box_id, asyncio.Lock()):
-            yield
 
 
 def docker_runtime_if_engine_answers(

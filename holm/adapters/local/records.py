@@ -30,8 +30,6 @@ from holm.wire.spec import Placement, Spec
 RECORD = "box.json"
 LOCK = ".lock"
 _BOX_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-# sun_path holds 108 bytes with its NUL: a socket path longer than this cannot be connected.
-MAX_SOCKET_PATH = 107
 
 
 class BoxRecord(msgspec.Struct, kw_only=True):

@@ -21,25 +21,24 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, ParamSpec, TypeVar
 
 from holm.adapters.agent.client import AgentConnections, AgentDesktop
+from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import Desktop
+from holm.adapters.box_locks import BoxLocks
 from holm.adapters.local import network, procs
 from holm.adapters.local.limits import (
     DEFAULT_PIDS_MAX,
     Cgroups,
-    check_limits,
     joining_argv,
     parse_cpus,
     parse_memory,
     remove_groups,
 )
 from holm.adapters.local.records import (
-    MAX_SOCKET_PATH,
     BoxPaths,
     BoxRecord,
     host_x_displays,
@@ -58,19 +57,19 @@ from holm.adapters.local.sandbox import (
     bwrap_argv,
     launch,
 )
+from holm.adapters.refusals import refuse_what_no_runtime_runs
 from holm.errors import (
     BadRequest,
     Denied,
     HolmError,
     NotFound,
     ScreenUnavailable,
-    Timeout,
     Transport,
     Unavailable,
     Unsupported,
 )
 from holm.wire.runtime import Capabilities, RuntimeBox, Started
-from holm.wire.spec import MAX_SCREENS, Placement, Spec, canonical_spec, validate_spec
+from holm.wire.spec import MAX_SCREENS, Placement, Spec, canonical_spec
 
 ProcessState = Literal["running", "paused", "stopped"]
 P = ParamSpec("P")
@@ -82,7 +81,6 @@ READY_TIMEOUT_S = 90.0
 STOP_GRACE_S = 5.0
 LOG_TAIL_BYTES = 2000
 RUN_LOG_TAIL_BYTES = 400
-SOCKET_POLL_S = 0.02
 # Chromium refuses a profile whose lock names a live process of the same host; after a
 # stop the lock's pid may be reused by an unrelated process of the new namespace.
 CHROMIUM_LOCKS = ("SingletonLock", "SingletonSocket", "SingletonCookie")
@@ -129,8 +127,7 @@ class LocalRuntime:
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         # The network of each box this object is launching, until it is up.
         self._attaching: dict[str, network.Attaching] = {}
-        self._box_locks: dict[str, asyncio.Lock] = {}
-        self._connect_locks: dict[str, asyncio.Lock] = {}
+        self._locks = BoxLocks()
 
     def can(self) -> Capabilities:
         return Capabilities(
@@ -159,7 +156,7 @@ class LocalRuntime:
             server_id=self.server_id,
             created_at_ms=_now_ms(),
         )
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             await _in_thread(self._make_folder, paths, record)
             try:
                 return await self._bring_up(paths, record)
@@ -168,19 +165,19 @@ class LocalRuntime:
                 raise
 
     async def pause(self, box_id: str) -> None:
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             record = self._live_record(box_id, Denied)
             assert record.init_pid is not None and record.init_start is not None
             await _in_thread(procs.freeze, record.init_pid, record.init_start)
 
     async def resume(self, box_id: str) -> None:
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             record = self._live_record(box_id, Denied)
             assert record.init_pid is not None and record.init_start is not None
             await _in_thread(procs.thaw, record.init_pid, record.init_start)
 
     async def stop(self, box_id: str) -> None:
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             paths, record = self._record(box_id)
             if record.state == "stopped":
                 return
@@ -188,7 +185,7 @@ class LocalRuntime:
             await _in_thread(self._end, paths, record)
 
     async def start(self, box_id: str) -> Started:
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             paths, record = self._record(box_id)
             if self._box_state(record) != "stopped":
                 raise Denied(f"box {box_id} is running; stop it before starting it again")
@@ -197,11 +194,10 @@ class LocalRuntime:
             return await self._bring_up(paths, record)
 
     async def delete(self, box_id: str) -> None:
-        async with self._box_lock(box_id):
+        async with self._locks.lifecycle(box_id):
             await self._drop_desktop(box_id)
             await _in_thread(self._remove, BoxPaths(self.boxes_dir, box_id))
-        self._box_locks.pop(box_id, None)
-        self._connect_locks.pop(box_id, None)
+        self._locks.forget(box_id)
 
     def _list(self) -> list[RuntimeBox]:
         records = read_records(self.boxes_dir)
@@ -221,7 +217,7 @@ class LocalRuntime:
         return await asyncio.to_thread(self._list)
 
     async def desktop(self, box_id: str) -> Desktop:
-        async with self._connect_lock(box_id):
+        async with self._locks.connect(box_id):
             record = self._live_record(box_id, ScreenUnavailable)
             assert record.init_pid is not None and record.init_start is not None
             if procs.is_frozen(record.init_pid, record.init_start):
@@ -241,11 +237,8 @@ class LocalRuntime:
     def _refuse(self, box_id: str, spec: Spec, placement: Placement) -> None:
         if not valid_box_id(box_id):
             raise BadRequest(f"{box_id!r} cannot name a local box")
-        problems = validate_spec(spec)
-        if problems:
-            raise BadRequest("; ".join(problems))
-        if spec.desktop.server != "x11":
-            raise Unsupported("the local runtime runs X11 desktops only; use the docker runtime")
+        paths = BoxPaths(self.boxes_dir, box_id)
+        refuse_what_no_runtime_runs(self.name, spec, placement, paths.vnc_socket(MAX_SCREENS - 1))
         if spec.desktop.packages:
             raise Unsupported("the local runtime cannot install packages; use the docker runtime")
         if placement.memory is not None and not self.cgroups.memory:
@@ -256,15 +249,6 @@ class LocalRuntime:
             raise Unsupported(
                 "a local box with policy.network needs pasta (Debian's passt package) "
                 "to reach out from its own network namespace"
-            )
-        check_limits(placement.memory, placement.cpus)
-        paths = BoxPaths(self.boxes_dir, box_id)
-        longest = paths.vnc_socket(MAX_SCREENS - 1)
-        if len(str(longest)) > MAX_SOCKET_PATH:
-            raise Unavailable(
-                f"the box's sockets would be too long a path ({longest}); "
-                "set HOLM_STATE_DIR to a shorter folder",
-                retryable=False,
             )
 
     def _record(self, box_id: str) -> tuple[BoxPaths, BoxRecord]:
@@ -412,39 +396,21 @@ class LocalRuntime:
     async def _await_ready(
         self, paths: BoxPaths, record: BoxRecord, proc: subprocess.Popen[bytes]
     ) -> AgentDesktop:
-        """Wait for the agent to listen, then for it to say its desktop is up."""
-        deadline = time.monotonic() + self.ready_timeout_s
-        while True:
-            try:
-                # The socket's file shows at bind(), a moment before listen().
-                desktop = await AgentDesktop.connect(paths.agent_socket)
-                break
-            except Transport:
-                if proc.poll() is not None:
-                    raise Unavailable(
-                        f"box {record.box_id} ended with {proc.returncode} before its agent "
-                        f"listened: {await asyncio.to_thread(_tail, paths.log)}",
-                        retryable=False,
-                    ) from None
-                if time.monotonic() > deadline:
-                    raise Timeout(
-                        f"box {record.box_id}: its agent did not listen in time"
-                    ) from None
-            await asyncio.sleep(SOCKET_POLL_S)
-        try:
-            await desktop.ready(max(deadline - time.monotonic(), 1.0))
-        except HolmError as exc:
-            await desktop.close()
-            # The box is removed after this, its logs with it: say what they said.
-            tail = await asyncio.to_thread(_run_logs_tail, paths)
-            message = f"box {record.box_id} did not come up: {exc.message}\n{tail}"
-            if isinstance(exc, Timeout):
-                raise Timeout(message) from None
-            raise Unavailable(message, retryable=False) from None
-        except BaseException:
-            await desktop.close()
-            raise
-        return desktop
+        async def check_alive() -> None:
+            if proc.poll() is not None:
+                raise Unavailable(
+                    f"box {record.box_id} ended with {proc.returncode} before its agent "
+                    f"listened: {await asyncio.to_thread(_tail, paths.log)}",
+                    retryable=False,
+                )
+
+        return await await_agent(
+            record.box_id,
+            paths.agent_socket,
+            self.ready_timeout_s,
+            check_alive=check_alive,
+            logs=lambda: asyncio.to_thread(_run_logs_tail, paths),
+        )
 
     async def _drop_desktop(self, box_id: str) -> None:
         await self._desktops.drop(box_id)
@@ -481,15 +447,6 @@ class LocalRuntime:
         shutil.rmtree(paths.dir, ignore_errors=True)
 
     # Locks
-
-    @asynccontextmanager
-    async def _box_lock(self, box_id: str) -> AsyncIterator[None]:
-        lock = self._box_locks.setdefault(box_id, asyncio.Lock())
-        async with lock:
-            yield
-
-    def _connect_lock(self, box_id: str) -> asyncio.Lock:
-        return self._connect_locks.setdefault(box_id, asyncio.Lock())
 
 
 async def _in_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
