@@ -42,9 +42,15 @@ DISPLAY_COUNT = 20
 CONFIRM = {"x-holm-confirm-delete": "true"}
 
 
-def serve(state_dir: Path, port: int, chromium: bool) -> None:
+def serve(state_dir: Path, port: int, chromium: bool, breakdown: bool) -> None:
     """The server process: holmd's app over real local boxes and the local store."""
     from aiohttp import web
+
+    if breakdown:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import breakdown as parts
+
+        parts.instrument()
 
     from holm.adapters.local.runtime import LocalRuntime
     from holm.config import load_config, server_id_of
@@ -67,6 +73,8 @@ def serve(state_dir: Path, port: int, chromium: bool) -> None:
         chromium=chromium,
     )
     app = create_app(config, runtimes={"local": runtime})
+    if breakdown:
+        parts.add_to(app)
     web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
 
 
@@ -116,10 +124,16 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-async def click_latency(session: aiohttp.ClientSession, base: str, box: str, clicks: int) -> None:
+async def click_latency(
+    session: aiohttp.ClientSession, base: str, box: str, clicks: int, breakdown: bool = False
+) -> None:
     url = f"{base}/v1/boxes/{box}/screens/0/actions"
     times = []
     for n in range(clicks + 50):
+        if breakdown and n == 50:
+            # What the warm-up clicks spent is not counted.
+            async with session.get(f"{base}/bench/breakdown") as response:
+                await response.read()
         body = {"actions": [{"type": "click", "at": {"x": 10 + n % 100, "y": 10}}]}
         began = time.perf_counter()
         async with session.post(url, json=body) as response:
@@ -132,6 +146,15 @@ async def click_latency(session: aiohttp.ClientSession, base: str, box: str, cli
         f"p95 {percentile(times, 0.95):.2f} ms, p99 {percentile(times, 0.99):.2f} ms "
         f"({clicks} clicks, one at a time)"
     )
+    if breakdown:
+        query = {"clicks": clicks}
+        async with session.get(f"{base}/bench/breakdown", params=query) as response:
+            parts = await response.json()
+        seen = f"p50 {statistics.median(times):.2f} ms, mean {statistics.mean(times):.2f} ms"
+        print(f"where one click's time goes, per click (the client saw {seen}):")
+        for name, part in parts.items():
+            spent, calls = part["ms_per_click"], part["calls_per_click"]
+            print(f"  {name:48} {spent:7.3f} ms  ({calls:.2f} calls)")
 
 
 async def many_clients(
@@ -210,7 +233,7 @@ async def bench(args: argparse.Namespace, base: str) -> None:
                     boxes.append(created["id"])
             desktop = "with Chromium" if args.chromium else "no Chromium"
             print(f"{args.boxes} boxes ({desktop}) ready in {time.perf_counter() - began:.1f} s")
-            await click_latency(session, base, boxes[0], args.clicks)
+            await click_latency(session, base, boxes[0], args.clicks, args.breakdown)
             await many_clients(session, base, boxes, args.clients, args.seconds)
             await health_rate(session, base, min(args.seconds, 10))
         finally:
@@ -230,16 +253,22 @@ def main() -> None:
         action="store_true",
         help="boxes with Chromium on their screen, as holmd makes them (default: without)",
     )
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="print where one click's time goes inside holmd (bench/breakdown.py)",
+    )
     parser.add_argument("--serve", nargs=2, metavar=("STATE_DIR", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(Path(args.serve[0]), int(args.serve[1]), args.chromium)
+        serve(Path(args.serve[0]), int(args.serve[1]), args.chromium, args.breakdown)
         return
     state_dir = Path(tempfile.mkdtemp(prefix="h5a-bench-", dir="/tmp"))
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, __file__, "--serve", str(state_dir), str(port)]
-        + (["--chromium"] if args.chromium else []),
+        + (["--chromium"] if args.chromium else [])
+        + (["--breakdown"] if args.breakdown else []),
         start_new_session=True,
     )
     try:
