@@ -14,6 +14,7 @@ from engine_kit import fields, kinds, run, trace_of
 from holm.engine import Engine
 from holm.engine.journal import entry
 from holm.errors import Denied, NotFound
+from holm.replay.plan import plan_fork
 from holm.wire.actions import (
     Action,
     Click,
@@ -219,3 +220,40 @@ async def test_exec_files_and_clipboard_record_sizes_not_content(engine: Engine)
         }
     written = b"".join(msgspec.json.encode(e) for e in await trace_of(engine, box.id))
     assert b"s3cret" not in written and "pässword".encode() not in written
+
+
+async def test_a_batch_write_or_clipboard_step_keeps_its_size_not_its_bytes(
+    engine: Engine,
+) -> None:
+    """A batch's `write_file` and clipboard set are recorded as `PUT …/files` and
+    `PUT …/clipboard` are: the path and size, or the selection and length; a fork skips
+    them with the same reason."""
+    box = await engine.create_box(Spec(), Placement())
+    secret = base64.b64encode(b"s3cret!").decode()
+    actions: list[Action] = [
+        WriteFile(what=WriteWhat(path="/tmp/secret.txt", contents_base64=secret)),
+        Clipboard(selection="primary", text="pässword"),
+        Clipboard(selection="primary"),
+    ]
+    result = await engine.run_batch(box.id, 0, ActionsRequest(actions=actions))
+    assert all(r.ok for r in result.results)
+    # The box did get the bytes.
+    read = expect(await engine.act(box.id, 0, ReadFile(path="/tmp/secret.txt")), FileData)
+    assert base64.b64decode(read.contents_base64) == b"s3cret!"
+    trace = await trace_of(engine, box.id)
+    written = b"".join(msgspec.json.encode(e) for e in trace)
+    assert b"s3cret" not in written and secret.encode() not in written
+    assert "pässword".encode() not in written and b"p\\u00e4ssword" not in written
+    acted = acted_of(trace)
+    assert [(a.action, a.bytes) for a in acted] == [
+        (WriteFile(what=WriteWhat(path="/tmp/secret.txt", contents_base64="")), 7),
+        (Clipboard(selection="primary", text=""), 9),
+        (Clipboard(selection="primary"), None),
+    ]
+    plan = plan_fork(trace)
+    assert [s.seq for s in plan.skipped] == [acted[0].seq, acted[1].seq]
+    assert [s.why for s in plan.skipped] == [
+        "the trace records that /tmp/secret.txt was written, not what went into it",
+        "the trace records that the primary selection of screen 0 was set, not its text",
+    ]
+    assert [s.seq for s in plan.steps] == [acted[2].seq]
