@@ -168,3 +168,13 @@ async def test_apps_install_is_refused_and_records_nothing(engine: Engine) -> No
         await engine.install_apps(box.id, ["gimpy"])
     after = await trace_of(engine, box.id)
     assert [kind for kind in kinds(after[len(before) :]) if kind != "frame"] == []
+
+
+async def test_resuming_a_paused_box_is_box_ready_in_the_events_feed(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    await engine.pause_box(box.id)
+    await engine.resume_box(box.id)
+    kinds_seen = [e.kind for e in engine.feed.events() if e.box_id == box.id]
+    assert kinds_seen == ["box.created", "box.ready", "box.paused", "box.ready"]
+    ready, again = [e for e in engine.feed.events() if e.kind == "box.ready"]
+    assert again.data == ready.data
