@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from holm.errors import BadRequest, HolmError, Unsupported
+from holm.errors import BadRequest, Denied, HolmError, Unsupported
 from holm.projections.box_state import BoxState
 from holm.projections.views import box_view
 from holm.replay.boxes import Boxes
@@ -92,6 +92,16 @@ async def fork_run(boxes: Boxes, source_box_id: str, request: ForkRequest) -> Re
 async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple[str, Plan]:
     if request.mode == "snapshot":
         raise Unsupported("a snapshot fork is refused: a fork replays the trace")
+    state = await boxes.box(source)
+    # A source still starting has no desktop yet to have done anything in, and a failed one
+    # never had one: both refuse a fork as they refuse every other call (a removed box's
+    # trace stays, and forks).
+    if not state.removed and state.state in ("starting", "failed"):
+        why = f" ({state.reason})" if state.reason else ""
+        raise Denied(
+            f"box {source} is {state.state}{why}; a fork needs a box that started",
+            retryable=state.state == "starting",
+        )
     plan = plan_fork(await read_whole_trace(boxes, source), up_to=request.up_to)
     spec, placement, owner = await _origin_of(boxes, source, plan, request.placement)
     new_id = await boxes.record_box(
