@@ -76,6 +76,8 @@ from .watcher import FrameWatchers
 log = logging.getLogger(__name__)
 
 FRAME_POLL_SECS = 0.25
+# The states a runtime that cannot be reached does not change: there is no desktop to lose.
+_NOT_MARKED = ("starting", "failed", "unreachable")
 
 
 def new_box_id() -> str:
@@ -346,23 +348,68 @@ class Engine:
         )
 
     async def remove(self, box_id: str, reason: str, *, lost: bool = False) -> bool:
-        """The server removes a box (expired, idle, or `lost` by its runtime): `gone`, with
-        `box_unreachable` first when lost. False when it was removed already."""
+        """The server removes a box (expired, idle, or `lost`: its runtime says it no longer
+        has it): `gone`. An unreachable box past its deadline goes even though its runtime
+        cannot be asked to delete it (a restart's reconciliation deletes it when the runtime
+        still has it). False when it was removed already."""
         async with self._lock(box_id):
             state = self.journal.state(box_id)
             if state is None or state.removed:
                 return False
             await self.watchers.stop(box_id)
-            entries: list[Entry] = []
-            if lost:
-                if state.state != "unreachable":
-                    entries.append(entry(BoxUnreachable, "system", reason=reason))
-            else:
+            if not lost:
                 runtime = self._runtime_named(state.runtime)
-                with contextlib.suppress(NotFound):
+                try:
                     await boundary(runtime.delete(box_id), "removing a box")
-            entries.append(entry(BoxGone, "system", reason=reason))
-            await self.journal.append(box_id, entries)
+                except NotFound:
+                    pass
+                except HolmError as exc:
+                    if state.state != "unreachable":
+                        raise
+                    log.warning("box %s goes without its runtime's delete: %s", box_id, exc)
+            await self.journal.append(box_id, [entry(BoxGone, "system", reason=reason)])
+            return True
+
+    async def mark_unreachable(self, runtime_name: str, reason: str) -> int:
+        """Record `box_unreachable` for each box of a runtime that cannot be reached (but
+        those starting, failed or unreachable already). Their traces stay readable; calls
+        into them answer `unavailable` (retryable) until `reachable_again`."""
+        marked = 0
+        for state in self.boxes():
+            if state.runtime != runtime_name or state.state in _NOT_MARKED:
+                continue
+            async with self._lock(state.id):
+                now = self.journal.state(state.id)
+                if now is None or now.removed or now.state in _NOT_MARKED:
+                    continue
+                await self.watchers.stop(state.id)
+                unreachable = entry(BoxUnreachable, "system", reason=reason)
+                await self.journal.append(state.id, [unreachable])
+                marked += 1
+        return marked
+
+    async def reachable_again(self, box_id: str, runtime_state: str) -> bool:
+        """An unreachable box its runtime lists again: it is what the runtime says (ready,
+        paused or stopped), by the `system` actor. False when it was not unreachable."""
+        async with self._lock(box_id):
+            state = self.journal.state(box_id)
+            if state is None or state.removed or state.state != "unreachable":
+                return False
+            back: Entry
+            if runtime_state == "paused":
+                back = entry(BoxPaused, "system")
+            elif runtime_state == "stopped":
+                back = entry(BoxStopped, "system")
+            else:
+                back = entry(
+                    BoxReady,
+                    "system",
+                    viewer_urls=list(state.viewer_urls),
+                    devtools_url=state.devtools_url,
+                )
+            await self.journal.append(box_id, [back])
+            if isinstance(back, BoxReady):
+                self.watchers.start(box_id)
             return True
 
     # In the box
@@ -470,6 +517,8 @@ class Engine:
 
     def _expect(self, box_id: str, allowed: tuple[str, ...], verb: str) -> BoxState:
         state = guards.usable(self.journal.state(box_id), box_id)
+        if state.state == "unreachable":
+            guards.ready(state, box_id)
         if state.state not in allowed:
             raise ScreenUnavailable(
                 f"box {box_id} is {state.state} ({state.reason}); it cannot be {verb}",

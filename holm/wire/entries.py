@@ -8,7 +8,8 @@ while decoding, never rewritten.
 Kinds beyond the spec's table, each documented in docs/trace.md:
 - `box_ready`: the desktop is up (after create, resume or start); feeds `box.ready`.
 - `box_failed`: a queued create did not start; feeds `box.failed`.
-- `box_unreachable`: the runtime no longer has the box; feeds `box.unreachable`.
+- `box_unreachable`: the box's runtime cannot be reached (until a later `box_ready`,
+  `box_paused` or `box_stopped`); feeds `box.unreachable`.
 - `image_built`, `image_removed`: written to the server-level trace (`SERVER_TRACE`),
   not to a box's; feed `image.built` and `image.removed`.
 """

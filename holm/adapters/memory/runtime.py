@@ -32,6 +32,7 @@ from holm.errors import (
     NotFound,
     ScreenUnavailable,
     Timeout,
+    Unavailable,
     Unsupported,
 )
 from holm.wire import results as r
@@ -127,7 +128,9 @@ class MemoryWorld:
 
 class MemoryRuntime:
     """A runtime of in-memory boxes (see the module docstring). `create_delay` lets a test
-    see a box while it is `starting`; `fail_create` makes every create fail."""
+    see a box while it is `starting`; `fail_create` makes every create fail; `reachable`
+    false makes every call fail as a runtime that cannot be reached does (`unavailable`,
+    retryable), its boxes left as they were."""
 
     def __init__(
         self,
@@ -144,17 +147,24 @@ class MemoryRuntime:
         self.world = world or MemoryWorld()
         self.create_delay = create_delay
         self.fail_create: str | None = None
+        self.reachable = True
+
+    def _reach(self) -> None:
+        if not self.reachable:
+            raise Unavailable(f"the {self.name} runtime cannot be reached", retryable=True)
 
     def can(self) -> Capabilities:
         return Capabilities(persistent=True)
 
     def _box(self, box_id: str) -> MemoryBox:
+        self._reach()
         box = self.world.boxes.get(box_id)
         if box is None:
             raise NotFound(f"the {self.name} runtime has no box {box_id}")
         return box
 
     async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+        self._reach()
         if spec.desktop.packages:
             raise Unsupported(f"the {self.name} runtime cannot install packages")
         if self.create_delay:
@@ -189,9 +199,11 @@ class MemoryRuntime:
         return self._started(box_id)
 
     async def delete(self, box_id: str) -> None:
+        self._reach()
         self.world.boxes.pop(box_id, None)
 
     async def list(self) -> list[RuntimeBox]:
+        self._reach()
         return [
             RuntimeBox(
                 box_id=box.box_id,
