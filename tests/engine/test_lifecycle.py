@@ -8,7 +8,17 @@ from engine_kit import SERVER_ID, MakeEngine, kinds, run, trace_of, without_fram
 
 from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 from holm.engine import Engine
-from holm.errors import BadRequest, Denied, Failed, Gone, NotFound, ScreenUnavailable, Unsupported
+from holm.errors import (
+    BadRequest,
+    Denied,
+    Failed,
+    Gone,
+    NotFound,
+    ScreenUnavailable,
+    Unavailable,
+    Unsupported,
+)
+from holm.events import MemoryStore
 from holm.wire.actions import Click, ReadFile, WriteFile, WriteWhat
 from holm.wire.api import ActionsRequest
 from holm.wire.entries import BoxCreated, BoxFailed, BoxReady, ForkedFrom
@@ -178,3 +188,21 @@ async def test_resuming_a_paused_box_is_box_ready_in_the_events_feed(engine: Eng
     assert kinds_seen == ["box.created", "box.ready", "box.paused", "box.ready"]
     ready, again = [e for e in engine.feed.events() if e.kind == "box.ready"]
     assert again.data == ready.data
+
+
+async def test_a_full_memory_store_refuses_a_create_rather_than_drop_a_live_box(
+    engine: Engine,
+) -> None:
+    assert isinstance(engine.store, MemoryStore)
+    engine.store.max_traces = 2
+    first = await engine.create_box(Spec(), Placement())
+    second = await engine.create_box(Spec(), Placement())
+    with pytest.raises(Unavailable) as refused:
+        await engine.create_box(Spec(), Placement())
+    assert refused.value.retryable
+    assert {b.id for b in engine.boxes()} == {first.id, second.id}
+    assert kinds(await trace_of(engine, first.id))[0] == "box_created"
+    # A removed box's trace makes room.
+    await engine.delete_box(first.id)
+    third = await engine.create_box(Spec(), Placement())
+    assert {b.id for b in engine.boxes()} == {second.id, third.id}
