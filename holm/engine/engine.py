@@ -565,6 +565,10 @@ def _check_can(runtime: Runtime, spec: Spec, placement: Placement) -> None:
         (placement.persistent and not can.persistent, "a persistent box"),
         (placement.memory is not None and not can.memory_limit, "a memory limit"),
         (placement.cpus is not None and not can.cpu_limit, "a cpu limit"),
+        (
+            placement.profile is not None and not can.profile,
+            "a browser profile (container runtimes only)",
+        ),
     ]
     for refused, what in refusals:
         if refused:

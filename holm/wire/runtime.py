@@ -22,6 +22,8 @@ class Capabilities(msgspec.Struct, kw_only=True):
     pages: bool = False
     viewer: bool = True
     wayland: bool = False
+    # A named browser profile (`placement.profile`) kept between boxes: container runtimes.
+    profile: bool = False
 
 
 class Started(msgspec.Struct, kw_only=True):

@@ -24,6 +24,8 @@ from holm.adapters.local import runtime as runtime_module
 from holm.adapters.local.records import BoxPaths, BoxRecord, read_record, write_record
 from holm.adapters.local.runtime import LocalRuntime
 from holm.adapters.local.sandbox import Launched, SandboxPlan, bwrap_argv
+from holm.config import load_config
+from holm.engine import Engine
 from holm.errors import (
     BadRequest,
     Denied,
@@ -33,6 +35,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
+from holm.events import MemoryStore
 from holm.wire.spec import DesktopSpec, Placement, Policy, Spec
 
 from .conftest import DISPLAY_BASE, DISPLAY_COUNT, MakeRuntime, wait_for
@@ -140,8 +143,23 @@ async def test_what_the_local_runtime_cannot_do_is_refused(make_runtime: MakeRun
         await runtime.create("../escape", Spec(), Placement())
     with pytest.raises(BadRequest):
         await runtime.create(new_id(), Spec(), Placement(memory="lots"))
+    with pytest.raises(Unsupported, match="browser profile"):
+        await runtime.create(new_id(), Spec(), Placement(profile="work"))
     assert await runtime.list() == []
     assert not runtime.can().packages and runtime.can().max_screens == 8
+    assert not runtime.can().profile
+
+
+async def test_the_engine_refuses_a_profile_on_the_local_runtime_before_recording(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    runtime = make_runtime(chromium=False)
+    config = load_config({}, state_dir=str(tmp_path), default_runtime="local")
+    engine = Engine(config, MemoryStore(), {"local": runtime}, server_id="srv_test")
+    with pytest.raises(Unsupported, match="browser profile") as refused:
+        await engine.create_box(Spec(), Placement(profile="work"))
+    assert refused.value.code == "unsupported"
+    assert await engine.store.traces() == [] and await runtime.list() == []
 
 
 def agent_replaced_by(

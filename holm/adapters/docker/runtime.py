@@ -195,7 +195,9 @@ class DockerRuntime:
 
     def can(self) -> Capabilities:
         # Besides these, the defaults: pause, stop, network off, viewers, 8 screens.
-        return Capabilities(persistent=True, packages=True, memory_limit=True, cpu_limit=True)
+        return Capabilities(
+            persistent=True, packages=True, memory_limit=True, cpu_limit=True, profile=True
+        )
 
     # Images (served by the server as the images API)
 

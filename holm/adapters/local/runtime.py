@@ -145,6 +145,8 @@ class LocalRuntime:
             pages=False,
             viewer=True,
             wayland=False,
+            # A browser profile is a container runtime's named volume.
+            profile=False,
         )
 
     # Lifecycle
@@ -248,6 +250,11 @@ class LocalRuntime:
             raise Unsupported("the local runtime runs X11 desktops only; use the docker runtime")
         if spec.desktop.packages:
             raise Unsupported("the local runtime cannot install packages; use the docker runtime")
+        if placement.profile is not None:
+            raise Unsupported(
+                "the local runtime cannot give a browser profile (container runtimes only);"
+                " use the docker runtime"
+            )
         if placement.memory is not None and not self.cgroups.memory:
             raise Unsupported("this machine gives the local runtime no memory cgroup to limit")
         if placement.cpus is not None and not self.cgroups.cpu:

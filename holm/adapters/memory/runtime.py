@@ -154,7 +154,7 @@ class MemoryRuntime:
             raise Unavailable(f"the {self.name} runtime cannot be reached", retryable=True)
 
     def can(self) -> Capabilities:
-        return Capabilities(persistent=True)
+        return Capabilities(persistent=True, profile=True)
 
     def _box(self, box_id: str) -> MemoryBox:
         self._reach()
