@@ -210,7 +210,9 @@ async def _origin_of(
     boxes: Boxes, source: str, plan: Plan, given: Placement | None
 ) -> tuple[Spec, Placement, str | None]:
     """The spec of the source and the placement of the fork: the given one replaces the
-    source's completely, and names the source's runtime when it names none."""
+    source's completely, and names the source's runtime when it names none. Without one,
+    the source's placement but its browser profile: a fork starts with a fresh profile
+    (the source's sign-ins are not the trace's to replay) unless its placement names one."""
     state = await boxes.box(source)
     if plan.origin is not None:
         spec, placement, runtime = plan.origin.spec, plan.origin.placement, plan.origin.runtime
@@ -219,7 +221,8 @@ async def _origin_of(
         spec, placement, runtime = state.spec, state.placement or Placement(), state.runtime
     else:
         raise Unsupported(f"the trace of {source} has no spec to make a fork from")
-    placement = given if given is not None else placement
+    fresh = msgspec.structs.replace(placement, profile=None)
+    placement = given if given is not None else fresh
     if placement.runtime is None:
         placement = msgspec.structs.replace(placement, runtime=runtime)
     return spec, placement, state.owner

@@ -8,6 +8,7 @@ import pytest
 from engine_kit import SERVER_ID, MakeEngine, kinds, run, trace_of
 
 from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
+from holm.engine import Engine
 from holm.errors import Denied
 from holm.replay.interpreter import fork_box
 from holm.wire.api import ForkRequest
@@ -73,3 +74,17 @@ async def test_a_fork_of_a_starting_or_failed_box_is_refused(
     await engine.delete_box(ready.id)
     forked = await fork_box(engine, ready.id, ForkRequest())
     assert forked.box.state == "starting"
+
+
+async def test_a_fork_starts_with_a_fresh_profile_unless_its_placement_names_one(
+    engine: Engine,
+) -> None:
+    source = await engine.create_box(Spec(), Placement(profile="work", persistent=True))
+    forked = await fork_box(engine, source.id, ForkRequest())
+    placement = (await engine.box(forked.box.id)).placement
+    assert placement is not None
+    assert placement.profile is None and placement.persistent
+    assert placement.runtime == source.runtime
+    named = await fork_box(engine, source.id, ForkRequest(placement=Placement(profile="other")))
+    placement = (await engine.box(named.box.id)).placement
+    assert placement is not None and placement.profile == "other"
