@@ -50,6 +50,7 @@ from holm.wire.entries import (
     Entry,
     ForkedFrom,
 )
+from holm.wire.keys import normalized_action
 from holm.wire.results import ActionResult
 from holm.wire.runtime import Capabilities, FrameResult, Started
 from holm.wire.spec import (
@@ -419,7 +420,11 @@ class Engine:
     ) -> ActionsResult:
         """Do a batch on one screen: one `acted` entry per step that ran (with the batch's
         id and the step's index), plus `app_launched` for a `launch`. A second batch on the
-        same screen waits for this one."""
+        same screen waits for this one. Key names are checked and normalized first: an
+        unknown one refuses the whole batch, and nothing is recorded."""
+        request = msgspec.structs.replace(
+            request, actions=[normalized_action(action) for action in request.actions]
+        )
         state = guards.ready(self.journal.state(box_id), box_id)
         guards.screen_of(state, screen, drive=True)
         async with self._screen_lock(box_id, screen):
@@ -439,6 +444,7 @@ class Engine:
         spec's recording table says (`recorded_alone`): `executed`, `file_read`,
         `file_written`, `clipboard_read`/`clipboard_set`, `app_launched`, or nothing for a
         read. An action that drives a screen holds it, as a batch does."""
+        action = normalized_action(action)
         state = guards.ready(self.journal.state(box_id), box_id)
         on_screen = uses_screen(action)
         reading = reads_only(action)

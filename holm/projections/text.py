@@ -46,6 +46,7 @@ from holm.wire.entries import (
     TakeoverEnded,
     TakeoverStarted,
 )
+from holm.wire.keys import as_list, split_chord
 from holm.wire.spec import DEFAULT_HEIGHT, DEFAULT_WIDTH
 from holm.wire.values import Modifier, Point
 
@@ -167,9 +168,10 @@ def _action_hint(action: a.Action) -> str:
         case a.Type(text=text):
             return _quoted(text)
         case a.Press(chord=chord, then=then, held=held):
-            return _clip(_words("+".join(chord), *then, _held(held)))
+            keys = [k for item in as_list(chord) for k in split_chord(item)]
+            return _clip(_words("+".join(keys), *as_list(then), _held(held)))
         case a.KeyDown(key=key) | a.KeyUp(key=key):
-            return _clip(key)
+            return _clip("+".join(as_list(key)))
         case a.Wait(ms=ms):
             return f"{ms} ms"
         case a.AwaitWindow(what=what):

@@ -13,7 +13,7 @@ from engine_kit import fields, kinds, run, trace_of
 
 from holm.engine import Engine
 from holm.engine.journal import entry
-from holm.errors import Denied, NotFound
+from holm.errors import BadRequest, Denied, NotFound
 from holm.replay.plan import plan_fork
 from holm.wire.actions import (
     Action,
@@ -22,8 +22,11 @@ from holm.wire.actions import (
     Cursor,
     Exec,
     ExecWhat,
+    KeyDown,
+    KeyUp,
     Launch,
     MouseDown,
+    Press,
     ReadFile,
     Type,
     Wait,
@@ -257,3 +260,37 @@ async def test_a_batch_write_or_clipboard_step_keeps_its_size_not_its_bytes(
         "the trace records that the primary selection of screen 0 was set, not its text",
     ]
     assert [s.seq for s in plan.steps] == [acted[2].seq]
+
+
+async def test_key_names_are_normalized_before_they_are_recorded(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    body = (
+        b'{"actions": [{"type": "press", "chord": "CTRL+l", "then": "shift+Tab RETURN f5"},'
+        b' {"type": "press", "chord": ["Ctrl", "Shift+t"], "then": ["a", "A"]},'
+        b' {"type": "key_down", "key": ["SHIFT", "ctrl"]},'
+        b' {"type": "key_up", "key": "shift+CTRL"}]}'
+    )
+    request = msgspec.json.decode(body, type=ActionsRequest)
+    result = await engine.run_batch(box.id, 0, request)
+    assert all(r.ok for r in result.results)
+    assert [a.action for a in acted_of(await trace_of(engine, box.id))] == [
+        Press(chord=["ctrl", "l"], then=["shift+tab", "return", "F5"]),
+        Press(chord=["ctrl", "shift", "t"], then=["a", "A"]),
+        KeyDown(key="shift+ctrl"),
+        KeyUp(key="shift+ctrl"),
+    ]
+
+
+async def test_an_unknown_key_name_is_refused_with_the_nearest_names(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    before = await trace_of(engine, box.id)
+    request = ActionsRequest(actions=[Click(at=Point(x=1, y=1)), Press(chord="ctrl+Retrun")])
+    with pytest.raises(BadRequest, match="'Retrun'") as refused:
+        await engine.run_batch(box.id, 0, request)
+    assert "nearest known: return" in refused.value.message
+    with pytest.raises(BadRequest, match=r"'shfit'.*shift"):
+        await engine.act(box.id, 0, KeyDown(key="shfit"))
+    # Nothing ran, nothing was recorded.
+    assert [e for e in await trace_of(engine, box.id) if not isinstance(e, FrameSeen)] == [
+        e for e in before if not isinstance(e, FrameSeen)
+    ]

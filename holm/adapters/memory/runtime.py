@@ -73,6 +73,7 @@ from holm.wire.actions import (
     WriteFile,
 )
 from holm.wire.catalog import CATALOG
+from holm.wire.keys import normalized_chord, normalized_key_name, normalized_then
 from holm.wire.results import ActionResult, ExecResult, FileInfo, GrepMatch, WindowInfo
 from holm.wire.runtime import Capabilities, FrameResult, Held, Released, RuntimeBox, Started
 from holm.wire.spec import Placement, Spec, canonical_spec
@@ -303,18 +304,21 @@ class MemoryDesktop:
             case Type(text=text):
                 self._touch(s)
                 return r.Typed(typed=len(text))
-            case Press(chord=chord, then=then):
+            case Press(chord=chord_in, then=then_in):
+                chord, then = normalized_chord(chord_in), normalized_then(then_in)
                 if not chord and not then:
                     raise BadRequest("press needs keys in `chord` or `then`")
                 self._touch(s)
                 return r.Pressed(pressed=[*chord, *then])
-            case KeyDown(key=key, hold_ms=hold_ms):
+            case KeyDown(key=key_in, hold_ms=hold_ms):
+                key = normalized_key_name(key_in)
                 s.keys.add(key)
                 release_at = int(time.time() * 1000) + (hold_ms or DEFAULT_HOLD_MS)
                 return r.KeyHeld(key=key, release_at_ms=release_at)
-            case KeyUp(key=key):
-                s.keys.discard(key)
-                return r.KeyReleased(key=key)
+            case KeyUp(key=key_in):
+                up = normalized_key_name(key_in)
+                s.keys.discard(up)
+                return r.KeyReleased(key=up)
             case WaitStill():
                 return r.Stillness(still=True, waited_ms=0, hash=s.picture())
             case Cursor():
