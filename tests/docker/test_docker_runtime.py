@@ -151,7 +151,7 @@ async def test_a_persistent_box_keeps_its_files_across_stop_and_start(
     assert any(w.class_.lower() == "chromium" for w in shown)
 
 
-async def test_a_box_that_is_not_persistent_starts_with_fresh_files(
+async def test_a_box_that_is_not_persistent_also_keeps_its_files_across_stop_and_start(
     runtime: DockerRuntime, engine: docker.DockerClient
 ) -> None:
     box_id = new_box_id()
@@ -164,9 +164,9 @@ async def test_a_box_that_is_not_persistent_starts_with_fresh_files(
     await runtime.start(box_id)
 
     desktop = await runtime.desktop(box_id)
-    result = await run(desktop, "sh", "-c", "test -e ~/gone.txt || test -e /opt/gone.txt")
-    assert result.code == 1
-    assert engine.containers.get(container_name(box_id)).id != container_id
+    result = await run(desktop, "sh", "-c", "test -e ~/gone.txt && test -e /opt/gone.txt")
+    assert result.code == 0
+    assert engine.containers.get(container_name(box_id)).id == container_id
     listed = await _box(runtime, box_id)
     assert listed.state == "running" and listed.spec == Spec()
 

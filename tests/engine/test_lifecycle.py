@@ -206,3 +206,16 @@ async def test_a_full_memory_store_refuses_a_create_rather_than_drop_a_live_box(
     await engine.delete_box(first.id)
     third = await engine.create_box(Spec(), Placement())
     assert {b.id for b in engine.boxes()} == {second.id, third.id}
+
+
+async def test_stop_and_start_keep_the_files_of_a_box_that_is_not_persistent(
+    engine: Engine,
+) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    await engine.act(
+        box.id, 0, WriteFile(what=WriteWhat(path="/home/box/a.txt", contents_base64="aGk="))
+    )
+    await engine.stop_box(box.id)
+    await engine.resume_box(box.id)
+    read = expect(await engine.act(box.id, 0, ReadFile(path="/home/box/a.txt")), FileData)
+    assert read.contents_base64 == "aGk="

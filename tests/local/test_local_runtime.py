@@ -384,21 +384,33 @@ async def test_stop_and_start_of_a_persistent_box_keep_its_files_in_a_new_deskto
         await runtime.start(box_id)
 
 
-async def test_stop_of_a_box_that_is_not_persistent_wipes_its_files(
+async def test_stop_and_start_of_a_box_that_is_not_persistent_keep_its_files(
     make_runtime: MakeRuntime,
 ) -> None:
+    """`POST …/stop` keeps a box's files for every box; `persistent` is about what
+    survives a box that did not stop by `stop` (a crash, a restarted host)."""
     runtime = make_runtime(chromium=False)
     box_id = new_id()
     await runtime.create(box_id, Spec(), Placement())
-    await write_bytes(await runtime.desktop(box_id), "/home/box/lost.txt", b"x")
+    await write_bytes(await runtime.desktop(box_id), "/home/box/kept.txt", b"x")
     home = BoxPaths(runtime.boxes_dir, box_id).home
-    assert (home / "lost.txt").exists()
 
     await runtime.stop(box_id)
-    assert list(home.iterdir()) == []
+    assert (home / "kept.txt").read_bytes() == b"x"
+    await runtime.start(box_id)
+    assert await read_bytes(await runtime.desktop(box_id), "/home/box/kept.txt") == b"x"
+
+    # A box that ended without `stop` (here: its processes killed) starts again with a
+    # fresh home, as it is not persistent.
+    pids = box_pids(runtime, box_id)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+    await wait_for(lambda: all_ended(pids))
+    assert await states(runtime) == {box_id: "stopped"}
     await runtime.start(box_id)
     listing = await shell(await runtime.desktop(box_id), "ls /home/box")
-    assert "lost.txt" not in listing
+    assert "kept.txt" not in listing
 
 
 async def test_a_paused_box_can_be_stopped(make_runtime: MakeRuntime) -> None:

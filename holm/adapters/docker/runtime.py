@@ -8,9 +8,8 @@ adopts its boxes, even one its store lost. The agent's run folder is a host fold
 viewers' `vnc-<i>.sock` with no TCP and no published port.
 
 Lifecycle on the engine: pause/resume are the engine's pause (the freezer); stop stops the
-container. A `persistent` box starts again in the same container, so its files are kept;
-any other box starts in a new container from its image, with fresh files. /tmp is a tmpfs,
-as after a reboot. Delete removes the container.
+container, and start starts the same container again, so every box keeps its files across
+stop and start. /tmp is a tmpfs, as after a reboot. Delete removes the container.
 
 Errors, as the engine sees them (the same as the local runtime's):
 - `NotFound`: the engine has no container for that box.
@@ -290,14 +289,8 @@ class DockerRuntime:
             await self._call(_empty, run_dir)
             if placement.profile is not None:
                 await self._call(self._refuse_profile_in_use, placement.profile, box_id)
-            if placement.persistent:
-                await self._call(container.start)
-            else:
-                # Fresh files: a new container from the same image, with the same labels.
-                image = str(container.attrs["Config"]["Image"])
-                labels = dict(container.labels)
-                await self._call(container.remove, force=True, v=True)
-                await self._call(self._run_container, image, labels)
+            # The same container: a stopped box keeps its files, persistent or not.
+            await self._call(container.start)
             screens = _spec_decoder.decode(container.labels[LABEL_SPEC]).desktop.screens
             try:
                 return await self._await_ready(box_id, run_dir, screens)

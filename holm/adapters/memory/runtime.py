@@ -188,9 +188,8 @@ class MemoryRuntime:
 
     async def stop(self, box_id: str) -> None:
         box = self._box(box_id)
+        # A stopped box keeps its files, persistent or not.
         box.state = "stopped"
-        if not box.placement.persistent:
-            box.files.clear()
 
     async def start(self, box_id: str) -> Started:
         box = self._box(box_id)
