@@ -49,6 +49,7 @@ from holm.wire.entries import (
     BoxUnreachable,
     Entry,
     ForkedFrom,
+    ImageBuilt,
 )
 from holm.wire.keys import normalized_action
 from holm.wire.results import ActionResult
@@ -271,6 +272,16 @@ class Engine:
         await self._record_started(box_id, runtime, started)
 
     async def _record_started(self, box_id: str, runtime: Runtime, started: Started) -> None:
+        if started.built is not None:
+            # An image built on the way to the box is a build like the images API's.
+            built = entry(
+                ImageBuilt,
+                "system",
+                runtime=runtime.name,
+                image=started.built.image,
+                spec_digest=started.built.spec_digest,
+            )
+            await self.journal.append(SERVER_TRACE, [built])
         if (await self.box(box_id)).removed:
             # Deleted while it was starting: finish the removal.
             with contextlib.suppress(HolmError):

@@ -21,9 +21,9 @@ from holm.errors import (
 from holm.events import MemoryStore
 from holm.wire.actions import Click, ReadFile, WriteFile, WriteWhat
 from holm.wire.api import ActionsRequest
-from holm.wire.entries import BoxCreated, BoxFailed, BoxReady, ForkedFrom
+from holm.wire.entries import SERVER_TRACE, BoxCreated, BoxFailed, BoxReady, ForkedFrom, ImageBuilt
 from holm.wire.results import FileData, expect
-from holm.wire.runtime import Started
+from holm.wire.runtime import BuiltImage, Started
 from holm.wire.spec import DesktopSpec, Placement, Spec, spec_digest
 from holm.wire.values import Point
 
@@ -219,3 +219,38 @@ async def test_stop_and_start_keep_the_files_of_a_box_that_is_not_persistent(
     await engine.resume_box(box.id)
     read = expect(await engine.act(box.id, 0, ReadFile(path="/home/box/a.txt")), FileData)
     assert read.contents_base64 == "aGk="
+
+
+class _BuildingRuntime(MemoryRuntime):
+    """A runtime that builds an image on the way to its first box of a spec, as the docker
+    runtime does, and says so in `Started.built`."""
+
+    def __init__(self, world: MemoryWorld) -> None:
+        super().__init__(server_id=SERVER_ID, world=world)
+        self.images: set[str] = set()
+
+    async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+        started = await super().create(box_id, spec, placement)
+        digest = spec_digest(spec)
+        if digest not in self.images:
+            self.images.add(digest)
+            started.built = BuiltImage(image=f"holm-box:{digest[7:19]}", spec_digest=digest)
+        return started
+
+
+async def test_an_image_built_on_the_way_to_a_box_is_image_built(
+    make_engine: MakeEngine, world: MemoryWorld
+) -> None:
+    engine = await make_engine(runtime=_BuildingRuntime(world))
+    spec = Spec(desktop=DesktopSpec(width=1024, height=768))
+    await engine.create_box(spec, Placement())
+    await engine.create_box(spec, Placement())
+    built = [e for e in engine.feed.events() if e.kind == "image.built"]
+    assert [(e.runtime, e.data) for e in built] == [
+        (
+            "memory",
+            {"image": f"holm-box:{spec_digest(spec)[7:19]}", "spec_digest": spec_digest(spec)},
+        )
+    ]
+    (entry,) = await engine.store.read(SERVER_TRACE)
+    assert isinstance(entry, ImageBuilt) and entry.actor == "system"

@@ -63,7 +63,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
-from holm.wire.runtime import Capabilities, RuntimeBox, Started
+from holm.wire.runtime import BuiltImage, Capabilities, RuntimeBox, Started
 from holm.wire.spec import (
     DEFAULT_HEIGHT,
     DEFAULT_WIDTH,
@@ -72,6 +72,7 @@ from holm.wire.spec import (
     Spec,
     canonical_json,
     canonical_spec,
+    spec_digest,
     validate_spec,
 )
 
@@ -218,6 +219,10 @@ class DockerRuntime:
 
     async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
         self._refuse(box_id, spec, placement)
+        try:
+            had = (await self.images.get_image(self.images.key(spec))).state is None
+        except NotFound:
+            had = False
         image = await self.images.build_image(spec)
         run_dir = self._run_dir(box_id)
         labels = {
@@ -242,11 +247,16 @@ class DockerRuntime:
                 raise BadRequest(f"the docker runtime already has a box {box_id}")
             try:
                 await self._call(self._run_container, image.image, labels)
-                return await self._await_ready(box_id, run_dir, spec.desktop.screens)
+                started = await self._await_ready(box_id, run_dir, spec.desktop.screens)
             except BaseException:
                 await self._drop_desktop(box_id)
                 await self._call(self._remove, box_id)
                 raise
+        if not had:
+            # Built on the way: the engine records it as the images API's builds are.
+            digest = image.spec_digest or spec_digest(spec)
+            started.built = BuiltImage(image=image.image, spec_digest=digest)
+        return started
 
     async def pause(self, box_id: str) -> None:
         async with self._box_lock(box_id):
