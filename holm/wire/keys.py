@@ -88,7 +88,10 @@ def split_chord(name: str) -> list[str]:
 
 
 def as_list(value: str | list[str]) -> list[str]:
-    return [value] if isinstance(value, str) else list(value)
+    """A string as a list of one (none when it is empty), a list as it is."""
+    if isinstance(value, str):
+        return [value] if value else []
+    return list(value)
 
 
 def normalize_key(name: str) -> str:
