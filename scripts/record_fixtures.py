@@ -166,13 +166,15 @@ async def exec_files(engine: Engine, box: str) -> None:
     await run(engine, box, "sha256sum", "/tmp/work/n")
     await run(engine, box, "sh", "-c", "echo 'no such file' >&2; exit 3")
     await run(engine, box, "python3", "-c", "print(sum(range(10)))")
-    # A batch may write a file: its bytes are in the action, so a fork writes it again.
-    content = base64.b64encode(b"kept by the action\n").decode()
+    # A batch makes a file with a command and reads it back; its `write_file` step is kept
+    # without its bytes (a fork skips it, as an upload), so nothing after reads that file.
+    content = base64.b64encode(b"not kept by the trace\n").decode()
     await batch(
         engine,
         box,
-        WriteFile(what=WriteWhat(path="/tmp/work/from-batch.txt", contents_base64=content)),
+        Exec(what=ExecWhat(argv=["sh", "-c", "echo made by a command > /tmp/work/from-batch.txt"])),
         Exec(what=ExecWhat(argv=["cat", "/tmp/work/from-batch.txt"])),
+        WriteFile(what=WriteWhat(path="/tmp/batch-upload.txt", contents_base64=content)),
     )
     await run(engine, box, "ls", "/tmp/work")
     # An upload is not done again by a fork (a later `ls` would differ); reading it back is

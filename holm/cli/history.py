@@ -15,7 +15,7 @@ import click
 
 from holm.cli.output import compact_json, when
 from holm.cli.remote import Remote, remote
-from holm.projections.text import INCOMPLETE_LINE, entry_line
+from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_line
 from holm.wire.entries import PAGE_MAX, BoxDeleted, BoxGone, Entry
 from holm.wire.feed import LIMIT_MAX, Event
 
@@ -97,7 +97,15 @@ def print_server_trace(
         follow_timeout=follow_timeout,
     )
     try:
+        first = after is None
         for entry in entries:
+            if first and entry.seq > 0:
+                # Read from its start, the trace begins later: its front was pruned.
+                note = pruned_line(entry.seq)
+                click.echo(
+                    f"holm: {box_id}: {note}" if remote.as_json else note, err=remote.as_json
+                )
+            first = False
             click.echo(compact_json(entry) if remote.as_json else entry_line(entry))
             if follow and isinstance(entry, BoxDeleted | BoxGone):
                 break

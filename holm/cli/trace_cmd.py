@@ -29,7 +29,7 @@ from holm.cli.remote import TOKEN_HELP, connected
 from holm.events.codec import CorruptLine, read_envelope
 from holm.events.local import TORN, read_trace_file, trace_files
 from holm.projections.stats import TraceStats, trace_stats
-from holm.projections.text import INCOMPLETE_LINE, entry_line
+from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_line
 from holm.wire.entries import kind_of
 
 # How often `--follow` looks at the file again once it has printed all there is.
@@ -194,6 +194,10 @@ def _raw_lines(path: Path, after: int | None, limit: int | None) -> _Page:
 
 def _print_entries(path: Path, after: int | None, limit: int | None, as_json: bool) -> None:
     page = _read(path, after, limit, as_json)
+    if after is None and page.lines and page.lines[0][0] > 0:
+        # Read from its start, the trace begins later than seq 0: its front was pruned.
+        note = pruned_line(page.lines[0][0])
+        click.echo(f"holm: {path}: {note}" if as_json else note, err=as_json)
     for _, line in page.lines:
         click.echo(line)
     if page.incomplete:

@@ -3,8 +3,10 @@
 - A box in both: its trace simply continues. If the server stopped while the box was
   starting, the box is taken back with `adopted`; if the runtime's state differs from the
   trace's (paused, running, stopped), the difference is recorded by the `system` actor.
-- A box in the log that its runtime no longer has: `box_unreachable`, then `gone`; one that
-  was starting when the server stopped: `box_failed`.
+- A box in the log that its runtime no longer has: `gone`; one that was starting when the
+  server stopped: `box_failed`.
+- The boxes of a runtime that cannot be asked: `box_unreachable` (the reaper brings them
+  back when it answers again).
 - A box a runtime has (created by this server) that the log lacks, because the store lost it
   or keeps nothing across restarts (the memory store): a new trace that starts with
   `adopted`, carrying the spec and placement the runtime kept.
@@ -32,7 +34,7 @@ from holm.wire.spec import DEFAULT_LIFETIME_SECS, Placement, Spec, spec_digest
 
 from .guards import boundary
 from .journal import entry, now_ms
-from .reaper import LOST_REASON
+from .reaper import LOST_REASON, UNREACHABLE_REASON
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -48,6 +50,7 @@ async def reconcile(engine: Engine) -> None:
             listed = await boundary(runtime.list(), "listing boxes")
         except HolmError as exc:
             log.warning("the %s runtime could not list its boxes: %s", name, exc)
+            await engine.mark_unreachable(name, f"{UNREACHABLE_REASON}: {exc.message}")
             continue
         mine = [box for box in listed if box.server_id in (None, engine.server_id)]
         for box in mine:

@@ -16,7 +16,15 @@ from holm.adapters.base import Desktop
 from holm.errors import HolmError
 from holm.wire.actions import Action, Cursor, Launch, Windows, type_of
 from holm.wire.api import ActionsRequest, ActionsResult, FrameView, Holding, StepResult
-from holm.wire.entries import Acted, Actor, AppLaunched, Entry, acted_key, launched_key
+from holm.wire.entries import (
+    Acted,
+    Actor,
+    AppLaunched,
+    Entry,
+    acted_key,
+    launched_key,
+    redacted_action,
+)
 from holm.wire.results import ActionResult, ExecResult, FoundWindow, WindowInfo, WindowList, expect
 from holm.wire.runtime import FrameResult, Held, Released
 from holm.wire.values import Point
@@ -51,19 +59,23 @@ async def run_steps(
     stopped_at: int | None = None
     for index, action in enumerate(request.actions):
         value, error = await _step(desktop, screen, action)
+        # A write's bytes and a clipboard's text are not kept: the path and size, or the
+        # selection and length, are (as `PUT …/files` and `PUT …/clipboard` record them).
+        kept, size = redacted_action(action)
         entries: list[Entry] = [
             entry(
                 Acted,
                 actor,
                 screen=screen,
-                action=action,
+                action=kept,
                 ok=error is None,
-                key=acted_key(screen, action),
+                key=acted_key(screen, kept),
                 error=None if error is None else error.body(),
                 batch=batch,
                 index=index,
                 # What a strict replay compares: an exec's code and output.
                 result=msgspec.to_builtins(value) if isinstance(value, ExecResult) else None,
+                bytes=size,
             )
         ]
         if isinstance(action, Launch) and isinstance(value, FoundWindow):

@@ -49,7 +49,9 @@ from holm.wire.entries import (
     BoxUnreachable,
     Entry,
     ForkedFrom,
+    ImageBuilt,
 )
+from holm.wire.keys import normalized_action
 from holm.wire.results import ActionResult
 from holm.wire.runtime import Capabilities, FrameResult, Started
 from holm.wire.spec import (
@@ -76,6 +78,8 @@ from .watcher import FrameWatchers
 log = logging.getLogger(__name__)
 
 FRAME_POLL_SECS = 0.25
+# The states a runtime that cannot be reached does not change: there is no desktop to lose.
+_NOT_MARKED = ("starting", "failed", "unreachable")
 
 
 def new_box_id() -> str:
@@ -268,6 +272,16 @@ class Engine:
         await self._record_started(box_id, runtime, started)
 
     async def _record_started(self, box_id: str, runtime: Runtime, started: Started) -> None:
+        if started.built is not None:
+            # An image built on the way to the box is a build like the images API's.
+            built = entry(
+                ImageBuilt,
+                "system",
+                runtime=runtime.name,
+                image=started.built.image,
+                spec_digest=started.built.spec_digest,
+            )
+            await self.journal.append(SERVER_TRACE, [built])
         if (await self.box(box_id)).removed:
             # Deleted while it was starting: finish the removal.
             with contextlib.suppress(HolmError):
@@ -346,23 +360,68 @@ class Engine:
         )
 
     async def remove(self, box_id: str, reason: str, *, lost: bool = False) -> bool:
-        """The server removes a box (expired, idle, or `lost` by its runtime): `gone`, with
-        `box_unreachable` first when lost. False when it was removed already."""
+        """The server removes a box (expired, idle, or `lost`: its runtime says it no longer
+        has it): `gone`. An unreachable box past its deadline goes even though its runtime
+        cannot be asked to delete it (a restart's reconciliation deletes it when the runtime
+        still has it). False when it was removed already."""
         async with self._lock(box_id):
             state = self.journal.state(box_id)
             if state is None or state.removed:
                 return False
             await self.watchers.stop(box_id)
-            entries: list[Entry] = []
-            if lost:
-                if state.state != "unreachable":
-                    entries.append(entry(BoxUnreachable, "system", reason=reason))
-            else:
+            if not lost:
                 runtime = self._runtime_named(state.runtime)
-                with contextlib.suppress(NotFound):
+                try:
                     await boundary(runtime.delete(box_id), "removing a box")
-            entries.append(entry(BoxGone, "system", reason=reason))
-            await self.journal.append(box_id, entries)
+                except NotFound:
+                    pass
+                except HolmError as exc:
+                    if state.state != "unreachable":
+                        raise
+                    log.warning("box %s goes without its runtime's delete: %s", box_id, exc)
+            await self.journal.append(box_id, [entry(BoxGone, "system", reason=reason)])
+            return True
+
+    async def mark_unreachable(self, runtime_name: str, reason: str) -> int:
+        """Record `box_unreachable` for each box of a runtime that cannot be reached (but
+        those starting, failed or unreachable already). Their traces stay readable; calls
+        into them answer `unavailable` (retryable) until `reachable_again`."""
+        marked = 0
+        for state in self.boxes():
+            if state.runtime != runtime_name or state.state in _NOT_MARKED:
+                continue
+            async with self._lock(state.id):
+                now = self.journal.state(state.id)
+                if now is None or now.removed or now.state in _NOT_MARKED:
+                    continue
+                await self.watchers.stop(state.id)
+                unreachable = entry(BoxUnreachable, "system", reason=reason)
+                await self.journal.append(state.id, [unreachable])
+                marked += 1
+        return marked
+
+    async def reachable_again(self, box_id: str, runtime_state: str) -> bool:
+        """An unreachable box its runtime lists again: it is what the runtime says (ready,
+        paused or stopped), by the `system` actor. False when it was not unreachable."""
+        async with self._lock(box_id):
+            state = self.journal.state(box_id)
+            if state is None or state.removed or state.state != "unreachable":
+                return False
+            back: Entry
+            if runtime_state == "paused":
+                back = entry(BoxPaused, "system")
+            elif runtime_state == "stopped":
+                back = entry(BoxStopped, "system")
+            else:
+                back = entry(
+                    BoxReady,
+                    "system",
+                    viewer_urls=list(state.viewer_urls),
+                    devtools_url=state.devtools_url,
+                )
+            await self.journal.append(box_id, [back])
+            if isinstance(back, BoxReady):
+                self.watchers.start(box_id)
             return True
 
     # In the box
@@ -372,7 +431,11 @@ class Engine:
     ) -> ActionsResult:
         """Do a batch on one screen: one `acted` entry per step that ran (with the batch's
         id and the step's index), plus `app_launched` for a `launch`. A second batch on the
-        same screen waits for this one."""
+        same screen waits for this one. Key names are checked and normalized first: an
+        unknown one refuses the whole batch, and nothing is recorded."""
+        request = msgspec.structs.replace(
+            request, actions=[normalized_action(action) for action in request.actions]
+        )
         state = guards.ready(self.journal.state(box_id), box_id)
         guards.screen_of(state, screen, drive=True)
         async with self._screen_lock(box_id, screen):
@@ -392,6 +455,7 @@ class Engine:
         spec's recording table says (`recorded_alone`): `executed`, `file_read`,
         `file_written`, `clipboard_read`/`clipboard_set`, `app_launched`, or nothing for a
         read. An action that drives a screen holds it, as a batch does."""
+        action = normalized_action(action)
         state = guards.ready(self.journal.state(box_id), box_id)
         on_screen = uses_screen(action)
         reading = reads_only(action)
@@ -470,6 +534,8 @@ class Engine:
 
     def _expect(self, box_id: str, allowed: tuple[str, ...], verb: str) -> BoxState:
         state = guards.usable(self.journal.state(box_id), box_id)
+        if state.state == "unreachable":
+            guards.ready(state, box_id)
         if state.state not in allowed:
             raise ScreenUnavailable(
                 f"box {box_id} is {state.state} ({state.reason}); it cannot be {verb}",
@@ -516,6 +582,10 @@ def _check_can(runtime: Runtime, spec: Spec, placement: Placement) -> None:
         (placement.persistent and not can.persistent, "a persistent box"),
         (placement.memory is not None and not can.memory_limit, "a memory limit"),
         (placement.cpus is not None and not can.cpu_limit, "a cpu limit"),
+        (
+            placement.profile is not None and not can.profile,
+            "a browser profile (container runtimes only)",
+        ),
     ]
     for refused, what in refusals:
         if refused:

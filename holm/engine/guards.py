@@ -7,7 +7,15 @@ import logging
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from holm.errors import Denied, Gone, HolmError, NotFound, ScreenUnavailable, Transport
+from holm.errors import (
+    Denied,
+    Gone,
+    HolmError,
+    NotFound,
+    ScreenUnavailable,
+    Transport,
+    Unavailable,
+)
 from holm.projections.box_state import BoxState
 
 log = logging.getLogger(__name__)
@@ -46,7 +54,8 @@ def ready(state: BoxState | None, box_id: str) -> BoxState:
     if state.state in ("paused", "stopped"):
         raise ScreenUnavailable(f"box {box_id} is {state.state}; resume it first")
     if state.state == "unreachable":
-        raise Transport(f"box {box_id} is unreachable ({state.reason})", retryable=False)
+        # Its runtime cannot be reached for now: the box comes back when it can.
+        raise Unavailable(f"box {box_id} is unreachable ({state.reason})", retryable=True)
     return state
 
 

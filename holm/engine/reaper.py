@@ -1,7 +1,12 @@
 """The reaper: removes boxes past their deadline (`expires_at_ms`) or idle too long
-(`idle_timeout_secs` since the last entry an agent or a person made), and forgets boxes
-their runtime no longer has (`box_unreachable`, then `gone`). Each removal is a `gone` entry
-by the `system` actor with its reason.
+(`idle_timeout_secs` since the last entry an agent or a person made), and removes the boxes
+their runtime says it no longer has. Each removal is a `gone` entry by the `system` actor with
+its reason.
+
+A runtime that cannot be asked (its `list` fails) loses nothing: its boxes become
+`unreachable` (`box_unreachable`), and `ready` again (or paused or stopped, as the runtime
+says) once it lists them; an unreachable box goes only when the runtime answers without it,
+or when its deadline passes (it is not idle: nobody could use it).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LOST_REASON = "the runtime no longer has the box"
+UNREACHABLE_REASON = "the runtime cannot be reached"
 
 
 def removal_due(state: BoxState, now_ms: int) -> str | None:
@@ -32,7 +38,11 @@ def removal_due(state: BoxState, now_ms: int) -> str | None:
     if state.expires_at_ms is not None and now_ms >= state.expires_at_ms:
         return "expired: the box passed its deadline"
     idle = state.idle_timeout_secs
-    if idle is not None and now_ms - state.last_used_ms >= idle * 1000:
+    if (
+        idle is not None
+        and state.state != "unreachable"
+        and now_ms - state.last_used_ms >= idle * 1000
+    ):
         return f"idle: no use for {idle} s"
     return None
 
@@ -52,8 +62,9 @@ async def reap(engine: Engine, now_ms: int) -> int:
 
 
 async def forget_lost(engine: Engine) -> int:
-    """Remove the boxes whose runtime does not list them. A runtime that cannot be asked
-    loses nothing."""
+    """Remove the boxes whose runtime does not list them, and bring back the unreachable
+    ones it lists. A runtime that cannot be asked loses nothing: its boxes are marked
+    unreachable."""
     removed = 0
     for name, runtime in engine.runtimes.items():
         # Taken before asking the runtime, so that a box that comes up meanwhile (and so
@@ -64,13 +75,17 @@ async def forget_lost(engine: Engine) -> int:
             if state.runtime == name and state.state not in ("starting", "failed")
         ]
         try:
-            listed = {box.box_id for box in await boundary(runtime.list(), "listing boxes")}
+            boxes = await boundary(runtime.list(), "listing boxes")
         except HolmError as exc:
             log.warning("the %s runtime could not list its boxes: %s", name, exc)
+            await engine.mark_unreachable(name, f"{UNREACHABLE_REASON}: {exc.message}")
             continue
+        listed = {box.box_id: box.state for box in boxes}
         for box_id in settled:
             if box_id not in listed:
                 removed += await engine.remove(box_id, LOST_REASON, lost=True)
+            else:
+                await engine.reachable_again(box_id, listed[box_id])
     return removed
 
 

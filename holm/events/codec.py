@@ -2,9 +2,11 @@
 
 One entry is one line of JSON (no newline inside; `jq` reads a trace file as it is). A value
 inside an entry whose JSON is over `SPILL_BYTES` is written to the blob store and replaced
-on the line by `{"__blob": "sha256:<hex>", "bytes": N}`; the blob holds that value's JSON,
-so that `jq . <blob>` shows it. Reading resolves the references, so a reader sees the full
-value. The envelope (`kind`, `seq`, `at_ms`, `actor`) is never spilled.
+on the line by `{"__blob": "sha256:<hex>", "bytes": N, "mime": "application/json"}`; the blob
+holds that value's JSON (hence its `mime`), so that `jq . <blob>` shows it. References
+written before `mime` was added have none, and resolve the same. Reading resolves the
+references, so a reader sees the full value. The envelope (`kind`, `seq`, `at_ms`,
+`actor`) is never spilled.
 
 Lines written by an older holm are upgraded here while decoding (see `UPGRADES`), never
 rewritten on disk.
@@ -22,6 +24,8 @@ from holm.wire.entries import Entry
 
 SPILL_BYTES = 64 * 1024
 BLOB_KEY = "__blob"
+# What a blob holds: the spilled value's JSON.
+BLOB_MIME = "application/json"
 
 _BLOB_MARK = b'"' + BLOB_KEY.encode() + b'"'
 _ENVELOPE = frozenset({"kind", "seq", "at_ms", "actor"})
@@ -165,7 +169,11 @@ def _spill(value: Any, spills: list[bytes]) -> Any:
 
 def _reference(spills: list[bytes], encoded: bytes) -> Tree:
     spills.append(encoded)
-    return {BLOB_KEY: "sha256:" + hashlib.sha256(encoded).hexdigest(), "bytes": len(encoded)}
+    return {
+        BLOB_KEY: "sha256:" + hashlib.sha256(encoded).hexdigest(),
+        "bytes": len(encoded),
+        "mime": BLOB_MIME,
+    }
 
 
 def _is_reference(value: Any) -> bool:
@@ -185,6 +193,7 @@ def _resolve(value: Any, blobs: BlobSource | None) -> Any:
 
 __all__ = [
     "BLOB_KEY",
+    "BLOB_MIME",
     "SPILL_BYTES",
     "UPGRADES",
     "BlobSink",

@@ -3,10 +3,13 @@ when it stops.
 
 Bounded as the spec says: at most 10,000 entries and 256 frames for each trace, and 256
 box traces; the oldest goes first. Dropping old entries does not renumber: seq keeps
-counting, and a read from the start begins at the oldest kept. The trace dropped when a
-257th box arrives is the one written least recently; the server's own trace does not count
-as a box. Entries are kept as their encoded lines, so that a reader gets its own copy,
-shaped exactly as the durable store would give it back.
+counting, and a read from the start begins at the oldest kept. When a 257th box arrives,
+the trace dropped is that of the removed box (`gone` or `box_deleted`) written least
+recently: a live box's trace is never dropped, since its state is derived from it. When
+every kept trace is a live box's, the new trace is refused with `unavailable` (retryable:
+a box removed meanwhile makes room), so the create that began it records nothing. The
+server's own trace does not count as a box. Entries are kept as their encoded lines, so
+that a reader gets its own copy, shaped exactly as the durable store would give it back.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from itertools import islice
 
 import msgspec
 
+from holm.errors import Unavailable
 from holm.events.blobs import check_name
 from holm.events.codec import decode_lines, encode_entry
 from holm.events.store import TraceInfo
 from holm.wire.api import PruneReport
-from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Entry
+from holm.wire.entries import PAGE_MAX, SERVER_TRACE, BoxDeleted, BoxGone, Entry
 
 MAX_ENTRIES = 10_000
 MAX_FRAMES = 256
@@ -35,7 +39,7 @@ class _Frame(msgspec.Struct):
 
 
 class _Trace:
-    __slots__ = ("first_at_ms", "frames", "last_at_ms", "lines", "name", "next_seq")
+    __slots__ = ("first_at_ms", "frames", "last_at_ms", "lines", "name", "next_seq", "removed")
 
     def __init__(self, name: str, max_entries: int) -> None:
         self.name = name
@@ -44,6 +48,8 @@ class _Trace:
         self.first_at_ms: int | None = None
         self.last_at_ms: int | None = None
         self.frames: OrderedDict[str, _Frame] = OrderedDict()
+        # The box was removed (`gone`, `box_deleted`): its trace may make room for another.
+        self.removed = False
 
     def info(self) -> TraceInfo:
         return TraceInfo(
@@ -86,6 +92,7 @@ class MemoryStore:
         holder.lines.extend(zip((entry.at_ms for entry in numbered), lines, strict=True))
         holder.next_seq += len(numbered)
         holder.last_at_ms = numbered[-1].at_ms
+        holder.removed = holder.removed or any(isinstance(e, BoxGone | BoxDeleted) for e in entries)
         return numbered
 
     async def read(
@@ -150,15 +157,32 @@ class MemoryStore:
 
     def _holder(self, trace: str) -> _Trace:
         """The trace to write to, made the most recent; a new one may push out the least
-        recently written box trace."""
+        recently written trace of a removed box, and is refused when none is left."""
         holder = self._traces.get(trace)
         if holder is None:
+            if trace != SERVER_TRACE:
+                self._make_room()
             holder = self._traces[trace] = _Trace(trace, self.max_entries)
-            boxes = [name for name in self._traces if name != SERVER_TRACE]
-            for name in boxes[: max(len(boxes) - self.max_traces, 0)]:
-                del self._traces[name]
         self._traces.move_to_end(trace)
         return holder
+
+    def _make_room(self) -> None:
+        """Room for one more box trace: drop removed boxes' traces, least recently written
+        first, until there is; Unavailable when only live boxes' are left."""
+        boxes = [holder for name, holder in self._traces.items() if name != SERVER_TRACE]
+        excess = len(boxes) + 1 - self.max_traces
+        if excess <= 0:
+            return
+        removed = [holder for holder in boxes if holder.removed]
+        if len(removed) < excess:
+            raise Unavailable(
+                f"the memory store keeps the traces of at most {self.max_traces} boxes and"
+                " every one it holds is a live box's: delete a box, or use a durable store"
+                " (HOLM_STORAGE_BACKEND)",
+                retryable=True,
+            )
+        for holder in removed[:excess]:
+            del self._traces[holder.name]
 
 
 def _now_ms() -> int:

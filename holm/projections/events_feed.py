@@ -5,7 +5,7 @@ by entry.
 
 The events, and the entry each comes from:
 
-    box.created        box_created            box.ready          box_ready
+    box.created        box_created            box.ready          box_ready, box_resumed
     box.paused         box_paused             box.stopped        box_stopped
     box.removed        box_deleted, gone      box.unreachable    box_unreachable
     box.failed         box_failed             screen.taken_over  takeover_started
@@ -47,6 +47,7 @@ from holm.wire.entries import (
     BoxGone,
     BoxPaused,
     BoxReady,
+    BoxResumed,
     BoxStopped,
     BoxUnreachable,
     Entry,
@@ -63,6 +64,9 @@ SEQ_PER_MS = 1000
 class _Box(NamedTuple):
     owner: str | None
     runtime: str | None
+    # The viewers of the desktop now up (its last `box_ready`): a resumed box is the same
+    # desktop, so its `box.ready` names them again.
+    viewer_urls: tuple[str, ...] = ()
 
 
 # The place of an event in the feed's order: (at_ms, trace, entry seq).
@@ -78,6 +82,10 @@ def event_of(trace: str, entry: Entry, box: _Box | None) -> Event | None:
             return _box_event("box.created", trace, entry, box, data)
         case BoxReady(viewer_urls=viewer_urls):
             return _box_event("box.ready", trace, entry, box, {"viewer_urls": viewer_urls})
+        case BoxResumed():
+            # A paused box is ready again, with the desktop it had (docs/api.md).
+            urls = list(box.viewer_urls) if box is not None else []
+            return _box_event("box.ready", trace, entry, box, {"viewer_urls": urls})
         case BoxPaused():
             return _box_event("box.paused", trace, entry, box)
         case BoxStopped():
@@ -106,7 +114,7 @@ def event_of(trace: str, entry: Entry, box: _Box | None) -> Event | None:
 def _box_event(
     kind: EventKind, trace: str, entry: Entry, box: _Box | None, data: dict[str, Any] | None = None
 ) -> Event:
-    owner, runtime = box if box is not None else (None, None)
+    owner, runtime = (box.owner, box.runtime) if box is not None else (None, None)
     return Event(
         seq=0, at_ms=entry.at_ms, kind=kind, owner=owner, box_id=trace, runtime=runtime, data=data
     )
@@ -117,13 +125,16 @@ def _keyed_events(
 ) -> Iterator[tuple[_Key, Event]]:
     """The events of one trace's entries (in seq order), keeping `boxes[trace]` up to date
     from its `box_created` or `adopted` (an adoption that names no owner keeps the one the
-    trace had)."""
+    trace had) and the viewers of its last `box_ready` (until the desktop stops)."""
     for entry in entries:
         if isinstance(entry, BoxCreated | Adopted):
             owner = entry.owner
             if isinstance(entry, Adopted) and owner is None and trace in boxes:
                 owner = boxes[trace].owner
             boxes[trace] = _Box(owner, entry.runtime)
+        elif trace in boxes and isinstance(entry, BoxReady | BoxStopped):
+            urls = tuple(entry.viewer_urls) if isinstance(entry, BoxReady) else ()
+            boxes[trace] = boxes[trace]._replace(viewer_urls=urls)
         event = event_of(trace, entry, boxes.get(trace))
         if event is not None:
             yield (entry.at_ms, trace, entry.seq), event

@@ -46,6 +46,7 @@ from holm.wire.entries import (
     TakeoverEnded,
     TakeoverStarted,
 )
+from holm.wire.keys import as_list, split_chord
 from holm.wire.spec import DEFAULT_HEIGHT, DEFAULT_WIDTH
 from holm.wire.values import Modifier, Point
 
@@ -57,14 +58,28 @@ CLIP = 60
 CLIP_REASON = 120
 
 
+def pruned_line(first_seq: int) -> str:
+    """The line a trace read from its start begins with when its front was dropped (the
+    memory store keeps a trace's last 10,000 entries): where it begins now."""
+    return (
+        f"pruned: the trace begins at seq {first_seq}; the {first_seq} entries before it"
+        " were dropped"
+    )
+
+
 def entry_line(entry: Entry) -> str:
     return f"{entry.seq:>4}  {entry.actor:<8} {entry_text(entry)}"
 
 
 def render_lines(entries: Iterable[Entry], incomplete: bool = False) -> Iterator[str]:
-    """The lines of a trace; a trace whose writer stopped mid-line ends with a line that
-    says it is incomplete, after every whole entry."""
+    """The lines of a trace from its start; one whose front was pruned begins with a line
+    that says where it begins (`pruned_line`), and one whose writer stopped mid-line ends
+    with a line that says it is incomplete, after every whole entry."""
+    first = True
     for entry in entries:
+        if first and entry.seq > 0:
+            yield pruned_line(entry.seq)
+        first = False
         yield entry_line(entry)
     if incomplete:
         yield INCOMPLETE_LINE
@@ -167,9 +182,10 @@ def _action_hint(action: a.Action) -> str:
         case a.Type(text=text):
             return _quoted(text)
         case a.Press(chord=chord, then=then, held=held):
-            return _clip(_words("+".join(chord), *then, _held(held)))
+            keys = [k for item in as_list(chord) for k in split_chord(item)]
+            return _clip(_words("+".join(keys), *as_list(then), _held(held)))
         case a.KeyDown(key=key) | a.KeyUp(key=key):
-            return _clip(key)
+            return _clip("+".join(as_list(key)))
         case a.Wait(ms=ms):
             return f"{ms} ms"
         case a.AwaitWindow(what=what):

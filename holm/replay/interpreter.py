@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from holm.errors import BadRequest, HolmError, Unsupported
+from holm.errors import BadRequest, Denied, HolmError, Unsupported
 from holm.projections.box_state import BoxState
 from holm.projections.views import box_view
 from holm.replay.boxes import Boxes
@@ -92,6 +92,16 @@ async def fork_run(boxes: Boxes, source_box_id: str, request: ForkRequest) -> Re
 async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple[str, Plan]:
     if request.mode == "snapshot":
         raise Unsupported("a snapshot fork is refused: a fork replays the trace")
+    state = await boxes.box(source)
+    # A source still starting has no desktop yet to have done anything in, and a failed one
+    # never had one: both refuse a fork as they refuse every other call (a removed box's
+    # trace stays, and forks).
+    if not state.removed and state.state in ("starting", "failed"):
+        why = f" ({state.reason})" if state.reason else ""
+        raise Denied(
+            f"box {source} is {state.state}{why}; a fork needs a box that started",
+            retryable=state.state == "starting",
+        )
     plan = plan_fork(await read_whole_trace(boxes, source), up_to=request.up_to)
     spec, placement, owner = await _origin_of(boxes, source, plan, request.placement)
     new_id = await boxes.record_box(
@@ -200,7 +210,9 @@ async def _origin_of(
     boxes: Boxes, source: str, plan: Plan, given: Placement | None
 ) -> tuple[Spec, Placement, str | None]:
     """The spec of the source and the placement of the fork: the given one replaces the
-    source's completely, and names the source's runtime when it names none."""
+    source's completely, and names the source's runtime when it names none. Without one,
+    the source's placement but its browser profile: a fork starts with a fresh profile
+    (the source's sign-ins are not the trace's to replay) unless its placement names one."""
     state = await boxes.box(source)
     if plan.origin is not None:
         spec, placement, runtime = plan.origin.spec, plan.origin.placement, plan.origin.runtime
@@ -209,7 +221,8 @@ async def _origin_of(
         spec, placement, runtime = state.spec, state.placement or Placement(), state.runtime
     else:
         raise Unsupported(f"the trace of {source} has no spec to make a fork from")
-    placement = given if given is not None else placement
+    fresh = msgspec.structs.replace(placement, profile=None)
+    placement = given if given is not None else fresh
     if placement.runtime is None:
         placement = msgspec.structs.replace(placement, runtime=runtime)
     return spec, placement, state.owner

@@ -10,7 +10,9 @@ What is done again, in order (docs/fork.md):
 What is not: `acted` with `ok: false` (the source refused it, so it did not happen),
 `apps_installed` (put applications in the spec instead), frames, reads, lifecycle entries and
 anything a person did. `file_written` and `clipboard_set` are listed in `skipped`, because
-the trace keeps that they happened but not their bytes.
+the trace keeps that they happened but not their bytes; so is a batch's `write_file` or
+clipboard set step (`acted`), with the same reason (its bytes are not kept either, and a line
+written before they were left out is skipped all the same).
 
 A trace that restarted (`adopted`) replays only what follows its last `adopted` entry: what
 came before belongs to a desktop that no longer exists.
@@ -41,6 +43,7 @@ from holm.wire.entries import (
     TakeoverStarted,
     acted_key,
     kind_of,
+    redacts,
 )
 from holm.wire.results import ExecResult
 from holm.wire.spec import Placement, Spec
@@ -185,7 +188,7 @@ def plan_fork(entries: Sequence[Entry], up_to: int | None = None) -> Plan:
 
 def _step(entry: Entry) -> Step | None:
     match entry:
-        case Acted(ok=True):
+        case Acted(ok=True) if not redacts(entry.action):
             return Step(
                 seq=entry.seq,
                 at_ms=entry.at_ms,
@@ -237,14 +240,25 @@ def _acted_exec_outcome(entry: Acted) -> ExecResult | None:
 def _why_skipped(entry: Entry) -> str | None:
     match entry:
         case FileWritten():
-            return f"the trace records that {entry.path} was written, not what went into it"
+            return _why_file(entry.path)
         case ClipboardSet():
-            return (
-                f"the trace records that the {entry.selection} selection of screen "
-                f"{entry.screen} was set, not its text"
-            )
+            return _why_clipboard(entry.selection, entry.screen)
+        case Acted(ok=True, action=act.WriteFile(what=what)):
+            return _why_file(what.path)
+        case Acted(ok=True, action=act.Clipboard(selection=selection)):
+            return _why_clipboard(selection, entry.screen)
         case _:
             return None
+
+
+def _why_file(path: str) -> str:
+    return f"the trace records that {path} was written, not what went into it"
+
+
+def _why_clipboard(selection: str, screen: int) -> str:
+    return (
+        f"the trace records that the {selection} selection of screen {screen} was set, not its text"
+    )
 
 
 def _origin(entries: Iterable[Entry]) -> Origin | None:

@@ -131,27 +131,30 @@ class Type(_Action, tag="type"):
 
 
 class Press(_Action, tag="press"):
-    """`chord` is pressed together (e.g. ["ctrl", "l"]); `then` are keys pressed one after
-    the other afterwards; `held` modifiers stay down for the whole press."""
+    """`chord` is pressed together (e.g. ["ctrl", "l"] or "ctrl+l"); `then` are keys pressed
+    one after the other afterwards (a list, or a string split on spaces); `held` modifiers
+    stay down for the whole press. The engine records them as normalized lists
+    (holm/wire/keys.py)."""
 
     Result = r.Pressed
 
-    chord: list[str] = msgspec.field(default_factory=list)
-    then: list[str] = msgspec.field(default_factory=list)
+    chord: str | list[str] = msgspec.field(default_factory=list)
+    then: str | list[str] = msgspec.field(default_factory=list)
     held: list[Modifier] = msgspec.field(default_factory=list)
 
 
 class KeyDown(_Action, tag="key_down"):
     Result = r.KeyHeld
 
-    key: str
+    # A key name, a chord ("ctrl+shift") or a list of keys; recorded as one normalized name.
+    key: str | list[str]
     hold_ms: HoldMs | None = None
 
 
 class KeyUp(_Action, tag="key_up"):
     Result = r.KeyReleased
 
-    key: str
+    key: str | list[str]
 
 
 # Waits

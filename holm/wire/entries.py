@@ -8,20 +8,23 @@ while decoding, never rewritten.
 Kinds beyond the spec's table, each documented in docs/trace.md:
 - `box_ready`: the desktop is up (after create, resume or start); feeds `box.ready`.
 - `box_failed`: a queued create did not start; feeds `box.failed`.
-- `box_unreachable`: the runtime no longer has the box; feeds `box.unreachable`.
+- `box_unreachable`: the box's runtime cannot be reached (until a later `box_ready`,
+  `box_paused` or `box_stopped`); feeds `box.unreachable`.
 - `image_built`, `image_removed`: written to the server-level trace (`SERVER_TRACE`),
   not to a box's; feed `image.built` and `image.removed`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 from typing import Any, Literal
 
 import msgspec
 
 from holm.errors import ErrorBody
-from holm.wire.actions import Action
+from holm.wire.actions import Action, Clipboard, WriteFile, WriteWhat
 from holm.wire.spec import Placement, Spec, canonical_json
 
 Actor = Literal["agent", "person", "system"]
@@ -121,6 +124,10 @@ class Acted(_Entry, tag="acted"):
     index: int = 0
     # A JSON value a strict replay compares: an exec step's result (`ExecResult`).
     result: Any = None
+    # Set on a `write_file` step (the file's size) and a clipboard set (the text's length
+    # in UTF-8 bytes), whose `action` was recorded without its bytes or text
+    # (`redacted_action`); None on every other step and on lines written before it.
+    bytes: int | None = None
 
 
 class FrameSeen(_Entry, tag="frame"):
@@ -260,6 +267,30 @@ def executed_key(argv: list[str], timeout_ms: int) -> str:
     return step_key("executed", {"argv": argv, "timeout_ms": timeout_ms})
 
 
+def redacted_action(action: Action) -> tuple[Action, int | None]:
+    """The action as an `acted` entry keeps it, and the size of what was left out: a
+    `write_file` loses its contents (`contents_base64` becomes "") and a clipboard set its
+    text (`text` becomes ""), as the trace never keeps the bytes of a write or a clipboard
+    change (docs/trace.md). Any other action is kept whole, with None."""
+    match action:
+        case WriteFile(what=what):
+            try:
+                size = len(base64.b64decode(what.contents_base64, validate=True))
+            except (binascii.Error, ValueError):
+                size = len(what.contents_base64) * 3 // 4
+            return WriteFile(what=WriteWhat(path=what.path, contents_base64="")), size
+        case Clipboard(text=str() as text, selection=selection):
+            return Clipboard(selection=selection, text=""), len(text.encode())
+    return action, None
+
+
+def redacts(action: Action) -> bool:
+    """Whether an `acted` entry of this action leaves its bytes out: a fork skips it."""
+    return isinstance(action, WriteFile) or (
+        isinstance(action, Clipboard) and action.text is not None
+    )
+
+
 def kind_of(entry: Entry) -> str:
     """An entry's `kind`, as written on its line."""
     return str(type(entry).__struct_config__.tag)
@@ -301,5 +332,7 @@ __all__ = [
     "executed_key",
     "kind_of",
     "launched_key",
+    "redacted_action",
+    "redacts",
     "step_key",
 ]

@@ -22,13 +22,24 @@ class Capabilities(msgspec.Struct, kw_only=True):
     pages: bool = False
     viewer: bool = True
     wayland: bool = False
+    # A named browser profile (`placement.profile`) kept between boxes: container runtimes.
+    profile: bool = False
+
+
+class BuiltImage(msgspec.Struct, kw_only=True):
+    """An image a runtime built on the way to a box (the docker runtime's create)."""
+
+    image: str
+    spec_digest: str
 
 
 class Started(msgspec.Struct, kw_only=True):
-    """What a runtime tells of a box it brought up (create, start)."""
+    """What a runtime tells of a box it brought up (create, start). `built` names the image
+    it had to build first, which the engine records as `image_built` in the server trace."""
 
     viewer_urls: list[str] = msgspec.field(default_factory=list)
     devtools_url: str | None = None
+    built: BuiltImage | None = None
 
 
 class RuntimeBox(msgspec.Struct, kw_only=True):

@@ -358,3 +358,20 @@ def test_follow_takes_one_file(tmp_path: Path) -> None:
 def test_incomplete_line_closes_a_torn_trace() -> None:
     lines = holm("trace", str(FIXTURES / "adopted.jsonl")).stdout.splitlines()
     assert lines[-1] == INCOMPLETE_LINE
+
+
+def test_a_trace_file_whose_front_was_pruned_says_where_it_begins(tmp_path: Path) -> None:
+    lines = (FIXTURES / "spec_example.jsonl").read_bytes().splitlines(keepends=True)
+    path = tmp_path / "box_pruned.jsonl"
+    path.write_bytes(b"".join(lines[3:]))
+    first = json.loads(lines[3])["seq"]
+
+    printed = holm("trace", str(path)).stdout.splitlines()
+    assert (
+        printed[0]
+        == f"pruned: the trace begins at seq {first}; the {first} entries before it were dropped"
+    )
+    assert printed[1].lstrip().startswith(str(first))
+    # Read from a later seq, or from a whole trace, there is no such line.
+    assert not holm("trace", str(path), "--after", str(first)).stdout.startswith("pruned")
+    assert not holm("trace", str(FIXTURES / "spec_example.jsonl")).stdout.startswith("pruned")

@@ -29,8 +29,9 @@ from holm.errors import (
     Unsupported,
 )
 from holm.wire.actions import Click, Press, Type, WaitStill
+from holm.wire.api import ImageInfo
 from holm.wire.runtime import RuntimeBox
-from holm.wire.spec import DesktopSpec, Placement, Policy, Spec
+from holm.wire.spec import DesktopSpec, Placement, Policy, Spec, spec_digest
 from holm.wire.values import Point
 
 from .conftest import MakeRuntime, new_box_id
@@ -151,7 +152,7 @@ async def test_a_persistent_box_keeps_its_files_across_stop_and_start(
     assert any(w.class_.lower() == "chromium" for w in shown)
 
 
-async def test_a_box_that_is_not_persistent_starts_with_fresh_files(
+async def test_a_box_that_is_not_persistent_also_keeps_its_files_across_stop_and_start(
     runtime: DockerRuntime, engine: docker.DockerClient
 ) -> None:
     box_id = new_box_id()
@@ -164,9 +165,9 @@ async def test_a_box_that_is_not_persistent_starts_with_fresh_files(
     await runtime.start(box_id)
 
     desktop = await runtime.desktop(box_id)
-    result = await run(desktop, "sh", "-c", "test -e ~/gone.txt || test -e /opt/gone.txt")
-    assert result.code == 1
-    assert engine.containers.get(container_name(box_id)).id != container_id
+    result = await run(desktop, "sh", "-c", "test -e ~/gone.txt && test -e /opt/gone.txt")
+    assert result.code == 0
+    assert engine.containers.get(container_name(box_id)).id == container_id
     listed = await _box(runtime, box_id)
     assert listed.state == "running" and listed.spec == Spec()
 
@@ -388,3 +389,22 @@ async def test_a_box_whose_container_ends_before_its_desktop_is_up_is_unavailabl
     assert box_id not in {box.box_id for box in await runtime.list()}
     with pytest.raises(docker.errors.NotFound):
         engine.containers.get(container_name(box_id))
+
+
+async def test_create_names_the_image_it_had_to_build(
+    runtime: DockerRuntime, session_image: ImageInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine records `image_built` for an image a create built: the runtime names it
+    in `Started.built`, and only when it had no built image for the spec."""
+    found = await runtime.create(new_box_id(), Spec(), Placement())
+    assert found.built is None
+
+    async def none_yet(digest: str) -> ImageInfo:
+        raise NotFound(f"no image {digest}")
+
+    # As if the image was not there before this create (building it again takes minutes).
+    monkeypatch.setattr(runtime.images, "get_image", none_yet)
+    built = await runtime.create(new_box_id(), Spec(), Placement())
+    assert built.built is not None
+    assert built.built.image == session_image.image
+    assert built.built.spec_digest == (session_image.spec_digest or spec_digest(Spec()))

@@ -13,7 +13,8 @@ from engine_kit import fields, kinds, run, trace_of
 
 from holm.engine import Engine
 from holm.engine.journal import entry
-from holm.errors import Denied, NotFound
+from holm.errors import BadRequest, Denied, NotFound
+from holm.replay.plan import plan_fork
 from holm.wire.actions import (
     Action,
     Click,
@@ -21,8 +22,11 @@ from holm.wire.actions import (
     Cursor,
     Exec,
     ExecWhat,
+    KeyDown,
+    KeyUp,
     Launch,
     MouseDown,
+    Press,
     ReadFile,
     Type,
     Wait,
@@ -219,3 +223,74 @@ async def test_exec_files_and_clipboard_record_sizes_not_content(engine: Engine)
         }
     written = b"".join(msgspec.json.encode(e) for e in await trace_of(engine, box.id))
     assert b"s3cret" not in written and "pässword".encode() not in written
+
+
+async def test_a_batch_write_or_clipboard_step_keeps_its_size_not_its_bytes(
+    engine: Engine,
+) -> None:
+    """A batch's `write_file` and clipboard set are recorded as `PUT …/files` and
+    `PUT …/clipboard` are: the path and size, or the selection and length; a fork skips
+    them with the same reason."""
+    box = await engine.create_box(Spec(), Placement())
+    secret = base64.b64encode(b"s3cret!").decode()
+    actions: list[Action] = [
+        WriteFile(what=WriteWhat(path="/tmp/secret.txt", contents_base64=secret)),
+        Clipboard(selection="primary", text="pässword"),
+        Clipboard(selection="primary"),
+    ]
+    result = await engine.run_batch(box.id, 0, ActionsRequest(actions=actions))
+    assert all(r.ok for r in result.results)
+    # The box did get the bytes.
+    read = expect(await engine.act(box.id, 0, ReadFile(path="/tmp/secret.txt")), FileData)
+    assert base64.b64decode(read.contents_base64) == b"s3cret!"
+    trace = await trace_of(engine, box.id)
+    written = b"".join(msgspec.json.encode(e) for e in trace)
+    assert b"s3cret" not in written and secret.encode() not in written
+    assert "pässword".encode() not in written and b"p\\u00e4ssword" not in written
+    acted = acted_of(trace)
+    assert [(a.action, a.bytes) for a in acted] == [
+        (WriteFile(what=WriteWhat(path="/tmp/secret.txt", contents_base64="")), 7),
+        (Clipboard(selection="primary", text=""), 9),
+        (Clipboard(selection="primary"), None),
+    ]
+    plan = plan_fork(trace)
+    assert [s.seq for s in plan.skipped] == [acted[0].seq, acted[1].seq]
+    assert [s.why for s in plan.skipped] == [
+        "the trace records that /tmp/secret.txt was written, not what went into it",
+        "the trace records that the primary selection of screen 0 was set, not its text",
+    ]
+    assert [s.seq for s in plan.steps] == [acted[2].seq]
+
+
+async def test_key_names_are_normalized_before_they_are_recorded(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    body = (
+        b'{"actions": [{"type": "press", "chord": "CTRL+l", "then": "shift+Tab RETURN f5"},'
+        b' {"type": "press", "chord": ["Ctrl", "Shift+t"], "then": ["a", "A"]},'
+        b' {"type": "key_down", "key": ["SHIFT", "ctrl"]},'
+        b' {"type": "key_up", "key": "shift+CTRL"}]}'
+    )
+    request = msgspec.json.decode(body, type=ActionsRequest)
+    result = await engine.run_batch(box.id, 0, request)
+    assert all(r.ok for r in result.results)
+    assert [a.action for a in acted_of(await trace_of(engine, box.id))] == [
+        Press(chord=["ctrl", "l"], then=["shift+tab", "return", "F5"]),
+        Press(chord=["ctrl", "shift", "t"], then=["a", "A"]),
+        KeyDown(key="shift+ctrl"),
+        KeyUp(key="shift+ctrl"),
+    ]
+
+
+async def test_an_unknown_key_name_is_refused_with_the_nearest_names(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    before = await trace_of(engine, box.id)
+    request = ActionsRequest(actions=[Click(at=Point(x=1, y=1)), Press(chord="ctrl+Retrun")])
+    with pytest.raises(BadRequest, match="'Retrun'") as refused:
+        await engine.run_batch(box.id, 0, request)
+    assert "nearest known: return" in refused.value.message
+    with pytest.raises(BadRequest, match=r"'shfit'.*shift"):
+        await engine.act(box.id, 0, KeyDown(key="shfit"))
+    # Nothing ran, nothing was recorded.
+    assert [e for e in await trace_of(engine, box.id) if not isinstance(e, FrameSeen)] == [
+        e for e in before if not isinstance(e, FrameSeen)
+    ]

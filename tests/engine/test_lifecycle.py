@@ -8,12 +8,22 @@ from engine_kit import SERVER_ID, MakeEngine, kinds, run, trace_of, without_fram
 
 from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 from holm.engine import Engine
-from holm.errors import BadRequest, Denied, Failed, Gone, NotFound, ScreenUnavailable, Unsupported
+from holm.errors import (
+    BadRequest,
+    Denied,
+    Failed,
+    Gone,
+    NotFound,
+    ScreenUnavailable,
+    Unavailable,
+    Unsupported,
+)
+from holm.events import MemoryStore
 from holm.wire.actions import Click, ReadFile, WriteFile, WriteWhat
 from holm.wire.api import ActionsRequest
-from holm.wire.entries import BoxCreated, BoxFailed, BoxReady, ForkedFrom
+from holm.wire.entries import SERVER_TRACE, BoxCreated, BoxFailed, BoxReady, ForkedFrom, ImageBuilt
 from holm.wire.results import FileData, expect
-from holm.wire.runtime import Started
+from holm.wire.runtime import BuiltImage, Started
 from holm.wire.spec import DesktopSpec, Placement, Spec, spec_digest
 from holm.wire.values import Point
 
@@ -168,3 +178,79 @@ async def test_apps_install_is_refused_and_records_nothing(engine: Engine) -> No
         await engine.install_apps(box.id, ["gimpy"])
     after = await trace_of(engine, box.id)
     assert [kind for kind in kinds(after[len(before) :]) if kind != "frame"] == []
+
+
+async def test_resuming_a_paused_box_is_box_ready_in_the_events_feed(engine: Engine) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    await engine.pause_box(box.id)
+    await engine.resume_box(box.id)
+    kinds_seen = [e.kind for e in engine.feed.events() if e.box_id == box.id]
+    assert kinds_seen == ["box.created", "box.ready", "box.paused", "box.ready"]
+    ready, again = [e for e in engine.feed.events() if e.kind == "box.ready"]
+    assert again.data == ready.data
+
+
+async def test_a_full_memory_store_refuses_a_create_rather_than_drop_a_live_box(
+    engine: Engine,
+) -> None:
+    assert isinstance(engine.store, MemoryStore)
+    engine.store.max_traces = 2
+    first = await engine.create_box(Spec(), Placement())
+    second = await engine.create_box(Spec(), Placement())
+    with pytest.raises(Unavailable) as refused:
+        await engine.create_box(Spec(), Placement())
+    assert refused.value.retryable
+    assert {b.id for b in engine.boxes()} == {first.id, second.id}
+    assert kinds(await trace_of(engine, first.id))[0] == "box_created"
+    # A removed box's trace makes room.
+    await engine.delete_box(first.id)
+    third = await engine.create_box(Spec(), Placement())
+    assert {b.id for b in engine.boxes()} == {second.id, third.id}
+
+
+async def test_stop_and_start_keep_the_files_of_a_box_that_is_not_persistent(
+    engine: Engine,
+) -> None:
+    box = await engine.create_box(Spec(), Placement())
+    await engine.act(
+        box.id, 0, WriteFile(what=WriteWhat(path="/home/box/a.txt", contents_base64="aGk="))
+    )
+    await engine.stop_box(box.id)
+    await engine.resume_box(box.id)
+    read = expect(await engine.act(box.id, 0, ReadFile(path="/home/box/a.txt")), FileData)
+    assert read.contents_base64 == "aGk="
+
+
+class _BuildingRuntime(MemoryRuntime):
+    """A runtime that builds an image on the way to its first box of a spec, as the docker
+    runtime does, and says so in `Started.built`."""
+
+    def __init__(self, world: MemoryWorld) -> None:
+        super().__init__(server_id=SERVER_ID, world=world)
+        self.images: set[str] = set()
+
+    async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+        started = await super().create(box_id, spec, placement)
+        digest = spec_digest(spec)
+        if digest not in self.images:
+            self.images.add(digest)
+            started.built = BuiltImage(image=f"holm-box:{digest[7:19]}", spec_digest=digest)
+        return started
+
+
+async def test_an_image_built_on_the_way_to_a_box_is_image_built(
+    make_engine: MakeEngine, world: MemoryWorld
+) -> None:
+    engine = await make_engine(runtime=_BuildingRuntime(world))
+    spec = Spec(desktop=DesktopSpec(width=1024, height=768))
+    await engine.create_box(spec, Placement())
+    await engine.create_box(spec, Placement())
+    built = [e for e in engine.feed.events() if e.kind == "image.built"]
+    assert [(e.runtime, e.data) for e in built] == [
+        (
+            "memory",
+            {"image": f"holm-box:{spec_digest(spec)[7:19]}", "spec_digest": spec_digest(spec)},
+        )
+    ]
+    (entry,) = await engine.store.read(SERVER_TRACE)
+    assert isinstance(entry, ImageBuilt) and entry.actor == "system"

@@ -8,7 +8,10 @@ import pytest
 from engine_kit import SERVER_ID, MakeEngine, kinds, run, trace_of
 
 from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
+from holm.engine import Engine
 from holm.errors import Denied
+from holm.replay.interpreter import fork_box
+from holm.wire.api import ForkRequest
 from holm.wire.spec import Placement, Spec
 
 
@@ -45,3 +48,43 @@ async def test_a_box_deleted_while_queued_never_starts(
     await engine.run_jobs()
     assert box.id not in world.boxes
     assert kinds(await trace_of(engine, box.id)) == ["box_created", "box_deleted"]
+
+
+async def test_a_fork_of_a_starting_or_failed_box_is_refused(
+    make_engine: MakeEngine, world: MemoryWorld
+) -> None:
+    runtime = MemoryRuntime(server_id=SERVER_ID, world=world)
+    engine = await make_engine(jobs="queue", runtime=runtime)
+    starting = await engine.create_box(Spec(), Placement())
+    with pytest.raises(Denied, match="starting") as refused:
+        await fork_box(engine, starting.id, ForkRequest())
+    assert refused.value.status == 409 and refused.value.retryable
+    runtime.fail_create = "the image is missing"
+    await engine.run_jobs()
+    assert (await engine.box(starting.id)).state == "failed"
+    with pytest.raises(Denied, match="failed") as refused:
+        await fork_box(engine, starting.id, ForkRequest())
+    assert refused.value.status == 409 and not refused.value.retryable
+    # Nothing was recorded for the refused forks.
+    assert [s.id for s in engine.boxes()] == [starting.id]
+    # A removed box's trace stays, and forks.
+    runtime.fail_create = None
+    ready = await engine.create_box(Spec(), Placement())
+    await engine.run_jobs()
+    await engine.delete_box(ready.id)
+    forked = await fork_box(engine, ready.id, ForkRequest())
+    assert forked.box.state == "starting"
+
+
+async def test_a_fork_starts_with_a_fresh_profile_unless_its_placement_names_one(
+    engine: Engine,
+) -> None:
+    source = await engine.create_box(Spec(), Placement(profile="work", persistent=True))
+    forked = await fork_box(engine, source.id, ForkRequest())
+    placement = (await engine.box(forked.box.id)).placement
+    assert placement is not None
+    assert placement.profile is None and placement.persistent
+    assert placement.runtime == source.runtime
+    named = await fork_box(engine, source.id, ForkRequest(placement=Placement(profile="other")))
+    placement = (await engine.box(named.box.id)).placement
+    assert placement is not None and placement.profile == "other"

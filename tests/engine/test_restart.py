@@ -41,7 +41,7 @@ async def test_a_box_the_runtime_no_longer_has_goes(
     del world.boxes[box.id]
     second = await make_engine(store="local")
     assert second.boxes() == []
-    assert kinds(await trace_of(second, box.id))[-2:] == ["box_unreachable", "gone"]
+    assert kinds(await trace_of(second, box.id))[-2:] == ["box_ready", "gone"]
 
 
 async def test_a_box_the_log_lost_is_adopted_with_what_the_runtime_kept(
@@ -107,3 +107,20 @@ async def test_what_the_runtime_did_meanwhile_is_recorded(
     last = (await trace_of(second, box.id))[-1]
     assert (kinds([last])[0], last.actor) == ("box_paused", "system")
     assert removed.id not in world.boxes
+
+
+async def test_a_runtime_that_cannot_be_reached_at_start_up_loses_nothing(
+    make_engine: MakeEngine, world: MemoryWorld
+) -> None:
+    first = await make_engine(store="local")
+    box = await first.create_box(Spec(), Placement())
+    runtime = MemoryRuntime(server_id=SERVER_ID, world=world)
+    runtime.reachable = False
+    second = await make_engine(store="local", runtime=runtime)
+    state = await second.box(box.id)
+    assert (state.state, state.removed) == ("unreachable", False)
+    assert [b.id for b in second.boxes()] == [box.id]
+    runtime.reachable = True
+    await second.reap()
+    assert (await second.box(box.id)).state == "ready"
+    assert kinds(await trace_of(second, box.id))[-2:] == ["box_unreachable", "box_ready"]

@@ -61,6 +61,21 @@ def test_a_spilled_line_keeps_the_envelope_and_small_fields() -> None:
     assert decode_line(line, blobs) == acted(text="short", result=big)
 
 
+def test_a_blob_reference_carries_its_size_and_mime_and_an_old_one_still_resolves() -> None:
+    blobs = Blobs()
+    line = encode_entry(executed(stdout="e" * (SPILL_BYTES + 1)), blobs)
+    reference = json.loads(line)["stdout"]
+    ref = reference["__blob"]
+    assert reference == {
+        "__blob": ref,
+        "bytes": len(blobs.kept[ref]),
+        "mime": "application/json",
+    }
+    # A line written before `mime` was added.
+    old = json.dumps({**json.loads(line), "stdout": {"__blob": ref, "bytes": 9}}).encode()
+    assert decode_line(old, blobs) == executed(stdout="e" * (SPILL_BYTES + 1))
+
+
 def test_a_page_decodes_the_same_in_one_pass_as_line_by_line() -> None:
     blobs = Blobs()
     entries = [clicked(x) for x in range(50)] + [executed(stdout="e" * (SPILL_BYTES + 1))]

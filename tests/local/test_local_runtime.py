@@ -24,6 +24,8 @@ from holm.adapters.local import runtime as runtime_module
 from holm.adapters.local.records import BoxPaths, BoxRecord, read_record, write_record
 from holm.adapters.local.runtime import LocalRuntime
 from holm.adapters.local.sandbox import Launched, SandboxPlan, bwrap_argv
+from holm.config import load_config
+from holm.engine import Engine
 from holm.errors import (
     BadRequest,
     Denied,
@@ -33,6 +35,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
+from holm.events import MemoryStore
 from holm.wire.spec import DesktopSpec, Placement, Policy, Spec
 
 from .conftest import DISPLAY_BASE, DISPLAY_COUNT, MakeRuntime, wait_for
@@ -140,8 +143,23 @@ async def test_what_the_local_runtime_cannot_do_is_refused(make_runtime: MakeRun
         await runtime.create("../escape", Spec(), Placement())
     with pytest.raises(BadRequest):
         await runtime.create(new_id(), Spec(), Placement(memory="lots"))
+    with pytest.raises(Unsupported, match="browser profile"):
+        await runtime.create(new_id(), Spec(), Placement(profile="work"))
     assert await runtime.list() == []
     assert not runtime.can().packages and runtime.can().max_screens == 8
+    assert not runtime.can().profile
+
+
+async def test_the_engine_refuses_a_profile_on_the_local_runtime_before_recording(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    runtime = make_runtime(chromium=False)
+    config = load_config({}, state_dir=str(tmp_path), default_runtime="local")
+    engine = Engine(config, MemoryStore(), {"local": runtime}, server_id="srv_test")
+    with pytest.raises(Unsupported, match="browser profile") as refused:
+        await engine.create_box(Spec(), Placement(profile="work"))
+    assert refused.value.code == "unsupported"
+    assert await engine.store.traces() == [] and await runtime.list() == []
 
 
 def agent_replaced_by(
@@ -366,21 +384,33 @@ async def test_stop_and_start_of_a_persistent_box_keep_its_files_in_a_new_deskto
         await runtime.start(box_id)
 
 
-async def test_stop_of_a_box_that_is_not_persistent_wipes_its_files(
+async def test_stop_and_start_of_a_box_that_is_not_persistent_keep_its_files(
     make_runtime: MakeRuntime,
 ) -> None:
+    """`POST …/stop` keeps a box's files for every box; `persistent` is about what
+    survives a box that did not stop by `stop` (a crash, a restarted host)."""
     runtime = make_runtime(chromium=False)
     box_id = new_id()
     await runtime.create(box_id, Spec(), Placement())
-    await write_bytes(await runtime.desktop(box_id), "/home/box/lost.txt", b"x")
+    await write_bytes(await runtime.desktop(box_id), "/home/box/kept.txt", b"x")
     home = BoxPaths(runtime.boxes_dir, box_id).home
-    assert (home / "lost.txt").exists()
 
     await runtime.stop(box_id)
-    assert list(home.iterdir()) == []
+    assert (home / "kept.txt").read_bytes() == b"x"
+    await runtime.start(box_id)
+    assert await read_bytes(await runtime.desktop(box_id), "/home/box/kept.txt") == b"x"
+
+    # A box that ended without `stop` (here: its processes killed) starts again with a
+    # fresh home, as it is not persistent.
+    pids = box_pids(runtime, box_id)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+    await wait_for(lambda: all_ended(pids))
+    assert await states(runtime) == {box_id: "stopped"}
     await runtime.start(box_id)
     listing = await shell(await runtime.desktop(box_id), "ls /home/box")
-    assert "lost.txt" not in listing
+    assert "kept.txt" not in listing
 
 
 async def test_a_paused_box_can_be_stopped(make_runtime: MakeRuntime) -> None:

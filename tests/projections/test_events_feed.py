@@ -52,9 +52,9 @@ def test_each_entry_makes_its_event(trace: TraceBuilder) -> None:
     trace.add(TakeoverEnded, screen=0)
     trace.add(BoxPaused)
     trace.add(BoxResumed)
-    trace.add(BoxReady, actor="system")
     trace.add(BoxStopped)
     trace.add(BoxStarted)
+    trace.add(BoxReady, actor="system")
     trace.add(BoxUnreachable, actor="system", reason="lost")
     trace.add(BoxFailed, actor="system", why="no image")
     trace.add(BoxGone, actor="system", reason="expired")
@@ -68,8 +68,10 @@ def test_each_entry_makes_its_event(trace: TraceBuilder) -> None:
         ("screen.taken_over", {"screen": 0, "shared": True}),
         ("screen.given_back", {"screen": 0}),
         ("box.paused", None),
-        ("box.ready", {"viewer_urls": []}),
+        # A resume is the same desktop ready again, with its viewers.
+        ("box.ready", {"viewer_urls": ["http://v/0"]}),
         ("box.stopped", None),
+        ("box.ready", {"viewer_urls": []}),
         ("box.unreachable", {"reason": "lost"}),
         ("box.failed", {"why": "no image"}),
         ("box.removed", {"reason": "expired"}),

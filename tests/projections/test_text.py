@@ -7,10 +7,12 @@ from hypothesis import given
 from projection_kit import TraceBuilder, any_entry
 
 from holm.projections import INCOMPLETE_LINE, entry_line, entry_text, render_lines
+from holm.projections.text import pruned_line
 from holm.wire.actions import OpenUrl, Type
 from holm.wire.entries import (
     Adopted,
     BoxGone,
+    BoxPaused,
     Entry,
     FileWritten,
     ForkedFrom,
@@ -91,3 +93,14 @@ def test_any_entry_renders_as_one_line(entry: Entry) -> None:
     assert line.startswith(f"{entry.seq:>4}  {entry.actor:<8} ")
     assert "\n" not in line and "\r" not in line
     assert len(line) < 400
+
+
+def test_a_trace_whose_front_was_pruned_says_where_it_begins(trace: TraceBuilder) -> None:
+    trace.created()
+    trace.add(BoxPaused)
+    trace.add(BoxPaused)
+    lines = list(render_lines(trace.entries[2:]))
+    assert lines[0] == pruned_line(2)
+    assert lines[0].startswith("pruned: the trace begins at seq 2")
+    assert lines[1:] == [entry_line(trace.entries[2])]
+    assert not any(line.startswith("pruned") for line in render_lines(trace.entries))

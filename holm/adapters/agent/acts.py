@@ -17,6 +17,7 @@ from holm.adapters.agent.screen import Screen
 from holm.errors import BadRequest, Unsupported
 from holm.wire import actions as a
 from holm.wire import results as r
+from holm.wire.keys import normalized_chord, normalized_key_name, normalized_then
 from holm.wire.values import Motion, Point
 
 if TYPE_CHECKING:
@@ -147,12 +148,14 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             return r.Pointed(at=Point(*where))
         case a.Type(text=text, delay_ms=delay_ms):
             return r.Typed(typed=await screen.on_input(lambda i: i.type_text(text, delay_ms)))
-        case a.Press(chord=chord, then=then, held=held):
+        case a.Press(chord=chord_in, then=then_in, held=held):
+            chord, then = normalized_chord(chord_in), normalized_then(then_in)
             if not chord and not then:
                 raise BadRequest("press needs keys in `chord` or `then`")
             await screen.on_input(lambda i: i.press(chord, then, held))
             return r.Pressed(pressed=[*chord, *then])
-        case a.KeyDown(key=key, hold_ms=hold_ms):
+        case a.KeyDown(key=key_in, hold_ms=hold_ms):
+            key = normalized_key_name(key_in)
             hold, explicit = _hold_ms(hold_ms)
             release_at = int(time.time() * 1000) + hold
 
@@ -163,9 +166,10 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             token = await screen.on_input(key_down)
             _release_later(screen, "key", key, token, hold)
             return r.KeyHeld(key=key, release_at_ms=release_at)
-        case a.KeyUp(key=key):
-            await screen.on_input(lambda i: i.key_up(key))
-            return r.KeyReleased(key=key)
+        case a.KeyUp(key=key_in):
+            up = normalized_key_name(key_in)
+            await screen.on_input(lambda i: i.key_up(up))
+            return r.KeyReleased(key=up)
         case a.WaitStill(settle_ms=settle_ms, within_ms=within_ms):
             # Both stop at 30 s (docs/api.md): a longer wait is capped, not refused.
             return await screen.wait_still(

@@ -5,6 +5,8 @@ A key name is, in this order:
 - an X keysym name, in any case: `Return`, `Tab`, `F5`, `BackSpace`, `Left`, `a`, `A`;
 - one character (any Unicode), typed as that character;
 - several of these joined by `+`: `ctrl+l`, `ctrl+shift+t` (a chord).
+
+The names and aliases are holm/wire/keys.py's, where the engine checks and normalizes them.
 """
 
 from __future__ import annotations
@@ -14,47 +16,7 @@ from functools import cache
 from Xlib import XK
 
 from holm.errors import BadRequest
-
-ALIASES: dict[str, str] = {
-    "ctrl": "Control_L",
-    "control": "Control_L",
-    "shift": "Shift_L",
-    "alt": "Alt_L",
-    "option": "Alt_L",
-    "super": "Super_L",
-    "win": "Super_L",
-    "cmd": "Super_L",
-    "meta": "Meta_L",
-    "altgr": "ISO_Level3_Shift",
-    "enter": "Return",
-    "return": "Return",
-    "esc": "Escape",
-    "escape": "Escape",
-    "backspace": "BackSpace",
-    "bksp": "BackSpace",
-    "del": "Delete",
-    "delete": "Delete",
-    "ins": "Insert",
-    "insert": "Insert",
-    "pageup": "Prior",
-    "pgup": "Prior",
-    "pagedown": "Next",
-    "pgdn": "Next",
-    "home": "Home",
-    "end": "End",
-    "up": "Up",
-    "down": "Down",
-    "left": "Left",
-    "right": "Right",
-    "space": "space",
-    "tab": "Tab",
-    "capslock": "Caps_Lock",
-    "menu": "Menu",
-    "print": "Print",
-    "printscreen": "Print",
-    "plus": "plus",
-    "minus": "minus",
-}
+from holm.wire.keys import ALIASES, normalize_key, split_chord
 
 # Characters typed with a function key rather than their own keysym.
 _CONTROL_CHARS = {"\n": "Return", "\r": "Return", "\t": "Tab", "\b": "BackSpace", "\x1b": "Escape"}
@@ -95,18 +57,15 @@ def key_keysym(name: str) -> int:
     by_lower = _keysyms_by_lower_name().get(name.lower())
     if by_lower is not None:
         return by_lower
+    # Refused with the nearest known names, as the engine refuses it before it gets here.
+    normalize_key(name)
     raise BadRequest(f"unknown key {name!r} (see docs/agent.md for key names)")
 
 
 def chord_keysyms(name: str) -> list[int]:
     """The keysyms of a key name, `+` joining keys pressed together (`ctrl+l`). A lone `+`
     and a trailing `+` (`ctrl++`) are the plus key."""
-    if len(name) > 1 and "+" in name:
-        parts = name.split("+")
-        if name.endswith("++"):
-            parts = [*name[:-2].split("+"), "+"]
-        return [key_keysym(p) for p in parts]
-    return [key_keysym(name)]
+    return [key_keysym(p) for p in split_chord(name)]
 
 
 MODIFIER_KEYS: dict[str, str] = {

@@ -8,9 +8,8 @@ adopts its boxes, even one its store lost. The agent's run folder is a host fold
 viewers' `vnc-<i>.sock` with no TCP and no published port.
 
 Lifecycle on the engine: pause/resume are the engine's pause (the freezer); stop stops the
-container. A `persistent` box starts again in the same container, so its files are kept;
-any other box starts in a new container from its image, with fresh files. /tmp is a tmpfs,
-as after a reboot. Delete removes the container.
+container, and start starts the same container again, so every box keeps its files across
+stop and start. /tmp is a tmpfs, as after a reboot. Delete removes the container.
 
 Errors, as the engine sees them (the same as the local runtime's):
 - `NotFound`: the engine has no container for that box.
@@ -65,7 +64,7 @@ from holm.errors import (
     ScreenUnavailable,
     Unavailable,
 )
-from holm.wire.runtime import Capabilities, RuntimeBox, Started
+from holm.wire.runtime import BuiltImage, Capabilities, RuntimeBox, Started
 from holm.wire.spec import (
     DEFAULT_HEIGHT,
     DEFAULT_WIDTH,
@@ -74,6 +73,7 @@ from holm.wire.spec import (
     Spec,
     canonical_json,
     canonical_spec,
+    spec_digest,
 )
 
 T = TypeVar("T")
@@ -191,7 +191,9 @@ class DockerRuntime:
 
     def can(self) -> Capabilities:
         # Besides these, the defaults: pause, stop, network off, viewers, 8 screens.
-        return Capabilities(persistent=True, packages=True, memory_limit=True, cpu_limit=True)
+        return Capabilities(
+            persistent=True, packages=True, memory_limit=True, cpu_limit=True, profile=True
+        )
 
     # Images (served by the server as the images API)
 
@@ -213,6 +215,10 @@ class DockerRuntime:
 
     async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
         self._refuse(box_id, spec, placement)
+        try:
+            had = (await self.images.get_image(self.images.key(spec))).state is None
+        except NotFound:
+            had = False
         image = await self.images.build_image(spec)
         run_dir = self._run_dir(box_id)
         labels = {
@@ -237,11 +243,16 @@ class DockerRuntime:
                 raise BadRequest(f"the docker runtime already has a box {box_id}")
             try:
                 await self._call(self._run_container, image.image, labels)
-                return await self._await_ready(box_id, run_dir, spec.desktop.screens)
+                started = await self._await_ready(box_id, run_dir, spec.desktop.screens)
             except BaseException:
                 await self._drop_desktop(box_id)
                 await self._call(self._remove, box_id)
                 raise
+        if not had:
+            # Built on the way: the engine records it as the images API's builds are.
+            digest = image.spec_digest or spec_digest(spec)
+            started.built = BuiltImage(image=image.image, spec_digest=digest)
+        return started
 
     async def pause(self, box_id: str) -> None:
         async with self._locks.lifecycle(box_id):
@@ -284,14 +295,8 @@ class DockerRuntime:
             await self._call(_empty, run_dir)
             if placement.profile is not None:
                 await self._call(self._refuse_profile_in_use, placement.profile, box_id)
-            if placement.persistent:
-                await self._call(container.start)
-            else:
-                # Fresh files: a new container from the same image, with the same labels.
-                image = str(container.attrs["Config"]["Image"])
-                labels = dict(container.labels)
-                await self._call(container.remove, force=True, v=True)
-                await self._call(self._run_container, image, labels)
+            # The same container: a stopped box keeps its files, persistent or not.
+            await self._call(container.start)
             screens = _spec_decoder.decode(container.labels[LABEL_SPEC]).desktop.screens
             try:
                 return await self._await_ready(box_id, run_dir, screens)

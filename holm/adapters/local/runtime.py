@@ -142,6 +142,8 @@ class LocalRuntime:
             pages=False,
             viewer=True,
             wayland=False,
+            # A browser profile is a container runtime's named volume.
+            profile=False,
         )
 
     # Lifecycle
@@ -189,8 +191,11 @@ class LocalRuntime:
             paths, record = self._record(box_id)
             if self._box_state(record) != "stopped":
                 raise Denied(f"box {box_id} is running; stop it before starting it again")
-            # A box that crashed is still marked running: end what is left of it first.
-            await _in_thread(self._end, paths, record)
+            # A box that crashed (or whose host restarted) is still marked running: end what
+            # is left of it first; its home survives that only when it is persistent. A box
+            # stopped with `stop` keeps its files whatever its placement.
+            if record.state != "stopped":
+                await _in_thread(self._end, paths, record, keep_home=record.placement.persistent)
             return await self._bring_up(paths, record)
 
     async def delete(self, box_id: str) -> None:
@@ -241,6 +246,11 @@ class LocalRuntime:
         refuse_what_no_runtime_runs(self.name, spec, placement, paths.vnc_socket(MAX_SCREENS - 1))
         if spec.desktop.packages:
             raise Unsupported("the local runtime cannot install packages; use the docker runtime")
+        if placement.profile is not None:
+            raise Unsupported(
+                "the local runtime cannot give a browser profile (container runtimes only);"
+                " use the docker runtime"
+            )
         if placement.memory is not None and not self.cgroups.memory:
             raise Unsupported("this machine gives the local runtime no memory cgroup to limit")
         if placement.cpus is not None and not self.cgroups.cpu:
@@ -315,8 +325,6 @@ class LocalRuntime:
         start its sandbox; the record says all of it before this returns."""
         spec, placement = canonical_spec(record.spec), record.placement
         desktop = spec.desktop
-        if not placement.persistent:
-            _empty(paths.home)
         _empty(paths.run)
         for lock in paths.home.glob(".holm/chromium-*/Singleton*"):
             if lock.name in CHROMIUM_LOCKS:
@@ -415,9 +423,9 @@ class LocalRuntime:
     async def _drop_desktop(self, box_id: str) -> None:
         await self._desktops.drop(box_id)
 
-    def _end(self, paths: BoxPaths, record: BoxRecord) -> None:
-        """End the box's processes and release what they held; wipe the home of a box
-        that is not persistent."""
+    def _end(self, paths: BoxPaths, record: BoxRecord, *, keep_home: bool = True) -> None:
+        """End the box's processes and release what they held; the home stays unless
+        `keep_home` is false (a non-persistent box that did not stop by `stop`)."""
         if record.init_pid is not None and record.init_start is not None:
             procs.end(record.init_pid, record.init_start, self.stop_grace_s)
         if record.net_pid is not None and record.net_start is not None:
@@ -432,7 +440,7 @@ class LocalRuntime:
             child.wait()
         remove_groups(record.cgroups)
         _empty(paths.run)
-        if not record.placement.persistent:
+        if not keep_home:
             _empty(paths.home)
         record.state = "stopped"
         record.display_base = record.init_pid = record.init_start = record.bwrap_pid = None

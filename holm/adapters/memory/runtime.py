@@ -32,6 +32,7 @@ from holm.errors import (
     NotFound,
     ScreenUnavailable,
     Timeout,
+    Unavailable,
     Unsupported,
 )
 from holm.wire import results as r
@@ -72,6 +73,7 @@ from holm.wire.actions import (
     WriteFile,
 )
 from holm.wire.catalog import CATALOG
+from holm.wire.keys import normalized_chord, normalized_key_name, normalized_then
 from holm.wire.results import ActionResult, ExecResult, FileInfo, GrepMatch, WindowInfo
 from holm.wire.runtime import Capabilities, FrameResult, Held, Released, RuntimeBox, Started
 from holm.wire.spec import Placement, Spec, canonical_spec
@@ -127,7 +129,9 @@ class MemoryWorld:
 
 class MemoryRuntime:
     """A runtime of in-memory boxes (see the module docstring). `create_delay` lets a test
-    see a box while it is `starting`; `fail_create` makes every create fail."""
+    see a box while it is `starting`; `fail_create` makes every create fail; `reachable`
+    false makes every call fail as a runtime that cannot be reached does (`unavailable`,
+    retryable), its boxes left as they were."""
 
     def __init__(
         self,
@@ -144,17 +148,24 @@ class MemoryRuntime:
         self.world = world or MemoryWorld()
         self.create_delay = create_delay
         self.fail_create: str | None = None
+        self.reachable = True
+
+    def _reach(self) -> None:
+        if not self.reachable:
+            raise Unavailable(f"the {self.name} runtime cannot be reached", retryable=True)
 
     def can(self) -> Capabilities:
-        return Capabilities(persistent=True)
+        return Capabilities(persistent=True, profile=True)
 
     def _box(self, box_id: str) -> MemoryBox:
+        self._reach()
         box = self.world.boxes.get(box_id)
         if box is None:
             raise NotFound(f"the {self.name} runtime has no box {box_id}")
         return box
 
     async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+        self._reach()
         if spec.desktop.packages:
             raise Unsupported(f"the {self.name} runtime cannot install packages")
         if self.create_delay:
@@ -177,9 +188,8 @@ class MemoryRuntime:
 
     async def stop(self, box_id: str) -> None:
         box = self._box(box_id)
+        # A stopped box keeps its files, persistent or not.
         box.state = "stopped"
-        if not box.placement.persistent:
-            box.files.clear()
 
     async def start(self, box_id: str) -> Started:
         box = self._box(box_id)
@@ -189,9 +199,11 @@ class MemoryRuntime:
         return self._started(box_id)
 
     async def delete(self, box_id: str) -> None:
+        self._reach()
         self.world.boxes.pop(box_id, None)
 
     async def list(self) -> list[RuntimeBox]:
+        self._reach()
         return [
             RuntimeBox(
                 box_id=box.box_id,
@@ -291,18 +303,21 @@ class MemoryDesktop:
             case Type(text=text):
                 self._touch(s)
                 return r.Typed(typed=len(text))
-            case Press(chord=chord, then=then):
+            case Press(chord=chord_in, then=then_in):
+                chord, then = normalized_chord(chord_in), normalized_then(then_in)
                 if not chord and not then:
                     raise BadRequest("press needs keys in `chord` or `then`")
                 self._touch(s)
                 return r.Pressed(pressed=[*chord, *then])
-            case KeyDown(key=key, hold_ms=hold_ms):
+            case KeyDown(key=key_in, hold_ms=hold_ms):
+                key = normalized_key_name(key_in)
                 s.keys.add(key)
                 release_at = int(time.time() * 1000) + (hold_ms or DEFAULT_HOLD_MS)
                 return r.KeyHeld(key=key, release_at_ms=release_at)
-            case KeyUp(key=key):
-                s.keys.discard(key)
-                return r.KeyReleased(key=key)
+            case KeyUp(key=key_in):
+                up = normalized_key_name(key_in)
+                s.keys.discard(up)
+                return r.KeyReleased(key=up)
             case WaitStill():
                 return r.Stillness(still=True, waited_ms=0, hash=s.picture())
             case Cursor():
