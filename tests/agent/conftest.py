@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -33,6 +34,15 @@ class RunningAgent(msgspec.Struct):
         return self.run_dir / "agent.sock"
 
 
+def _accepts(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
 def start_agent(tmp: Path, *args: str) -> RunningAgent:
     """Start `python3 -m holm.adapters.agent` the way a runtime does: Debian's Python, the
     venv's packages on PYTHONPATH."""
@@ -54,9 +64,10 @@ def start_agent(tmp: Path, *args: str) -> RunningAgent:
         start_new_session=True,
     )
     deadline = time.monotonic() + 20
-    while not (run_dir / "agent.sock").exists():
+    # The socket's file shows at bind(), a moment before listen(): wait until it accepts.
+    while not _accepts(run_dir / "agent.sock"):
         assert proc.poll() is None, (tmp / "agent.log").read_text()
-        assert time.monotonic() < deadline, "the agent did not open its socket"
+        assert time.monotonic() < deadline, "the agent did not listen on its socket"
         time.sleep(0.02)
     pages = tmp / "pages"
     pages.mkdir(exist_ok=True)
