@@ -16,6 +16,8 @@ from holm.events.store import TraceStore
 
 from .access import access_of
 from .idempotency import KEYS, KeyCache, idempotency_middleware
+from .mcp import ROUTES as MCP_ROUTES
+from .mcp import setup_mcp
 from .middlewares import body_size_middleware, errors_middleware, guards_middleware
 from .openapi import openapi_route
 from .routes import ALL_ROUTES
@@ -74,12 +76,14 @@ def create_app(
             app[SLOT].engine = None
 
     app.cleanup_ctx.append(engine_context)
+    # After the engine, so that MCP sessions end before it closes.
+    setup_mcp(app)
     return app
 
 
 def declared_routes() -> list[Route]:
     """Every route of the API, the OpenAPI document's own included."""
-    routes = [*ALL_ROUTES]
+    routes = [*ALL_ROUTES, *MCP_ROUTES]
     return [*routes, openapi_route(routes)]
 
 
