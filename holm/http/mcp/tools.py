@@ -380,9 +380,9 @@ TOOLS: list[Tool] = [
         a.Launch,
         OnScreen,
         one_step,
-        """Open an application of the box (a catalog name such as `terminal`, `browser`,
-        `editor`, or one the box's spec defines) and wait for its window. Recorded, and done
-        again by a fork. Returns the window. Example: {"box": "box_0123", "app": "terminal"}""",
+        """Open an application of the box (`xterm`, `chromium`, `mousepad`, or one the box's
+        spec defines) and wait for its window. Recorded, and done again by a fork. Returns
+        the window. Example: {"box": "box_0123", "app": "xterm"}""",
     ),
     _tool(
         "run_command",
