@@ -54,7 +54,8 @@ def create_app(
     app[SLOT] = Slot()
     app[KEYS] = KeyCache()
     declared: dict[tuple[str, str], Route] = {}
-    for route in declared_routes():
+    # `/mcp` passes the same guards as every declared route.
+    for route in [*declared_routes(), *MCP_ROUTES]:
         if route.method == "GET":
             # HEAD too, as HTTP wants of every GET; it passes the same guards.
             resource = app.router.add_get(route.path, route.handler).resource
@@ -82,8 +83,10 @@ def create_app(
 
 
 def declared_routes() -> list[Route]:
-    """Every route of the API, the OpenAPI document's own included."""
-    routes = [*ALL_ROUTES, *MCP_ROUTES]
+    """Every route of the REST API, the OpenAPI document's own included. `/mcp` is not one:
+    it speaks JSON-RPC (MCP), whose errors are not the REST error body, and MCP's own
+    `tools/list` describes it (docs/mcp.md)."""
+    routes = [*ALL_ROUTES]
     return [*routes, openapi_route(routes)]
 
 

@@ -176,3 +176,24 @@ async def test_mcp_needs_the_token(tmp_path: Path) -> None:
             f"{url}/mcp", headers={**good, "Origin": "https://evil.example"}, json=init
         )
         assert answer.status_code == 403
+
+
+async def test_trace_pages_and_batch_shows_its_frame(tmp_path: Path) -> None:
+    async with holmd(tmp_path) as url, mcp_session(url) as s:
+        b = json_of(await call(s, "launch_box"))["id"]
+        done = await call(
+            s, "batch", box=b, actions=[{"type": "move", "to": {"x": 1, "y": 2}}], want=["frame"]
+        )
+        shown = json_of(done)
+        assert "png_base64" not in shown["frame"] and shown["frame"]["hash"]
+        assert isinstance(done.content[1], types.ImageContent)
+        first = (await call(s, "trace", box=b, limit=1)).content[0]
+        assert isinstance(first, types.TextContent)
+        assert first.text.splitlines() == [
+            first.text.splitlines()[0],
+            "(more: call trace with after=0)",
+        ]
+        assert "created" in first.text.splitlines()[0]
+        rest = (await call(s, "trace", box=b, after=0)).content[0]
+        assert isinstance(rest, types.TextContent)
+        assert "move" in rest.text and rest.text.splitlines()[-1].startswith("(end")

@@ -7,6 +7,11 @@ answer, or an SSE stream that stays open while the SDK writes to it. The request
 already passed holmd's middlewares (Host, origin, bearer token, JSON body, size) when it
 gets here, so `/mcp` is guarded exactly as the REST API is.
 
+POST answers are JSON (the manager's `json_response`): an SSE answer to a POST ends with
+sse-starlette cancelling its own task group once `receive` says the exchange is over, and
+that cancellation reaches the aiohttp handler, which ends the session. No tool streams, so
+JSON loses nothing; the GET stream (server-to-client messages) is SSE as usual.
+
 The session manager's task group must be entered and left in one task (anyio's rule), and
 aiohttp runs an app's start-up and clean-up as separate steps: `run_manager` holds it in a
 task of its own for the app's lifetime.
@@ -98,6 +103,11 @@ async def asgi_handler(request: web.Request, app: AsgiApp) -> web.StreamResponse
 
     try:
         await app(scope_of(request), receive, send)
+    except Exception:
+        if response is None or not response.prepared:
+            raise  # answered as any route's error
+        # The answer is under way: it can only be cut short.
+        log.exception("the MCP transport failed while answering %s /mcp", request.method)
     finally:
         finished.set()
     if response is None:

@@ -16,7 +16,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from holm.errors import HolmError
 
-from ..routing import SLOT, Route, engine_of
+from ..routing import CONFIG, SLOT, Route, engine_of
 from .bridge import asgi_handler, run_manager
 from .tools import BY_NAME, TOOLS
 
@@ -100,7 +100,13 @@ async def handle_mcp(request: web.Request) -> web.StreamResponse:
 
 def setup_mcp(app: web.Application) -> None:
     """Make the app's MCP session manager, run with the app (`cleanup_ctx`)."""
-    manager = StreamableHTTPSessionManager(mcp_server(app), json_response=True)
+    manager = StreamableHTTPSessionManager(
+        mcp_server(app),
+        # JSON answers to POST, not SSE: see the bridge's docstring.
+        json_response=True,
+        # The limit of every other body; a chunked body is not announced, so the SDK counts.
+        max_request_body_size=app[CONFIG].max_body_bytes,
+    )
     app[MANAGER] = manager
 
     async def sessions(app: web.Application) -> AsyncIterator[None]:
