@@ -7,11 +7,6 @@ answer, or an SSE stream that stays open while the SDK writes to it. The request
 already passed holmd's middlewares (Host, origin, bearer token, JSON body, size) when it
 gets here, so `/mcp` is guarded exactly as the REST API is.
 
-POST answers are JSON (the manager's `json_response`): an SSE answer to a POST ends with
-sse-starlette cancelling its own task group once `receive` says the exchange is over, and
-that cancellation reaches the aiohttp handler, which ends the session. No tool streams, so
-JSON loses nothing; the GET stream (server-to-client messages) is SSE as usual.
-
 The session manager's task group must be entered and left in one task (anyio's rule), and
 aiohttp runs an app's start-up and clean-up as separate steps: `run_manager` holds it in a
 task of its own for the app's lifetime.
@@ -22,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, MutableMapping
 from typing import Any
 
 from aiohttp import web
@@ -33,7 +28,7 @@ Message = MutableMapping[str, Any]
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+AsgiApp = Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]]
 
 # What one `http.request` message carries at most.
 CHUNK = 64 * 1024
@@ -68,7 +63,12 @@ def _address(info: object) -> tuple[str, int] | None:
 
 
 async def asgi_handler(request: web.Request, app: AsgiApp) -> web.StreamResponse:
-    """Run the ASGI `app` for `request` and answer what it sends."""
+    """Run the ASGI `app` for `request` and answer what it sends.
+
+    A client may drop the connection once it has what it wanted (an SSE answer's one
+    message); aiohttp then cancels the handler. The app is not cancelled with it, as no ASGI
+    server would: it runs in a task of its own, `receive` tells it `http.disconnect`, and
+    what it still sends is dropped."""
     response: web.StreamResponse | None = None
     finished = asyncio.Event()
     body_done = False
@@ -86,6 +86,8 @@ async def asgi_handler(request: web.Request, app: AsgiApp) -> web.StreamResponse
 
     async def send(message: Message) -> None:
         nonlocal response
+        if finished.is_set():
+            return
         kind = message["type"]
         if kind == "http.response.start":
             response = web.StreamResponse(status=message["status"])
@@ -101,8 +103,15 @@ async def asgi_handler(request: web.Request, app: AsgiApp) -> web.StreamResponse
                 await response.write_eof()
                 finished.set()
 
+    task = asyncio.create_task(app(scope_of(request), receive, send), name="mcp request")
     try:
-        await app(scope_of(request), receive, send)
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        # The client went away: the app hears it as a disconnect and ends on its own.
+        finished.set()
+        _running.add(task)
+        task.add_done_callback(_ended)
+        raise
     except Exception:
         if response is None or not response.prepared:
             raise  # answered as any route's error
@@ -113,6 +122,16 @@ async def asgi_handler(request: web.Request, app: AsgiApp) -> web.StreamResponse
     if response is None:
         raise web.HTTPInternalServerError(reason="the MCP transport sent no answer")
     return response
+
+
+# Apps still ending after their client left (kept, so that they are not collected).
+_running: set[asyncio.Task[None]] = set()
+
+
+def _ended(task: asyncio.Task[None]) -> None:
+    _running.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("an MCP request failed after its client left", exc_info=task.exception())
 
 
 @contextlib.asynccontextmanager

@@ -102,8 +102,6 @@ def setup_mcp(app: web.Application) -> None:
     """Make the app's MCP session manager, run with the app (`cleanup_ctx`)."""
     manager = StreamableHTTPSessionManager(
         mcp_server(app),
-        # JSON answers to POST, not SSE: see the bridge's docstring.
-        json_response=True,
         # The limit of every other body; a chunked body is not announced, so the SDK counts.
         max_request_body_size=app[CONFIG].max_body_bytes,
     )
