@@ -47,6 +47,9 @@ def list_tools_result() -> types.ListToolsResult:
                 name=tool.name,
                 description=tool.description,
                 input_schema=tool.input_schema(),
+                annotations=types.ToolAnnotations(
+                    read_only_hint=tool.read_only, destructive_hint=tool.destructive
+                ),
             )
             for tool in TOOLS
         ]

@@ -73,6 +73,10 @@ class Tool:
     wire: type
     where: type
     run: Run
+    # What the tool is to a client: it changes nothing (a read), or it removes or
+    # overwrites something (`destructive`).
+    read_only: bool = False
+    destructive: bool = False
 
     @property
     def tag(self) -> str | None:
@@ -252,8 +256,16 @@ async def trace(engine: Engine, call: Call) -> list[Content]:
     return [types.TextContent(type="text", text="\n".join(lines))]
 
 
+READ_ONLY = {
+    "list_boxes", "box_status", "read_file", "list_files", "grep", "screenshot", "windows",
+    "trace",
+}  # fmt: skip
+DESTRUCTIVE = {"remove_box", "write_file"}
+
+
 def _tool(name: str, wire: type, where: type, run: Run, description: str) -> Tool:
-    return Tool(name, " ".join(description.split()), wire, where, run)
+    text = " ".join(description.split())
+    return Tool(name, text, wire, where, run, name in READ_ONLY, name in DESTRUCTIVE)
 
 
 TOOLS: list[Tool] = [
