@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from holm.cli import actions, boxes, history, images, inside
+from holm.cli import actions, boxes, history, images, inside, mcp_cmd
 from holm.cli.replay_cmd import diff, replay
 from holm.cli.trace_cmd import trace
 
@@ -26,6 +26,7 @@ for command in (
     *inside.COMMANDS,
     *history.COMMANDS,
     *images.COMMANDS,
+    *mcp_cmd.COMMANDS,
 ):
     main.add_command(command)
 

@@ -16,6 +16,8 @@ from holm.events.store import TraceStore
 
 from .access import access_of
 from .idempotency import KEYS, KeyCache, idempotency_middleware
+from .mcp import ROUTES as MCP_ROUTES
+from .mcp import setup_mcp
 from .middlewares import body_size_middleware, errors_middleware, guards_middleware
 from .openapi import openapi_route
 from .routes import ALL_ROUTES
@@ -52,7 +54,8 @@ def create_app(
     app[SLOT] = Slot()
     app[KEYS] = KeyCache()
     declared: dict[tuple[str, str], Route] = {}
-    for route in declared_routes():
+    # `/mcp` passes the same guards as every declared route.
+    for route in [*declared_routes(), *MCP_ROUTES]:
         if route.method == "GET":
             # HEAD too, as HTTP wants of every GET; it passes the same guards.
             resource = app.router.add_get(route.path, route.handler).resource
@@ -74,11 +77,15 @@ def create_app(
             app[SLOT].engine = None
 
     app.cleanup_ctx.append(engine_context)
+    # After the engine, so that MCP sessions end before it closes.
+    setup_mcp(app)
     return app
 
 
 def declared_routes() -> list[Route]:
-    """Every route of the API, the OpenAPI document's own included."""
+    """Every route of the REST API, the OpenAPI document's own included. `/mcp` is not one:
+    it speaks JSON-RPC (MCP), whose errors are not the REST error body, and MCP's own
+    `tools/list` describes it (docs/mcp.md)."""
     routes = [*ALL_ROUTES]
     return [*routes, openapi_route(routes)]
 

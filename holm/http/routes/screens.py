@@ -45,13 +45,13 @@ async def get_frame(request: web.Request) -> web.Response:
         screen,
         have=query.have,
         window=query.window,
-        region=_region(query),
+        region=region_of(query),
         scale=query.scale,
     )
     return json_response(frame_view(frame))
 
 
-def _region(query: FrameQuery) -> Region | None:
+def region_of(query: FrameQuery) -> Region | None:
     given = (query.x, query.y, query.width, query.height)
     if all(value is None for value in given):
         return None

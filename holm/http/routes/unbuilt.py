@@ -92,7 +92,6 @@ _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
         ],
         "token",
     ),
-    ("MCP", [("*", "/mcp")], "token"),
 ]
 
 

@@ -1,0 +1,128 @@
+"""The MCP server of holmd: the SDK's low-level `Server` with holm's tools, its Streamable
+HTTP session manager, and the `/mcp` route that bridges it into the aiohttp app."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import mcp_types as types
+from aiohttp import web
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from holm.errors import HolmError
+
+from ..routing import CONFIG, SLOT, Route, engine_of
+from .bridge import asgi_handler, run_manager
+from .tools import BY_NAME, TOOLS
+
+log = logging.getLogger(__name__)
+
+PATH = "/mcp"
+MANAGER = web.AppKey("mcp_sessions", StreamableHTTPSessionManager)
+
+INSTRUCTIONS = (
+    "holm runs isolated Linux desktops (boxes) for you to drive. Start one with launch_box, "
+    "look with screenshot, act with click, type_text, press_key, open_url, run_command, or "
+    "several steps at once with batch. What you do is recorded in the box's trace (the "
+    "trace tool reads it), and fork_box makes a new box that does the same steps again."
+)
+
+
+def _version() -> str:
+    try:
+        return version("holm")
+    except PackageNotFoundError:
+        return "0"
+
+
+def list_tools_result() -> types.ListToolsResult:
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(
+                name=tool.name,
+                description=tool.description,
+                input_schema=tool.input_schema(),
+                annotations=types.ToolAnnotations(
+                    read_only_hint=tool.read_only, destructive_hint=tool.destructive
+                ),
+            )
+            for tool in TOOLS
+        ]
+    )
+
+
+def mcp_server(app: web.Application) -> Server[Any]:
+    """The MCP server whose tools drive `app`'s engine."""
+    listed = list_tools_result()
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return listed
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        tool = BY_NAME.get(params.name)
+        if tool is None:
+            return _error(f"bad_request: no tool named {params.name!r}")
+        engine = app[SLOT].engine
+        if engine is None:
+            return _error("unavailable: the server is starting or stopping")
+        try:
+            content = await tool.run(engine, tool.decode(params.arguments))
+        except HolmError as exc:
+            return _error(f"{exc.code}: {exc.message}")
+        return types.CallToolResult(content=list(content))
+
+    return Server(
+        "holm",
+        version=_version(),
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
+
+
+async def handle_mcp(request: web.Request) -> web.StreamResponse:
+    engine_of(request)  # the engine runs, so the tools can reach it
+    manager = request.app[MANAGER]
+    return await asgi_handler(request, manager.handle_request)
+
+
+def setup_mcp(app: web.Application) -> None:
+    """Make the app's MCP session manager, run with the app (`cleanup_ctx`)."""
+    manager = StreamableHTTPSessionManager(
+        mcp_server(app),
+        # The limit of every other body; a chunked body is not announced, so the SDK counts.
+        max_request_body_size=app[CONFIG].max_body_bytes,
+    )
+    app[MANAGER] = manager
+
+    async def sessions(app: web.Application) -> AsyncIterator[None]:
+        async with run_manager(manager.run):
+            yield
+
+    app.cleanup_ctx.append(sessions)
+
+
+ROUTES = [
+    Route(
+        "*",
+        PATH,
+        handle_mcp,
+        "MCP over Streamable HTTP (the same bearer token); see docs/mcp.md",
+        tags=("mcp",),
+    )
+]

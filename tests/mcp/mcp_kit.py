@@ -1,0 +1,74 @@
+"""What the MCP tests share: holmd's real app on a test server (over the in-memory runtime
+unless a test gives another), and a session of the `mcp` SDK's own client on its `/mcp`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+from aiohttp.test_utils import TestClient, TestServer
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from holm.adapters.base import Runtime
+from holm.adapters.memory.runtime import MemoryRuntime
+from holm.config import load_config, server_id_of
+from holm.events import MemoryStore
+
+TOKEN = "mcp-test-token"
+
+
+@contextlib.asynccontextmanager
+async def holmd(state_dir: Path, runtime: Runtime | None = None) -> AsyncIterator[str]:
+    """Serve holmd's app on 127.0.0.1 (a free port) with a bearer token; yield its URL."""
+    from holm.http.app import create_app
+
+    config = load_config(
+        {},
+        state_dir=str(state_dir),
+        default_runtime=runtime.name if runtime else "memory",
+        schedule="external",
+        server_token=TOKEN,
+    )
+    runtime = runtime or MemoryRuntime(server_id=server_id_of(state_dir))
+    store = MemoryStore()
+    app = create_app(config, runtimes={runtime.name: runtime}, store=store)
+    client: TestClient[Any, Any] = TestClient(TestServer(app, host="127.0.0.1"))
+    await client.start_server()
+    try:
+        yield str(client.make_url("/")).rstrip("/")
+    finally:
+        await client.close()
+        await store.close()
+
+
+@contextlib.asynccontextmanager
+async def mcp_session(base_url: str, token: str = TOKEN) -> AsyncIterator[ClientSession]:
+    """An initialized MCP session on `base_url`/mcp, through the SDK's Streamable HTTP client."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http,
+        streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, name: str, **arguments: Any) -> types.CallToolResult:
+    """Call a tool that must succeed."""
+    result = await session.call_tool(name, arguments)
+    assert not result.is_error, (name, result.content)
+    return result
+
+
+def json_of(result: types.CallToolResult) -> Any:
+    """The JSON of a tool's first (text) block."""
+    first = result.content[0]
+    assert isinstance(first, types.TextContent), first
+    return json.loads(first.text)

@@ -1,0 +1,203 @@
+"""A session of the SDK's client on a box of the in-memory runtime: every tool, and the
+trace has exactly the entries the spec's recording table says (docs/mcp.md)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+from mcp_kit import TOKEN, call, holmd, json_of, mcp_session
+from PIL import Image
+
+from holm.client import HolmClient
+
+
+async def kinds_of(url: str, box_id: str) -> list[tuple[str, Any]]:
+    """The trace's entries (frames aside, which a watcher adds when it sees a change) as
+    (kind, action type or None)."""
+    async with HolmClient(url, TOKEN) as client:
+        page = await client.trace(box_id)
+    out: list[tuple[str, Any]] = []
+    for entry in page.entries:
+        raw: Any = entry
+        kind = type(entry).__struct_config__.tag
+        if kind == "frame":
+            continue
+        action = getattr(raw, "action", None)
+        out.append((str(kind), None if action is None else type(action).__struct_config__.tag))
+    return out
+
+
+async def test_every_tool_records_as_the_spec_says(tmp_path: Path) -> None:
+    async with holmd(tmp_path) as url, mcp_session(url) as s:
+        box = json_of(await call(s, "launch_box"))
+        b = box["id"]
+        # Replayed input: one `acted` entry each.
+        await call(s, "open_url", box=b, url="https://example.com")
+        await call(s, "click", box=b, at={"x": 10, "y": 20})
+        await call(s, "double_click", box=b, at={"x": 11, "y": 21})
+        typed = json_of(await call(s, "type_text", box=b, text="hello"))
+        assert typed == {"typed": 5}
+        await call(s, "press_key", box=b, chord=["ctrl", "l"], then=["enter"])
+        await call(s, "drag", box=b, **{"from": {"x": 1, "y": 1}, "to": {"x": 50, "y": 60}})
+        await call(s, "scroll", box=b, at={"x": 5, "y": 5}, dy=3)
+        await call(s, "move", box=b, to={"x": 7, "y": 8})
+        await call(s, "wait_until_still", box=b, settle_ms=0, within_ms=100)
+        await call(s, "open_app", box=b, app="xterm")
+        done = json_of(
+            await call(
+                s,
+                "batch",
+                box=b,
+                actions=[{"type": "click", "at": {"x": 3, "y": 4}}, {"type": "type", "text": "x"}],
+            )
+        )
+        assert [step["ok"] for step in done["results"]] == [True, True]
+        # Through Engine.act: executed, file_written, file_read, clipboard_set/read.
+        ran = json_of(await call(s, "run_command", box=b, argv=["echo", "hi"]))
+        assert (ran["code"], ran["stdout"]) == (0, "hi\n")
+        contents = base64.b64encode(b"some text\n").decode()
+        await call(s, "write_file", box=b, path="/tmp/a.txt", contents_base64=contents)
+        read = json_of(await call(s, "read_file", box=b, path="/tmp/a.txt"))
+        assert read == {"path": "/tmp/a.txt", "size": 10, "text": "some text\n"}
+        await call(s, "clipboard", box=b, text="copied")
+        got = json_of(await call(s, "clipboard", box=b))
+        assert got["text"] == "copied"
+        # Reads: not recorded.
+        listed = json_of(await call(s, "list_files", box=b, path="/tmp"))
+        assert "a.txt" in [e["name"] for e in listed["entries"]]
+        await call(s, "grep", box=b, pattern="some", path="/tmp")
+        windows = json_of(await call(s, "windows", box=b))
+        assert "xterm" in [w["class"] for w in windows["windows"]]
+        status = json_of(await call(s, "box_status", box=b))
+        assert status["state"] == "ready"
+        shot = await call(s, "screenshot", box=b)
+        about = json_of(shot)
+        image = shot.content[1]
+        assert isinstance(image, types.ImageContent) and image.mime_type == "image/png"
+        # The double's picture is a small stand-in; the real box's test checks its size.
+        assert Image.open(io.BytesIO(base64.b64decode(image.data))).format == "PNG"
+        assert (about["width"], about["height"]) == (box["width"], box["height"])
+        again = await call(s, "screenshot", box=b, have=about["hash"])
+        assert json_of(again)["unchanged"] is True and len(again.content) == 1
+        lines = (await call(s, "trace", box=b)).content[0]
+        assert isinstance(lines, types.TextContent)
+        assert "open_url https://example.com" in lines.text
+
+        assert await kinds_of(url, b) == [
+            ("box_created", None),
+            ("box_ready", None),
+            ("acted", "open_url"),
+            ("acted", "click"),
+            ("acted", "double_click"),
+            ("acted", "type"),
+            ("acted", "press"),
+            ("acted", "drag"),
+            ("acted", "scroll"),
+            ("acted", "move"),
+            ("acted", "wait_still"),
+            ("acted", "launch"),
+            ("app_launched", None),
+            ("acted", "click"),
+            ("acted", "type"),
+            ("executed", None),
+            ("file_written", None),
+            ("file_read", None),
+            ("clipboard_set", None),
+            ("clipboard_read", None),
+        ]
+
+        forked = json_of(await call(s, "fork_box", box=b))
+        assert forked["box"]["state"] == "ready"
+        assert forked["replay"]["ok"] == forked["replay"]["attempted"] == 13
+        assert [skip["kind"] for skip in forked["replay"]["skipped"]] == [
+            "file_written",
+            "clipboard_set",
+        ]
+        removed = json_of(await call(s, "remove_box", box=b))
+        assert removed["state"] == "gone"
+        # The trace stays after the box: no entry but box_deleted was added by reads.
+        assert (await kinds_of(url, b))[-1] == ("box_deleted", None)
+
+
+async def test_a_refusal_is_a_tool_error(tmp_path: Path) -> None:
+    async with holmd(tmp_path) as url, mcp_session(url) as s:
+        unknown = await s.call_tool("click", {"box": "box_nope", "at": {"x": 1, "y": 1}})
+        assert unknown.is_error
+        assert isinstance(unknown.content[0], types.TextContent)
+        assert unknown.content[0].text.startswith("not_found:")
+        b = json_of(await call(s, "launch_box"))["id"]
+        bad = await s.call_tool("scroll", {"box": b, "dy": 1000})
+        assert bad.is_error and "bad_request" in bad.content[0].text  # type: ignore[union-attr]
+        spelled = await s.call_tool("type_text", {"box": b, "txt": "hi"})
+        assert spelled.is_error and "txt" in spelled.content[0].text  # type: ignore[union-attr]
+        # Nothing refused was recorded.
+        assert await kinds_of(url, b) == [("box_created", None), ("box_ready", None)]
+
+
+async def test_mcp_needs_the_token(tmp_path: Path) -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream"}
+    async with holmd(tmp_path) as url, httpx2.AsyncClient() as http:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+            for method in ("POST", "GET", "DELETE"):
+                answer = await http.request(
+                    method,
+                    f"{url}/mcp",
+                    headers={**accept, **headers},
+                    json=init if method == "POST" else None,
+                )
+                assert answer.status_code == 401, (method, headers, answer.text)
+                assert answer.headers["WWW-Authenticate"] == "Bearer"
+                assert answer.json()["code"] == "denied"
+        good = {**accept, "Authorization": f"Bearer {TOKEN}"}
+        answer = await http.post(f"{url}/mcp", headers=good, json=init)
+        assert answer.status_code == 200, answer.text
+        # The answer is an SSE stream of one message.
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        data = [line for line in answer.text.splitlines() if line.startswith("data: {")]
+        assert json.loads(data[0][len("data: ") :])["result"]["serverInfo"]["name"] == "holm"
+        # A body that is not JSON is refused as on every route (a page may send text/plain).
+        plain = {**good, "Content-Type": "text/plain"}
+        answer = await http.post(f"{url}/mcp", headers=plain, content=b"{}")
+        assert answer.status_code == 415
+        # A page of another site is refused before the token is even looked at.
+        answer = await http.post(
+            f"{url}/mcp", headers={**good, "Origin": "https://evil.example"}, json=init
+        )
+        assert answer.status_code == 403
+
+
+async def test_trace_pages_and_batch_shows_its_frame(tmp_path: Path) -> None:
+    async with holmd(tmp_path) as url, mcp_session(url) as s:
+        b = json_of(await call(s, "launch_box"))["id"]
+        done = await call(
+            s, "batch", box=b, actions=[{"type": "move", "to": {"x": 1, "y": 2}}], want=["frame"]
+        )
+        shown = json_of(done)
+        assert "png_base64" not in shown["frame"] and shown["frame"]["hash"]
+        assert isinstance(done.content[1], types.ImageContent)
+        first = (await call(s, "trace", box=b, limit=1)).content[0]
+        assert isinstance(first, types.TextContent)
+        assert first.text.splitlines() == [
+            first.text.splitlines()[0],
+            "(more: call trace with after=0)",
+        ]
+        assert "created" in first.text.splitlines()[0]
+        rest = (await call(s, "trace", box=b, after=0)).content[0]
+        assert isinstance(rest, types.TextContent)
+        assert "move" in rest.text and rest.text.splitlines()[-1].startswith("(end")
