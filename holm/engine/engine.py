@@ -16,6 +16,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Literal
 
 import msgspec
@@ -438,6 +439,16 @@ class Engine:
         await self._reading(box_id, screen)
         state = await self.box(box_id)
         return await self.watchers.record(state, screen, always=always)
+
+    # Viewers
+
+    async def viewer_socket(self, box_id: str, screen: int) -> Path:
+        """Where the screen's VNC server listens (the box must be ready): for the viewer
+        relay, which checks the viewer's ticket before it asks."""
+        state = guards.ready(self.journal.state(box_id), box_id)
+        guards.screen_of(state, screen, drive=False)
+        runtime = self._runtime_named(state.runtime)
+        return await boundary(runtime.viewer_socket(box_id, screen), "finding the viewer")
 
     # Scheduled work
 
