@@ -63,15 +63,6 @@ _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
         "none",
     ),
     (
-        "human control",
-        [
-            ("POST", f"{SCREEN}/takeover"),
-            ("DELETE", f"{SCREEN}/takeover"),
-            ("GET", f"{SCREEN}/viewers"),
-        ],
-        "token",
-    ),
-    (
         "screen recording",
         [
             ("GET", f"{SCREEN}/recording"),

@@ -15,7 +15,17 @@ from urllib.parse import quote, urlencode
 from aiohttp import web
 
 from holm.errors import NotFound
-from holm.wire.api import SocketQuery, TicketRequest, TicketView, ViewerMode
+from holm.wire.actions import Action
+from holm.wire.api import (
+    GivenBack,
+    SocketQuery,
+    TakeoverRequest,
+    TakeoverView,
+    TicketRequest,
+    TicketView,
+    ViewerMode,
+    ViewersView,
+)
 
 from ..routing import (
     Route,
@@ -26,6 +36,7 @@ from ..routing import (
     public_base,
     query_of,
 )
+from ..viewer.person import PersonInput
 from ..viewer.relay import LIVE, TICKETS, OnInput, relay
 
 SCREEN = "/v1/boxes/{id}/screens/{screen:\\d+}"
@@ -58,6 +69,44 @@ async def make_ticket(request: web.Request) -> web.Response:
     )
 
 
+async def take_over(request: web.Request) -> web.Response:
+    """Give the screen to a person: the answer's `url` is the viewer page with a control
+    ticket."""
+    box_id, screen = box_and_screen(request)
+    body = await body_of(request, TakeoverRequest)
+    engine = engine_of(request)
+    await engine.viewer_socket(box_id, screen)
+    await engine.take_over(box_id, screen, shared=body.shared)
+    made = request.app[TICKETS].make(box_id, screen, "control")
+    url = page_url(request, box_id, screen, made.ticket)
+    return json_response(TakeoverView(url=url, exclusive=not body.shared, screen=screen))
+
+
+async def give_back(request: web.Request) -> web.Response:
+    box_id, screen = box_and_screen(request)
+    await engine_of(request).give_back(box_id, screen)
+    return json_response(GivenBack(screen=screen, taken_over=False))
+
+
+async def viewers(request: web.Request) -> web.Response:
+    box_id, screen = box_and_screen(request)
+    engine = engine_of(request)
+    state = await engine.box(box_id)
+    if not 0 <= screen < state.screens:
+        raise NotFound(f"box {box_id} has {state.screens} screen(s); no screen {screen}")
+    live = request.app[LIVE]
+    driving = live.count(box_id, screen, "control")
+    taken = engine.taken_over(box_id, screen)
+    return json_response(
+        ViewersView(
+            watching=live.count(box_id, screen, "view") + driving,
+            driving=driving,
+            person_driving=taken and driving > 0,
+            taken_over=taken,
+        )
+    )
+
+
 def _mode(query: SocketQuery, default: ViewerMode) -> ViewerMode:
     return query.mode or default
 
@@ -82,8 +131,13 @@ async def viewer_socket(request: web.Request) -> web.StreamResponse:
 
 
 def person_input_of(request: web.Request, box_id: str, screen: int) -> OnInput | None:
-    """What the person's input becomes in the trace (none until recording is built)."""
-    return None
+    """What the person's input becomes in the trace: `acted` entries, actor `person`."""
+    engine = engine_of(request)
+
+    async def record(action: Action) -> None:
+        await engine.record_person(box_id, screen, action)
+
+    return PersonInput(record)
 
 
 async def view_page(request: web.Request) -> web.StreamResponse:
@@ -124,6 +178,28 @@ async def novnc_file(request: web.Request) -> web.StreamResponse:
 
 
 ROUTES = [
+    Route(
+        "POST",
+        f"{SCREEN}/takeover",
+        take_over,
+        "Give the screen to a person (the agent's input on it is refused until given back)",
+        body=TakeoverRequest,
+        response=TakeoverView,
+    ),
+    Route(
+        "DELETE",
+        f"{SCREEN}/takeover",
+        give_back,
+        "Take the screen back from a person",
+        response=GivenBack,
+    ),
+    Route(
+        "GET",
+        f"{SCREEN}/viewers",
+        viewers,
+        "Who watches and who drives the screen",
+        response=ViewersView,
+    ),
     Route(
         "POST",
         f"{SCREEN}/viewer/ticket",
