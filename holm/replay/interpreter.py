@@ -92,7 +92,11 @@ async def fork_run(boxes: Boxes, source_box_id: str, request: ForkRequest) -> Re
 async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple[str, Plan]:
     if request.mode == "snapshot":
         raise Unsupported("a snapshot fork is refused: a fork replays the trace")
-    plan = plan_fork(await read_whole_trace(boxes, source), up_to=request.up_to)
+    plan = plan_fork(
+        await read_whole_trace(boxes, source),
+        up_to=request.up_to,
+        include_person=request.include_person,
+    )
     spec, placement, owner = await _origin_of(boxes, source, plan, request.placement)
     new_id = await boxes.record_box(
         spec, placement, owner=owner, forked_from=(source, request.up_to)

@@ -280,6 +280,8 @@ class ForkRequest(_Request):
     mode: Literal["replay", "snapshot"] = "replay"
     up_to: int | None = None
     placement: Placement | None = None
+    # Also do again what a person did during a takeover (their `acted` entries).
+    include_person: bool = False
 
 
 class Skipped(_Response):
