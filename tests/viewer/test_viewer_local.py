@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -170,3 +171,52 @@ async def test_the_viewer_page_is_novnc_pointed_at_the_socket(
     script = await client.get("/v1/viewer/novnc/app/ui.js")
     assert script.status == 200
     await error_of(await client.get("/v1/viewer/novnc/../../../etc/passwd"), 404, "not_found")
+
+
+async def test_novnc_in_a_browser_connects_through_the_page(
+    server: LocalServer, box: str, tmp_path: Path
+) -> None:
+    """Headless Chromium opens the URL a ticket gives: noVNC loads from holmd, connects to
+    the socket with the ticket, and shows the 1280x800 screen; the viewers count it."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "security"))
+    from test_http_guards import CHROMIUM, Chromium
+
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's chromium")
+    client = client_of(server)
+    made = await ticket(client, box, "control")
+    url = str(client.make_url(yarl.URL(made["url"]).path_qs))
+    viewers = f"/v1/boxes/{box}/screens/0/viewers"
+    async with Chromium(tmp_path / "chromium") as chromium:
+        await chromium.open(url)
+        width = None
+        for _ in range(200):
+            width = await chromium.evaluate(
+                "(document.querySelector('#noVNC_container canvas') || {}).width || null"
+            )
+            if width == 1280:
+                break
+            await asyncio.sleep(0.1)
+        assert width == 1280
+        counted = await ok_json(await client.get(viewers))
+        assert (counted["watching"], counted["driving"]) == (1, 1)
+    for _ in range(100):
+        counted = await ok_json(await client.get(viewers))
+        if counted["watching"] == 0:
+            break
+        await asyncio.sleep(0.1)
+    assert counted == {"watching": 0, "driving": 0, "person_driving": False, "taken_over": False}
+
+
+async def test_the_screen_s_vnc_server_listens_on_no_tcp_port(
+    server: LocalServer, box: str
+) -> None:
+    """x11vnc is reached through its Unix socket only: no TCP socket listens in the box."""
+    client = client_of(server)
+    body = {"argv": ["cat", "/proc/net/tcp", "/proc/net/tcp6"]}
+    listed = await ok_json(await client.post(f"/v1/boxes/{box}/exec", json=body))
+    assert listed["code"] == 0 and "local_address" in listed["stdout"]
+    # Column 4 of /proc/net/tcp* is the state; 0A is LISTEN.
+    listening = [line for line in listed["stdout"].splitlines()[1:] if line.split()[3:4] == ["0A"]]
+    # 5900 is 0x170C, x11vnc's first port.
+    assert [line for line in listening if ":170C" in line] == [], listening
