@@ -132,6 +132,7 @@ async def test_a_fork_does_again_what_the_person_did_only_when_asked(
     body = {"include_person": True}
     forked = await ok_json(await client.post(f"/v1/boxes/{box}/fork", json=body))
     new = forked["box"]["id"]
+    assert forked["box"]["viewer_url"].endswith(f"/v1/boxes/{new}/screens/0/view")
     try:
         replayed = [e["action"] for e in await trace_entries(client, new) if e["kind"] == "acted"]
         assert {"type": "type", "text": "hi"} in replayed

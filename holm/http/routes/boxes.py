@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from aiohttp import web
 
 from holm.engine import guards
@@ -74,7 +75,11 @@ async def install_apps(request: web.Request) -> web.Response:
 
 async def fork_a_box(request: web.Request) -> web.Response:
     body = await body_of(request, ForkRequest)
-    result = await fork(engine_of(request), _box_id(request), body)
+    engine = engine_of(request)
+    result = await fork(engine, _box_id(request), body)
+    # The new box's viewer URLs are this server's pages, as for any other box.
+    view = box_view(await engine.box(result.box.id), public_base(request))
+    result = msgspec.structs.replace(result, box=view)
     return json_response(result, 202 if result.box.state == "starting" else 200)
 
 
