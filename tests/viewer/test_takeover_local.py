@@ -144,3 +144,18 @@ async def test_a_fork_does_again_what_the_person_did_only_when_asked(
     finally:
         headers = {"x-holm-confirm-delete": "true"}
         await client.delete(f"/v1/boxes/{new}", headers=headers)
+
+
+async def test_the_trace_page_shows_the_takeover_and_the_frames(
+    server: LocalServer, box: str
+) -> None:
+    client = client_of(server)
+    page = await client.get(f"/v1/boxes/{box}/trace/view")
+    assert page.status == 200 and page.content_type == "text/html"
+    assert "default-src 'none'" in page.headers["Content-Security-Policy"]
+    text = await page.text()
+    entries = await trace_entries(client, box)
+    assert text.count("<tr class=") == len(entries)
+    assert "takeover_started" in text and 'class="person taken"' in text
+    assert "data:image/png;base64," in text and "<script" not in text
+    await error_of(await client.get("/v1/boxes/box_none/trace/view"), 404, "not_found")
