@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 import pytest_asyncio
 import yarl
@@ -159,3 +160,27 @@ async def test_the_trace_page_shows_the_takeover_and_the_frames(
     assert "takeover_started" in text and 'class="person taken"' in text
     assert "data:image/png;base64," in text and "<script" not in text
     await error_of(await client.get("/v1/boxes/box_none/trace/view"), 404, "not_found")
+
+
+async def test_giving_back_closes_the_person_s_viewer_and_its_ticket(
+    server: LocalServer, box: str
+) -> None:
+    client = client_of(server)
+    taken = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/takeover", json={}))
+    ticket = yarl.URL(taken["url"]).query["ticket"]
+    socket = f"/v1/boxes/{box}/screens/0/viewer/socket?ticket={ticket}&mode=control"
+    ws = await client.ws_connect(socket, protocols=("binary",))
+    assert (await ws.receive_bytes()).startswith(b"RFB 003.")
+    assert await viewers(client, box) == {
+        "watching": 1,
+        "driving": 1,
+        "person_driving": True,
+        "taken_over": True,
+    }
+    await ok_json(await client.delete(f"/v1/boxes/{box}/screens/0/takeover"))
+    closing = await ws.receive()
+    assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+    await ws.close()
+    with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+        await client.ws_connect(socket, protocols=("binary",))
+    assert refused.value.status == 401

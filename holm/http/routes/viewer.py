@@ -77,7 +77,7 @@ async def take_over(request: web.Request) -> web.Response:
     engine = engine_of(request)
     await engine.viewer_socket(box_id, screen)
     await engine.take_over(box_id, screen, shared=body.shared)
-    made = request.app[TICKETS].make(box_id, screen, "control")
+    made = request.app[TICKETS].make(box_id, screen, "control", takeover=True)
     url = page_url(request, box_id, screen, made.ticket)
     return json_response(TakeoverView(url=url, exclusive=not body.shared, screen=screen))
 
@@ -85,6 +85,9 @@ async def take_over(request: web.Request) -> web.Response:
 async def give_back(request: web.Request) -> web.Response:
     box_id, screen = box_and_screen(request)
     await engine_of(request).give_back(box_id, screen)
+    # The person's takeover viewers are closed and their tickets forgotten: the screen is
+    # the agent's again. (Viewers of tickets asked for apart from a takeover stay.)
+    request.app[LIVE].close(request.app[TICKETS].revoke_takeover(box_id, screen))
     return json_response(GivenBack(screen=screen, taken_over=False))
 
 
@@ -121,9 +124,9 @@ async def viewer_socket(request: web.Request) -> web.StreamResponse:
     on_input: OnInput | None = None
     if mode == "control":
         on_input = person_input_of(request, box_id, screen)
-    with request.app[LIVE].opened(box_id, screen, mode):
+    with request.app[LIVE].opened(box_id, screen, mode, query.ticket) as stop:
         try:
-            return await relay(request, path, mode, on_input)
+            return await relay(request, path, mode, on_input, stop)
         finally:
             close = getattr(on_input, "close", None)
             if close is not None:

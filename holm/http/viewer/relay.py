@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from aiohttp import WSMsgType, web
@@ -35,24 +35,45 @@ MAX_MESSAGE = 1 << 20
 
 
 class LiveViewers:
-    """The relays open now, by box, screen and mode (for `GET …/viewers`)."""
+    """The relays open now, by box, screen and mode (for `GET …/viewers`), and by ticket
+    (to close the ones of a revoked ticket)."""
 
     def __init__(self) -> None:
         self._open: Counter[tuple[str, int, ViewerMode]] = Counter()
+        self._stops: dict[str, set[asyncio.Event]] = {}
 
     def count(self, box_id: str, screen: int, mode: ViewerMode) -> int:
         return self._open[(box_id, screen, mode)]
 
     @contextlib.contextmanager
-    def opened(self, box_id: str, screen: int, mode: ViewerMode):  # type: ignore[no-untyped-def]
+    def opened(
+        self, box_id: str, screen: int, mode: ViewerMode, ticket: str
+    ) -> Iterator[asyncio.Event]:
+        """Count a relay while it is open; the event it yields is set to close it."""
         key = (box_id, screen, mode)
+        stop = asyncio.Event()
         self._open[key] += 1
+        self._stops.setdefault(ticket, set()).add(stop)
         try:
-            yield
+            yield stop
         finally:
             self._open[key] -= 1
             if self._open[key] <= 0:
                 del self._open[key]
+            stops = self._stops.get(ticket)
+            if stops is not None:
+                stops.discard(stop)
+                if not stops:
+                    del self._stops[ticket]
+
+    def close(self, tickets: set[str]) -> int:
+        """Close the relays opened with these tickets; how many."""
+        closed = 0
+        for ticket in tickets:
+            for stop in self._stops.get(ticket, ()):
+                stop.set()
+                closed += 1
+        return closed
 
 
 TICKETS = web.AppKey("tickets", Tickets)
@@ -66,9 +87,10 @@ async def relay(
     socket_path: Path,
     mode: ViewerMode,
     on_input: OnInput | None = None,
+    stop: asyncio.Event | None = None,
 ) -> web.WebSocketResponse:
     """Connect to `socket_path`, then answer the WebSocket upgrade and pump until either
-    side closes. Called only after the ticket was checked."""
+    side closes, or `stop` is set. Called only after the ticket was checked."""
     try:
         reader, writer = await asyncio.open_unix_connection(str(socket_path), limit=CHUNK)
     except OSError as exc:
@@ -103,14 +125,21 @@ async def relay(
                 return
             await ws.send_bytes(chunk)
 
+    async def stopped() -> None:
+        if stop is not None:
+            await stop.wait()
+        else:
+            await asyncio.Future()
+
     tasks = [
+        asyncio.create_task(stopped(), name="viewer stop"),
         asyncio.create_task(to_box(), name="viewer→box"),
         asyncio.create_task(to_viewer(), name="box→viewer"),
     ]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
-            failure = task.exception()
+            failure = task.exception() if not task.cancelled() else None
             if isinstance(failure, RfbError):
                 log.warning("closed a viewer of %s: %s", request.path, failure)
             elif failure is not None:

@@ -36,6 +36,8 @@ class Ticket:
     screen: int
     mode: ViewerMode
     expires_at_ms: int
+    # Made by a takeover: revoked, and its viewers closed, when the screen is given back.
+    takeover: bool = False
 
 
 class Tickets:
@@ -46,12 +48,13 @@ class Tickets:
         self.secs = secs
         self._live: dict[str, Ticket] = {}
 
-    def make(self, box_id: str, screen: int, mode: ViewerMode) -> Ticket:
+    def make(self, box_id: str, screen: int, mode: ViewerMode, *, takeover: bool = False) -> Ticket:
         self._forget_expired()
         while len(self._live) >= MAX_TICKETS:
             self._live.pop(next(iter(self._live)))
         value = "vt_" + secrets.token_urlsafe(32)
-        made = Ticket(value, box_id, screen, mode, self.clock() + self.secs * 1000)
+        expires = self.clock() + self.secs * 1000
+        made = Ticket(value, box_id, screen, mode, expires, takeover)
         self._live[value] = made
         return made
 
@@ -72,6 +75,17 @@ class Tickets:
                 "POST …/screens/{n}/viewer/ticket (they last 15 minutes)"
             )
         return found
+
+    def revoke_takeover(self, box_id: str, screen: int) -> set[str]:
+        """Forget the tickets a takeover of this screen made; the ones forgotten."""
+        gone = {
+            value
+            for value, t in self._live.items()
+            if t.takeover and t.box_id == box_id and t.screen == screen
+        }
+        for value in gone:
+            del self._live[value]
+        return gone
 
     def _find(self, given: str) -> Ticket | None:
         # Compared in constant time against the one it could be, so timing tells nothing.
