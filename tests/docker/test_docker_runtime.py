@@ -388,3 +388,24 @@ async def test_a_box_whose_container_ends_before_its_desktop_is_up_is_unavailabl
     assert box_id not in {box.box_id for box in await runtime.list()}
     with pytest.raises(docker.errors.NotFound):
         engine.containers.get(container_name(box_id))
+
+
+async def test_each_screen_s_viewer_answers_rfb_on_its_host_socket(
+    make_runtime: MakeRuntime,
+) -> None:
+    """`viewer_socket` names a Unix socket on the host (in the box's run folder) where the
+    screen's x11vnc speaks RFB to holmd, with no password (the relay's ticket guards it)."""
+    runtime = make_runtime(chromium=False)
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(desktop=DesktopSpec(screens=2)), Placement())
+    for screen in (0, 1):
+        path = await runtime.viewer_socket(box_id, screen)
+        assert path.name == f"vnc-{screen}.sock"
+        reader, writer = await asyncio.open_unix_connection(str(path))
+        try:
+            assert await reader.readexactly(12) == b"RFB 003.008\n"
+            writer.write(b"RFB 003.008\n")
+            # One security type offered: None.
+            assert await reader.readexactly(2) == b"\x01\x01"
+        finally:
+            writer.close()
