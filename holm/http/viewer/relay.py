@@ -95,7 +95,9 @@ async def relay(
         reader, writer = await asyncio.open_unix_connection(str(socket_path), limit=CHUNK)
     except OSError as exc:
         raise Transport(f"the screen's viewer is not reachable: {exc.strerror or exc}") from exc
-    ws = web.WebSocketResponse(protocols=("binary",), max_msg_size=MAX_MESSAGE)
+    # No permessage-deflate (browsers offer it): RFB's encodings are compressed already,
+    # and deflating a raw 4 MB update costs holmd's loop more than it saves.
+    ws = web.WebSocketResponse(protocols=("binary",), max_msg_size=MAX_MESSAGE, compress=False)
     try:
         await ws.prepare(request)
     except BaseException:
