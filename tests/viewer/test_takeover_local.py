@@ -184,3 +184,18 @@ async def test_giving_back_closes_the_person_s_viewer_and_its_ticket(
     with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
         await client.ws_connect(socket, protocols=("binary",))
     assert refused.value.status == 401
+
+
+async def test_a_shared_takeover_leaves_the_agent_driving_beside_the_person(
+    server: LocalServer, box: str
+) -> None:
+    client = client_of(server)
+    body = {"shared": True}
+    taken = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/takeover", json=body))
+    assert taken["exclusive"] is False
+    assert (await viewers(client, box))["taken_over"] is True
+    move = {"actions": [{"type": "move", "to": {"x": 20, "y": 30}}]}
+    await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/actions", json=move))
+    started = [e for e in await trace_entries(client, box) if e["kind"] == "takeover_started"]
+    assert started[-1]["shared"] is True
+    await ok_json(await client.delete(f"/v1/boxes/{box}/screens/0/takeover"))
