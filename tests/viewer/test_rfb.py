@@ -42,6 +42,14 @@ def test_messages_come_whole_however_the_bytes_are_cut(cuts: list[int]) -> None:
     assert decode_input(seen[7]) == PointerEvent(buttons=1, x=640, y=400)
 
 
+def test_an_extended_clipboard_message_has_a_negative_length() -> None:
+    # noVNC's Extended Clipboard: ClientCutText whose s32 length is minus the payload's.
+    caps = b"\x06\x00\x00\x00" + struct.pack(">i", -4) + b"\x01\x00\x00\x1f"
+    stream = ClientStream()
+    seen = list(stream.feed(HANDSHAKE + caps + MESSAGES[2]))
+    assert [m.kind for m in seen[3:]] == [6, 3] and seen[3].data == caps
+
+
 def test_a_3_3_client_sends_no_security_choice() -> None:
     stream = ClientStream()
     assert kinds(stream, b"RFB 003.003\n\x01\x05\x00\x00\x01\x00\x01") == [
@@ -58,6 +66,7 @@ def test_a_3_3_client_sends_no_security_choice() -> None:
         b"RFB 003.008\n\x02",  # a security type the relay does not pass
         HANDSHAKE + b"\x07",  # a message type of unknown length
         HANDSHAKE + b"\x06\x00\x00\x00" + struct.pack(">I", 1 << 30),  # a huge clipboard
+        HANDSHAKE + b"\x06\x00\x00\x00" + struct.pack(">i", -(1 << 30)),  # extended, huge
     ],
 )
 def test_what_cannot_be_read_is_refused(data: bytes) -> None:

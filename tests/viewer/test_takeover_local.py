@@ -109,8 +109,14 @@ async def test_a_person_takes_over_drives_and_gives_back(server: LocalServer, bo
         {"type": "press", "chord": ["Return"]},
     ]
     # The screen changed while the person had it: its frames are the person's.
+    # (A frame of the agent's screen may land just before the takeover: counted from it.)
+    taken_at = next(e["seq"] for e in started if e["kind"] == "takeover_started")
     for _ in range(100):
-        frames = [e for e in (await trace_entries(client, box))[before:] if e["kind"] == "frame"]
+        frames = [
+            e
+            for e in await trace_entries(client, box)
+            if e["kind"] == "frame" and e["seq"] > taken_at
+        ]
         if frames:
             break
         await asyncio.sleep(0.1)

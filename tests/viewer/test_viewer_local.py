@@ -190,7 +190,8 @@ async def test_novnc_in_a_browser_connects_through_the_page(
     async with Chromium(tmp_path / "chromium") as chromium:
         await chromium.open(url)
         width = None
-        for _ in range(200):
+        # Bounded polling (Chromium on a busy machine can take a while), not a timing.
+        for _ in range(600):
             width = await chromium.evaluate(
                 "(document.querySelector('#noVNC_container canvas') || {}).width || null"
             )

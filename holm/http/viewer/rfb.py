@@ -11,7 +11,8 @@ refused here rather than parsed); then `ClientInit` (1 byte). After it, client m
     3 FramebufferUpdateRequest  10                             passes
     4 KeyEvent                  8                              input
     5 PointerEvent              6                              input
-    6 ClientCutText             8 + length                     input
+    6 ClientCutText             8 + |length| (s32; negative:    input
+                                extended clipboard)
   150 EnableContinuousUpdates   10                             passes
   250 xvp                       4                              input (reboots, shutdowns)
   251 SetDesktopSize            8 + 16·n                       input (resizes the screen)
@@ -142,7 +143,9 @@ class ClientStream:
         if kind == 6:
             if len(buf) < 8:
                 return None
-            length: int = struct.unpack(">I", buf[4:8])[0]
+            # Signed: a negative length is the Extended Clipboard form (noVNC sends it),
+            # whose payload is that many bytes.
+            length: int = abs(struct.unpack(">i", buf[4:8])[0])
             if length > MAX_CUT_TEXT:
                 raise RfbError("a clipboard text larger than the relay takes")
             return 8 + length
