@@ -53,6 +53,7 @@ from holm.wire.api import (
     ForkRequest,
     ForkResult,
     FrameView,
+    GivenBack,
     Health,
     ImageInfo,
     ImageList,
@@ -62,7 +63,13 @@ from holm.wire.api import (
     RunResult,
     RuntimeList,
     RuntimeView,
+    TakeoverRequest,
+    TakeoverView,
+    TicketRequest,
+    TicketView,
     TracePage,
+    ViewerMode,
+    ViewersView,
 )
 from holm.wire.feed import EventsPage
 from holm.wire.results import (
@@ -343,6 +350,26 @@ class HolmClient:
             params.update(x=region.x, y=region.y, width=region.width, height=region.height)
         return await self._call(FrameView, "GET", f"{_screen(box_id, screen)}/frame", params=params)
 
+    async def viewer_ticket(
+        self, box_id: str, *, screen: int = 0, mode: ViewerMode = "view"
+    ) -> TicketView:
+        """A 15-minute ticket for the screen's viewer socket and page (`url`)."""
+        body = TicketRequest(mode=mode)
+        path = f"{_screen(box_id, screen)}/viewer/ticket"
+        return await self._call(TicketView, "POST", path, body=body)
+
+    async def take_over(
+        self, box_id: str, *, screen: int = 0, shared: bool = False
+    ) -> TakeoverView:
+        path = f"{_screen(box_id, screen)}/takeover"
+        return await self._call(TakeoverView, "POST", path, body=TakeoverRequest(shared=shared))
+
+    async def give_back(self, box_id: str, *, screen: int = 0) -> GivenBack:
+        return await self._call(GivenBack, "DELETE", f"{_screen(box_id, screen)}/takeover")
+
+    async def viewers(self, box_id: str, *, screen: int = 0) -> ViewersView:
+        return await self._call(ViewersView, "GET", f"{_screen(box_id, screen)}/viewers")
+
     async def cursor(self, box_id: str, *, screen: int = 0) -> Point:
         return await self._call(Point, "GET", f"{_screen(box_id, screen)}/cursor")
 
@@ -603,6 +630,10 @@ class SyncHolmClient:
     act = _Sync(HolmClient.act)
     frame = _Sync(HolmClient.frame)
     cursor = _Sync(HolmClient.cursor)
+    viewer_ticket = _Sync(HolmClient.viewer_ticket)
+    take_over = _Sync(HolmClient.take_over)
+    give_back = _Sync(HolmClient.give_back)
+    viewers = _Sync(HolmClient.viewers)
     get_clipboard = _Sync(HolmClient.get_clipboard)
     set_clipboard = _Sync(HolmClient.set_clipboard)
     windows = _Sync(HolmClient.windows)

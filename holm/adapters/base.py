@@ -10,6 +10,7 @@ agent raises `Transport`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from holm.wire.actions import Action
@@ -82,6 +83,11 @@ class Runtime(Protocol):
 
     async def desktop(self, box_id: str) -> Desktop:
         """The box's desktop; connected once and shared by every caller."""
+        ...
+
+    async def viewer_socket(self, box_id: str, screen: int) -> Path:
+        """Where the screen's VNC server (x11vnc) listens: a Unix socket on the host that
+        holmd may connect to. A runtime without one raises `Unsupported`."""
         ...
 
     async def close(self) -> None: ...

@@ -343,8 +343,24 @@ def list_runtimes(remote: Remote) -> None:
     print_table(("NAME", "DEFAULT", "CAN"), rows)
 
 
+@click.command("view")
+@click.argument("box_id")
+@click.option("--screen", type=click.IntRange(0, MAX_SCREENS - 1), default=0, show_default=True)
+@click.option("--control", is_flag=True, help="A ticket that also sends keys and the pointer.")
+@remote
+def view_box(remote: Remote, box_id: str, screen: int, control: bool) -> None:
+    """Print the URL of the screen's viewer page (noVNC, through holmd), with a ticket
+    good for 15 minutes. Without --control the viewer only watches."""
+    made = remote.client.viewer_ticket(box_id, screen=screen, mode="control" if control else "view")
+    if remote.as_json:
+        print_json(made)
+    else:
+        click.echo(made.url)
+
+
 COMMANDS = (
     new_box,
+    view_box,
     list_boxes,
     show_box,
     remove_boxes,

@@ -11,6 +11,7 @@ An argument that is an existing file or folder is read offline; anything else is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -30,6 +31,7 @@ from holm.events.codec import CorruptLine, read_envelope
 from holm.events.local import TORN, read_trace_file, trace_files
 from holm.projections.stats import TraceStats, trace_stats
 from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_line
+from holm.projections.trace_html import trace_html
 from holm.wire.entries import kind_of
 
 # How often `--follow` looks at the file again once it has printed all there is.
@@ -63,6 +65,13 @@ _kind_decoder = msgspec.json.Decoder(_Kind)
 
 @click.command("trace")
 @click.argument("target", metavar="BOX_ID|FILE|DIR")
+@click.argument("view_file", metavar="[FILE]", required=False)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With `view`: the HTML file to write (default: FILE with .html).",
+)
 @click.option("--after", type=int, help="Only the entries after this seq.")
 @click.option(
     "--limit", type=click.IntRange(min=0), help="At most this many entries (of each trace)."
@@ -85,6 +94,8 @@ _kind_decoder = msgspec.json.Decoder(_Kind)
 )
 def trace(
     target: str,
+    view_file: str | None,
+    out: Path | None,
     after: int | None,
     limit: int | None,
     as_json: bool,
@@ -96,7 +107,15 @@ def trace(
 ) -> None:
     """Print a trace: a box's (BOX_ID, from the server), one trace file, or every trace of a
     folder, read offline. A trace whose writer stopped mid-line ends with a line that says
-    it is incomplete."""
+    it is incomplete.
+
+    `holm trace view FILE.jsonl [-o OUT.html]` writes the trace as one self-contained HTML
+    page (every entry, the frames kept in its state dir inline) and prints its path."""
+    if target == "view" and view_file is not None:
+        _write_view(Path(view_file), out)
+        return
+    if view_file is not None:
+        raise click.UsageError(f"unexpected argument {view_file!r} (did you mean `trace view`?)")
     path = Path(target)
     if not path.exists():
         if _looks_like_path(target):
@@ -146,6 +165,31 @@ def trace(
         _fail(f"not_found: {exc}", EXIT_NOT_FOUND)
     except OSError as exc:
         _fail(str(exc))
+
+
+def _write_view(path: Path, out: Path | None) -> None:
+    if not path.is_file():
+        _fail(f"not_found: no such trace file: {path}", EXIT_NOT_FOUND)
+    try:
+        read = read_trace_file(path)
+    except CorruptLine as exc:
+        _fail(f"bad_request: {exc}", EXIT_BAD_FILE)
+    # Frames live in the state dir beside `traces/`: <state>/frames/<trace>/<hash>.png.
+    folders = [path.parent.parent / "frames" / path.stem, path.parent / "frames" / path.stem]
+
+    def frame_png(frame_hash: str) -> bytes | None:
+        # A frame's name is its hash (`sha256:…`): one harmless path component, no more.
+        if not frame_hash or not all(c.isalnum() or c in ":_-" for c in frame_hash):
+            return None
+        for folder in folders:
+            with contextlib.suppress(OSError):
+                return (folder / f"{frame_hash}.png").read_bytes()
+        return None
+
+    page = trace_html(f"Trace {path.stem}", read.entries, frame_png, incomplete=read.incomplete)
+    target = out or path.with_suffix(".html")
+    target.write_text(page, encoding="utf-8")
+    click.echo(str(target))
 
 
 def _looks_like_path(target: str) -> bool:

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Literal
 
 import msgspec
@@ -36,6 +37,7 @@ from holm.wire.api import (
 from holm.wire.entries import (
     PAGE_MAX,
     SERVER_TRACE,
+    Acted,
     Actor,
     BoxCreated,
     BoxDeleted,
@@ -50,6 +52,9 @@ from holm.wire.entries import (
     Entry,
     ForkedFrom,
     ImageBuilt,
+    TakeoverEnded,
+    TakeoverStarted,
+    acted_key,
 )
 from holm.wire.keys import normalized_action
 from holm.wire.results import ActionResult
@@ -502,6 +507,62 @@ class Engine:
         await self._reading(box_id, screen)
         state = await self.box(box_id)
         return await self.watchers.record(state, screen, always=always)
+
+    # Viewers
+
+    async def viewer_socket(self, box_id: str, screen: int) -> Path:
+        """Where the screen's VNC server listens (the box must be ready): for the viewer
+        relay, which checks the viewer's ticket before it asks."""
+        state = guards.ready(self.journal.state(box_id), box_id)
+        guards.screen_of(state, screen, drive=False)
+        runtime = self._runtime_named(state.runtime)
+        return await boundary(runtime.viewer_socket(box_id, screen), "finding the viewer")
+
+    def taken_over(self, box_id: str, screen: int) -> bool:
+        """Whether a person has the screen (the box's state says so)."""
+        state = guards.known(self.journal.state(box_id), box_id)
+        return screen < len(state.held_by) and state.held_by[screen] == "person"
+
+    async def take_over(self, box_id: str, screen: int, *, shared: bool = False) -> bool:
+        """Give the screen to a person: wait for a batch on it to end, release the keys
+        and buttons the agent left down, and record `takeover_started` (actor `person`).
+        From then on the agent's input on it is refused (`guards.screen_of`). False, and
+        nothing recorded, when a person has it already."""
+        state = guards.ready(self.journal.state(box_id), box_id)
+        guards.screen_of(state, screen, drive=False)
+        async with self._screen_lock(box_id, screen):
+            guards.ready(self.journal.state(box_id), box_id)
+            if self.taken_over(box_id, screen):
+                return False
+            desktop = await self._desktop(box_id)
+            await boundary(desktop.end_batch(screen), "releasing what the agent holds")
+            started = entry(TakeoverStarted, "person", screen=screen, shared=shared)
+            await self.journal.append(box_id, [started])
+        self.watchers.nudge(box_id, screen)
+        return True
+
+    async def give_back(self, box_id: str, screen: int) -> bool:
+        """The agent takes the screen back: `takeover_ended`. False, and nothing recorded,
+        when no person had it."""
+        state = guards.live(self.journal.state(box_id), box_id)
+        guards.screen_of(state, screen, drive=False)
+        async with self._screen_lock(box_id, screen):
+            if not self.taken_over(box_id, screen):
+                return False
+            await self.journal.append(box_id, [entry(TakeoverEnded, "agent", screen=screen)])
+        return True
+
+    async def record_person(self, box_id: str, screen: int, action: Action) -> None:
+        """Record what a person did through a control viewer as the action an agent would
+        have sent (`acted`, actor `person`): it already happened in the box (over VNC), so
+        nothing is done here. A fork skips these unless asked to replay them."""
+        state = self.journal.state(box_id)
+        if state is None or state.removed:
+            return
+        acted = entry(
+            Acted, "person", screen=screen, action=action, ok=True, key=acted_key(screen, action)
+        )
+        await self.journal.append(box_id, [acted])
 
     # Scheduled work
 

@@ -60,10 +60,12 @@ def ready(state: BoxState | None, box_id: str) -> BoxState:
 
 
 def screen_of(state: BoxState, screen: int, *, drive: bool) -> None:
-    """The screen exists; to `drive` it (input, windows, clipboard), an agent must have it."""
+    """The screen exists; to `drive` it (input, windows, clipboard), an agent must have it,
+    or share it with a person (a takeover with `shared: true`)."""
     if not 0 <= screen < state.screens:
         raise NotFound(f"box {state.id} has {state.screens} screen(s); no screen {screen}")
-    if drive and screen < len(state.held_by) and state.held_by[screen] == "person":
+    person = screen < len(state.held_by) and state.held_by[screen] == "person"
+    if drive and person and screen not in state.shared:
         raise Denied(f"a person has screen {screen} of box {state.id}")
 
 

@@ -22,6 +22,8 @@ from .middlewares import body_size_middleware, errors_middleware, guards_middlew
 from .openapi import openapi_route
 from .routes import ALL_ROUTES
 from .routing import ACCESS, CONFIG, ROUTES, SLOT, Route, Slot
+from .viewer.relay import LIVE, TICKETS, LiveViewers
+from .viewer.tickets import Tickets
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,8 @@ def create_app(
     app[ACCESS] = access
     app[SLOT] = Slot()
     app[KEYS] = KeyCache()
+    app[TICKETS] = Tickets()
+    app[LIVE] = LiveViewers()
     declared: dict[tuple[str, str], Route] = {}
     # `/mcp` passes the same guards as every declared route.
     for route in [*declared_routes(), *MCP_ROUTES]:

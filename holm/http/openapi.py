@@ -141,6 +141,9 @@ def _responses(route: Route, schema_of: dict[Any, Any]) -> dict[str, Any]:
             content: dict[str, Any] = {
                 "image/png": {"schema": {"type": "string", "format": "binary"}}
             }
+        elif route.content_type != "application/json":
+            # A page (the trace's, the viewer's): text of that type.
+            content = {route.content_type: {"schema": {"type": "string"}}}
         elif route.response is not None:
             content = {"application/json": {"schema": schema_of[route.response]}}
         elif route.response_schema is not None:

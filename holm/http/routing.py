@@ -101,6 +101,15 @@ def json_response(value: object, status: int = 200) -> web.Response:
     return web.Response(body=_encoder.encode(value), status=status, content_type="application/json")
 
 
+def public_base(request: web.Request) -> str:
+    """The origin a person's browser reaches this server at: `HOLM_PUBLIC_URL`, else the
+    address the request came in on (its `Host`, which the guards checked)."""
+    public = request.app[CONFIG].public_url
+    if public:
+        return public.rstrip("/")
+    return f"{request.scheme}://{request.host}"
+
+
 def box_and_screen(request: web.Request) -> tuple[str, int]:
     """The box id and screen number of a `…/screens/{screen}/…` route (whose pattern
     already restricts the screen to digits)."""

@@ -88,6 +88,8 @@ class BoxState(msgspec.Struct, kw_only=True, frozen=True):
     # One item per screen: the hash of the last frame seen, and who has the screen.
     frames: tuple[str | None, ...] = (None,)
     held_by: tuple[Holder, ...] = ("agent",)
+    # The screens a person holds with `shared: true`: the agent may still drive them.
+    shared: frozenset[int] = frozenset()
     viewer_urls: tuple[str, ...] = ()
     devtools_url: str | None = None
     forked_from: ForkOrigin | None = None
@@ -122,10 +124,12 @@ def apply(state: BoxState | None, entry: Entry) -> BoxState:
             | PageCaptured()
         ):
             pass
-        case TakeoverStarted(screen=screen):
+        case TakeoverStarted(screen=screen, shared=shared):
             step["held_by"] = _put(state.held_by, screen, "person", "agent")
+            step["shared"] = state.shared | {screen} if shared else state.shared - {screen}
         case TakeoverEnded(screen=screen):
             step["held_by"] = _put(state.held_by, screen, "agent", "agent")
+            step["shared"] = state.shared - {screen}
         case BoxReady(viewer_urls=viewer_urls, devtools_url=devtools_url):
             step.update(state="ready", reason=None, viewer_urls=tuple(viewer_urls))
             step["devtools_url"] = devtools_url
@@ -233,6 +237,7 @@ def _no_desktop(screens: int) -> dict[str, object]:
         "screens": screens,
         "frames": (None,) * screens,
         "held_by": _AGENT * screens,
+        "shared": frozenset(),
         "viewer_urls": (),
         "devtools_url": None,
     }

@@ -7,8 +7,14 @@ from holm.wire.api import BoxView
 from holm.wire.spec import Placement, Spec, spec_digest
 
 
-def box_view(state: BoxState) -> BoxView:
+def box_view(state: BoxState, viewer_base: str | None = None) -> BoxView:
+    """The box; with `viewer_base` (the server's public origin), its viewer URLs are the
+    server's viewer pages (which take a ticket) instead of the runtime's sockets."""
     spec = state.spec or Spec()
+    viewer_urls = list(state.viewer_urls)
+    if viewer_base is not None and viewer_urls:
+        base = viewer_base.rstrip("/")
+        viewer_urls = [f"{base}/v1/boxes/{state.id}/screens/{i}/view" for i in range(state.screens)]
     origin = state.forked_from
     return BoxView(
         id=state.id,
@@ -23,8 +29,8 @@ def box_view(state: BoxState) -> BoxView:
         spec=spec,
         placement=state.placement or Placement(runtime=state.runtime),
         reason=state.reason,
-        viewer_url=state.viewer_urls[0] if state.viewer_urls else None,
-        viewer_urls=list(state.viewer_urls),
+        viewer_url=viewer_urls[0] if viewer_urls else None,
+        viewer_urls=viewer_urls,
         devtools_url=state.devtools_url,
         owner=state.owner,
         forked_from=origin,

@@ -102,7 +102,11 @@ async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple
             f"box {source} is {state.state}{why}; a fork needs a box that started",
             retryable=state.state == "starting",
         )
-    plan = plan_fork(await read_whole_trace(boxes, source), up_to=request.up_to)
+    plan = plan_fork(
+        await read_whole_trace(boxes, source),
+        up_to=request.up_to,
+        include_person=request.include_person,
+    )
     spec, placement, owner = await _origin_of(boxes, source, plan, request.placement)
     new_id = await boxes.record_box(
         spec, placement, owner=owner, forked_from=(source, request.up_to)

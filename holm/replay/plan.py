@@ -154,9 +154,13 @@ class Plan(msgspec.Struct, kw_only=True):
     up_to: int | None = None
 
 
-def plan_fork(entries: Sequence[Entry], up_to: int | None = None) -> Plan:
+def plan_fork(
+    entries: Sequence[Entry], up_to: int | None = None, *, include_person: bool = False
+) -> Plan:
     """The steps a fork of this trace does again (up to and including seq `up_to`), and the
-    ones it cannot do, with why."""
+    ones it cannot do, with why. A person's entries are left out, unless `include_person`:
+    then what a person did through a control viewer (`acted` entries, actor `person`) is
+    done again as the agent's steps (the takeover itself is not)."""
     kept = [e for e in entries if up_to is None or e.seq <= up_to]
     last_adopted = max((i for i, e in enumerate(entries) if isinstance(e, Adopted)), default=-1)
     replayable = list(entries[last_adopted + 1 :])
@@ -164,7 +168,7 @@ def plan_fork(entries: Sequence[Entry], up_to: int | None = None) -> Plan:
     steps: list[Step] = []
     skipped: list[Skipped] = []
     for entry in replayable:
-        if entry.actor == "person":
+        if entry.actor == "person" and not (include_person and isinstance(entry, Acted)):
             continue
         step = _step(entry)
         if step is not None:

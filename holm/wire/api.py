@@ -280,6 +280,8 @@ class ForkRequest(_Request):
     mode: Literal["replay", "snapshot"] = "replay"
     up_to: int | None = None
     placement: Placement | None = None
+    # Also do again what a person did during a takeover (their `acted` entries).
+    include_person: bool = False
 
 
 class Skipped(_Response):
@@ -303,6 +305,60 @@ class ForkResult(_Response):
     replay: ReplayReport
 
 
+# Viewers and takeover
+
+ViewerMode = Literal["view", "control"]
+
+
+class TicketRequest(_Request):
+    """`POST …/screens/{n}/viewer/ticket`: a ticket for one box's screen; `control` lets
+    its viewer send input, `view` only watch."""
+
+    mode: ViewerMode = "view"
+
+
+class TicketView(_Response):
+    ticket: str
+    expires_at_ms: int
+    mode: ViewerMode = "view"
+    # The viewer page with this ticket (the noVNC page served by holmd).
+    url: str | None = None
+
+
+class SocketQuery(_Request):
+    """`GET …/viewer/socket` and `GET …/view`: the ticket, and what the viewer asks for
+    (`control` needs a control ticket)."""
+
+    ticket: str = ""
+    mode: ViewerMode | None = None
+
+
+class TakeoverRequest(_Request):
+    """`POST …/screens/{n}/takeover`."""
+
+    shared: bool = False
+
+
+class TakeoverView(_Response):
+    url: str
+    exclusive: bool
+    screen: int
+
+
+class GivenBack(_Response):
+    screen: int
+    taken_over: bool
+
+
+class ViewersView(_Response):
+    """`GET …/screens/{n}/viewers`: viewers connected now through this server."""
+
+    watching: int
+    driving: int
+    person_driving: bool
+    taken_over: bool
+
+
 __all__ = [
     "MAX_SCALE",
     "ActionsRequest",
@@ -323,6 +379,7 @@ __all__ = [
     "ForkResult",
     "FrameQuery",
     "FrameView",
+    "GivenBack",
     "Health",
     "Holding",
     "InstallApps",
@@ -335,7 +392,14 @@ __all__ = [
     "RuntimeList",
     "RuntimeView",
     "Skipped",
+    "SocketQuery",
     "StepResult",
+    "TakeoverRequest",
+    "TakeoverView",
+    "TicketRequest",
+    "TicketView",
     "TracePage",
     "TraceQuery",
+    "ViewerMode",
+    "ViewersView",
 ]

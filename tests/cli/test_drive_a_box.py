@@ -343,3 +343,27 @@ def test_app_opens_an_application_window(holm: RunHolm, holmd: Holmd, box: str) 
     unknown = holm("app", box, "no-such-app")
     assert unknown.exit_code != 0
     assert "step 0 (launch)" in unknown.stderr
+
+
+def test_view_prints_the_viewer_page_with_a_ticket(holm: RunHolm, box: str) -> None:
+    import urllib.error
+    import urllib.request
+    from urllib.parse import parse_qs, urlsplit
+
+    result = holm("view", box, "--control")
+    assert result.exit_code == 0, result.output
+    url = result.stdout.strip()
+    parts = urlsplit(url)
+    assert parts.path == f"/v1/boxes/{box}/screens/0/view"
+    assert parse_qs(parts.query)["ticket"][0].startswith("vt_")
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        opener.open(url, timeout=30)
+    assert answer.value.code == 302
+    assert answer.value.headers["Location"].startswith("/v1/viewer/novnc/vnc.html?")
+    assert "view_only=0" in answer.value.headers["Location"]

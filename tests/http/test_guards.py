@@ -251,9 +251,13 @@ async def test_health_and_the_ticket_routes_are_not_guarded(make_client: MakeCli
     headers = BROWSER_AND_ELSEWHERE
     assert (await ok_json(await client.get("/v1/health", headers=headers)))["ok"] is True
     await ok_json(await client.get("/v1/openapi.json", headers=headers))
+    # The viewer socket refuses for its ticket (401 denied, no bearer challenge), not for
+    # a guard's reason.
+    socket = await client.get("/v1/boxes/box_x/screens/0/viewer/socket?ticket=t", headers=headers)
+    assert "ticket" in await error_of(socket, 401, "denied")
+    assert "WWW-Authenticate" not in socket.headers
     # Not built yet: they answer `unsupported`, not a guard's refusal.
     for method, path in (
-        ("GET", "/v1/boxes/box_x/screens/0/viewer/socket?ticket=t"),
         ("GET", "/v1/cdp/t/json"),
         ("PUT", "/v1/cdp/t/json/new"),
         ("GET", "/v1/cdp/t/devtools/page/1"),

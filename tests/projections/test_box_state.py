@@ -9,6 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from projection_kit import STATE_AFTER, TraceBuilder, box_trace
 
+from holm.engine import guards
+from holm.errors import Denied
 from holm.projections import BoxState, NotABoxTrace, apply, fold
 from holm.wire.api import ForkOrigin
 from holm.wire.entries import (
@@ -149,6 +151,19 @@ def test_frames_and_takeovers_are_kept_per_screen(trace: TraceBuilder) -> None:
     assert state.held_by == ("agent", "person")
     trace.add(TakeoverEnded, screen=1)
     assert folded(trace).held_by == ("agent", "agent")
+
+
+def test_a_shared_takeover_is_a_person_s_screen_the_agent_may_drive(trace: TraceBuilder) -> None:
+    trace.created(Spec(desktop=DesktopSpec(screens=2)))
+    trace.add(TakeoverStarted, screen=0, shared=True)
+    trace.add(TakeoverStarted, screen=1)
+    state = folded(trace)
+    assert state.held_by == ("person", "person") and state.shared == frozenset({0})
+    guards.screen_of(state, 0, drive=True)
+    with pytest.raises(Denied):
+        guards.screen_of(state, 1, drive=True)
+    trace.add(TakeoverEnded, screen=0)
+    assert folded(trace).shared == frozenset()
 
 
 def test_stop_ends_the_desktop_it_had(trace: TraceBuilder) -> None:

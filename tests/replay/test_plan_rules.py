@@ -165,7 +165,7 @@ def test_what_a_person_did_is_not_done_again(trace: Any) -> None:
     before = trace.acted(Click(at=Point(x=5, y=5)))
     trace.add(TakeoverStarted, screen=0)
     trace.frame("person-changed-it", actor="person")
-    trace.acted(Click(at=Point(x=9, y=9)), actor="person")
+    person = trace.acted(Click(at=Point(x=9, y=9)), actor="person")
     trace.add(FileWritten, actor="person", path="/tmp/p", bytes=1)
     trace.add(TakeoverEnded, screen=0)
     after = trace.acted(Click(at=Point(x=7, y=7)))
@@ -174,6 +174,10 @@ def test_what_a_person_did_is_not_done_again(trace: Any) -> None:
 
     assert seqs(plan) == [before.seq, after.seq]
     assert plan.skipped == []
+    # Asked to, a fork does again the actions a person's viewer recorded, and only those.
+    with_person = plan_fork(trace.entries, include_person=True)
+    assert seqs(with_person) == [before.seq, person.seq, after.seq]
+    assert with_person.skipped == []
 
 
 def test_up_to_includes_the_step_with_that_seq(trace: Any) -> None:

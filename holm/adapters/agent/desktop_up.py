@@ -189,7 +189,10 @@ def start_window_manager(
 def start_viewer(
     screen: int, display_name: str, run_dir: Path, env: dict[str, str]
 ) -> tuple[Path, subprocess.Popen[bytes]]:
-    """x11vnc on a Unix socket only: `-rfbport 0 -no6` keeps it off every TCP port."""
+    """x11vnc on a Unix socket only: `-rfbport 0` keeps it off TCP over IPv4, and
+    `-rfbportv6 -1 -noipv6` off IPv6 (with `-no6` alone it still listens on [::]:5900).
+    Not `-localhost`: it refuses every client of the Unix socket ("localhost does not
+    match 127.0.0.1"), so no viewer could connect."""
     sock = run_dir / f"vnc-{screen}.sock"
     sock.unlink(missing_ok=True)
     proc = processes.spawn(
@@ -202,7 +205,9 @@ def start_viewer(
             "-rfbport",
             "0",
             "-no6",
-            "-localhost",
+            "-rfbportv6",
+            "-1",
+            "-noipv6",
             "-forever",
             "-shared",
             "-nopw",

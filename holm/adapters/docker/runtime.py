@@ -319,6 +319,11 @@ class DockerRuntime:
         )
         return [_runtime_box(c) for c in containers]
 
+    async def viewer_socket(self, box_id: str, screen: int) -> Path:
+        container = await self._call(self._get, box_id)
+        run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
+        return run_dir / f"vnc-{screen}.sock"
+
     async def desktop(self, box_id: str) -> Desktop:
         async with self._locks.connect(box_id):
             live = self._desktops.live(box_id)

@@ -221,6 +221,10 @@ class LocalRuntime:
     async def list(self) -> list[RuntimeBox]:
         return await asyncio.to_thread(self._list)
 
+    async def viewer_socket(self, box_id: str, screen: int) -> Path:
+        paths, _ = self._record(box_id)
+        return paths.vnc_socket(screen)
+
     async def desktop(self, box_id: str) -> Desktop:
         async with self._locks.connect(box_id):
             record = self._live_record(box_id, ScreenUnavailable)

@@ -19,6 +19,7 @@ import base64
 import fnmatch
 import hashlib
 import io
+import pathlib
 import re
 import time
 from typing import Literal
@@ -224,6 +225,10 @@ class MemoryRuntime:
         if box.state == "paused":
             raise ScreenUnavailable(f"box {box_id} is paused; resume it first")
         return box.desktop
+
+    async def viewer_socket(self, box_id: str, screen: int) -> pathlib.Path:
+        self._box(box_id)
+        raise Unsupported("the memory runtime has no viewer: its screens are not real")
 
     async def close(self) -> None:
         pass

@@ -14,6 +14,7 @@ from . import (
     runtimes,
     screens,
     unbuilt,
+    viewer,
     windows,
 )
 
@@ -27,6 +28,7 @@ ALL_ROUTES: list[Route] = [
     *events.ROUTES,
     *runtimes.ROUTES,
     *images.ROUTES,
+    *viewer.ROUTES,
     *jobs.ROUTES,
     *unbuilt.ROUTES,
 ]

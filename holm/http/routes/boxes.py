@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from aiohttp import web
 
 from holm.engine import guards
@@ -10,7 +11,7 @@ from holm.projections.views import box_view
 from holm.replay import fork_box as fork
 from holm.wire.api import BoxList, BoxView, Catalog, CreateBox, ForkRequest, ForkResult, InstallApps
 
-from ..routing import Route, body_of, engine_of, json_response
+from ..routing import Route, body_of, engine_of, json_response, public_base
 
 CONFIRM_DELETE = "x-holm-confirm-delete"
 
@@ -25,50 +26,60 @@ def _answer(view: BoxView) -> web.Response:
 
 
 async def list_boxes(request: web.Request) -> web.Response:
-    boxes = [box_view(state) for state in engine_of(request).boxes()]
+    boxes = [box_view(state, public_base(request)) for state in engine_of(request).boxes()]
     return json_response(BoxList(boxes=boxes))
 
 
 async def create_box(request: web.Request) -> web.Response:
     body = await body_of(request, CreateBox)
     state = await engine_of(request).create_box(body.spec, body.placement)
-    return _answer(box_view(state))
+    return _answer(box_view(state, public_base(request)))
 
 
 async def get_box(request: web.Request) -> web.Response:
     box_id = _box_id(request)
     state = guards.live(await engine_of(request).box(box_id), box_id)
-    return json_response(box_view(state))
+    return json_response(box_view(state, public_base(request)))
 
 
 async def delete_box(request: web.Request) -> web.Response:
     if request.headers.get(CONFIRM_DELETE, "").lower() != "true":
         raise BadRequest(f"removing a box needs the header `{CONFIRM_DELETE}: true`")
     state = await engine_of(request).delete_box(_box_id(request))
-    return json_response(box_view(state))
+    return json_response(box_view(state, public_base(request)))
 
 
 async def pause_box(request: web.Request) -> web.Response:
-    return json_response(box_view(await engine_of(request).pause_box(_box_id(request))))
+    return json_response(
+        box_view(await engine_of(request).pause_box(_box_id(request)), public_base(request))
+    )
 
 
 async def resume_box(request: web.Request) -> web.Response:
-    return json_response(box_view(await engine_of(request).resume_box(_box_id(request))))
+    return json_response(
+        box_view(await engine_of(request).resume_box(_box_id(request)), public_base(request))
+    )
 
 
 async def stop_box(request: web.Request) -> web.Response:
-    return json_response(box_view(await engine_of(request).stop_box(_box_id(request))))
+    return json_response(
+        box_view(await engine_of(request).stop_box(_box_id(request)), public_base(request))
+    )
 
 
 async def install_apps(request: web.Request) -> web.Response:
     body = await body_of(request, InstallApps)
     state = await engine_of(request).install_apps(_box_id(request), body.apps)
-    return json_response(box_view(state))
+    return json_response(box_view(state, public_base(request)))
 
 
 async def fork_a_box(request: web.Request) -> web.Response:
     body = await body_of(request, ForkRequest)
-    result = await fork(engine_of(request), _box_id(request), body)
+    engine = engine_of(request)
+    result = await fork(engine, _box_id(request), body)
+    # The new box's viewer URLs are this server's pages, as for any other box.
+    view = box_view(await engine.box(result.box.id), public_base(request))
+    result = msgspec.structs.replace(result, box=view)
     return json_response(result, 202 if result.box.state == "starting" else 200)
 
 

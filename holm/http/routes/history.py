@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from holm.errors import NotFound
+from holm.projections.trace_html import CONTENT_SECURITY_POLICY, trace_html
 from holm.replay.diff import diff_boxes
 from holm.wire.api import TracePage, TraceQuery
 from holm.wire.diff import TraceDiff
+from holm.wire.entries import Entry, FrameSeen
 
 from ..routing import Route, engine_of, json_response, query_of
 
@@ -23,6 +26,36 @@ async def read_trace(request: web.Request) -> web.Response:
 async def read_frame(request: web.Request) -> web.Response:
     png = await engine_of(request).trace_frame(request.match_info["id"], request.match_info["hash"])
     return web.Response(body=png, content_type="image/png")
+
+
+async def view_trace(request: web.Request) -> web.Response:
+    """The whole trace as one HTML page, frames inline (docs/trace.md)."""
+    engine = engine_of(request)
+    box_id = request.match_info["id"]
+    entries: list[Entry] = []
+    after: int | None = None
+    incomplete = False
+    while True:
+        page = await engine.read_trace(box_id, after)
+        entries.extend(page.entries)
+        incomplete = incomplete or page.incomplete
+        if not page.more or not page.entries:
+            break
+        after = page.next
+    frames: dict[str, bytes | None] = {}
+    for entry in entries:
+        if isinstance(entry, FrameSeen) and entry.frame not in frames:
+            try:
+                frames[entry.frame] = await engine.trace_frame(box_id, entry.frame)
+            except NotFound:
+                frames[entry.frame] = None
+    body = trace_html(f"Trace of {box_id}", entries, frames.get, incomplete=incomplete)
+    headers = {
+        "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "no-store",
+    }
+    return web.Response(text=body, content_type="text/html", headers=headers)
 
 
 async def diff_traces(request: web.Request) -> web.Response:
@@ -45,6 +78,13 @@ ROUTES = [
         read_frame,
         "Get a frame that the trace refers to (a PNG)",
         content_type="image/png",
+    ),
+    Route(
+        "GET",
+        f"{BOX}/trace/view",
+        view_trace,
+        "The trace as one self-contained HTML page, frames inline",
+        content_type="text/html",
     ),
     Route(
         "GET",

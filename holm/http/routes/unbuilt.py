@@ -63,17 +63,6 @@ _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
         "none",
     ),
     (
-        "human control",
-        [
-            ("POST", f"{SCREEN}/takeover"),
-            ("DELETE", f"{SCREEN}/takeover"),
-            ("GET", f"{SCREEN}/viewers"),
-            ("POST", f"{SCREEN}/viewer/ticket"),
-        ],
-        "token",
-    ),
-    ("the viewer socket", [("GET", f"{SCREEN}/viewer/socket")], "none"),
-    (
         "screen recording",
         [
             ("GET", f"{SCREEN}/recording"),

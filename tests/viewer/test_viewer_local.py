@@ -1,0 +1,223 @@
+"""The viewer end to end on a real local box: tickets, the WebSocket relay to the screen's
+x11vnc with a real RFB client (vncdotool), view-only enforced at the relay, the viewer page.
+
+One server and one box for the module (these tests do not change the box's life)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+import yarl
+from http_kit import Client, error_of, ok_json
+from local_kit import LocalServer
+from viewer_kit import PAGE_URL, bridge, vnc_do
+
+from holm.http.viewer.relay import TICKETS
+
+pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def server() -> AsyncIterator[LocalServer]:
+    running = LocalServer()
+    try:
+        await running.start(events_delay_ms=0)
+        yield running
+    finally:
+        await running.remove_everything()
+        from vncdotool import api
+
+        api.shutdown()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def box(server: LocalServer) -> str:
+    assert server.client is not None
+    created = await ok_json(await server.client.post("/v1/boxes", json={}))
+    return str(created["id"])
+
+
+def client_of(server: LocalServer) -> Client:
+    assert server.client is not None
+    return server.client
+
+
+async def ticket(client: Client, box: str, mode: str = "view", screen: int = 0) -> Any:
+    path = f"/v1/boxes/{box}/screens/{screen}/viewer/ticket"
+    return await ok_json(await client.post(path, json={"mode": mode}))
+
+
+def socket_path(box: str, value: str, mode: str = "view", screen: int = 0) -> str:
+    return f"/v1/boxes/{box}/screens/{screen}/viewer/socket?ticket={value}&mode={mode}"
+
+
+async def page_title(client: Client, box: str) -> str:
+    windows = (await ok_json(await client.get(f"/v1/boxes/{box}/screens/0/windows")))["windows"]
+    titles = [w.get("title", "") for w in windows if w.get("class") == "Chromium"]
+    return next((t for t in titles if re.match(r"c\d+k", t)), "")
+
+
+async def until_title(client: Client, box: str, wanted: str, tries: int = 100) -> str:
+    title = ""
+    for _ in range(tries):
+        title = await page_title(client, box)
+        if title.startswith(wanted):
+            return title
+        await asyncio.sleep(0.1)
+    return title
+
+
+async def open_page(client: Client, box: str) -> None:
+    body = {"actions": [{"type": "open_url", "url": PAGE_URL}]}
+    await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/actions", json=body))
+    assert (await until_title(client, box, "c0k")).startswith("c0k")
+
+
+CLICK_AND_TYPE = [
+    ("mouseMove", (640, 450)),
+    ("mousePress", (1,)),
+    ("keyPress", ("x",)),
+    ("keyPress", ("y",)),
+]
+
+
+async def test_a_ticket_names_its_screen_mode_and_expiry(server: LocalServer, box: str) -> None:
+    client = client_of(server)
+    made = await ticket(client, box, "control")
+    assert made["mode"] == "control" and made["ticket"].startswith("vt_")
+    tickets = client.server.app[TICKETS]
+    assert made["expires_at_ms"] == pytest.approx(tickets.clock() + 15 * 60 * 1000, abs=60_000)
+    assert made["url"].endswith(f"/v1/boxes/{box}/screens/0/view?ticket={made['ticket']}")
+    box_view = await ok_json(await client.get(f"/v1/boxes/{box}"))
+    assert box_view["viewer_url"].endswith(f"/v1/boxes/{box}/screens/0/view")
+    await error_of(
+        await client.post(f"/v1/boxes/{box}/screens/3/viewer/ticket", json={}), 404, "not_found"
+    )
+
+
+async def test_view_input_is_dropped_and_control_input_arrives(
+    server: LocalServer, box: str, tmp_path: Path
+) -> None:
+    client = client_of(server)
+    shot = tmp_path / "seen.png"
+    await open_page(client, box)
+    view = await ticket(client, box, "view")
+    async with bridge(client, socket_path(box, view["ticket"], "view")) as port:
+        # The screen is seen (frames pass), and the clicks and keys are dropped.
+        await asyncio.to_thread(vnc_do, port, [*CLICK_AND_TYPE, ("captureScreen", (str(shot),))])
+    assert shot.stat().st_size > 0
+    control = await ticket(client, box, "control")
+    async with bridge(client, socket_path(box, control["ticket"], "control")) as port:
+        await asyncio.to_thread(vnc_do, port, CLICK_AND_TYPE)
+    # Had the view viewer's input arrived, the page would count two clicks and xyxy.
+    assert await until_title(client, box, "c1kxy") == "c1kxy - Chromium"
+
+
+async def refused_status(client: Client, path: str) -> int:
+    """The status of a refused WebSocket upgrade (it must be refused)."""
+    with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+        await client.ws_connect(path, protocols=("binary",))
+    return refused.value.status
+
+
+async def test_wrong_expired_and_misused_tickets_are_refused(server: LocalServer, box: str) -> None:
+    client = client_of(server)
+    view = await ticket(client, box, "view")
+    assert await refused_status(client, socket_path(box, "vt_guessed")) == 401
+    assert await refused_status(client, socket_path(box, "")) == 401
+    # A view ticket does not give control; a ticket is for its own box and screen.
+    assert await refused_status(client, socket_path(box, view["ticket"], "control")) == 401
+    assert await refused_status(client, socket_path("box_other", view["ticket"])) == 401
+    assert await refused_status(client, socket_path(box, view["ticket"], screen=1)) == 401
+    # The page refuses what the socket refuses, before redirecting to noVNC.
+    page = f"/v1/boxes/{box}/screens/0/view?ticket=vt_guessed"
+    await error_of(await client.get(page, allow_redirects=False), 401, "denied")
+    # Fifteen minutes later (the tickets' clock moved, nobody slept), it is refused.
+    tickets = client.server.app[TICKETS]
+    real_clock = tickets.clock
+    tickets.clock = lambda: real_clock() + 15 * 60 * 1000 + 1
+    try:
+        assert await refused_status(client, socket_path(box, view["ticket"])) == 401
+    finally:
+        tickets.clock = real_clock
+    ws = await client.ws_connect(socket_path(box, view["ticket"]), protocols=("binary",))
+    assert (await ws.receive_bytes()).startswith(b"RFB 003.")
+    await ws.close()
+
+
+async def test_the_viewer_page_is_novnc_pointed_at_the_socket(
+    server: LocalServer, box: str
+) -> None:
+    client = client_of(server)
+    control = await ticket(client, box, "control")
+    page = await client.get(yarl.URL(control["url"]).path_qs, allow_redirects=False)
+    assert page.status == 302
+    target = yarl.URL(page.headers["Location"])
+    assert target.path == "/v1/viewer/novnc/vnc.html"
+    assert target.query["view_only"] == "0" and target.query["autoconnect"] == "1"
+    socket = yarl.URL("/" + target.query["path"])
+    assert socket.path == f"/v1/boxes/{box}/screens/0/viewer/socket"
+    assert socket.query["ticket"] == control["ticket"]
+    html = await client.get(str(target))
+    assert html.status == 200 and "noVNC" in await html.text()
+    script = await client.get("/v1/viewer/novnc/app/ui.js")
+    assert script.status == 200
+    await error_of(await client.get("/v1/viewer/novnc/../../../etc/passwd"), 404, "not_found")
+
+
+async def test_novnc_in_a_browser_connects_through_the_page(
+    server: LocalServer, box: str, tmp_path: Path
+) -> None:
+    """Headless Chromium opens the URL a ticket gives: noVNC loads from holmd, connects to
+    the socket with the ticket, and shows the 1280x800 screen; the viewers count it."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "security"))
+    from test_http_guards import CHROMIUM, Chromium
+
+    if not CHROMIUM.exists():
+        pytest.skip("needs Debian's chromium")
+    client = client_of(server)
+    made = await ticket(client, box, "control")
+    url = str(client.make_url(yarl.URL(made["url"]).path_qs))
+    viewers = f"/v1/boxes/{box}/screens/0/viewers"
+    async with Chromium(tmp_path / "chromium") as chromium:
+        await chromium.open(url)
+        width = None
+        # Bounded polling (Chromium on a busy machine can take a while), not a timing.
+        for _ in range(600):
+            width = await chromium.evaluate(
+                "(document.querySelector('#noVNC_container canvas') || {}).width || null"
+            )
+            if width == 1280:
+                break
+            await asyncio.sleep(0.1)
+        assert width == 1280
+        counted = await ok_json(await client.get(viewers))
+        assert (counted["watching"], counted["driving"]) == (1, 1)
+    for _ in range(100):
+        counted = await ok_json(await client.get(viewers))
+        if counted["watching"] == 0:
+            break
+        await asyncio.sleep(0.1)
+    assert counted == {"watching": 0, "driving": 0, "person_driving": False, "taken_over": False}
+
+
+async def test_the_screen_s_vnc_server_listens_on_no_tcp_port(
+    server: LocalServer, box: str
+) -> None:
+    """x11vnc is reached through its Unix socket only: no TCP socket listens in the box."""
+    client = client_of(server)
+    body = {"argv": ["cat", "/proc/net/tcp", "/proc/net/tcp6"]}
+    listed = await ok_json(await client.post(f"/v1/boxes/{box}/exec", json=body))
+    assert listed["code"] == 0 and "local_address" in listed["stdout"]
+    # Column 4 of /proc/net/tcp* is the state; 0A is LISTEN.
+    listening = [line for line in listed["stdout"].splitlines()[1:] if line.split()[3:4] == ["0A"]]
+    # 5900 is 0x170C, x11vnc's first port.
+    assert [line for line in listening if ":170C" in line] == [], listening

@@ -1,0 +1,92 @@
+"""Tickets and viewer routes over the in-memory double (no real screens)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from http_kit import MakeClient, error_of, new_box, ok_json
+
+from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
+
+
+async def test_a_runtime_without_viewers_says_so(make_client: MakeClient) -> None:
+    client = await make_client()
+    box = await new_box(client)
+    await error_of(
+        await client.post(f"/v1/boxes/{box}/screens/0/viewer/ticket", json={}), 400, "unsupported"
+    )
+    await error_of(
+        await client.post("/v1/boxes/box_none/screens/0/viewer/ticket", json={}), 404, "not_found"
+    )
+    await error_of(
+        await client.post(f"/v1/boxes/{box}/screens/0/viewer/ticket", json={"mode": "drive"}),
+        400,
+        "bad_request",
+    )
+
+
+async def test_the_socket_wants_a_ticket_and_no_token(make_client: MakeClient) -> None:
+    client = await make_client(server_token="s3cret")
+    path = "/v1/boxes/box_x/screens/0/viewer/socket?ticket=nope"
+    # Refused for the ticket, not for a missing bearer token: 401 with code denied.
+    message = await error_of(await client.get(path), 401, "denied")
+    assert "ticket" in message
+
+
+class SocketRuntime(MemoryRuntime):
+    """The memory double whose screens' viewer is a Unix socket the test serves."""
+
+    socket_path: Path
+
+    async def viewer_socket(self, box_id: str, screen: int) -> Path:
+        await self.desktop(box_id)
+        return self.socket_path
+
+
+async def test_a_viewer_that_does_not_read_holds_back_the_box_not_holdmd_s_memory(
+    make_client: MakeClient, world: MemoryWorld, tmp_path: Path
+) -> None:
+    """A VNC server that sends without end to a viewer that reads nothing: the relay stops
+    reading the server once the viewer's side is full, so what the server manages to send
+    levels off at a few buffers' worth instead of growing in holmd."""
+    sent = 0
+    plateau = asyncio.Event()
+
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal sent
+        chunk = b"\0" * 65536
+        try:
+            while True:
+                writer.write(chunk)
+                await writer.drain()
+                sent += len(chunk)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            plateau.set()
+
+    path = tmp_path / "vnc.sock"
+    server = await asyncio.start_unix_server(flood, str(path))
+    runtime = SocketRuntime(server_id="srv", world=world)
+    runtime.socket_path = path
+    client = await make_client(runtime=runtime)
+    box = await new_box(client)
+    made = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/viewer/ticket", json={}))
+    ws = await client.ws_connect(
+        f"/v1/boxes/{box}/screens/0/viewer/socket?ticket={made['ticket']}",
+        protocols=("binary",),
+        autoclose=False,
+    )
+    try:
+        # Poll (bounded) until what the server sent stops growing.
+        last = -1
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if sent == last:
+                break
+            last = sent
+        assert 0 < sent < 32 * 1024 * 1024, sent
+    finally:
+        await ws.close()
+        server.close()
