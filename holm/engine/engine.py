@@ -559,6 +559,8 @@ class Engine:
         state = self.journal.state(box_id)
         if state is None or state.removed:
             return
+        # Key names as an agent's are recorded (holm/wire/keys.py), so a fork's step matches.
+        action = normalized_action(action)
         acted = entry(
             Acted, "person", screen=screen, action=action, ok=True, key=acted_key(screen, action)
         )

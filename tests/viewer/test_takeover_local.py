@@ -106,7 +106,7 @@ async def test_a_person_takes_over_drives_and_gives_back(server: LocalServer, bo
     assert [e["action"] for e in acted] == [
         {"type": "click", "at": {"x": 640, "y": 450}},
         {"type": "type", "text": "hi"},
-        {"type": "press", "chord": ["Return"]},
+        {"type": "press", "chord": ["return"]},
     ]
     # The screen changed while the person had it: its frames are the person's.
     # (A frame of the agent's screen may land just before the takeover: counted from it.)
@@ -143,7 +143,7 @@ async def test_a_fork_does_again_what_the_person_did_only_when_asked(
     try:
         replayed = [e["action"] for e in await trace_entries(client, new) if e["kind"] == "acted"]
         assert {"type": "type", "text": "hi"} in replayed
-        assert {"type": "press", "chord": ["Return"]} in replayed
+        assert {"type": "press", "chord": ["return"]} in replayed
         # The page got the person's click and keys again, from the agent this time.
         assert (await until_title(client, new, "c1khiEnter")).startswith("c1khiEnter")
         entries = await trace_entries(client, new)
