@@ -14,10 +14,19 @@ import msgspec
 
 from holm.adapters.base import Desktop
 from holm.errors import HolmError
-from holm.wire.actions import Action, Cursor, Launch, Windows, type_of
+from holm.wire.actions import Action, Cursor, Launch, Tabs, Windows, type_of
 from holm.wire.api import ActionsRequest, ActionsResult, FrameView, Holding, StepResult
 from holm.wire.entries import Acted, Actor, AppLaunched, Entry, acted_key, launched_key
-from holm.wire.results import ActionResult, ExecResult, FoundWindow, WindowInfo, WindowList, expect
+from holm.wire.results import (
+    ActionResult,
+    ExecResult,
+    FoundWindow,
+    Tab,
+    TabList,
+    WindowInfo,
+    WindowList,
+    expect,
+)
 from holm.wire.runtime import FrameResult, Held, Released
 from holm.wire.values import Point
 
@@ -105,12 +114,12 @@ async def run_steps(
         raise appended
     if isinstance(after, BaseException):
         raise after
-    (released, held), windows, frame, cursor = after
+    (released, held), windows, frame, cursor, tabs = after
     return ActionsResult(
         results=results,
         stopped_at=stopped_at,
         windows=windows,
-        tabs=[],
+        tabs=tabs,
         released=released.buttons,
         released_keys=released.keys,
         holding=_holding(held.buttons, held),
@@ -132,7 +141,7 @@ async def _step(
 
 async def _after_batch(
     desktop: Desktop, screen: int, request: ActionsRequest
-) -> tuple[tuple[Released, Held], list[WindowInfo], FrameResult | None, Point | None]:
+) -> tuple[tuple[Released, Held], list[WindowInfo], FrameResult | None, Point | None, list[Tab]]:
     async def nothing() -> None:
         return None
 
@@ -142,10 +151,17 @@ async def _after_batch(
     async def cursor() -> Point:
         return expect(await desktop.act(screen, Cursor()), Point)
 
+    async def tabs() -> list[Tab]:
+        try:
+            return expect(await desktop.act(screen, Tabs()), TabList).tabs
+        except HolmError:
+            # A screen with no Chromium (or one not up) has no tabs to list.
+            return []
+
     frame = desktop.frame(screen, have=request.have_frame) if "frame" in request.want else nothing()
     where = cursor() if "cursor" in request.want else nothing()
     return await boundary(
-        asyncio.gather(desktop.end_batch(screen), windows(), frame, where),
+        asyncio.gather(desktop.end_batch(screen), windows(), frame, where, tabs()),
         "reading the screen after a batch",
     )
 

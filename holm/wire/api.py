@@ -17,7 +17,7 @@ from holm.errors import ErrorBody
 from holm.wire.actions import MAX_WAIT_MS, Action
 from holm.wire.entries import PAGE_MAX, Entry
 from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX
-from holm.wire.results import WindowInfo
+from holm.wire.results import Tab, WindowInfo
 from holm.wire.runtime import Capabilities
 from holm.wire.spec import Feature, Placement, Spec
 from holm.wire.values import Point, Selection
@@ -138,7 +138,8 @@ class ActionsResult(_Response):
     results: list[StepResult]
     stopped_at: int | None
     windows: list[WindowInfo]
-    tabs: list[dict[str, Any]]
+    # The tabs of the screen's Chromium after the batch (none when it runs none).
+    tabs: list[Tab]
     released: list[str]
     released_keys: list[str]
     holding: list[Holding]
