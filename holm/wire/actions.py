@@ -492,6 +492,21 @@ class PageShot(_Action, tag="page_shot"):
     what: PageShotWhat = msgspec.field(default_factory=PageShotWhat)
 
 
+class PdfWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Print the page to a PDF file at `path` in the box."""
+
+    path: Annotated[str, Meta(min_length=1)] = "/tmp/page.pdf"
+    landscape: bool = False
+    no_background: bool = False
+    tab: str | None = None
+
+
+class PagePdf(_Action, tag="page_pdf"):
+    Result = r.FileSaved
+
+    what: PdfWhat = msgspec.field(default_factory=PdfWhat)
+
+
 class Dialog(_Action, tag="dialog"):
     Result = r.DialogDone
 
@@ -602,6 +617,7 @@ Action = (
     | Read
     | Evaluate
     | PageShot
+    | PagePdf
     | Dialog
     | OnNode
     | Exec

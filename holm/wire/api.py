@@ -167,6 +167,29 @@ class ClipboardPut(_Request):
     selection: Selection = "clipboard"
 
 
+# Pages
+
+
+class TabQuery(_Request):
+    """`tab`: a tab ID or label; the front tab when absent."""
+
+    tab: str | None = None
+
+
+class FindQuery(_Request):
+    q: Annotated[str, Meta(min_length=1, max_length=2000)]
+    limit: Annotated[int, Meta(ge=1, le=10_000)] = 10
+    scroll: bool = False
+    exact: bool = False
+    role: str | None = None
+    tab: str | None = None
+
+
+class ElementQuery(_Request):
+    settle_ms: Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)] = 0
+    tab: str | None = None
+
+
 # Windows
 
 

@@ -10,7 +10,7 @@ outcome).
 
 from __future__ import annotations
 
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -246,7 +246,7 @@ class Evaluated(_Result, omit_defaults=False):
     """`value` is the expression's value as JSON; past `limit` characters of its JSON it is
     that text cut, with `cut: true`."""
 
-    value: object = None
+    value: Any = None
     type: str = "undefined"
     cut: bool = False
 

@@ -64,6 +64,7 @@ SAMPLES: list[a.Action] = [
     a.Read(),
     a.Evaluate(what=a.EvaluateWhat(expression="document.title")),
     a.PageShot(),
+    a.PagePdf(what=a.PdfWhat(path=f"{HERE}/page.pdf")),
     a.Exec(what=a.ExecWhat(argv=["echo", "sample"])),
     _write(f"{HERE}/sample.txt", b"sample\n"),
     a.ReadFile(path=f"{HERE}/sample.txt"),

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 import pytest_asyncio
-from http_kit import Client, ok_json, trace_entries
+from http_kit import Client, error_of, ok_json, trace_entries
 from local_kit import LocalServer
 from page_kit import site_actions
 
@@ -88,3 +88,106 @@ async def test_the_ada_run_is_recorded_and_a_fork_lands_on_details(server: Local
     assert await evaluate(client, new, "who.textContent") == "Ada"
     for box in (source, new):
         await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+EXAMPLE_PORT = 8713
+EXAMPLE_SITE = {
+    "index.html": """<!doctype html><title>Example Domain</title>
+<div><h1>Example Domain</h1>
+<p>This domain is for use in illustrative examples in documents.</p>
+<p><a href="/more.html">More information...</a></p></div>""",
+    "more.html": "<title>More</title><h1>Example Domains</h1>",
+}
+
+
+async def test_the_rest_example_of_the_reference(server: LocalServer) -> None:
+    client = client_of(server)
+    created = await ok_json(
+        await client.post(
+            "/v1/boxes",
+            json={
+                "spec": {"desktop": {"width": 1280, "height": 800}},
+                "placement": {"expires_after_secs": 3600},
+            },
+            headers={"idempotency-key": "create-demo-1"},
+        )
+    )
+    box = created["id"]
+    # The example's page, served inside the box (a box reaches no outside address).
+    served = await batch(client, box, site_steps(EXAMPLE_SITE, EXAMPLE_PORT))
+    assert all(r["ok"] for r in served["results"]), served
+    result = await ok_json(
+        await client.post(
+            f"/v1/boxes/{box}/screens/0/actions",
+            json={
+                "actions": [
+                    {"type": "open_url", "url": f"http://127.0.0.1:{EXAMPLE_PORT}/"},
+                    {"type": "on_page", "what": {"op": "wait_for", "query": "Example Domain"}},
+                    {"type": "on_page", "what": {"op": "click", "query": "More information"}},
+                ],
+                "want": ["frame"],
+            },
+        )
+    )
+    assert [r["ok"] for r in result["results"]] == [True, True, True], result["results"]
+    clicked = result["results"][2]["value"]
+    assert clicked["element"]["role"] == "link" and clicked["navigated"]
+    assert clicked["url"] == f"http://127.0.0.1:{EXAMPLE_PORT}/more.html"
+    assert result["frame"]["png_base64"] and result["frame"]["width"] == 1280
+    assert [t["title"] for t in result["tabs"]][:1] == ["More"]
+    deleted = await client.delete(f"/v1/boxes/{box}", headers=CONFIRM)
+    assert deleted.status == 200
+
+
+async def test_the_page_routes(server: LocalServer) -> None:
+    client = client_of(server)
+    box = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    await batch(client, box, site_steps(EXAMPLE_SITE, EXAMPLE_PORT + 1))
+    url = f"http://127.0.0.1:{EXAMPLE_PORT + 1}/"
+    opened = await batch(client, box, [{"type": "open_url", "url": url, "label": "ex"}])
+    tab = opened["results"][0]["value"]["tab"]
+    base = f"/v1/boxes/{box}"
+    before = len(await trace_entries(client, box))
+
+    tabs = await ok_json(await client.get(f"{base}/pages"))
+    assert {"tab": tab, "title": "Example Domain", "url": url, "label": "ex"} in tabs["tabs"]
+    page = await ok_json(await client.get(f"{base}/page", params={"tab": "ex"}))
+    assert page["text"].startswith("# Example Domain") and page["title"] == "Example Domain"
+    found = await ok_json(await client.get(f"{base}/page/find", params={"q": "link More"}))
+    assert found["total"] == 1 and found["elements"][0]["name"] == "More information..."
+    snap = await ok_json(await client.get(f"{base}/page/snapshot", params={"limit": "5"}))
+    assert ("heading", "Example Domain") in [(c["role"], c["name"]) for c in snap["controls"]]
+    value = await ok_json(
+        await client.post(f"{base}/page/evaluate", json={"expression": "document.title"})
+    )
+    assert value == {"value": "Example Domain", "type": "string", "cut": False}
+    missing = await client.post(f"{base}/page/element", json={"op": "click", "query": "Nope"})
+    assert "'Nope'" in await error_of(missing, 404, "not_found")
+    wrong = await client.post(f"{base}/page/element", json={"op": "clack", "query": "x"})
+    await error_of(wrong, 400, "bad_request")
+    clicked = await ok_json(
+        await client.post(f"{base}/page/element", json={"op": "click", "query": "More information"})
+    )
+    assert clicked["navigated"] and clicked["url"].endswith("/more.html")
+    shot = await ok_json(await client.post(f"{base}/page/screenshot", json={}))
+    assert base64_png(shot["data_base64"])
+    pdf = await ok_json(await client.post(f"{base}/page/pdf", json={"path": "/tmp/p.pdf"}))
+    assert pdf["path"] == "/tmp/p.pdf" and pdf["size"] > 0
+    assert (await ok_json(await client.post(f"{base}/pages/ex/focus")))["tab"] == tab
+    assert (await ok_json(await client.delete(f"{base}/pages/{tab}")))["closed"]
+
+    # Only the screenshot and the PDF are recorded, as page_captured; never the picture.
+    after = (await trace_entries(client, box))[before:]
+    captured = [e for e in after if e["kind"] == "page_captured"]
+    assert [(e["format"], e.get("path")) for e in captured] == [
+        ("png", None),
+        ("pdf", "/tmp/p.pdf"),
+    ]
+    assert all(e["kind"] in ("page_captured", "frame") for e in after), after
+    await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+def base64_png(data: str) -> bool:
+    import base64
+
+    return base64.b64decode(data).startswith(b"\x89PNG")

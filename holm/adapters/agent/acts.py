@@ -222,6 +222,10 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             return await agent.pages(screen.index).evaluate(what, tab)
         case a.PageShot(what=what):
             return await agent.pages(screen.index).page_shot(what)
+        case a.PagePdf(what=what):
+            data = await agent.pages(screen.index).pdf(what)
+            await agent.write_file(what.path, data)
+            return r.FileSaved(path=what.path, size=len(data))
         case a.Dialog(accept=accept, text=prompt):
             return await agent.pages(screen.index).dialog(accept, prompt)
         case a.Record():

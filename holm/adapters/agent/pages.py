@@ -369,6 +369,12 @@ class Pages:
             tab=tab, format=what.format, width=width, height=height, data_base64=shot["data"]
         )
 
+    async def pdf(self, what: a.PdfWhat) -> bytes:
+        async with self._session(what.tab) as cdp:
+            params = {"landscape": what.landscape, "printBackground": not what.no_background}
+            printed = await cdp.call("Page.printToPDF", params, LOAD_TIMEOUT_S)
+        return base64.b64decode(printed.get("data", ""))
+
     async def capture(self, tab: str) -> r.Captured:
         shot = await self.page_shot(a.PageShotWhat(tab=tab))
         data = base64.b64decode(shot.data_base64)

@@ -65,6 +65,7 @@ from holm.wire.actions import (
     OnTab,
     OnWindow,
     OpenUrl,
+    PagePdf,
     PageShot,
     Path,
     Press,
@@ -418,6 +419,11 @@ class MemoryDesktop:
                     height=frame.height,
                     data_base64=base64.b64encode(frame.png or b"").decode(),
                 )
+            case PagePdf(what=what):
+                _tab(s, what.tab)
+                data = b"%PDF-1.4\n% a page of the memory runtime\n%%EOF\n"
+                self.box.files[what.path] = data
+                return r.FileSaved(path=what.path, size=len(data))
             case Dialog():
                 raise NotFound("no dialog is open on the page")
         raise Unsupported(f"the memory runtime cannot do {type(action).__name__}")

@@ -14,29 +14,7 @@ BOX = "/v1/boxes/{id}"
 SCREEN = BOX + "/screens/{screen:\\d+}"
 
 _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
-    (
-        "browser tabs",
-        [
-            ("GET", f"{BOX}/pages"),
-            ("DELETE", f"{BOX}/pages/{{tab}}"),
-            ("POST", f"{BOX}/pages/{{tab}}/focus"),
-        ],
-        "token",
-    ),
-    (
-        "page reading and element operations",
-        [
-            ("GET", f"{BOX}/page"),
-            ("GET", f"{BOX}/page/find"),
-            ("GET", f"{BOX}/page/snapshot"),
-            ("POST", f"{BOX}/page/element"),
-            ("POST", f"{BOX}/page/evaluate"),
-            ("POST", f"{BOX}/page/screenshot"),
-            ("POST", f"{BOX}/page/pdf"),
-            ("POST", f"{BOX}/page/console"),
-        ],
-        "token",
-    ),
+    ("the page console", [("POST", f"{BOX}/page/console")], "token"),
     (
         "browser state",
         [
