@@ -507,6 +507,35 @@ class PagePdf(_Action, tag="page_pdf"):
     what: PdfWhat = msgspec.field(default_factory=PdfWhat)
 
 
+class CookieIn(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
+    name: NonEmpty
+    value: str
+    domain: str | None = None
+    path: str | None = None
+    http_only: bool = False
+    secure: bool = False
+    same_site: Literal["Strict", "Lax", "None"] | None = None
+    # Seconds since the epoch; none for a session cookie.
+    expires: float | None = None
+
+
+class CookiesWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """List (`get`), set or clear the browser's cookies: those of `url`, or all of them."""
+
+    do: Literal["get", "set", "clear"]
+    url: str | None = None
+    cookies: list[CookieIn] = msgspec.field(default_factory=list)
+
+
+class Cookies(_Action, tag="cookies"):
+    """Cookies are secrets: this action runs only through `…/cookies`, never as a batch
+    step (a step is recorded as it was sent, values and all)."""
+
+    Result = r.CookieList
+
+    what: CookiesWhat
+
+
 class Dialog(_Action, tag="dialog"):
     Result = r.DialogDone
 
@@ -618,6 +647,7 @@ Action = (
     | Evaluate
     | PageShot
     | PagePdf
+    | Cookies
     | Dialog
     | OnNode
     | Exec

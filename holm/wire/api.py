@@ -14,7 +14,7 @@ import msgspec
 from msgspec import Meta
 
 from holm.errors import ErrorBody
-from holm.wire.actions import MAX_WAIT_MS, Action
+from holm.wire.actions import MAX_WAIT_MS, Action, CookieIn
 from holm.wire.entries import PAGE_MAX, Entry
 from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX
 from holm.wire.results import Tab, WindowInfo
@@ -183,6 +183,15 @@ class FindQuery(_Request):
     exact: bool = False
     role: str | None = None
     tab: str | None = None
+
+
+class UrlQuery(_Request):
+    url: str | None = None
+
+
+class CookiesPut(_Request):
+    cookies: Annotated[list[CookieIn], Meta(min_length=1)]
+    url: str | None = None
 
 
 class ElementQuery(_Request):

@@ -259,6 +259,24 @@ class PageCaptured(_Result):
     data_base64: str
 
 
+class Cookie(msgspec.Struct, kw_only=True, omit_defaults=True):
+    name: str
+    value: str
+    domain: str
+    path: str = "/"
+    http_only: bool = False
+    secure: bool = False
+    same_site: str | None = None
+    expires: float | None = None
+
+
+class CookieList(_Result, omit_defaults=False):
+    """The cookies listed (`get`), or how many were set or cleared (`changed`)."""
+
+    cookies: list[Cookie] = msgspec.field(default_factory=list)
+    changed: int = 0
+
+
 class DialogDone(_Result):
     """The dialog that was open (`kind`: alert, confirm, prompt, beforeunload) and what was
     done to it."""
@@ -340,6 +358,7 @@ ActionResult = (
     | Evaluated
     | PageCaptured
     | DialogDone
+    | CookieList
     | ExecResult
     | FileData
     | FileSaved
@@ -368,6 +387,8 @@ __all__ = [
     "ButtonHeld",
     "Captured",
     "ClipboardView",
+    "Cookie",
+    "CookieList",
     "DialogDone",
     "Element",
     "ElementDone",

@@ -65,6 +65,7 @@ SAMPLES: list[a.Action] = [
     a.Evaluate(what=a.EvaluateWhat(expression="document.title")),
     a.PageShot(),
     a.PagePdf(what=a.PdfWhat(path=f"{HERE}/page.pdf")),
+    a.Cookies(what=a.CookiesWhat(do="get")),
     a.Exec(what=a.ExecWhat(argv=["echo", "sample"])),
     _write(f"{HERE}/sample.txt", b"sample\n"),
     a.ReadFile(path=f"{HERE}/sample.txt"),
@@ -246,3 +247,19 @@ async def test_page_elements_are_found_by_meaning_everywhere(box: Box) -> None:
         await box.desktop.act(0, a.Dialog())
     with pytest.raises(NotFound, match="no tab"):
         await box.desktop.act(0, a.Read(what=a.ReadWhat(tab="no-such-tab")))
+
+
+@shared_box
+async def test_cookies_are_set_listed_and_cleared_everywhere(box: Box) -> None:
+    url = "http://cookies.test/"
+    jar = [a.CookieIn(name="session", value="s3cret", http_only=True)]
+    put = a.Cookies(what=a.CookiesWhat(do="set", url=url, cookies=jar))
+    assert expect(await box.desktop.act(0, put), r.CookieList).changed == 1
+    got = a.Cookies(what=a.CookiesWhat(do="get", url=url))
+    listed = expect(await box.desktop.act(0, got), r.CookieList).cookies
+    assert [(c.name, c.value, c.domain, c.http_only) for c in listed] == [
+        ("session", "s3cret", "cookies.test", True)
+    ]
+    clear = a.Cookies(what=a.CookiesWhat(do="clear", url=url))
+    assert expect(await box.desktop.act(0, clear), r.CookieList).changed == 1
+    assert expect(await box.desktop.act(0, got), r.CookieList).cookies == []

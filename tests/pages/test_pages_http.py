@@ -191,3 +191,24 @@ def base64_png(data: str) -> bool:
     import base64
 
     return base64.b64decode(data).startswith(b"\x89PNG")
+
+
+async def test_cookies_through_their_routes_only_and_never_recorded(server: LocalServer) -> None:
+    client = client_of(server)
+    box = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    base = f"/v1/boxes/{box}/cookies"
+    url = "http://cookies.test/"
+    before = len(await trace_entries(client, box))
+    jar = {"url": url, "cookies": [{"name": "sid", "value": "s3cret", "same_site": "Lax"}]}
+    assert (await ok_json(await client.post(base, json=jar)))["changed"] == 1
+    listed = await ok_json(await client.get(base, params={"url": url}))
+    assert [(c["name"], c["value"]) for c in listed["cookies"]] == [("sid", "s3cret")]
+    step = {"type": "cookies", "what": {"do": "set", "url": url, "cookies": jar["cookies"]}}
+    refused = await client.post(f"/v1/boxes/{box}/screens/0/actions", json={"actions": [step]})
+    assert "never in a batch" in await error_of(refused, 400, "bad_request")
+    assert (await ok_json(await client.delete(base)))["changed"] >= 1
+    assert (await ok_json(await client.get(base, params={"url": url})))["cookies"] == []
+    # Neither the routes nor the refused batch leave anything but frames in the trace.
+    after = (await trace_entries(client, box))[before:]
+    assert all(e["kind"] == "frame" for e in after), after
+    await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))

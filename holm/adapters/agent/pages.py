@@ -375,6 +375,29 @@ class Pages:
             printed = await cdp.call("Page.printToPDF", params, LOAD_TIMEOUT_S)
         return base64.b64decode(printed.get("data", ""))
 
+    async def cookies(self, what: a.CookiesWhat) -> r.CookieList:
+        async with self._session(None) as cdp:
+            match what.do:
+                case "get":
+                    if what.url is None:
+                        got = await cdp.call("Network.getAllCookies")
+                    else:
+                        got = await cdp.call("Network.getCookies", {"urls": [what.url]})
+                    return r.CookieList(cookies=[_cookie(c) for c in got.get("cookies", [])])
+                case "set":
+                    sent = [_cookie_param(c, what.url) for c in what.cookies]
+                    await cdp.call("Network.setCookies", {"cookies": sent})
+                    return r.CookieList(changed=len(sent))
+            if what.url is None:
+                count = len((await cdp.call("Network.getAllCookies")).get("cookies", []))
+                await cdp.call("Network.clearBrowserCookies")
+                return r.CookieList(changed=count)
+            found = (await cdp.call("Network.getCookies", {"urls": [what.url]})).get("cookies", [])
+            for c in found:
+                params = {"name": c["name"], "domain": c["domain"], "path": c.get("path", "/")}
+                await cdp.call("Network.deleteCookies", params)
+            return r.CookieList(changed=len(found))
+
     async def capture(self, tab: str) -> r.Captured:
         shot = await self.page_shot(a.PageShotWhat(tab=tab))
         data = base64.b64decode(shot.data_base64)
@@ -505,6 +528,39 @@ class Cdp:
             "modifiers": mods,
         }
         await self.call("Input.dispatchMouseEvent", params)
+
+
+def _cookie(c: dict[str, Any]) -> r.Cookie:
+    expires = c.get("expires")
+    return r.Cookie(
+        name=c["name"],
+        value=c.get("value", ""),
+        domain=c.get("domain", ""),
+        path=c.get("path", "/"),
+        http_only=bool(c.get("httpOnly")),
+        secure=bool(c.get("secure")),
+        same_site=c.get("sameSite"),
+        expires=None if c.get("session") or expires is None or expires < 0 else expires,
+    )
+
+
+def _cookie_param(c: a.CookieIn, url: str | None) -> dict[str, Any]:
+    if url is None and c.domain is None:
+        raise BadRequest(f"cookie {c.name!r} needs a url or a domain")
+    param: dict[str, Any] = {
+        "name": c.name,
+        "value": c.value,
+        "httpOnly": c.http_only,
+        "secure": c.secure,
+    }
+    if url is not None and c.domain is None:
+        param["url"] = url
+    for key, value in (("domain", c.domain), ("path", c.path), ("sameSite", c.same_site)):
+        if value is not None:
+            param[key] = value
+    if c.expires is not None:
+        param["expires"] = c.expires
+    return param
 
 
 def _frame_of(event: dict[str, Any]) -> str | None:

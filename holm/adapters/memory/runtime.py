@@ -22,7 +22,7 @@ import io
 import re
 import time
 from typing import Literal
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from msgspec.structs import replace
 from PIL import Image
@@ -45,6 +45,7 @@ from holm.wire.actions import (
     Capture,
     Click,
     Clipboard,
+    Cookies,
     Cursor,
     Dialog,
     DoubleClick,
@@ -122,6 +123,7 @@ class MemoryBox:
             _Screen(desktop.width or 0, desktop.height or 0) for _ in range(desktop.screens)
         ]
         self.files: dict[str, bytes] = {}
+        self.cookies: list[r.Cookie] = []
         self.desktop = MemoryDesktop(self)
         self.max_sleep_secs: float | None = None
 
@@ -424,6 +426,8 @@ class MemoryDesktop:
                 data = b"%PDF-1.4\n% a page of the memory runtime\n%%EOF\n"
                 self.box.files[what.path] = data
                 return r.FileSaved(path=what.path, size=len(data))
+            case Cookies(what=what):
+                return _cookies(self.box, what)
             case Dialog():
                 raise NotFound("no dialog is open on the page")
         raise Unsupported(f"the memory runtime cannot do {type(action).__name__}")
@@ -650,3 +654,36 @@ def _on_page(s: _Screen, page: r.Tab, what: a.ElementOp) -> r.ElementDone:
     return r.ElementDone(
         op=op, url=page.url, element=_element(s, page, query), changed=changed, options=options
     )
+
+
+def _cookie_domain(url: str | None) -> str:
+    return "" if url is None else (urlsplit(url).hostname or "")
+
+
+def _cookies(box: MemoryBox, what: a.CookiesWhat) -> r.CookieList:
+    host = _cookie_domain(what.url)
+    mine = [c for c in box.cookies if what.url is None or c.domain.lstrip(".") == host]
+    match what.do:
+        case "get":
+            return r.CookieList(cookies=mine)
+        case "set":
+            for c in what.cookies:
+                if what.url is None and c.domain is None:
+                    raise BadRequest(f"cookie {c.name!r} needs a url or a domain")
+                domain = c.domain or host
+                box.cookies = [k for k in box.cookies if (k.name, k.domain) != (c.name, domain)]
+                box.cookies.append(
+                    r.Cookie(
+                        name=c.name,
+                        value=c.value,
+                        domain=domain,
+                        path=c.path or "/",
+                        http_only=c.http_only,
+                        secure=c.secure,
+                        same_site=c.same_site,
+                        expires=c.expires,
+                    )
+                )
+            return r.CookieList(changed=len(what.cookies))
+    box.cookies = [c for c in box.cookies if c not in mine]
+    return r.CookieList(changed=len(mine))

@@ -1,13 +1,16 @@
 """The pages of a box's Chromium (its first screen): each route runs one page action and
 answers its result, as a batch step of that action would. These calls are not recorded
 (only a batch's page steps are, as `acted`, so only those are done again by a fork), except
-a page screenshot or PDF, which is a `page_captured` entry (engine/recording.py)."""
+a page screenshot or PDF, which is a `page_captured` entry (engine/recording.py). Cookies
+are read, set and cleared here only, never recorded: a batch refuses a `cookies` step."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from holm.wire.actions import (
+    Cookies,
+    CookiesWhat,
     ElementOp,
     Evaluate,
     EvaluateWhat,
@@ -25,8 +28,9 @@ from holm.wire.actions import (
     SnapshotWhat,
     Tabs,
 )
-from holm.wire.api import ElementQuery, FindQuery, TabQuery
+from holm.wire.api import CookiesPut, ElementQuery, FindQuery, TabQuery, UrlQuery
 from holm.wire.results import (
+    CookieList,
     ElementDone,
     Evaluated,
     FileSaved,
@@ -95,6 +99,22 @@ async def pdf(request: web.Request) -> web.Response:
     return await act_response(request, PagePdf(what=await body_of(request, PdfWhat)), SCREEN)
 
 
+async def list_cookies(request: web.Request) -> web.Response:
+    q = query_of(request, UrlQuery)
+    return await act_response(request, Cookies(what=CookiesWhat(do="get", url=q.url)), SCREEN)
+
+
+async def set_cookies(request: web.Request) -> web.Response:
+    body = await body_of(request, CookiesPut)
+    what = CookiesWhat(do="set", url=body.url, cookies=body.cookies)
+    return await act_response(request, Cookies(what=what), SCREEN)
+
+
+async def clear_cookies(request: web.Request) -> web.Response:
+    q = query_of(request, UrlQuery)
+    return await act_response(request, Cookies(what=CookiesWhat(do="clear", url=q.url)), SCREEN)
+
+
 ROUTES = [
     Route("GET", f"{BOX}/pages", list_tabs, "List tabs", response=TabList),
     Route("DELETE", f"{BOX}/pages/{{tab}}", close_tab, "Close a tab", response=TabDone),
@@ -142,4 +162,18 @@ ROUTES = [
         response=PageCaptured,
     ),
     Route("POST", f"{PAGE}/pdf", pdf, "Print the page", body=PdfWhat, response=FileSaved),
+    Route(
+        "GET", f"{BOX}/cookies", list_cookies, "List cookies", query=UrlQuery, response=CookieList
+    ),
+    Route(
+        "POST", f"{BOX}/cookies", set_cookies, "Set cookies", body=CookiesPut, response=CookieList
+    ),
+    Route(
+        "DELETE",
+        f"{BOX}/cookies",
+        clear_cookies,
+        "Clear cookies",
+        query=UrlQuery,
+        response=CookieList,
+    ),
 ]

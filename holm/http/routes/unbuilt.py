@@ -25,11 +25,6 @@ _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
         ],
         "token",
     ),
-    (
-        "cookies",
-        [("GET", f"{BOX}/cookies"), ("POST", f"{BOX}/cookies"), ("DELETE", f"{BOX}/cookies")],
-        "token",
-    ),
     ("Chrome DevTools addresses", [("POST", f"{BOX}/cdp")], "token"),
     (
         "the DevTools proxy",
