@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from http_kit import Client, error_of, ok_json, trace_entries
 from local_kit import LocalServer
-from page_kit import site_actions
+from page_kit import page, site_actions
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
@@ -212,3 +212,51 @@ async def test_cookies_through_their_routes_only_and_never_recorded(server: Loca
     after = (await trace_entries(client, box))[before:]
     assert all(e["kind"] == "frame" for e in after), after
     await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+async def test_a_devtools_address_relays_to_the_box_until_it_expires(
+    server: LocalServer,
+) -> None:
+    client = client_of(server)
+    box = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    await batch(client, box, [{"type": "open_url", "url": page("<title>Relayed</title>")}])
+    address = await ok_json(await client.post(f"/v1/boxes/{box}/cdp"))
+    host = f"{client.host}:{client.port}"
+    prefix = address["url"].removeprefix(f"http://{host}")
+    assert prefix.startswith("/v1/cdp/") and address["ws_url"].startswith(f"ws://{host}/v1/cdp/")
+    # No bearer token: the address is the credential.
+    version = await client.get(f"{prefix}/json/version", headers={"authorization": ""})
+    assert version.status == 200 and "Chrome" in (await version.json())["Browser"]
+    targets = await ok_json(await client.get(f"{prefix}/json/list"))
+    relayed = next(t for t in targets if t.get("title") == "Relayed")
+    ws_path = relayed["webSocketDebuggerUrl"].removeprefix(f"ws://{host}")
+    assert ws_path.startswith(prefix + "/devtools/page/")
+    async with client.ws_connect(ws_path) as ws:
+        await ws.send_json(
+            {"id": 1, "method": "Runtime.evaluate", "params": {"expression": "document.title"}}
+        )
+        answer = await ws.receive_json()
+        assert answer["result"]["result"]["value"] == "Relayed"
+    await error_of(await client.get("/v1/cdp/not-a-token/json/version"), 404, "not_found")
+
+    short = await ok_json(await client.post(f"/v1/boxes/{box}/cdp", params={"ttl_secs": "1"}))
+    short_prefix = short["url"].removeprefix(f"http://{host}")
+
+    async def expired() -> bool:
+        return (await client.get(f"{short_prefix}/json/version")).status == 404
+
+    assert await until(expired, tries=50, pause=0.1)
+    too_long = await client.post(f"/v1/boxes/{box}/cdp", params={"ttl_secs": "86401"})
+    await error_of(too_long, 400, "bad_request")
+    await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+async def until(check: Any, tries: int, pause: float) -> Any:
+    """Poll `check()` (bounded) until it gives something true (a state, not a timing)."""
+    import asyncio
+
+    for _ in range(tries):
+        if found := await check():
+            return found
+        await asyncio.sleep(pause)
+    return await check()

@@ -447,7 +447,10 @@ class DockerRuntime:
             raise
         self._desktops.keep(box_id, desktop)
         self._paused.discard(box_id)
-        return Started(viewer_urls=[f"unix:{run_dir / f'vnc-{i}.sock'}" for i in range(screens)])
+        return Started(
+            viewer_urls=[f"unix:{run_dir / f'vnc-{i}.sock'}" for i in range(screens)],
+            devtools_url=f"unix:{run_dir / 'devtools.sock'}",
+        )
 
     async def _check_running(self, box_id: str) -> None:
         """Raise, quoting its log, when the box's container ended."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..routing import Route
 from . import (
     boxes,
+    cdp,
     events,
     files,
     health,
@@ -24,6 +25,7 @@ ALL_ROUTES: list[Route] = [
     *screens.ROUTES,
     *windows.ROUTES,
     *pages.ROUTES,
+    *cdp.ROUTES,
     *files.ROUTES,
     *history.ROUTES,
     *events.ROUTES,

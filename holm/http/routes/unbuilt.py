@@ -25,16 +25,6 @@ _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
         ],
         "token",
     ),
-    ("Chrome DevTools addresses", [("POST", f"{BOX}/cdp")], "token"),
-    (
-        "the DevTools proxy",
-        [
-            ("*", "/v1/cdp/{token}/json"),
-            ("*", "/v1/cdp/{token}/json/{rest:.*}"),
-            ("GET", "/v1/cdp/{token}/devtools/{rest:.*}"),
-        ],
-        "none",
-    ),
     (
         "human control",
         [
