@@ -507,6 +507,22 @@ class PagePdf(_Action, tag="page_pdf"):
     what: PdfWhat = msgspec.field(default_factory=PdfWhat)
 
 
+class ConsoleWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The page's console messages, oldest first (the last `limit`); `errors`: errors and
+    uncaught exceptions only; `clear`: forget them after reading."""
+
+    errors: bool = False
+    clear: bool = False
+    limit: ListLimit = 200
+    tab: str | None = None
+
+
+class Console(_Action, tag="console"):
+    Result = r.ConsoleLog
+
+    what: ConsoleWhat = msgspec.field(default_factory=ConsoleWhat)
+
+
 class CookieIn(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
     name: NonEmpty
     value: str
@@ -647,6 +663,7 @@ Action = (
     | Evaluate
     | PageShot
     | PagePdf
+    | Console
     | Cookies
     | Dialog
     | OnNode
@@ -672,6 +689,7 @@ _READS = (
     Snapshot,
     Read,
     PageShot,
+    Console,
     ReadFile,
     ListFiles,
     Grep,

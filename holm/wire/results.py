@@ -259,6 +259,18 @@ class PageCaptured(_Result):
     data_base64: str
 
 
+class ConsoleMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
+    level: str
+    text: str
+    at_ms: int = 0
+    url: str | None = None
+
+
+class ConsoleLog(_Result, omit_defaults=False):
+    messages: list[ConsoleMessage]
+    cut: bool = False
+
+
 class Cookie(msgspec.Struct, kw_only=True, omit_defaults=True):
     name: str
     value: str
@@ -359,6 +371,7 @@ ActionResult = (
     | PageCaptured
     | DialogDone
     | CookieList
+    | ConsoleLog
     | ExecResult
     | FileData
     | FileSaved
@@ -387,6 +400,8 @@ __all__ = [
     "ButtonHeld",
     "Captured",
     "ClipboardView",
+    "ConsoleLog",
+    "ConsoleMessage",
     "Cookie",
     "CookieList",
     "DialogDone",

@@ -66,6 +66,7 @@ SAMPLES: list[a.Action] = [
     a.PageShot(),
     a.PagePdf(what=a.PdfWhat(path=f"{HERE}/page.pdf")),
     a.Cookies(what=a.CookiesWhat(do="get")),
+    a.Console(),
     a.Exec(what=a.ExecWhat(argv=["echo", "sample"])),
     _write(f"{HERE}/sample.txt", b"sample\n"),
     a.ReadFile(path=f"{HERE}/sample.txt"),

@@ -142,3 +142,21 @@ async def test_a_dialog_is_answered(desktop: Desktop) -> None:
     done = expect(await desktop.act(0, a.Dialog()), r.DialogDone)
     assert done == r.DialogDone(accepted=True, kind="alert", message="hi")
     await on(desktop, a.WaitForOp(query="Alert"))
+
+
+async def test_the_console_says_what_the_page_logged(desktop: Desktop) -> None:
+    logging = page(
+        "<title>Console</title><script>console.log('hello', 42);"
+        "console.error('bad thing');"
+        "setTimeout(() => { window.logged = true; throw new Error('boom'); });</script>"
+    )
+    await desktop.act(0, a.OpenUrl(url=logging))
+    await on(desktop, a.WaitForOp(load=True, until="window.logged"))
+    log = expect(await desktop.act(0, a.Console()), r.ConsoleLog)
+    texts = [(m.level, m.text) for m in log.messages]
+    assert ("log", "hello 42") in texts and ("error", "bad thing") in texts
+    errors = a.Console(what=a.ConsoleWhat(errors=True, clear=True))
+    only = expect(await desktop.act(0, errors), r.ConsoleLog)
+    assert {m.level for m in only.messages} <= {"error", "exception"}
+    assert any("boom" in m.text for m in only.messages)
+    assert expect(await desktop.act(0, a.Console()), r.ConsoleLog).messages == []

@@ -226,6 +226,8 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             data = await agent.pages(screen.index).pdf(what)
             await agent.write_file(what.path, data)
             return r.FileSaved(path=what.path, size=len(data))
+        case a.Console(what=what):
+            return await agent.pages(screen.index).console(what)
         case a.Cookies(what=what):
             return await agent.pages(screen.index).cookies(what)
         case a.Dialog(accept=accept, text=prompt):

@@ -398,6 +398,18 @@ class Pages:
                 await cdp.call("Network.deleteCookies", params)
             return r.CookieList(changed=len(found))
 
+    async def console(self, what: a.ConsoleWhat) -> r.ConsoleLog:
+        async with self._session(what.tab) as cdp:
+            # Enabling Runtime makes the page say again what it logged so far.
+            await cdp.call("Runtime.enable")
+            await cdp.call("Runtime.evaluate", {"expression": "0"})
+            if what.clear:
+                await cdp.call("Runtime.discardConsoleEntries")
+        messages = [m for e in cdp.events if (m := _console_message(e)) is not None]
+        if what.errors:
+            messages = [m for m in messages if m.level in ("error", "exception")]
+        return r.ConsoleLog(messages=messages[-what.limit :], cut=len(messages) > what.limit)
+
     async def capture(self, tab: str) -> r.Captured:
         shot = await self.page_shot(a.PageShotWhat(tab=tab))
         data = base64.b64decode(shot.data_base64)
@@ -528,6 +540,31 @@ class Cdp:
             "modifiers": mods,
         }
         await self.call("Input.dispatchMouseEvent", params)
+
+
+def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:
+    params = event.get("params", {})
+    if event["method"] == "Runtime.consoleAPICalled":
+        parts = [
+            str(arg.get("value", arg.get("description", arg.get("type", ""))))
+            for arg in params.get("args", [])
+        ]
+        frames = params.get("stackTrace", {}).get("callFrames") or [{}]
+        return r.ConsoleMessage(
+            level=str(params.get("type", "log")),
+            text=" ".join(parts),
+            at_ms=int(params.get("timestamp", 0)),
+            url=frames[0].get("url") or None,
+        )
+    if event["method"] == "Runtime.exceptionThrown":
+        details = params.get("exceptionDetails", {})
+        return r.ConsoleMessage(
+            level="exception",
+            text=_thrown(details),
+            at_ms=int(params.get("timestamp", 0)),
+            url=details.get("url") or None,
+        )
+    return None
 
 
 def _cookie(c: dict[str, Any]) -> r.Cookie:

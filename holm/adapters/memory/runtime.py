@@ -45,6 +45,7 @@ from holm.wire.actions import (
     Capture,
     Click,
     Clipboard,
+    Console,
     Cookies,
     Cursor,
     Dialog,
@@ -428,6 +429,10 @@ class MemoryDesktop:
                 return r.FileSaved(path=what.path, size=len(data))
             case Cookies(what=what):
                 return _cookies(self.box, what)
+            case Console(what=what):
+                # The model's pages run no script, so they log nothing.
+                _tab(s, what.tab)
+                return r.ConsoleLog(messages=[])
             case Dialog():
                 raise NotFound("no dialog is open on the page")
         raise Unsupported(f"the memory runtime cannot do {type(action).__name__}")

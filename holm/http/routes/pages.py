@@ -9,6 +9,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from holm.wire.actions import (
+    Console,
+    ConsoleWhat,
     Cookies,
     CookiesWhat,
     ElementOp,
@@ -30,6 +32,7 @@ from holm.wire.actions import (
 )
 from holm.wire.api import CookiesPut, ElementQuery, FindQuery, TabQuery, UrlQuery
 from holm.wire.results import (
+    ConsoleLog,
     CookieList,
     ElementDone,
     Evaluated,
@@ -99,6 +102,10 @@ async def pdf(request: web.Request) -> web.Response:
     return await act_response(request, PagePdf(what=await body_of(request, PdfWhat)), SCREEN)
 
 
+async def console(request: web.Request) -> web.Response:
+    return await act_response(request, Console(what=await body_of(request, ConsoleWhat)), SCREEN)
+
+
 async def list_cookies(request: web.Request) -> web.Response:
     q = query_of(request, UrlQuery)
     return await act_response(request, Cookies(what=CookiesWhat(do="get", url=q.url)), SCREEN)
@@ -162,6 +169,14 @@ ROUTES = [
         response=PageCaptured,
     ),
     Route("POST", f"{PAGE}/pdf", pdf, "Print the page", body=PdfWhat, response=FileSaved),
+    Route(
+        "POST",
+        f"{PAGE}/console",
+        console,
+        "Read the console",
+        body=ConsoleWhat,
+        response=ConsoleLog,
+    ),
     Route(
         "GET", f"{BOX}/cookies", list_cookies, "List cookies", query=UrlQuery, response=CookieList
     ),

@@ -14,7 +14,6 @@ BOX = "/v1/boxes/{id}"
 SCREEN = BOX + "/screens/{screen:\\d+}"
 
 _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
-    ("the page console", [("POST", f"{BOX}/page/console")], "token"),
     (
         "browser state",
         [
