@@ -523,6 +523,38 @@ class Console(_Action, tag="console"):
     what: ConsoleWhat = msgspec.field(default_factory=ConsoleWhat)
 
 
+class StateSaveWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Save the browser's cookies and the storage of `origins` (default: the origins of the
+    open tabs) as Playwright's storage state. `name` keeps it in the server's store."""
+
+    origins: list[str] = msgspec.field(default_factory=list)
+    name: str | None = None
+    session_storage: bool = False
+    indexed_db: bool = False
+    no_local_storage: bool = False
+
+
+class StateSave(_Action, tag="state_save"):
+    """Runs only through `…/state/save`, never as a batch step (it reads secrets)."""
+
+    Result = r.BrowserState
+
+    what: StateSaveWhat = msgspec.field(default_factory=StateSaveWhat)
+
+
+class StateLoadWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    name: str | None = None
+    session_json: str | None = None
+
+
+class StateLoad(_Action, tag="state_load"):
+    """Runs only through `…/state/load`, never as a batch step (it carries secrets)."""
+
+    Result = r.StateLoaded
+
+    what: StateLoadWhat
+
+
 class CookieIn(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
     name: NonEmpty
     value: str
@@ -665,6 +697,8 @@ Action = (
     | PagePdf
     | Console
     | Cookies
+    | StateSave
+    | StateLoad
     | Dialog
     | OnNode
     | Exec

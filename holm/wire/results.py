@@ -289,6 +289,21 @@ class CookieList(_Result, omit_defaults=False):
     changed: int = 0
 
 
+class BrowserState(_Result):
+    """A saved state: its counts, and `session_json` (Playwright's storage state) when it
+    was not kept under a name."""
+
+    cookies: int
+    origins: int
+    session_json: str | None = None
+    name: str | None = None
+
+
+class StateLoaded(_Result, omit_defaults=False):
+    cookies: int
+    origins: int
+
+
 class DialogDone(_Result):
     """The dialog that was open (`kind`: alert, confirm, prompt, beforeunload) and what was
     done to it."""
@@ -372,6 +387,8 @@ ActionResult = (
     | DialogDone
     | CookieList
     | ConsoleLog
+    | BrowserState
+    | StateLoaded
     | ExecResult
     | FileData
     | FileSaved
@@ -397,6 +414,7 @@ __all__ = [
     "AppInfo",
     "AppList",
     "Box",
+    "BrowserState",
     "ButtonHeld",
     "Captured",
     "ClipboardView",
@@ -428,6 +446,7 @@ __all__ = [
     "PageText",
     "Pointed",
     "Pressed",
+    "StateLoaded",
     "Stillness",
     "Tab",
     "TabDone",

@@ -67,6 +67,8 @@ SAMPLES: list[a.Action] = [
     a.PagePdf(what=a.PdfWhat(path=f"{HERE}/page.pdf")),
     a.Cookies(what=a.CookiesWhat(do="get")),
     a.Console(),
+    a.StateSave(),
+    a.StateLoad(what=a.StateLoadWhat(session_json='{"cookies": [], "origins": []}')),
     a.Exec(what=a.ExecWhat(argv=["echo", "sample"])),
     _write(f"{HERE}/sample.txt", b"sample\n"),
     a.ReadFile(path=f"{HERE}/sample.txt"),

@@ -260,3 +260,39 @@ async def until(check: Any, tries: int, pause: float) -> Any:
             return found
         await asyncio.sleep(pause)
     return await check()
+
+
+async def test_a_browser_state_saved_in_one_box_loads_in_another(server: LocalServer) -> None:
+    client = client_of(server)
+    port = EXAMPLE_PORT + 2
+    origin = f"http://127.0.0.1:{port}"
+    boxes = [(await ok_json(await client.post("/v1/boxes", json={})))["id"] for _ in range(2)]
+    for box in boxes:
+        await batch(client, box, site_steps(EXAMPLE_SITE, port))
+    first, second = boxes
+    await batch(client, first, [{"type": "open_url", "url": origin + "/"}])
+    await evaluate(client, first, "localStorage.setItem('theme', 'dark')")
+    jar = {"url": origin, "cookies": [{"name": "sid", "value": "s3cret"}]}
+    await ok_json(await client.post(f"/v1/boxes/{first}/cookies", json=jar))
+    before = len(await trace_entries(client, first))
+
+    saved = await ok_json(await client.post(f"/v1/boxes/{first}/state/save", json={}))
+    assert (saved["cookies"], saved["origins"]) >= (1, 1)
+    state = saved["session_json"]
+    assert "s3cret" in state and "dark" in state
+    named = await client.post(f"/v1/boxes/{first}/state/save", json={"name": "work"})
+    await error_of(named, 400, "unsupported")
+    body = {"session_json": state}
+    loaded = await ok_json(await client.post(f"/v1/boxes/{second}/state/load", json=body))
+    assert loaded["cookies"] >= 1 and loaded["origins"] >= 1
+
+    cookies = await ok_json(await client.get(f"/v1/boxes/{second}/cookies", params={"url": origin}))
+    assert [(c["name"], c["value"]) for c in cookies["cookies"]] == [("sid", "s3cret")]
+    await batch(client, second, [{"type": "open_url", "url": origin + "/"}])
+    assert await evaluate(client, second, "localStorage.getItem('theme')") == "dark"
+    # The state went to the caller only: nothing of it is in either trace.
+    after = (await trace_entries(client, first))[before:]
+    assert "s3cret" not in repr(after) and all(e["kind"] == "frame" for e in after)
+    assert "s3cret" not in repr(await trace_entries(client, second))
+    for box in boxes:
+        await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))

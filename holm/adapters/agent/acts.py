@@ -228,6 +228,14 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             return r.FileSaved(path=what.path, size=len(data))
         case a.Console(what=what):
             return await agent.pages(screen.index).console(what)
+        case a.StateSave(what=what):
+            if what.name is not None:
+                raise BadRequest("a named state is kept by the server, not the box")
+            return await agent.pages(screen.index).save_state(what)
+        case a.StateLoad(what=what):
+            if what.session_json is None:
+                raise BadRequest("the box loads a state from session_json")
+            return await agent.pages(screen.index).load_state(what.session_json)
         case a.Cookies(what=what):
             return await agent.pages(screen.index).cookies(what)
         case a.Dialog(accept=accept, text=prompt):

@@ -17,13 +17,13 @@ import struct
 import time
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import aiohttp
 import msgspec
 
 from holm.adapters.agent.page_js import call
-from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport
+from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.results import PageOpened, Tab, TabDone
@@ -410,6 +410,73 @@ class Pages:
             messages = [m for m in messages if m.level in ("error", "exception")]
         return r.ConsoleLog(messages=messages[-what.limit :], cut=len(messages) > what.limit)
 
+    async def save_state(self, what: a.StateSaveWhat) -> r.BrowserState:
+        if what.indexed_db:
+            raise Unsupported("IndexedDB is not saved by this server")
+        async with self._session(None) as cdp:
+            cookies = (await cdp.call("Network.getAllCookies")).get("cookies", [])
+        wanted = {o.rstrip("/") for o in what.origins}
+        origins: list[dict[str, Any]] = []
+        for tab in await self.tabs():
+            parts = urlsplit(tab.url)
+            origin = f"{parts.scheme}://{parts.netloc}"
+            if parts.scheme not in ("http", "https") or (wanted and origin not in wanted):
+                continue
+            if any(o["origin"] == origin for o in origins):
+                continue
+            async with self._session(tab.tab) as cdp:
+                stored = await cdp.js(
+                    call(
+                        "const dump = s => Object.entries(s)"
+                        ".map(([name, value]) => ({name, value}));"
+                        "return {local: A.local ? dump(localStorage) : [],"
+                        " session: A.session ? dump(sessionStorage) : []};",
+                        local=not what.no_local_storage,
+                        session=what.session_storage,
+                    )
+                )
+            entry: dict[str, Any] = {"origin": origin, "localStorage": stored["local"]}
+            if what.session_storage:
+                entry["sessionStorage"] = stored["session"]
+            origins.append(entry)
+        state = {"cookies": [_playwright_cookie(c) for c in cookies], "origins": origins}
+        return r.BrowserState(
+            cookies=len(cookies), origins=len(origins), session_json=json.dumps(state)
+        )
+
+    async def load_state(self, session_json: str) -> r.StateLoaded:
+        try:
+            state = json.loads(session_json)
+            cookies = [_cdp_cookie(c) for c in state.get("cookies", [])]
+            origins = list(state.get("origins", []))
+        except (ValueError, AttributeError, KeyError, TypeError) as exc:
+            raise BadRequest(f"session_json is not a storage state: {exc}") from None
+        async with self._session(None) as cdp:
+            if cookies:
+                await cdp.call("Network.setCookies", {"cookies": cookies})
+        for entry in origins:
+            origin = str(entry.get("origin", "")).rstrip("/")
+            items = {**_items(entry.get("localStorage")), **_items(entry.get("sessionStorage"))}
+            if not origin or not items:
+                continue
+            # Storage belongs to an origin: it is written from a page of that origin.
+            page = dict(await self._json("PUT", "/json/new?" + quote(origin + "/", safe="")))
+            try:
+                await self._navigate(page["webSocketDebuggerUrl"], origin + "/")
+                async with self._session(page["id"]) as cdp:
+                    await cdp.js(
+                        call(
+                            "for (const [k, v] of A.local) localStorage.setItem(k, v);"
+                            "for (const [k, v] of A.session) sessionStorage.setItem(k, v);"
+                            "return null;",
+                            local=list(_items(entry.get("localStorage")).items()),
+                            session=list(_items(entry.get("sessionStorage")).items()),
+                        )
+                    )
+            finally:
+                await self._text(f"/json/close/{page['id']}")
+        return r.StateLoaded(cookies=len(cookies), origins=len(origins))
+
     async def capture(self, tab: str) -> r.Captured:
         shot = await self.page_shot(a.PageShotWhat(tab=tab))
         data = base64.b64decode(shot.data_base64)
@@ -565,6 +632,42 @@ def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:
             url=details.get("url") or None,
         )
     return None
+
+
+def _items(stored: object) -> dict[str, str]:
+    if not isinstance(stored, list):
+        return {}
+    return {str(i["name"]): str(i["value"]) for i in stored if isinstance(i, dict)}
+
+
+def _playwright_cookie(c: dict[str, Any]) -> dict[str, Any]:
+    """A DevTools cookie as Playwright's storage state writes it."""
+    return {
+        "name": c["name"],
+        "value": c.get("value", ""),
+        "domain": c.get("domain", ""),
+        "path": c.get("path", "/"),
+        "expires": -1 if c.get("session") else c.get("expires", -1),
+        "httpOnly": bool(c.get("httpOnly")),
+        "secure": bool(c.get("secure")),
+        "sameSite": c.get("sameSite", "Lax"),
+    }
+
+
+def _cdp_cookie(c: dict[str, Any]) -> dict[str, Any]:
+    cookie = {
+        "name": c["name"],
+        "value": c["value"],
+        "domain": c["domain"],
+        "path": c.get("path", "/"),
+        "httpOnly": bool(c.get("httpOnly")),
+        "secure": bool(c.get("secure")),
+    }
+    if c.get("sameSite") in ("Strict", "Lax", "None"):
+        cookie["sameSite"] = c["sameSite"]
+    if isinstance(c.get("expires"), int | float) and c["expires"] > 0:
+        cookie["expires"] = c["expires"]
+    return cookie
 
 
 def _cookie(c: dict[str, Any]) -> r.Cookie:

@@ -19,6 +19,7 @@ import base64
 import fnmatch
 import hashlib
 import io
+import json
 import re
 import time
 from typing import Literal
@@ -75,6 +76,8 @@ from holm.wire.actions import (
     ReadFile,
     Scroll,
     Snapshot,
+    StateLoad,
+    StateSave,
     Tabs,
     Type,
     Wait,
@@ -429,6 +432,25 @@ class MemoryDesktop:
                 return r.FileSaved(path=what.path, size=len(data))
             case Cookies(what=what):
                 return _cookies(self.box, what)
+            case StateSave(what=what):
+                if what.name is not None:
+                    raise BadRequest("a named state is kept by the server, not the box")
+                jar = [
+                    {"name": c.name, "value": c.value, "domain": c.domain, "path": c.path}
+                    for c in self.box.cookies
+                ]
+                state = json.dumps({"cookies": jar, "origins": []})
+                return r.BrowserState(cookies=len(jar), origins=0, session_json=state)
+            case StateLoad(what=what):
+                if what.session_json is None:
+                    raise BadRequest("the box loads a state from session_json")
+                try:
+                    loaded = json.loads(what.session_json)["cookies"]
+                    cookies = [r.Cookie(**c) for c in loaded]
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise BadRequest(f"session_json is not a storage state: {exc}") from None
+                self.box.cookies = cookies
+                return r.StateLoaded(cookies=len(cookies), origins=0)
             case Console(what=what):
                 # The model's pages run no script, so they log nothing.
                 _tab(s, what.tab)

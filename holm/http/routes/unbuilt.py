@@ -15,10 +15,8 @@ SCREEN = BOX + "/screens/{screen:\\d+}"
 
 _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
     (
-        "browser state",
+        "named browser states",
         [
-            ("POST", f"{BOX}/state/save"),
-            ("POST", f"{BOX}/state/load"),
             ("GET", "/v1/states"),
             ("DELETE", "/v1/states/{name}"),
         ],
