@@ -93,7 +93,7 @@ class Pages:
     async def on_tab(self, tab: str, close: bool) -> TabDone:
         target = await self._target(tab)
         if close:
-            await self._text(f"/json/close/{target['id']}")
+            await self._close_and_wait(target["id"])
             await self.forget(target["id"])
         else:
             await self._text(f"/json/activate/{target['id']}")
@@ -474,8 +474,18 @@ class Pages:
                         )
                     )
             finally:
-                await self._text(f"/json/close/{page['id']}")
+                await self._close_and_wait(page["id"])
         return r.StateLoaded(cookies=len(cookies), origins=len(origins))
+
+    async def _close_and_wait(self, tab: str) -> None:
+        """Close a tab and wait until DevTools lists it no more (a closing tab is listed a
+        moment longer, and would be taken for the front one)."""
+        await self._text(f"/json/close/{tab}")
+        deadline = time.monotonic() + COMMAND_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if all(t.tab != tab for t in await self.tabs()):
+                return
+            await asyncio.sleep(POLL_S)
 
     async def capture(self, tab: str) -> r.Captured:
         shot = await self.page_shot(a.PageShotWhat(tab=tab))
