@@ -14,17 +14,7 @@ import msgspec
 
 from holm.adapters.base import Desktop
 from holm.errors import BadRequest, HolmError
-from holm.wire.actions import (
-    Action,
-    Cookies,
-    Cursor,
-    Launch,
-    StateLoad,
-    StateSave,
-    Tabs,
-    Windows,
-    type_of,
-)
+from holm.wire.actions import NOT_IN_BATCH, Action, Cursor, Launch, Tabs, Windows, type_of
 from holm.wire.api import ActionsRequest, ActionsResult, FrameView, Holding, StepResult
 from holm.wire.entries import Acted, Actor, AppLaunched, Entry, acted_key, launched_key
 from holm.wire.results import (
@@ -64,7 +54,7 @@ async def run_steps(
     actor: Actor,
 ) -> ActionsResult:
     """Do the steps of `request` on `screen` and record each; the caller holds the screen."""
-    if any(isinstance(action, (Cookies, StateSave, StateLoad)) for action in request.actions):
+    if any(isinstance(action, NOT_IN_BATCH) for action in request.actions):
         # A step is recorded as it was sent: cookie values would be in the trace in clear.
         raise BadRequest(
             "cookies and browser states go through …/cookies and …/state, never in a batch"

@@ -733,6 +733,12 @@ _READS = (
 _BOX_WIDE = (Exec, ReadFile, WriteFile, ListFiles, Grep, Glob, Apps, Wait)
 
 
+# Actions that carry or read secrets (cookie values, a browser state): they run only through
+# their own routes, which record nothing; a batch holding one is refused whole, since a
+# batch step is kept in the trace as it was sent.
+NOT_IN_BATCH = (Cookies, StateSave, StateLoad)
+
+
 def reads_only(action: Action) -> bool:
     if isinstance(action, Clipboard):
         return action.text is None
