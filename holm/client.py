@@ -40,7 +40,19 @@ from yarl import URL
 
 from holm.errors import ERRORS_BY_CODE, ErrorBody, HolmError, Internal, Unavailable
 from holm.wire.access import DEFAULT_STATE_DIR, is_loopback, token_path
-from holm.wire.actions import Action, Arrange, ExecWhat, GrepWhat, WindowQuery, WriteWhat
+from holm.wire.actions import (
+    Action,
+    Arrange,
+    ElementOp,
+    EvaluateWhat,
+    ExecWhat,
+    GrepWhat,
+    OpenUrl,
+    PageShotWhat,
+    PdfWhat,
+    WindowQuery,
+    WriteWhat,
+)
 from holm.wire.api import (
     ActionsRequest,
     ActionsResult,
@@ -74,16 +86,27 @@ from holm.wire.api import (
 from holm.wire.feed import EventsPage
 from holm.wire.results import (
     ClipboardView,
+    ElementDone,
+    Evaluated,
     ExecResult,
     FileData,
     FileList,
     FileSaved,
+    Found,
     FoundWindow,
     GlobResult,
     GrepResult,
+    PageCaptured,
+    PageOpened,
+    PageSnapshot,
+    PageText,
+    Tab,
+    TabDone,
+    TabList,
     WindowChanged,
     WindowInfo,
     WindowList,
+    expect,
 )
 from holm.wire.spec import Placement, Spec
 from holm.wire.values import Point, Region, Selection
@@ -157,7 +180,11 @@ def error_from_response(status: int, body: bytes) -> HolmError:
 
 def _query(params: Mapping[str, object]) -> dict[str, str]:
     """The query string's values; a parameter that is None is left out."""
-    return {name: str(value) for name, value in params.items() if value is not None}
+    return {
+        name: str(value).lower() if isinstance(value, bool) else str(value)
+        for name, value in params.items()
+        if value is not None
+    }
 
 
 class HolmClient:
@@ -437,6 +464,99 @@ class HolmClient:
         path = f"{_screen(box_id, screen)}/windows/{window}"
         return await self._call(WindowChanged, "DELETE", path)
 
+    # Pages (the Chromium of the box's first screen)
+
+    async def tabs(self, box_id: str) -> list[Tab]:
+        return (await self._call(TabList, "GET", f"/v1/boxes/{box_id}/pages")).tabs
+
+    async def close_tab(self, box_id: str, tab: str) -> TabDone:
+        return await self._call(TabDone, "DELETE", f"/v1/boxes/{box_id}/pages/{tab}")
+
+    async def focus_tab(self, box_id: str, tab: str) -> TabDone:
+        return await self._call(TabDone, "POST", f"/v1/boxes/{box_id}/pages/{tab}/focus")
+
+    async def open_url(
+        self,
+        box_id: str,
+        url: str,
+        *,
+        new_tab: bool = False,
+        label: str | None = None,
+        screen: int = 0,
+    ) -> PageOpened:
+        """Open `url` (in a new tab with `new_tab`), as a batch of one `open_url` step."""
+        action = OpenUrl(url=url, target="blank" if new_tab else "current", label=label)
+        result = await self.act(box_id, [action], screen=screen)
+        return expect(_step_value(result, PageOpened), PageOpened)
+
+    async def read_page(
+        self,
+        box_id: str,
+        *,
+        format: Literal["markdown", "text", "raw"] = "markdown",
+        limit: int = 20_000,
+        max_links: int = 100,
+        tab: str | None = None,
+    ) -> PageText:
+        params = {"format": format, "limit": limit, "max_links": max_links, "tab": tab}
+        return await self._call(PageText, "GET", f"/v1/boxes/{box_id}/page", params=params)
+
+    async def find(
+        self,
+        box_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        exact: bool = False,
+        role: str | None = None,
+        tab: str | None = None,
+    ) -> Found:
+        params = {"q": query, "limit": limit, "exact": exact, "role": role, "tab": tab}
+        return await self._call(Found, "GET", f"/v1/boxes/{box_id}/page/find", params=params)
+
+    async def snapshot(
+        self,
+        box_id: str,
+        *,
+        scope: str | None = None,
+        limit: int = 200,
+        delta: bool = False,
+        tab: str | None = None,
+    ) -> PageSnapshot:
+        params = {"scope": scope, "limit": limit, "delta": delta, "tab": tab}
+        path = f"/v1/boxes/{box_id}/page/snapshot"
+        return await self._call(PageSnapshot, "GET", path, params=params)
+
+    async def element(
+        self, box_id: str, what: ElementOp, *, tab: str | None = None, settle_ms: int = 0
+    ) -> ElementDone:
+        """One element operation (`ClickOp(query="Continue")`, `FillOp(...)`, …)."""
+        params = {"tab": tab, "settle_ms": settle_ms}
+        path = f"/v1/boxes/{box_id}/page/element"
+        return await self._call(ElementDone, "POST", path, params=params, body=what)
+
+    async def evaluate(
+        self,
+        box_id: str,
+        expression: str,
+        *,
+        timeout_ms: int = 5000,
+        limit: int = 2000,
+        tab: str | None = None,
+    ) -> Evaluated:
+        body = EvaluateWhat(expression=expression, timeout_ms=timeout_ms, limit=limit)
+        path = f"/v1/boxes/{box_id}/page/evaluate"
+        return await self._call(Evaluated, "POST", path, params={"tab": tab}, body=body)
+
+    async def page_screenshot(self, box_id: str, what: PageShotWhat | None = None) -> PageCaptured:
+        path = f"/v1/boxes/{box_id}/page/screenshot"
+        return await self._call(PageCaptured, "POST", path, body=what or PageShotWhat())
+
+    async def page_pdf(self, box_id: str, what: PdfWhat | None = None) -> FileSaved:
+        return await self._call(
+            FileSaved, "POST", f"/v1/boxes/{box_id}/page/pdf", body=what or PdfWhat()
+        )
+
     # Files and commands
 
     async def exec(
@@ -557,6 +677,14 @@ class HolmClient:
         return await self._call(RunResult, "POST", "/v1/jobs/run")
 
 
+def _step_value(result: ActionsResult, kind: type[T]) -> T:
+    """The value of a batch of one step, or the error it stopped with."""
+    step = result.results[0]
+    if step.error is not None:
+        raise HolmError.from_body(step.error)
+    return msgspec.convert(step.value, kind)
+
+
 def _screen(box_id: str, screen: int) -> str:
     return f"/v1/boxes/{box_id}/screens/{screen}"
 
@@ -642,6 +770,17 @@ class SyncHolmClient:
     focus_window = _Sync(HolmClient.focus_window)
     arrange_window = _Sync(HolmClient.arrange_window)
     close_window = _Sync(HolmClient.close_window)
+    tabs = _Sync(HolmClient.tabs)
+    close_tab = _Sync(HolmClient.close_tab)
+    focus_tab = _Sync(HolmClient.focus_tab)
+    open_url = _Sync(HolmClient.open_url)
+    read_page = _Sync(HolmClient.read_page)
+    find = _Sync(HolmClient.find)
+    snapshot = _Sync(HolmClient.snapshot)
+    element = _Sync(HolmClient.element)
+    evaluate = _Sync(HolmClient.evaluate)
+    page_screenshot = _Sync(HolmClient.page_screenshot)
+    page_pdf = _Sync(HolmClient.page_pdf)
     exec = _Sync(HolmClient.exec)
     read_file = _Sync(HolmClient.read_file)
     write_file = _Sync(HolmClient.write_file)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from holm.cli import actions, boxes, history, images, inside, mcp_cmd
+from holm.cli import actions, boxes, browser, history, images, inside, mcp_cmd
 from holm.cli.replay_cmd import diff, replay
 from holm.cli.trace_cmd import trace
 
@@ -24,6 +24,7 @@ for command in (
     *boxes.COMMANDS,
     *actions.COMMANDS,
     *inside.COMMANDS,
+    *browser.COMMANDS,
     *history.COMMANDS,
     *images.COMMANDS,
     *mcp_cmd.COMMANDS,

@@ -13,8 +13,8 @@ import uuid
 import msgspec
 
 from holm.adapters.base import Desktop
-from holm.errors import HolmError
-from holm.wire.actions import Action, Cursor, Launch, Windows, type_of
+from holm.errors import BadRequest, HolmError
+from holm.wire.actions import NOT_IN_BATCH, Action, Cursor, Launch, Tabs, Windows, type_of
 from holm.wire.api import ActionsRequest, ActionsResult, FrameView, Holding, StepResult
 from holm.wire.entries import (
     Acted,
@@ -25,7 +25,16 @@ from holm.wire.entries import (
     launched_key,
     redacted_action,
 )
-from holm.wire.results import ActionResult, ExecResult, FoundWindow, WindowInfo, WindowList, expect
+from holm.wire.results import (
+    ActionResult,
+    ExecResult,
+    FoundWindow,
+    Tab,
+    TabList,
+    WindowInfo,
+    WindowList,
+    expect,
+)
 from holm.wire.runtime import FrameResult, Held, Released
 from holm.wire.values import Point
 
@@ -53,6 +62,11 @@ async def run_steps(
     actor: Actor,
 ) -> ActionsResult:
     """Do the steps of `request` on `screen` and record each; the caller holds the screen."""
+    if any(isinstance(action, NOT_IN_BATCH) for action in request.actions):
+        # A step is recorded as it was sent: cookie values would be in the trace in clear.
+        raise BadRequest(
+            "cookies and browser states go through …/cookies and …/state, never in a batch"
+        )
     batch = "bat_" + uuid.uuid4().hex[:16]
     results: list[StepResult] = []
     appends: list[asyncio.Future[list[Entry]]] = []
@@ -117,12 +131,12 @@ async def run_steps(
         raise appended
     if isinstance(after, BaseException):
         raise after
-    (released, held), windows, frame, cursor = after
+    (released, held), windows, frame, cursor, tabs = after
     return ActionsResult(
         results=results,
         stopped_at=stopped_at,
         windows=windows,
-        tabs=[],
+        tabs=tabs,
         released=released.buttons,
         released_keys=released.keys,
         holding=_holding(held.buttons, held),
@@ -144,7 +158,7 @@ async def _step(
 
 async def _after_batch(
     desktop: Desktop, screen: int, request: ActionsRequest
-) -> tuple[tuple[Released, Held], list[WindowInfo], FrameResult | None, Point | None]:
+) -> tuple[tuple[Released, Held], list[WindowInfo], FrameResult | None, Point | None, list[Tab]]:
     async def nothing() -> None:
         return None
 
@@ -154,10 +168,17 @@ async def _after_batch(
     async def cursor() -> Point:
         return expect(await desktop.act(screen, Cursor()), Point)
 
+    async def tabs() -> list[Tab]:
+        try:
+            return expect(await desktop.act(screen, Tabs()), TabList).tabs
+        except HolmError:
+            # A screen with no Chromium (or one not up) has no tabs to list.
+            return []
+
     frame = desktop.frame(screen, have=request.have_frame) if "frame" in request.want else nothing()
     where = cursor() if "cursor" in request.want else nothing()
     return await boundary(
-        asyncio.gather(desktop.end_batch(screen), windows(), frame, where),
+        asyncio.gather(desktop.end_batch(screen), windows(), frame, where, tabs()),
         "reading the screen after a batch",
     )
 

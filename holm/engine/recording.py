@@ -1,6 +1,10 @@
 """What an action run on its own (a REST route, an MCP tool, a fork's `executed` step)
 leaves in the trace: the spec's recording table (docs/api.md, "What each route records"), as one
 pure function. A batch records every step as `acted` instead (engine/batch.py).
+
+Page actions run alone (the `…/page…` and `…/pages…` routes) are not recorded, so a fork
+does not do them again; a page screenshot or PDF is the exception, a `page_captured` entry
+with its format and size (and the PDF's path in the box), never the picture.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from holm.wire.entries import (
     Executed,
     FileRead,
     FileWritten,
+    PageCaptured,
     executed_key,
     launched_key,
 )
@@ -53,6 +58,13 @@ def recorded_alone(
             return [entry(ClipboardRead, actor, screen=screen, selection=selection, bytes=length)]
         case a.Clipboard(selection=selection), r.ClipboardView(length=length):
             return [entry(ClipboardSet, actor, screen=screen, selection=selection, bytes=length)]
+        case a.PageShot(what=shot), r.PageCaptured(data_base64=data):
+            size = len(data) * 3 // 4 - data[-2:].count("=")
+            return [entry(PageCaptured, actor, format=shot.format, bytes=size, screen=screen)]
+        case a.PagePdf(what=pdf), r.FileSaved(size=size):
+            return [
+                entry(PageCaptured, actor, format="pdf", bytes=size, screen=screen, path=pdf.path)
+            ]
         case a.Launch(app=app, args=args), r.FoundWindow(window=window):
             key = launched_key(screen, app, args)
             return [

@@ -30,7 +30,8 @@ class Route:
     handler: Handler
     summary: str
     query: type | None = None
-    body: type | None = None
+    # A wire type, or a tagged union of them (an element operation).
+    body: Any = None
     response: Any = None
     # For an answer that is no wire type (the OpenAPI document itself).
     response_schema: dict[str, Any] | None = None

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import msgspec
+
 from holm.wire import actions as a
 from holm.wire.entries import (
     Acted,
@@ -204,10 +206,12 @@ def _action_hint(action: a.Action) -> str:
             return _clip(url) + (f" as {_clip(label)}" if label else "")
         case a.OnTab(tab=tab, close=close):
             return _clip(tab) + (" close" if close else "")
-        case a.OnPage(what=what) | a.OnNode(what=what):
-            return _operation(what)
-        case a.Look(what=what):
-            return _quoted(what.get("query"))
+        case a.OnPage(what=page_op):
+            return _operation(msgspec.to_builtins(page_op))
+        case a.OnNode(what=node_op):
+            return _operation(node_op)
+        case a.Look(what=look):
+            return _quoted(look.query)
         case a.Evaluate(what=what):
             return _clip(what.expression)
         case a.Dialog(accept=accept):

@@ -280,37 +280,316 @@ class OnTab(_Action, tag="on_tab"):
     close: bool = False
 
 
+# An element is found by meaning: its label, placeholder, accessible name, visible text,
+# aria-label, title or alt, a role and a name ("button Continue"), or a CSS or XPath selector
+# when the query looks like one (docs/pages.md says the rule).
+Query = Annotated[str, Meta(min_length=1, max_length=2000)]
+PageMs = Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)]
+PageLimit = Annotated[int, Meta(ge=1, le=1_000_000)]
+Controls = Annotated[int, Meta(ge=1, le=MAX_LIST_LIMIT)]
+
+
+class _ElementOp(
+    msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, tag_field="op", kw_only=True
+):
+    pass
+
+
+class ClickOp(_ElementOp, tag="click"):
+    query: Query
+    exact: bool = False
+    button: Button = "left"
+    double: bool = False
+    new_tab: bool = False
+    motion: Motion = "instant"
+    seed: int | None = None
+
+
+class DragOp(_ElementOp, tag="drag"):
+    from_: Query = msgspec.field(name="from")
+    to: Query
+    exact: bool = False
+    button: Button = "left"
+    motion: Motion = "instant"
+    seed: int | None = None
+
+
+class FillOp(_ElementOp, tag="fill"):
+    query: Query
+    text: str
+    exact: bool = False
+
+
+class FocusOp(_ElementOp, tag="focus"):
+    query: Query
+    exact: bool = False
+
+
+class CheckOp(_ElementOp, tag="check"):
+    query: Query
+    on: bool = True
+    exact: bool = False
+
+
+class OptionsOp(_ElementOp, tag="options"):
+    query: Query
+    exact: bool = False
+
+
+class ChooseOp(_ElementOp, tag="choose"):
+    query: Query
+    options: Annotated[list[str], Meta(min_length=1)]
+    drop: bool = False
+    exact: bool = False
+
+
+class UploadOp(_ElementOp, tag="upload"):
+    query: Query
+    paths: Annotated[list[str], Meta(min_length=1)]
+    exact: bool = False
+
+
+class HoverOp(_ElementOp, tag="hover"):
+    query: Query
+    exact: bool = False
+    motion: Motion = "instant"
+    seed: int | None = None
+
+
+class HighlightOp(_ElementOp, tag="highlight"):
+    query: Query
+    ms: PageMs = 1000
+    exact: bool = False
+
+
+class WaitForOp(_ElementOp, tag="wait_for"):
+    """Wait until `query` (or one of `or`) is there and visible (`gone`: until none is);
+    `enabled` also wants it enabled, `load` the page loaded, `until` a JavaScript
+    expression true, `quiet_ms` the page unchanged that long."""
+
+    query: Query | None = None
+    or_: list[Query] = msgspec.field(default_factory=list, name="or")
+    gone: bool = False
+    within_ms: PageMs = 10_000
+    exact: bool = False
+    quiet_ms: PageMs = 0
+    enabled: bool = False
+    load: bool = False
+    until: str | None = None
+
+
+class HistoryOp(_ElementOp, tag="history"):
+    go: Literal["back", "forward", "reload"]
+
+
+class ScrollOp(_ElementOp, tag="scroll"):
+    query: Query | None = None
+    to: Literal["by", "top", "bottom"] | None = None
+    dx: int = 0
+    dy: int = 0
+    exact: bool = False
+
+
+ElementOp = (
+    ClickOp
+    | DragOp
+    | FillOp
+    | FocusOp
+    | CheckOp
+    | OptionsOp
+    | ChooseOp
+    | UploadOp
+    | HoverOp
+    | HighlightOp
+    | WaitForOp
+    | HistoryOp
+    | ScrollOp
+)
+
+
+def op_of(what: ElementOp) -> str:
+    return str(type(what).__struct_config__.tag)
+
+
 class OnPage(_Action, tag="on_page"):
-    what: dict[str, Any]
+    """An element operation on the tab `tab` (ID or label; the front one when None).
+    `settle_ms` waits that long after it before the page is read again."""
+
+    Result = r.ElementDone
+
+    what: ElementOp
+    tab: str | None = None
+    settle_ms: PageMs = 0
+
+
+class LookWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    query: Query
+    limit: Controls = 10
+    scroll: bool = False
+    exact: bool = False
+    role: str | None = None
+    tab: str | None = None
 
 
 class Look(_Action, tag="look"):
-    what: dict[str, Any] = msgspec.field(default_factory=dict)
+    Result = r.Found
+
+    what: LookWhat
+
+
+class SnapshotWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """`scope` is a query (or selector) whose element bounds the snapshot; `delta` lists only
+    the controls changed since this tab's last snapshot; `quiet_ms` first waits until the
+    page stayed unchanged that long."""
+
+    scope: Query | None = None
+    limit: Controls = 200
+    tab: str | None = None
+    delta: bool = False
+    quiet_ms: PageMs = 0
 
 
 class Snapshot(_Action, tag="snapshot"):
-    what: dict[str, Any] = msgspec.field(default_factory=dict)
+    Result = r.PageSnapshot
+
+    what: SnapshotWhat = msgspec.field(default_factory=SnapshotWhat)
+
+
+class ReadWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    format: Literal["markdown", "text", "raw"] = "markdown"
+    limit: PageLimit = 20_000
+    max_links: Annotated[int, Meta(ge=0, le=MAX_LIST_LIMIT)] = 100
+    tab: str | None = None
 
 
 class Read(_Action, tag="read"):
-    what: dict[str, Any] = msgspec.field(default_factory=dict)
+    Result = r.PageText
+
+    what: ReadWhat = msgspec.field(default_factory=ReadWhat)
 
 
 class EvaluateWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     expression: str
     timeout_ms: CappedMs = 5000
-    limit: int = 2000
+    limit: PageLimit = 2000
 
 
 class Evaluate(_Action, tag="evaluate"):
+    Result = r.Evaluated
+
     what: EvaluateWhat
+    tab: str | None = None
+
+
+class PageShotWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    full: bool = False
+    format: Literal["png", "jpeg"] = "png"
+    quality: Annotated[int, Meta(ge=1, le=100)] = 70
+    tab: str | None = None
+    annotate: bool = False
 
 
 class PageShot(_Action, tag="page_shot"):
-    what: dict[str, Any] = msgspec.field(default_factory=dict)
+    Result = r.PageCaptured
+
+    what: PageShotWhat = msgspec.field(default_factory=PageShotWhat)
+
+
+class PdfWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Print the page to a PDF file at `path` in the box."""
+
+    path: Annotated[str, Meta(min_length=1)] = "/tmp/page.pdf"
+    landscape: bool = False
+    no_background: bool = False
+    tab: str | None = None
+
+
+class PagePdf(_Action, tag="page_pdf"):
+    Result = r.FileSaved
+
+    what: PdfWhat = msgspec.field(default_factory=PdfWhat)
+
+
+class ConsoleWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The page's console messages, oldest first (the last `limit`); `errors`: errors and
+    uncaught exceptions only; `clear`: forget them after reading."""
+
+    errors: bool = False
+    clear: bool = False
+    limit: ListLimit = 200
+    tab: str | None = None
+
+
+class Console(_Action, tag="console"):
+    Result = r.ConsoleLog
+
+    what: ConsoleWhat = msgspec.field(default_factory=ConsoleWhat)
+
+
+class StateSaveWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Save the browser's cookies and the storage of `origins` (default: the origins of the
+    open tabs) as Playwright's storage state. `name` keeps it in the server's store."""
+
+    origins: list[str] = msgspec.field(default_factory=list)
+    name: str | None = None
+    session_storage: bool = False
+    indexed_db: bool = False
+    no_local_storage: bool = False
+
+
+class StateSave(_Action, tag="state_save"):
+    """Runs only through `…/state/save`, never as a batch step (it reads secrets)."""
+
+    Result = r.BrowserState
+
+    what: StateSaveWhat = msgspec.field(default_factory=StateSaveWhat)
+
+
+class StateLoadWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    name: str | None = None
+    session_json: str | None = None
+
+
+class StateLoad(_Action, tag="state_load"):
+    """Runs only through `…/state/load`, never as a batch step (it carries secrets)."""
+
+    Result = r.StateLoaded
+
+    what: StateLoadWhat
+
+
+class CookieIn(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
+    name: NonEmpty
+    value: str
+    domain: str | None = None
+    path: str | None = None
+    http_only: bool = False
+    secure: bool = False
+    same_site: Literal["Strict", "Lax", "None"] | None = None
+    # Seconds since the epoch; none for a session cookie.
+    expires: float | None = None
+
+
+class CookiesWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """List (`get`), set or clear the browser's cookies: those of `url`, or all of them."""
+
+    do: Literal["get", "set", "clear"]
+    url: str | None = None
+    cookies: list[CookieIn] = msgspec.field(default_factory=list)
+
+
+class Cookies(_Action, tag="cookies"):
+    """Cookies are secrets: this action runs only through `…/cookies`, never as a batch
+    step (a step is recorded as it was sent, values and all)."""
+
+    Result = r.CookieList
+
+    what: CookiesWhat
 
 
 class Dialog(_Action, tag="dialog"):
+    Result = r.DialogDone
+
     accept: bool = True
     text: str | None = None
 
@@ -418,6 +697,11 @@ Action = (
     | Read
     | Evaluate
     | PageShot
+    | PagePdf
+    | Console
+    | Cookies
+    | StateSave
+    | StateLoad
     | Dialog
     | OnNode
     | Exec
@@ -438,6 +722,11 @@ _READS = (
     Capture,
     Apps,
     Tabs,
+    Look,
+    Snapshot,
+    Read,
+    PageShot,
+    Console,
     ReadFile,
     ListFiles,
     Grep,
@@ -445,6 +734,12 @@ _READS = (
 )
 # Actions that use no screen: they run beside a batch, whichever screen it holds.
 _BOX_WIDE = (Exec, ReadFile, WriteFile, ListFiles, Grep, Glob, Apps, Wait)
+
+
+# Actions that carry or read secrets (cookie values, a browser state): they run only through
+# their own routes, which record nothing; a batch holding one is refused whole, since a
+# batch step is kept in the trace as it was sent.
+NOT_IN_BATCH = (Cookies, StateSave, StateLoad)
 
 
 def reads_only(action: Action) -> bool:

@@ -14,10 +14,10 @@ import msgspec
 from msgspec import Meta
 
 from holm.errors import ErrorBody
-from holm.wire.actions import MAX_WAIT_MS, Action
+from holm.wire.actions import MAX_WAIT_MS, Action, CookieIn
 from holm.wire.entries import PAGE_MAX, Entry
 from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX
-from holm.wire.results import WindowInfo
+from holm.wire.results import Tab, WindowInfo
 from holm.wire.runtime import Capabilities
 from holm.wire.spec import Feature, Placement, Spec
 from holm.wire.values import Point, Selection
@@ -138,7 +138,8 @@ class ActionsResult(_Response):
     results: list[StepResult]
     stopped_at: int | None
     windows: list[WindowInfo]
-    tabs: list[dict[str, Any]]
+    # The tabs of the screen's Chromium after the batch (none when it runs none).
+    tabs: list[Tab]
     released: list[str]
     released_keys: list[str]
     holding: list[Holding]
@@ -164,6 +165,38 @@ class ClipboardQuery(_Request):
 class ClipboardPut(_Request):
     text: str
     selection: Selection = "clipboard"
+
+
+# Pages
+
+
+class TabQuery(_Request):
+    """`tab`: a tab ID or label; the front tab when absent."""
+
+    tab: str | None = None
+
+
+class FindQuery(_Request):
+    q: Annotated[str, Meta(min_length=1, max_length=2000)]
+    limit: Annotated[int, Meta(ge=1, le=10_000)] = 10
+    scroll: bool = False
+    exact: bool = False
+    role: str | None = None
+    tab: str | None = None
+
+
+class UrlQuery(_Request):
+    url: str | None = None
+
+
+class CookiesPut(_Request):
+    cookies: Annotated[list[CookieIn], Meta(min_length=1)]
+    url: str | None = None
+
+
+class ElementQuery(_Request):
+    settle_ms: Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)] = 0
+    tab: str | None = None
 
 
 # Windows

@@ -10,7 +10,7 @@ outcome).
 
 from __future__ import annotations
 
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -51,10 +51,38 @@ class GrepMatch(msgspec.Struct, kw_only=True):
     text: str
 
 
-class Tab(msgspec.Struct, kw_only=True):
+class Tab(msgspec.Struct, kw_only=True, omit_defaults=True):
     tab: str
     title: str = ""
     url: str = ""
+    label: str | None = None
+
+
+class Box(msgspec.Struct, kw_only=True):
+    """Where an element is in its page's viewport, in CSS pixels."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+class Element(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """An element of a page as a person would name it: its role and accessible name."""
+
+    role: str
+    name: str
+    tag: str = ""
+    box: Box | None = None
+    visible: bool = True
+    value: str | None = None
+    checked: bool | None = None
+    disabled: bool = False
+
+
+class Link(msgspec.Struct, kw_only=True):
+    text: str
+    url: str
 
 
 # Results
@@ -157,6 +185,7 @@ class PageOpened(_Result):
     url: str
     title: str = ""
     loaded: bool = False
+    label: str | None = None
 
 
 class TabList(_Result):
@@ -166,6 +195,122 @@ class TabList(_Result):
 class TabDone(_Result):
     tab: str
     closed: bool = False
+
+
+class ElementDone(_Result):
+    """An element operation: the element it chose (none for `history`, a `scroll` of the
+    page or a `wait_for ... gone`), the page's URL after it, whether the page went to
+    another document or URL, and the controls whose state changed (all of them, up to a
+    cap, after a navigation). `options` answers `options` and `choose`; `matched` says which
+    query of a `wait_for` (`query` or one of `or`) was met."""
+
+    op: str
+    url: str
+    element: Element | None = None
+    navigated: bool = False
+    changed: list[Element] = msgspec.field(default_factory=list)
+    options: list[str] | None = None
+    matched: str | None = None
+    # The message of a dialog the operation opened (answer it with a `dialog` action).
+    dialog: str | None = None
+
+
+class Found(_Result):
+    """The elements a query found, best first; `total` counts all of them."""
+
+    elements: list[Element]
+    total: int
+
+
+class PageSnapshot(_Result):
+    """The controls of a page (or of the element `scope` found)."""
+
+    tab: str
+    url: str
+    title: str
+    controls: list[Element]
+    cut: bool = False
+
+
+class PageText(_Result):
+    tab: str
+    url: str
+    title: str
+    format: str
+    text: str
+    links: list[Link] = msgspec.field(default_factory=list)
+    cut: bool = False
+
+
+class Evaluated(_Result, omit_defaults=False):
+    """`value` is the expression's value as JSON; past `limit` characters of its JSON it is
+    that text cut, with `cut: true`."""
+
+    value: Any = None
+    type: str = "undefined"
+    cut: bool = False
+
+
+class PageCaptured(_Result):
+    tab: str
+    format: str
+    width: int
+    height: int
+    data_base64: str
+
+
+class ConsoleMessage(msgspec.Struct, kw_only=True, omit_defaults=True):
+    level: str
+    text: str
+    at_ms: int = 0
+    url: str | None = None
+
+
+class ConsoleLog(_Result, omit_defaults=False):
+    messages: list[ConsoleMessage]
+    cut: bool = False
+
+
+class Cookie(msgspec.Struct, kw_only=True, omit_defaults=True):
+    name: str
+    value: str
+    domain: str
+    path: str = "/"
+    http_only: bool = False
+    secure: bool = False
+    same_site: str | None = None
+    expires: float | None = None
+
+
+class CookieList(_Result, omit_defaults=False):
+    """The cookies listed (`get`), or how many were set or cleared (`changed`)."""
+
+    cookies: list[Cookie] = msgspec.field(default_factory=list)
+    changed: int = 0
+
+
+class BrowserState(_Result):
+    """A saved state: its counts, and `session_json` (Playwright's storage state) when it
+    was not kept under a name."""
+
+    cookies: int
+    origins: int
+    session_json: str | None = None
+    name: str | None = None
+
+
+class StateLoaded(_Result, omit_defaults=False):
+    cookies: int
+    origins: int
+
+
+class DialogDone(_Result):
+    """The dialog that was open (`kind`: alert, confirm, prompt, beforeunload) and what was
+    done to it."""
+
+    accepted: bool
+    kind: str = ""
+    message: str = ""
 
 
 class ExecResult(_Result, omit_defaults=False):
@@ -233,6 +378,17 @@ ActionResult = (
     | PageOpened
     | TabList
     | TabDone
+    | ElementDone
+    | Found
+    | PageSnapshot
+    | PageText
+    | Evaluated
+    | PageCaptured
+    | DialogDone
+    | CookieList
+    | ConsoleLog
+    | BrowserState
+    | StateLoaded
     | ExecResult
     | FileData
     | FileSaved
@@ -257,24 +413,40 @@ __all__ = [
     "ActionResult",
     "AppInfo",
     "AppList",
+    "Box",
+    "BrowserState",
     "ButtonHeld",
     "Captured",
     "ClipboardView",
+    "ConsoleLog",
+    "ConsoleMessage",
+    "Cookie",
+    "CookieList",
+    "DialogDone",
+    "Element",
+    "ElementDone",
+    "Evaluated",
     "ExecResult",
     "FileData",
     "FileInfo",
     "FileList",
     "FileSaved",
+    "Found",
     "FoundWindow",
     "GlobResult",
     "GrepMatch",
     "GrepResult",
     "KeyHeld",
     "KeyReleased",
+    "Link",
     "NoResult",
+    "PageCaptured",
     "PageOpened",
+    "PageSnapshot",
+    "PageText",
     "Pointed",
     "Pressed",
+    "StateLoaded",
     "Stillness",
     "Tab",
     "TabDone",

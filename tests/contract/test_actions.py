@@ -8,6 +8,7 @@ import asyncio
 import base64
 
 import pytest
+from page_kit import page
 from runtime_kit import Box
 
 from holm.errors import NotFound, ScreenUnavailable
@@ -26,8 +27,13 @@ def _write(path: str, data: bytes) -> a.WriteFile:
     return a.WriteFile(what=a.WriteWhat(path=path, contents_base64=base64.b64encode(data).decode()))
 
 
-# One sample of every action the boxes do (each answers its `Result`); the page actions that
-# are not built yet answer `NoResult` and are listed apart.
+# A page the page samples act on (a `data:` URL: no server, no outside address).
+FORM = page(
+    "<title>Sample</title><h1>Sample</h1><label for=n>Name</label><input id=n>"
+    "<button>Continue</button>"
+)
+
+# One sample of every action the boxes do (each answers its `Result`).
 SAMPLES: list[a.Action] = [
     a.Move(to=Point(x=20, y=30)),
     a.Click(at=Point(x=20, y=30)),
@@ -49,7 +55,20 @@ SAMPLES: list[a.Action] = [
     a.Apps(),
     a.Clipboard(text="sample"),
     a.OpenUrl(url="about:blank"),
+    a.OpenUrl(url=FORM, label="sample"),
     a.Tabs(),
+    a.OnPage(what=a.FillOp(query="Name", text="Ada"), tab="sample"),
+    a.OnPage(what=a.WaitForOp(query="Continue")),
+    a.Look(what=a.LookWhat(query="Continue")),
+    a.Snapshot(),
+    a.Read(),
+    a.Evaluate(what=a.EvaluateWhat(expression="document.title")),
+    a.PageShot(),
+    a.PagePdf(what=a.PdfWhat(path=f"{HERE}/page.pdf")),
+    a.Cookies(what=a.CookiesWhat(do="get")),
+    a.Console(),
+    a.StateSave(),
+    a.StateLoad(what=a.StateLoadWhat(session_json='{"cookies": [], "origins": []}')),
     a.Exec(what=a.ExecWhat(argv=["echo", "sample"])),
     _write(f"{HERE}/sample.txt", b"sample\n"),
     a.ReadFile(path=f"{HERE}/sample.txt"),
@@ -58,7 +77,7 @@ SAMPLES: list[a.Action] = [
     a.Glob(what=a.GlobWhat(pattern="*.txt", path=HERE)),
 ]
 # Done on a window or a tab the box opened, in the tests below.
-ON_SOMETHING = (a.AwaitWindow, a.OnWindow, a.Launch, a.OnTab)
+ON_SOMETHING = (a.AwaitWindow, a.OnWindow, a.Launch, a.OnTab, a.Dialog)
 
 
 def test_the_samples_cover_every_built_action() -> None:
@@ -209,3 +228,41 @@ async def test_a_screen_the_box_lacks_is_unavailable_everywhere(box: Box) -> Non
             await box.desktop.act(7, action)
     with pytest.raises(ScreenUnavailable, match="no screen 7"):
         await box.desktop.frame(7)
+
+
+@shared_box
+async def test_page_elements_are_found_by_meaning_everywhere(box: Box) -> None:
+    opened = expect(await box.desktop.act(0, a.OpenUrl(url=FORM, label="form")), r.PageOpened)
+    assert (opened.title, opened.label) == ("Sample", "form")
+    filled = a.OnPage(what=a.FillOp(query="Name", text="Ada"), tab="form")
+    done = expect(await box.desktop.act(0, filled), r.ElementDone)
+    assert done.element is not None and done.element.value == "Ada"
+    assert [c.value for c in done.changed] == ["Ada"]
+    waited = expect(
+        await box.desktop.act(0, a.OnPage(what=a.WaitForOp(query="Sample"))), r.ElementDone
+    )
+    assert waited.matched == "Sample"
+    title = a.Evaluate(what=a.EvaluateWhat(expression="document.title"), tab="form")
+    assert expect(await box.desktop.act(0, title), r.Evaluated).value == "Sample"
+    with pytest.raises(NotFound, match="Nowhere"):
+        await box.desktop.act(0, a.OnPage(what=a.ClickOp(query="Nowhere")))
+    with pytest.raises(NotFound, match="no dialog"):
+        await box.desktop.act(0, a.Dialog())
+    with pytest.raises(NotFound, match="no tab"):
+        await box.desktop.act(0, a.Read(what=a.ReadWhat(tab="no-such-tab")))
+
+
+@shared_box
+async def test_cookies_are_set_listed_and_cleared_everywhere(box: Box) -> None:
+    url = "http://cookies.test/"
+    jar = [a.CookieIn(name="session", value="s3cret", http_only=True)]
+    put = a.Cookies(what=a.CookiesWhat(do="set", url=url, cookies=jar))
+    assert expect(await box.desktop.act(0, put), r.CookieList).changed == 1
+    got = a.Cookies(what=a.CookiesWhat(do="get", url=url))
+    listed = expect(await box.desktop.act(0, got), r.CookieList).cookies
+    assert [(c.name, c.value, c.domain, c.http_only) for c in listed] == [
+        ("session", "s3cret", "cookies.test", True)
+    ]
+    clear = a.Cookies(what=a.CookiesWhat(do="clear", url=url))
+    assert expect(await box.desktop.act(0, clear), r.CookieList).changed == 1
+    assert expect(await box.desktop.act(0, got), r.CookieList).cookies == []

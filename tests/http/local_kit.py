@@ -24,7 +24,8 @@ DISPLAY_COUNT = 20
 class LocalServer:
     """One state dir; `start` makes a server on it (a restart when one ran before)."""
 
-    def __init__(self) -> None:
+    def __init__(self, display_base: int = DISPLAY_BASE) -> None:
+        self.display_base = display_base
         # Unix socket paths must be short: a folder right under /tmp.
         self.state_dir = Path(tempfile.mkdtemp(prefix="h5a-", dir="/tmp"))
         self.client: Client | None = None
@@ -38,7 +39,7 @@ class LocalServer:
         self.runtime = LocalRuntime(
             self.state_dir / "boxes",
             server_id_of(self.state_dir),
-            display_base=DISPLAY_BASE,
+            display_base=self.display_base,
             display_count=DISPLAY_COUNT,
         )
         app = create_app(config, runtimes={"local": self.runtime}, store=store)
@@ -57,7 +58,7 @@ class LocalServer:
 
     async def remove_everything(self) -> None:
         await self.stop()
-        cleaner = LocalRuntime(self.state_dir / "boxes", "cleaner", display_base=DISPLAY_BASE)
+        cleaner = LocalRuntime(self.state_dir / "boxes", "cleaner", display_base=self.display_base)
         for box in await cleaner.list():
             await cleaner.delete(box.box_id)
         await cleaner.close()

@@ -180,7 +180,7 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             return r.FoundWindow(window=found)
         case a.Capture(what=what):
             if what.tab is not None:
-                raise Unsupported("a page capture (tab) comes with page actions")
+                return await agent.pages(screen.index).capture(what.tab)
             frame = await screen.frame(
                 window=what.window, region=what.region, scale=what.scale, pointer=what.pointer
             )
@@ -208,12 +208,42 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
         case a.Clipboard(selection=selection, text=str(text)):
             await screen.clipboard_set(selection, text)
             return r.ClipboardView(selection=selection, length=len(text.encode()))
-        case a.OpenUrl(url=url, target=target):
-            return await agent.pages(screen.index).open_url(url, target)
+        case a.OpenUrl(url=url, target=target, label=label):
+            return await agent.pages(screen.index).open_url(url, target, label)
         case a.Tabs():
             return r.TabList(tabs=await agent.pages(screen.index).tabs())
         case a.OnTab(tab=tab, close=close):
             return await agent.pages(screen.index).on_tab(tab, close)
+        case a.OnPage(what=what, tab=tab, settle_ms=settle_ms):
+            return await agent.pages(screen.index).on_page(what, tab, settle_ms)
+        case a.Look(what=what):
+            return await agent.pages(screen.index).look(what)
+        case a.Snapshot(what=what):
+            return await agent.pages(screen.index).snapshot(what)
+        case a.Read(what=what):
+            return await agent.pages(screen.index).read(what)
+        case a.Evaluate(what=what, tab=tab):
+            return await agent.pages(screen.index).evaluate(what, tab)
+        case a.PageShot(what=what):
+            return await agent.pages(screen.index).page_shot(what)
+        case a.PagePdf(what=what):
+            data = await agent.pages(screen.index).pdf(what)
+            await agent.write_file(what.path, data)
+            return r.FileSaved(path=what.path, size=len(data))
+        case a.Console(what=what):
+            return await agent.pages(screen.index).console(what)
+        case a.StateSave(what=what):
+            if what.name is not None:
+                raise BadRequest("a named state is kept by the server, not the box")
+            return await agent.pages(screen.index).save_state(what)
+        case a.StateLoad(what=what):
+            if what.session_json is None:
+                raise BadRequest("the box loads a state from session_json")
+            return await agent.pages(screen.index).load_state(what.session_json)
+        case a.Cookies(what=what):
+            return await agent.pages(screen.index).cookies(what)
+        case a.Dialog(accept=accept, text=prompt):
+            return await agent.pages(screen.index).dialog(accept, prompt)
         case a.Record():
             raise Unsupported("recording needs the `video` feature, which this box does not have")
         case a.OnNode():

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import aiohttp
 import msgspec
 
-from holm.adapters.agent import commands, desktop_up, files, processes
+from holm.adapters.agent import commands, desktop_up, devtools_bridge, files, processes
 from holm.adapters.agent import protocol as p
 from holm.adapters.agent.acts import act
 from holm.adapters.agent.catalog import AppCatalog
@@ -55,6 +55,8 @@ class Agent:
         self.failure: str | None = None
         self._session: aiohttp.ClientSession | None = None
         self._pages: dict[int, Pages] = {}
+        # The first screen's DevTools, on a socket in the run folder (devtools_bridge.py).
+        self._bridge: asyncio.AbstractServer | None = None
         self._display_lock = asyncio.Lock()
 
     # Bring-up
@@ -107,6 +109,8 @@ class Agent:
                 screen.devtools_port = await asyncio.to_thread(
                     desktop_up.wait_chromium, i, name, self.home, chromium, self.run_dir
                 )
+                if i == 0 and screen.devtools_port is not None:
+                    self._bridge = await devtools_bridge.bridge(self.run_dir, screen.devtools_port)
             screen.up.set()
         except desktop_up.StartFailed as exc:
             screen.failure = str(exc)
@@ -169,6 +173,8 @@ class Agent:
         return self._pages[index]
 
     async def close(self) -> None:
+        if self._bridge is not None:
+            self._bridge.close()
         if self._session is not None:
             await self._session.close()
         for s in self.screens:

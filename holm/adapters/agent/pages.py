@@ -1,19 +1,31 @@
-"""Tabs of a screen's Chromium through its DevTools: the HTTP `/json` endpoints and the
-page's WebSocket (`Page.navigate`). Reading and acting on page content comes with
-Playwright later; those actions are `Unsupported` here.
+"""Tabs and pages of a screen's Chromium through its DevTools: the HTTP `/json` endpoints
+for tabs, and each page's WebSocket for the rest (navigating, finding elements by meaning,
+acting on them with trusted input, reading the page, screenshots, dialogs). The script that
+finds elements is `page_js.py`; docs/pages.md says its rule.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
+import hashlib
 import html
 import itertools
+import json
+import struct
+import time
+from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import aiohttp
+import msgspec
 
-from holm.errors import BadRequest, Failed, NotFound, Transport
+from holm.adapters.agent.page_js import call
+from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
+from holm.wire import actions as a
+from holm.wire import results as r
 from holm.wire.results import PageOpened, Tab, TabDone
 
 LOAD_TIMEOUT_S = 30.0
@@ -32,6 +44,12 @@ class Pages:
         self.session = session
         self.base = f"http://127.0.0.1:{port}"
         self._ids = itertools.count(1)
+        # Labels given by `open_url`, to tab IDs.
+        self._labels: dict[str, str] = {}
+        # The controls of each tab's last snapshot, for `delta`.
+        self._snapshots: dict[str, list[r.Element]] = {}
+        # The dialog each tab showed to an element operation, until it is answered.
+        self._dialogs: dict[str, Cdp] = {}
 
     async def _json(self, method: str, path: str) -> Any:
         try:
@@ -47,8 +65,14 @@ class Pages:
     async def tabs(self) -> list[Tab]:
         targets = await self._json("GET", "/json/list")
         # DevTools' /json escapes titles as HTML (`->` comes as `-&gt;`).
+        names = {tab: label for label, tab in self._labels.items()}
         return [
-            Tab(tab=t["id"], title=html.unescape(t.get("title", "")), url=t.get("url", ""))
+            Tab(
+                tab=t["id"],
+                title=html.unescape(t.get("title", "")),
+                url=t.get("url", ""),
+                label=names.get(t["id"]),
+            )
             for t in targets
             if t.get("type") == "page"
         ]
@@ -60,15 +84,17 @@ class Pages:
                 return dict(await self._json("PUT", "/json/new?about:blank"))
             # DevTools lists the most recently active page first.
             return dict(pages[0])
+        wanted = self._labels.get(tab, tab)
         for t in pages:
-            if t["id"] == tab:
+            if t["id"] == wanted:
                 return dict(t)
         raise NotFound(f"no tab {tab}")
 
     async def on_tab(self, tab: str, close: bool) -> TabDone:
         target = await self._target(tab)
         if close:
-            await self._text(f"/json/close/{target['id']}")
+            await self._close_and_wait(target["id"])
+            await self.forget(target["id"])
         else:
             await self._text(f"/json/activate/{target['id']}")
         return TabDone(tab=target["id"], closed=close)
@@ -82,7 +108,7 @@ class Pages:
         except aiohttp.ClientError as exc:
             raise Transport(f"could not reach the screen's Chromium: {exc}") from None
 
-    async def open_url(self, url: str, target: str) -> PageOpened:
+    async def open_url(self, url: str, target: str, label: str | None = None) -> PageOpened:
         if not url:
             raise BadRequest("url is empty")
         if target == "blank":
@@ -91,12 +117,15 @@ class Pages:
         else:
             page = await self._target(None)
         loaded = await self._navigate(page["webSocketDebuggerUrl"], url)
+        if label is not None:
+            self._labels[label] = page["id"]
         final = next((t for t in await self.tabs() if t.tab == page["id"]), None)
         return PageOpened(
             tab=page["id"],
             url=final.url if final else url,
             title=final.title if final else "",
             loaded=loaded,
+            label=label,
         )
 
     async def _navigate(self, ws_url: str, url: str) -> bool:
@@ -171,3 +200,880 @@ class Pages:
             if frame is not None and (loaded or frame in stopped):
                 return True
         return False
+
+    # Page content, through the page's WebSocket.
+
+    @contextlib.asynccontextmanager
+    async def _session(self, tab: str | None) -> AsyncIterator[Cdp]:
+        target = await self._target(tab)
+        try:
+            ws = await self.session.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0)
+        except aiohttp.ClientError as exc:
+            raise Transport(f"could not reach the page: {exc}") from None
+        cdp = Cdp(ws, self._ids, target["id"])
+        cdp.tab_url = target.get("url", "")
+        try:
+            yield cdp
+        finally:
+            if cdp.dialog is None:
+                await ws.close()
+            else:
+                # Only the session that saw the dialog open can answer it: it stays open
+                # until a `dialog` action does.
+                held = self._dialogs.pop(cdp.tab, None)
+                if held is not None:
+                    await held.ws.close()
+                self._dialogs[cdp.tab] = cdp
+
+    async def on_page(self, what: a.ElementOp, tab: str | None, settle_ms: int) -> r.ElementDone:
+        async with self._session(tab) as cdp:
+            await cdp.call("Page.enable")
+            tree = await cdp.call("Page.getFrameTree")
+            cdp.main_frame = tree.get("frameTree", {}).get("frame", {}).get("id")
+            before = await _state(cdp)
+            done = await _element_op(cdp, what)
+            if cdp.dialog is not None:
+                return msgspec.structs.replace(
+                    done, url=cdp.tab_url, dialog=str(cdp.dialog.get("message", ""))
+                )
+            await _settle(cdp, settle_ms)
+            after = await _state(cdp)
+        navigated = before is None or after is None or before["id"] != after["id"]
+        navigated = navigated or (before or {}).get("url") != (after or {}).get("url")
+        controls = [] if after is None else after["controls"]
+        if navigated:
+            changed = controls[:MAX_CHANGED]
+        else:
+            changed = _changed([] if before is None else before["controls"], controls)
+        return msgspec.structs.replace(
+            done,
+            url="" if after is None else after["url"],
+            navigated=navigated,
+            changed=[_element(c) for c in changed],
+        )
+
+    async def look(self, what: a.LookWhat) -> r.Found:
+        async with self._session(what.tab) as cdp:
+            body = """
+              const els = H.find(A.q, A.exact, A.role, null);
+              if (A.scroll && els.length) els[0].scrollIntoView({block: "center"});
+              return {total: els.length, elements: els.slice(0, A.limit).map(H.describe)};
+            """
+            found = await cdp.js(
+                call(
+                    body,
+                    q=what.query,
+                    exact=what.exact,
+                    role=what.role,
+                    limit=what.limit,
+                    scroll=what.scroll,
+                )
+            )
+        return r.Found(elements=[_element(e) for e in found["elements"]], total=found["total"])
+
+    async def snapshot(self, what: a.SnapshotWhat) -> r.PageSnapshot:
+        async with self._session(what.tab) as cdp:
+            if what.quiet_ms:
+                await _quiet(cdp, what.quiet_ms, a.MAX_WAIT_MS)
+            body = """
+              let scope = null;
+              if (A.scope !== null) {
+                scope = H.find(A.scope, false, null, null)[0];
+                if (!scope) return {missing: true};
+              }
+              const c = H.controls(scope, A.limit);
+              return {controls: c.controls, cut: c.cut, url: location.href, title: document.title};
+            """
+            got = await cdp.js(call(body, scope=what.scope, limit=what.limit))
+            tab = cdp.tab
+        if got.get("missing"):
+            raise NotFound(f"nothing on the page matches the scope {what.scope!r}")
+        controls = [_element(c) for c in got["controls"]]
+        last = self._snapshots.get(tab)
+        self._snapshots[tab] = controls
+        if what.delta and last is not None:
+            controls = [c for c in controls if c not in last]
+        return r.PageSnapshot(
+            tab=tab, url=got["url"], title=got["title"], controls=controls, cut=got["cut"]
+        )
+
+    async def read(self, what: a.ReadWhat) -> r.PageText:
+        async with self._session(what.tab) as cdp:
+            body = """
+              const got = H.read(A.format, A.max_links);
+              return {...got, url: location.href, title: document.title};
+            """
+            got = await cdp.js(call(body, format=what.format, max_links=what.max_links))
+            tab = cdp.tab
+        text: str = got["text"]
+        return r.PageText(
+            tab=tab,
+            url=got["url"],
+            title=got["title"],
+            format=what.format,
+            text=text[: what.limit],
+            links=[r.Link(text=link["text"], url=link["url"]) for link in got["links"]],
+            cut=len(text) > what.limit,
+        )
+
+    async def evaluate(self, what: a.EvaluateWhat, tab: str | None) -> r.Evaluated:
+        timeout_ms = min(what.timeout_ms, a.MAX_WAIT_MS)
+        async with self._session(tab) as cdp:
+            params = {
+                "expression": what.expression,
+                "awaitPromise": True,
+                "returnByValue": True,
+                "userGesture": True,
+                "timeout": timeout_ms,
+            }
+            try:
+                answer = await cdp.call("Runtime.evaluate", params, timeout_ms / 1000 + 1)
+            except TimeoutError:
+                raise Timeout(f"the expression ran past {timeout_ms} ms") from None
+        if "exceptionDetails" in answer:
+            raise Failed(f"the expression threw: {_thrown(answer['exceptionDetails'])}")
+        result = answer.get("result", {})
+        value = result.get("value", result.get("description"))
+        encoded = json.dumps(value, ensure_ascii=False)
+        if len(encoded) > what.limit:
+            return r.Evaluated(value=encoded[: what.limit], type=result.get("type", ""), cut=True)
+        return r.Evaluated(value=value, type=result.get("type", "undefined"))
+
+    async def page_shot(self, what: a.PageShotWhat) -> r.PageCaptured:
+        async with self._session(what.tab) as cdp:
+            if what.annotate:
+                await cdp.js(call(_ANNOTATE, on=True))
+            params: dict[str, Any] = {"format": what.format}
+            if what.format == "jpeg":
+                params["quality"] = what.quality
+            if what.full:
+                metrics = await cdp.call("Page.getLayoutMetrics")
+                size = metrics.get("cssContentSize") or metrics.get("contentSize") or {}
+                params["captureBeyondViewport"] = True
+                params["clip"] = {
+                    "x": 0,
+                    "y": 0,
+                    "width": size.get("width", 0),
+                    "height": size.get("height", 0),
+                    "scale": 1,
+                }
+            try:
+                shot = await cdp.call("Page.captureScreenshot", params, LOAD_TIMEOUT_S)
+            finally:
+                if what.annotate:
+                    await cdp.js(call(_ANNOTATE, on=False))
+            tab = cdp.tab
+        data = base64.b64decode(shot.get("data", ""))
+        width, height = _image_size(data)
+        return r.PageCaptured(
+            tab=tab, format=what.format, width=width, height=height, data_base64=shot["data"]
+        )
+
+    async def pdf(self, what: a.PdfWhat) -> bytes:
+        async with self._session(what.tab) as cdp:
+            params = {"landscape": what.landscape, "printBackground": not what.no_background}
+            printed = await cdp.call("Page.printToPDF", params, LOAD_TIMEOUT_S)
+        return base64.b64decode(printed.get("data", ""))
+
+    async def cookies(self, what: a.CookiesWhat) -> r.CookieList:
+        async with self._session(None) as cdp:
+            match what.do:
+                case "get":
+                    if what.url is None:
+                        got = await cdp.call("Network.getAllCookies")
+                    else:
+                        got = await cdp.call("Network.getCookies", {"urls": [what.url]})
+                    return r.CookieList(cookies=[_cookie(c) for c in got.get("cookies", [])])
+                case "set":
+                    sent = [_cookie_param(c, what.url) for c in what.cookies]
+                    await cdp.call("Network.setCookies", {"cookies": sent})
+                    return r.CookieList(changed=len(sent))
+            if what.url is None:
+                count = len((await cdp.call("Network.getAllCookies")).get("cookies", []))
+                await cdp.call("Network.clearBrowserCookies")
+                return r.CookieList(changed=count)
+            found = (await cdp.call("Network.getCookies", {"urls": [what.url]})).get("cookies", [])
+            for c in found:
+                params = {"name": c["name"], "domain": c["domain"], "path": c.get("path", "/")}
+                await cdp.call("Network.deleteCookies", params)
+            return r.CookieList(changed=len(found))
+
+    async def console(self, what: a.ConsoleWhat) -> r.ConsoleLog:
+        async with self._session(what.tab) as cdp:
+            # Enabling Runtime makes the page say again what it logged so far.
+            await cdp.call("Runtime.enable")
+            await cdp.call("Runtime.evaluate", {"expression": "0"})
+            if what.clear:
+                await cdp.call("Runtime.discardConsoleEntries")
+        messages = [m for e in cdp.events if (m := _console_message(e)) is not None]
+        if what.errors:
+            messages = [m for m in messages if m.level in ("error", "exception")]
+        return r.ConsoleLog(messages=messages[-what.limit :], cut=len(messages) > what.limit)
+
+    async def save_state(self, what: a.StateSaveWhat) -> r.BrowserState:
+        if what.indexed_db:
+            raise Unsupported("IndexedDB is not saved by this server")
+        async with self._session(None) as cdp:
+            cookies = (await cdp.call("Network.getAllCookies")).get("cookies", [])
+        wanted = {o.rstrip("/") for o in what.origins}
+        origins: list[dict[str, Any]] = []
+        for tab in await self.tabs():
+            parts = urlsplit(tab.url)
+            origin = f"{parts.scheme}://{parts.netloc}"
+            if parts.scheme not in ("http", "https") or (wanted and origin not in wanted):
+                continue
+            if any(o["origin"] == origin for o in origins):
+                continue
+            async with self._session(tab.tab) as cdp:
+                stored = await cdp.js(
+                    call(
+                        "const dump = s => Object.entries(s)"
+                        ".map(([name, value]) => ({name, value}));"
+                        "return {local: A.local ? dump(localStorage) : [],"
+                        " session: A.session ? dump(sessionStorage) : []};",
+                        local=not what.no_local_storage,
+                        session=what.session_storage,
+                    )
+                )
+            entry: dict[str, Any] = {"origin": origin, "localStorage": stored["local"]}
+            if what.session_storage:
+                entry["sessionStorage"] = stored["session"]
+            origins.append(entry)
+        state = {"cookies": [_playwright_cookie(c) for c in cookies], "origins": origins}
+        return r.BrowserState(
+            cookies=len(cookies), origins=len(origins), session_json=json.dumps(state)
+        )
+
+    async def load_state(self, session_json: str) -> r.StateLoaded:
+        try:
+            state = json.loads(session_json)
+            cookies = [_cdp_cookie(c) for c in state.get("cookies", [])]
+            origins = list(state.get("origins", []))
+        except (ValueError, AttributeError, KeyError, TypeError) as exc:
+            raise BadRequest(f"session_json is not a storage state: {exc}") from None
+        async with self._session(None) as cdp:
+            if cookies:
+                await cdp.call("Network.setCookies", {"cookies": cookies})
+        for entry in origins:
+            origin = str(entry.get("origin", "")).rstrip("/")
+            items = {**_items(entry.get("localStorage")), **_items(entry.get("sessionStorage"))}
+            if not origin or not items:
+                continue
+            # Storage belongs to an origin: it is written from a page of that origin.
+            page = dict(await self._json("PUT", "/json/new?" + quote(origin + "/", safe="")))
+            try:
+                await self._navigate(page["webSocketDebuggerUrl"], origin + "/")
+                async with self._session(page["id"]) as cdp:
+                    await cdp.js(
+                        call(
+                            "for (const [k, v] of A.local) localStorage.setItem(k, v);"
+                            "for (const [k, v] of A.session) sessionStorage.setItem(k, v);"
+                            "return null;",
+                            local=list(_items(entry.get("localStorage")).items()),
+                            session=list(_items(entry.get("sessionStorage")).items()),
+                        )
+                    )
+            finally:
+                await self._close_and_wait(page["id"])
+        return r.StateLoaded(cookies=len(cookies), origins=len(origins))
+
+    async def _close_and_wait(self, tab: str) -> None:
+        """Close a tab and wait until DevTools lists it no more (a closing tab is listed a
+        moment longer, and would be taken for the front one)."""
+        await self._text(f"/json/close/{tab}")
+        deadline = time.monotonic() + COMMAND_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if all(t.tab != tab for t in await self.tabs()):
+                return
+            await asyncio.sleep(POLL_S)
+
+    async def capture(self, tab: str) -> r.Captured:
+        shot = await self.page_shot(a.PageShotWhat(tab=tab))
+        data = base64.b64decode(shot.data_base64)
+        return r.Captured(
+            hash="pg:" + hashlib.sha256(data).hexdigest()[:32],
+            width=shot.width,
+            height=shot.height,
+            unchanged=False,
+            png_base64=shot.data_base64,
+        )
+
+    async def dialog(self, accept: bool, text: str | None) -> r.DialogDone:
+        if not self._dialogs:
+            raise NotFound("no dialog is open on the page")
+        tab, cdp = next(iter(self._dialogs.items()))
+        del self._dialogs[tab]
+        opening = cdp.dialog or {}
+        params: dict[str, Any] = {"accept": accept}
+        if text is not None:
+            params["promptText"] = text
+        try:
+            await cdp.call("Page.handleJavaScriptDialog", params)
+        except (Failed, Transport, Timeout):
+            raise NotFound("no dialog is open on the page") from None
+        finally:
+            await cdp.ws.close()
+        return r.DialogDone(
+            accepted=accept, kind=opening.get("type", ""), message=opening.get("message", "")
+        )
+
+    async def forget(self, tab: str) -> None:
+        self._labels = {label: t for label, t in self._labels.items() if t != tab}
+        self._snapshots.pop(tab, None)
+        held = self._dialogs.pop(tab, None)
+        if held is not None:
+            await held.ws.close()
+
+
+MAX_CHANGED = 50
+POLL_S = 0.1
+
+
+class Cdp:
+    """One DevTools session on one page: commands and their answers, and the events that
+    came in between (kept in `events`)."""
+
+    def __init__(
+        self, ws: aiohttp.ClientWebSocketResponse, ids: itertools.count[int], tab: str
+    ) -> None:
+        self.ws = ws
+        self.ids = ids
+        self.tab = tab
+        self.events: list[dict[str, Any]] = []
+        self.main_frame: str | None = None
+        # The dialog the page opened (its DevTools event's params): until it is answered
+        # (a `dialog` action), the page runs no script.
+        self.dialog: dict[str, Any] | None = None
+        self.tab_url = ""
+
+    async def call(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = COMMAND_TIMEOUT_S
+    ) -> dict[str, Any]:
+        command_id = next(self.ids)
+        await self.ws.send_json({"id": command_id, "method": method, "params": params or {}})
+        try:
+            return await self._answer(method, command_id, timeout)
+        except TimeoutError:
+            raise Timeout(f"the page did not answer {method} in time") from None
+
+    async def _answer(self, method: str, command_id: int, timeout: float) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            async for message in self.ws:
+                if message.type != aiohttp.WSMsgType.TEXT:
+                    break
+                data = message.json()
+                if data.get("id") == command_id:
+                    if "error" in data:
+                        raise Failed(f"{method}: {data['error'].get('message')}")
+                    return dict(data.get("result", {}))
+                if "method" in data:
+                    self.events.append(data)
+                    if data["method"] == "Page.javascriptDialogOpening":
+                        # The page waits for the dialog, and so does this command.
+                        self.dialog = data.get("params", {})
+                        return {}
+        raise Transport("the page's DevTools session closed")
+
+    async def js(self, expression: str, timeout: float = COMMAND_TIMEOUT_S) -> Any:
+        """The value of `expression` (awaited); a throw is `Failed`."""
+        if self.dialog is not None:
+            raise Failed("a dialog is open on the page: answer it with a `dialog` action")
+        params = {"expression": expression, "awaitPromise": True, "returnByValue": True}
+        try:
+            answer = await self.call("Runtime.evaluate", params, timeout)
+        except TimeoutError:
+            raise Timeout("the page did not answer in time") from None
+        if "exceptionDetails" in answer:
+            raise Failed(f"the page threw: {_thrown(answer['exceptionDetails'])}")
+        return answer.get("result", {}).get("value")
+
+    async def pump(self, seconds: float) -> None:
+        """Take the events that come within `seconds`."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                async for message in self.ws:
+                    if message.type != aiohttp.WSMsgType.TEXT:
+                        break
+                    data = message.json()
+                    if "method" in data:
+                        self.events.append(data)
+
+    def saw(self, *methods: str) -> bool:
+        return any(
+            e["method"] in methods
+            and (self.main_frame is None or _frame_of(e) in (None, self.main_frame))
+            for e in self.events
+        )
+
+    async def mouse(
+        self, kind: str, x: float, y: float, button: str = "none", clicks: int = 0, mods: int = 0
+    ) -> None:
+        params = {
+            "type": kind,
+            "x": x,
+            "y": y,
+            "button": button,
+            "clickCount": clicks,
+            "modifiers": mods,
+        }
+        await self.call("Input.dispatchMouseEvent", params)
+
+
+def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:
+    params = event.get("params", {})
+    if event["method"] == "Runtime.consoleAPICalled":
+        parts = [
+            str(arg.get("value", arg.get("description", arg.get("type", ""))))
+            for arg in params.get("args", [])
+        ]
+        frames = params.get("stackTrace", {}).get("callFrames") or [{}]
+        return r.ConsoleMessage(
+            level=str(params.get("type", "log")),
+            text=" ".join(parts),
+            at_ms=int(params.get("timestamp", 0)),
+            url=frames[0].get("url") or None,
+        )
+    if event["method"] == "Runtime.exceptionThrown":
+        details = params.get("exceptionDetails", {})
+        return r.ConsoleMessage(
+            level="exception",
+            text=_thrown(details),
+            at_ms=int(params.get("timestamp", 0)),
+            url=details.get("url") or None,
+        )
+    return None
+
+
+def _items(stored: object) -> dict[str, str]:
+    if not isinstance(stored, list):
+        return {}
+    return {str(i["name"]): str(i["value"]) for i in stored if isinstance(i, dict)}
+
+
+def _playwright_cookie(c: dict[str, Any]) -> dict[str, Any]:
+    """A DevTools cookie as Playwright's storage state writes it."""
+    return {
+        "name": c["name"],
+        "value": c.get("value", ""),
+        "domain": c.get("domain", ""),
+        "path": c.get("path", "/"),
+        "expires": -1 if c.get("session") else c.get("expires", -1),
+        "httpOnly": bool(c.get("httpOnly")),
+        "secure": bool(c.get("secure")),
+        "sameSite": c.get("sameSite", "Lax"),
+    }
+
+
+def _cdp_cookie(c: dict[str, Any]) -> dict[str, Any]:
+    cookie = {
+        "name": c["name"],
+        "value": c["value"],
+        "domain": c["domain"],
+        "path": c.get("path", "/"),
+        "httpOnly": bool(c.get("httpOnly")),
+        "secure": bool(c.get("secure")),
+    }
+    if c.get("sameSite") in ("Strict", "Lax", "None"):
+        cookie["sameSite"] = c["sameSite"]
+    if isinstance(c.get("expires"), int | float) and c["expires"] > 0:
+        cookie["expires"] = c["expires"]
+    return cookie
+
+
+def _cookie(c: dict[str, Any]) -> r.Cookie:
+    expires = c.get("expires")
+    return r.Cookie(
+        name=c["name"],
+        value=c.get("value", ""),
+        domain=c.get("domain", ""),
+        path=c.get("path", "/"),
+        http_only=bool(c.get("httpOnly")),
+        secure=bool(c.get("secure")),
+        same_site=c.get("sameSite"),
+        expires=None if c.get("session") or expires is None or expires < 0 else expires,
+    )
+
+
+def _cookie_param(c: a.CookieIn, url: str | None) -> dict[str, Any]:
+    if url is None and c.domain is None:
+        raise BadRequest(f"cookie {c.name!r} needs a url or a domain")
+    param: dict[str, Any] = {
+        "name": c.name,
+        "value": c.value,
+        "httpOnly": c.http_only,
+        "secure": c.secure,
+    }
+    if url is not None and c.domain is None:
+        param["url"] = url
+    for key, value in (("domain", c.domain), ("path", c.path), ("sameSite", c.same_site)):
+        if value is not None:
+            param[key] = value
+    if c.expires is not None:
+        param["expires"] = c.expires
+    return param
+
+
+def _frame_of(event: dict[str, Any]) -> str | None:
+    params = event.get("params", {})
+    frame = params.get("frameId")
+    if frame is None and isinstance(params.get("frame"), dict):
+        frame = params["frame"].get("id")
+    return frame if isinstance(frame, str) else None
+
+
+def _thrown(details: dict[str, Any]) -> str:
+    exception = details.get("exception", {})
+    return str(exception.get("description") or details.get("text") or "an exception")
+
+
+def _element(d: dict[str, Any]) -> r.Element:
+    return msgspec.convert(d, r.Element)
+
+
+def _changed(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The controls of `after` that `before` lacks as they are (a new one, or one whose
+    value, checked state or name changed), up to a cap."""
+
+    def key(c: dict[str, Any]) -> str:
+        return json.dumps(
+            [c.get("role"), c.get("name"), c.get("value"), c.get("checked"), c.get("disabled")]
+        )
+
+    seen: dict[str, int] = {}
+    for c in before:
+        seen[key(c)] = seen.get(key(c), 0) + 1
+    out = []
+    for c in after:
+        k = key(c)
+        if seen.get(k, 0) > 0:
+            seen[k] -= 1
+        else:
+            out.append(c)
+    return out[:MAX_CHANGED]
+
+
+async def _state(cdp: Cdp) -> dict[str, Any] | None:
+    """The page's document id, URL and controls; None while it is between documents."""
+    body = "return {id: H.id, url: location.href, controls: H.controls(null, 300).controls};"
+    try:
+        got = await cdp.js(call(body))
+    except (Failed, Timeout, TimeoutError):
+        return None
+    return got if isinstance(got, dict) else None
+
+
+async def _settle(cdp: Cdp, settle_ms: int) -> None:
+    """Let what the operation started begin (a navigation, a render), then wait for a
+    navigation it started to load, and for `settle_ms`."""
+    with contextlib.suppress(Failed, Timeout, TimeoutError):
+        await cdp.js("new Promise(r => setTimeout(r, 0))")
+    if settle_ms:
+        await cdp.pump(settle_ms / 1000)
+    started = (
+        "Page.frameRequestedNavigation",
+        "Page.frameScheduledNavigation",
+        "Page.frameStartedLoading",
+        "Page.frameStartedNavigating",
+    )
+    if not cdp.saw(*started):
+        return
+    deadline = time.monotonic() + LOAD_TIMEOUT_S
+    while not cdp.saw("Page.loadEventFired", "Page.frameStoppedLoading"):
+        if time.monotonic() > deadline:
+            return
+        await cdp.pump(POLL_S)
+
+
+async def _quiet(cdp: Cdp, quiet_ms: int, within_ms: int) -> None:
+    """Wait until the page's DOM stayed unchanged for `quiet_ms` (at most `within_ms`)."""
+    deadline = time.monotonic() + within_ms / 1000
+    last, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        try:
+            now = await cdp.js(call("return H.id + ':' + H.changes();"))
+        except (Failed, Timeout):
+            now = None
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_ms / 1000:
+            return
+        await asyncio.sleep(POLL_S)
+
+
+_FIND = """
+  const els = H.find(A.q, A.exact, null, A.kind);
+  if (!els.length) return null;
+  const el = els[0];
+  H.last = el;
+  if (A.scroll && !A.keep) {
+    const r = el.getBoundingClientRect();
+    if (r.bottom < 0 || r.right < 0 || r.top > innerHeight || r.left > innerWidth)
+      el.scrollIntoView({block: "center", inline: "center"});
+  }
+  return H.describe(el);
+"""
+
+_ANNOTATE = """
+  const old = document.getElementById("__holm_annotate");
+  if (old) old.remove();
+  if (!A.on) return null;
+  const layer = document.createElement("div");
+  layer.id = "__holm_annotate";
+  layer.style.cssText = "position:fixed;inset:0;pointer-events:none;z-index:2147483647";
+  H.controls(null, 200).controls.forEach((c, i) => {
+    const b = document.createElement("div");
+    b.style.cssText = `position:fixed;left:${c.box.x}px;top:${c.box.y}px;width:${c.box.width}px;` +
+      `height:${c.box.height}px;outline:2px solid #e11;font:11px sans-serif;color:#fff`;
+    const n = document.createElement("span");
+    n.textContent = String(i + 1);
+    n.style.cssText = "background:#e11;padding:0 2px;position:absolute;left:0;top:-13px";
+    b.appendChild(n);
+    layer.appendChild(b);
+  });
+  document.documentElement.appendChild(layer);
+  return null;
+"""
+
+_BUTTONS = {"left": "left", "right": "right", "middle": "middle"}
+
+
+async def _find(
+    cdp: Cdp, query: str, exact: bool, kind: str | None = None, scroll: bool = True
+) -> dict[str, Any]:
+    found = await cdp.js(call(_FIND, q=query, exact=exact, kind=kind, scroll=scroll, keep=False))
+    if not isinstance(found, dict):
+        raise NotFound(f"nothing on the page matches {query!r}")
+    return found
+
+
+def _kind(found: dict[str, Any]) -> str:
+    return f"a {found.get('role') or found.get('tag')}"
+
+
+def _centre(found: dict[str, Any]) -> tuple[float, float]:
+    box = found["box"]
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+async def _on_last(cdp: Cdp, body: str, **args: object) -> Any:
+    """Run `body` with `el`, the element the last `_find` chose."""
+    return await cdp.js(call("const el = H.last; " + body, **args))
+
+
+async def _click_at(cdp: Cdp, found: dict[str, Any], button: str, clicks: int, mods: int) -> None:
+    if not found.get("visible", True):
+        # An element with no box (a hidden checkbox styled by its label) takes a DOM click.
+        await _on_last(cdp, "el.click(); return null;")
+        return
+    x, y = _centre(found)
+    await cdp.mouse("mouseMoved", x, y)
+    for count in range(1, clicks + 1):
+        await cdp.mouse("mousePressed", x, y, button, count, mods)
+        await cdp.mouse("mouseReleased", x, y, button, count, mods)
+
+
+_EDIT = """
+  el.focus();
+  if (el.isContentEditable) {
+    const range = document.createRange();
+    range.selectNodeContents(el);
+    const sel = getSelection(); sel.removeAllRanges(); sel.addRange(range);
+    document.execCommand("delete");
+    return true;
+  }
+  if (!("value" in el) || el.tagName === "SELECT" || el.tagName === "BUTTON") return false;
+  const proto = el.tagName === "TEXTAREA" ?
+    HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
+  Object.getOwnPropertyDescriptor(proto, "value").set.call(el, "");
+  el.dispatchEvent(new Event("input", {bubbles: true}));
+  return true;
+"""
+
+_CHOOSE = """
+  if (el.tagName !== "SELECT") return {error: "not a select"};
+  const wanted = A.options.map(o => o.trim().toLowerCase());
+  const opts = Array.from(el.options);
+  const missing = wanted.filter(w => !opts.some(o =>
+    o.label.trim().toLowerCase() === w || o.value.toLowerCase() === w));
+  if (missing.length) return {missing};
+  for (const o of opts) {
+    const hit = wanted.includes(o.label.trim().toLowerCase()) ||
+      wanted.includes(o.value.toLowerCase());
+    if (A.drop) { if (hit) o.selected = false; }
+    else if (el.multiple) { if (hit) o.selected = true; }
+    else if (hit) { o.selected = true; }
+  }
+  el.dispatchEvent(new Event("input", {bubbles: true}));
+  el.dispatchEvent(new Event("change", {bubbles: true}));
+  return {chosen: Array.from(el.selectedOptions).map(o => o.label.trim())};
+"""
+
+_WAIT = """
+  if (A.load && document.readyState !== "complete") return {met: false};
+  for (const q of A.queries) {
+    const els = H.find(q, A.exact, null, null).filter(e => H.visible(e) &&
+      (!A.enabled || !(e.disabled || e.getAttribute("aria-disabled") === "true")));
+    if (A.gone ? els.length === 0 : els.length > 0)
+      return {met: true, query: q, element: A.gone ? null : H.describe(els[0])};
+  }
+  if (!A.queries.length) return {met: true, query: null, element: null};
+  return {met: false};
+"""
+
+
+async def _element_op(cdp: Cdp, what: a.ElementOp) -> r.ElementDone:
+    op = a.op_of(what)
+    found: Any
+    match what:
+        case a.ClickOp(query=query, exact=exact, button=button, double=double, new_tab=new):
+            found = await _find(cdp, query, exact)
+            await _click_at(cdp, found, _BUTTONS[button], 2 if double else 1, 2 if new else 0)
+        case a.HoverOp(query=query, exact=exact):
+            found = await _find(cdp, query, exact)
+            await cdp.mouse("mouseMoved", *_centre(found))
+        case a.DragOp(from_=start, to=end, exact=exact, button=button):
+            target = await _find(cdp, end, exact)
+            found = await _find(cdp, start, exact)
+            (x0, y0), (x1, y1) = _centre(found), _centre(target)
+            await cdp.mouse("mouseMoved", x0, y0)
+            await cdp.mouse("mousePressed", x0, y0, button, 1)
+            for step in range(1, 11):
+                t = step / 10
+                await cdp.mouse("mouseMoved", x0 + (x1 - x0) * t, y0 + (y1 - y0) * t, button)
+            await cdp.mouse("mouseReleased", x1, y1, button, 1)
+        case a.FocusOp(query=query, exact=exact):
+            found = await _find(cdp, query, exact)
+            await _on_last(cdp, "el.focus(); return null;")
+        case a.FillOp(query=query, exact=exact, text=text):
+            found = await _find(cdp, query, exact, "editable")
+            if not await _on_last(cdp, _EDIT):
+                raise BadRequest(
+                    f"{query!r} is a {found['role'] or found['tag']}, not a text field"
+                )
+            if text:
+                await cdp.call("Input.insertText", {"text": text})
+            await _on_last(cdp, 'el.dispatchEvent(new Event("change", {bubbles: true}));')
+            found = await _on_last(cdp, "return H.describe(el);")
+        case a.CheckOp(query=query, exact=exact, on=on):
+            found = await _find(cdp, query, exact, "checkable")
+            if found.get("checked") is None:
+                raise BadRequest(f"{query!r} is {_kind(found)}, not a checkbox")
+            if found["checked"] != on:
+                await _click_at(cdp, found, "left", 1, 0)
+                found = await _on_last(cdp, "return H.describe(el);")
+        case a.OptionsOp(query=query, exact=exact):
+            found = await _find(cdp, query, exact, "select")
+            labels = await _on_last(
+                cdp,
+                'return el.tagName === "SELECT" ? '
+                "Array.from(el.options).map(o => o.label.trim()) : null;",
+            )
+            if labels is None:
+                raise BadRequest(f"{query!r} is {_kind(found)}, not a select")
+            return r.ElementDone(op=op, url="", element=_element(found), options=labels)
+        case a.ChooseOp(query=query, exact=exact, options=options, drop=drop):
+            found = await _find(cdp, query, exact, "select")
+            got = await _on_last(cdp, _CHOOSE, options=options, drop=drop)
+            if "error" in got:
+                raise BadRequest(f"{query!r} is {_kind(found)}, not a select")
+            if "missing" in got:
+                raise NotFound(f"{query!r} has no option {', '.join(got['missing'])}")
+            found = await _on_last(cdp, "return H.describe(el);")
+            return r.ElementDone(op=op, url="", element=_element(found), options=got["chosen"])
+        case a.UploadOp(query=query, exact=exact, paths=paths):
+            found = await _find(cdp, query, exact, "file")
+            if found["tag"] != "input":
+                raise BadRequest(
+                    f"{query!r} is a {found['role'] or found['tag']}, not a file input"
+                )
+            handle = await cdp.call("Runtime.evaluate", {"expression": "window.__holm.last"})
+            object_id = handle.get("result", {}).get("objectId")
+            await cdp.call("DOM.setFileInputFiles", {"files": paths, "objectId": object_id})
+        case a.HighlightOp(query=query, exact=exact, ms=ms):
+            found = await _find(cdp, query, exact)
+            await _on_last(
+                cdp,
+                "const was = el.style.outline; el.style.outline = '3px solid #e11';"
+                "setTimeout(() => { el.style.outline = was; }, A.ms); return null;",
+                ms=ms,
+            )
+        case a.WaitForOp():
+            return await _wait_for(cdp, what)
+        case a.HistoryOp(go=go):
+            if go == "reload":
+                await cdp.call("Page.reload")
+            else:
+                await cdp.js(f"history.{go}(), null")
+            return r.ElementDone(op=op, url="")
+        case a.ScrollOp(query=query, exact=exact, to=to, dx=dx, dy=dy):
+            scrolled = "document.scrollingElement || document.documentElement"
+            found = None
+            if query is not None:
+                found = await _find(cdp, query, exact, scroll=to is None)
+                scrolled = "H.last"
+            if to is not None or query is None:
+                await cdp.js(
+                    call(
+                        f"const el = {scrolled}; const where = A.to || 'by';"
+                        "if (where === 'top') el.scrollTo(el.scrollLeft, 0);"
+                        "else if (where === 'bottom') el.scrollTo(el.scrollLeft, el.scrollHeight);"
+                        "else el.scrollBy(A.dx, A.dy); return null;",
+                        to=to,
+                        dx=dx,
+                        dy=dy,
+                    )
+                )
+            if found is None:
+                return r.ElementDone(op=op, url="")
+        case _:
+            raise BadRequest(f"unknown element operation {op!r}")
+    return r.ElementDone(op=op, url="", element=_element(found))
+
+
+async def _wait_for(cdp: Cdp, what: a.WaitForOp) -> r.ElementDone:
+    queries = ([] if what.query is None else [what.query]) + list(what.or_)
+    deadline = time.monotonic() + what.within_ms / 1000
+    args = dict(queries=queries, exact=what.exact, gone=what.gone, enabled=what.enabled)
+    got: dict[str, Any]
+    while True:
+        try:
+            got = await cdp.js(call(_WAIT, load=what.load, **args))
+            if got.get("met") and what.until is not None:
+                met = await cdp.js(f"Promise.resolve(({what.until})).then(v => !!v)")
+                got["met"] = bool(met)
+        except (Failed, Timeout):
+            # Between two documents (a navigation under way): not there yet.
+            got = {"met": False}
+        if got.get("met"):
+            break
+        if time.monotonic() > deadline:
+            named = " or ".join(repr(q) for q in queries) or "the page"
+            state = "to go" if what.gone else "to appear"
+            raise Timeout(f"waited {what.within_ms} ms for {named} {state}")
+        await asyncio.sleep(POLL_S)
+    if what.quiet_ms:
+        await _quiet(cdp, what.quiet_ms, a.MAX_WAIT_MS)
+    element = got.get("element")
+    return r.ElementDone(
+        op="wait_for",
+        url="",
+        element=None if element is None else _element(element),
+        matched=got.get("query"),
+    )
+
+
+def _image_size(data: bytes) -> tuple[int, int]:
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        width, height = struct.unpack(">II", data[16:24])
+        return int(width), int(height)
+    # JPEG: the size is in the first start-of-frame marker.
+    i = 2
+    while i + 9 < len(data):
+        if data[i] != 0xFF:
+            break
+        marker, length = data[i + 1], struct.unpack(">H", data[i + 2 : i + 4])[0]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", data[i + 5 : i + 9])
+            return int(width), int(height)
+        i += 2 + length
+    return 0, 0

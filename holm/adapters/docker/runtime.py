@@ -427,7 +427,10 @@ class DockerRuntime:
         )
         self._desktops.keep(box_id, desktop)
         self._paused.discard(box_id)
-        return Started(viewer_urls=[f"unix:{run_dir / f'vnc-{i}.sock'}" for i in range(screens)])
+        return Started(
+            viewer_urls=[f"unix:{run_dir / f'vnc-{i}.sock'}" for i in range(screens)],
+            devtools_url=f"unix:{run_dir / 'devtools.sock'}",
+        )
 
     async def _logs_tail(self, box_id: str) -> str:
         container = await self._call(self._find, box_id)

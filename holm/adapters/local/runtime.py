@@ -322,7 +322,11 @@ class LocalRuntime:
         desktop = await self._await_ready(paths, record, proc)
         self._desktops.keep(record.box_id, desktop)
         screens = record.spec.desktop.screens
-        return Started(viewer_urls=[f"unix:{paths.vnc_socket(i)}" for i in range(screens)])
+        devtools = f"unix:{paths.run / 'devtools.sock'}" if self.chromium else None
+        return Started(
+            viewer_urls=[f"unix:{paths.vnc_socket(i)}" for i in range(screens)],
+            devtools_url=devtools,
+        )
 
     def _launch(self, paths: BoxPaths, record: BoxRecord) -> BoxRecord:
         """Give the box its displays and cgroups, clean its folder for a new desktop, and

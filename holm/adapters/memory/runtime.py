@@ -19,10 +19,12 @@ import base64
 import fnmatch
 import hashlib
 import io
+import json
 import pathlib
 import re
 import time
 from typing import Literal
+from urllib.parse import unquote, urlsplit
 
 from msgspec.structs import replace
 from PIL import Image
@@ -36,6 +38,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
+from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.actions import (
     DEFAULT_HOLD_MS,
@@ -45,9 +48,13 @@ from holm.wire.actions import (
     Capture,
     Click,
     Clipboard,
+    Console,
+    Cookies,
     Cursor,
+    Dialog,
     DoubleClick,
     Drag,
+    Evaluate,
     Exec,
     Glob,
     Grep,
@@ -55,16 +62,24 @@ from holm.wire.actions import (
     KeyUp,
     Launch,
     ListFiles,
+    Look,
     MouseDown,
     MouseUp,
     Move,
+    OnPage,
     OnTab,
     OnWindow,
     OpenUrl,
+    PagePdf,
+    PageShot,
     Path,
     Press,
+    Read,
     ReadFile,
     Scroll,
+    Snapshot,
+    StateLoad,
+    StateSave,
     Tabs,
     Type,
     Wait,
@@ -93,6 +108,8 @@ class _Screen:
         ]
         self.clipboard: dict[str, str] = {"clipboard": "", "primary": ""}
         self.tabs: list[r.Tab] = [r.Tab(tab="tab-1", url="about:blank")]
+        # What was filled in, checked or chosen on each page: (tab, query) to its value.
+        self.values: dict[tuple[str, str], str] = {}
         self.buttons: set[str] = set()
         self.keys: set[str] = set()
 
@@ -113,6 +130,7 @@ class MemoryBox:
             _Screen(desktop.width or 0, desktop.height or 0) for _ in range(desktop.screens)
         ]
         self.files: dict[str, bytes] = {}
+        self.cookies: list[r.Cookie] = []
         self.desktop = MemoryDesktop(self)
         self.max_sleep_secs: float | None = None
 
@@ -352,6 +370,8 @@ class MemoryDesktop:
                 s.clipboard[selection] = text
                 return r.ClipboardView(selection=selection, length=len(text.encode()))
             case Capture(what=what):
+                if what.tab is not None:
+                    _tab(s, what.tab)
                 frame = await self._frame(s, what.window, what.region, what.scale)
                 png = base64.b64encode(frame.png or b"").decode()
                 return r.Captured(
@@ -361,23 +381,102 @@ class MemoryDesktop:
                     height=frame.height,
                     png_base64=png,
                 )
-            case OpenUrl(url=url, target=target):
+            case OpenUrl(url=url, target=target, label=label):
                 if target == "blank" or not s.tabs:
                     s.tabs.insert(0, r.Tab(tab=f"tab-{len(s.tabs) + 1}"))
-                s.tabs[0].url = url
+                front = s.tabs[0]
+                front.url, front.title = url, _page_title(url)
+                if label is not None:
+                    for t in s.tabs:
+                        t.label = None if t.label == label else t.label
+                    front.label = label
                 self._touch(s)
-                return r.PageOpened(tab=s.tabs[0].tab, url=url, loaded=True)
+                return r.PageOpened(
+                    tab=front.tab, url=url, title=front.title, loaded=True, label=label
+                )
             case Tabs():
                 return r.TabList(tabs=list(s.tabs))
             case OnTab(tab=tab, close=close):
-                chosen = next((t for t in s.tabs if t.tab == tab), None)
-                if chosen is None:
-                    raise NotFound(f"no tab {tab}")
+                chosen = _tab(s, tab)
                 s.tabs.remove(chosen)
                 if not close:
                     s.tabs.insert(0, chosen)
                 self._touch(s)
-                return r.TabDone(tab=tab, closed=close)
+                return r.TabDone(tab=chosen.tab, closed=close)
+            case OnPage(what=what, tab=tab):
+                self._touch(s)
+                return _on_page(s, _tab(s, tab), what)
+            case Look(what=what):
+                page = _tab(s, what.tab)
+                hits = [_element(s, page, what.query)] if _has(page, what.query, what.exact) else []
+                return r.Found(elements=hits[: what.limit], total=len(hits))
+            case Snapshot(what=what):
+                page = _tab(s, what.tab)
+                return r.PageSnapshot(
+                    tab=page.tab, url=page.url, title=page.title, controls=_controls(s, page)
+                )
+            case Read(what=what):
+                page = _tab(s, what.tab)
+                text = _page_text(page.url)
+                return r.PageText(
+                    tab=page.tab,
+                    url=page.url,
+                    title=page.title,
+                    format=what.format,
+                    text=text[: what.limit],
+                    cut=len(text) > what.limit,
+                )
+            case Evaluate(what=what, tab=tab):
+                page = _tab(s, tab)
+                if what.expression.strip() == "document.title":
+                    return r.Evaluated(value=page.title, type="string")
+                if what.expression.strip() == "location.href":
+                    return r.Evaluated(value=page.url, type="string")
+                raise Unsupported(
+                    "the memory runtime evaluates only document.title and location.href"
+                )
+            case PageShot(what=what):
+                page = _tab(s, what.tab)
+                frame = await self._frame(s, None, None, 100)
+                return r.PageCaptured(
+                    tab=page.tab,
+                    format=what.format,
+                    width=frame.width,
+                    height=frame.height,
+                    data_base64=base64.b64encode(frame.png or b"").decode(),
+                )
+            case PagePdf(what=what):
+                _tab(s, what.tab)
+                data = b"%PDF-1.4\n% a page of the memory runtime\n%%EOF\n"
+                self.box.files[what.path] = data
+                return r.FileSaved(path=what.path, size=len(data))
+            case Cookies(what=what):
+                return _cookies(self.box, what)
+            case StateSave(what=what):
+                if what.name is not None:
+                    raise BadRequest("a named state is kept by the server, not the box")
+                jar = [
+                    {"name": c.name, "value": c.value, "domain": c.domain, "path": c.path}
+                    for c in self.box.cookies
+                ]
+                state = json.dumps({"cookies": jar, "origins": []})
+                return r.BrowserState(cookies=len(jar), origins=0, session_json=state)
+            case StateLoad(what=what):
+                if what.session_json is None:
+                    raise BadRequest("the box loads a state from session_json")
+                try:
+                    loaded = json.loads(what.session_json)["cookies"]
+                    cookies = [r.Cookie(**c) for c in loaded]
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise BadRequest(f"session_json is not a storage state: {exc}") from None
+                self.box.cookies = cookies
+                return r.StateLoaded(cookies=len(cookies), origins=0)
+            case Console(what=what):
+                # The model's pages run no script, so they log nothing.
+                _tab(s, what.tab)
+                return r.ConsoleLog(messages=[])
+            case Dialog():
+                raise NotFound("no dialog is open on the page")
         raise Unsupported(f"the memory runtime cannot do {type(action).__name__}")
 
     def _on_window(self, s: _Screen, window: str, what: WindowOp) -> r.WindowChanged:
@@ -510,3 +609,128 @@ def _is_number(text: str) -> bool:
         return float(text) >= 0
     except ValueError:
         return False
+
+
+# A small model of a page: the HTML of a `data:` URL (other pages are empty), whose text and
+# attribute values hold the elements a query finds.
+
+
+def _page_html(url: str) -> str:
+    if not url.startswith("data:") or "," not in url:
+        return ""
+    head, _, body = url.partition(",")
+    if head.endswith(";base64"):
+        return base64.b64decode(body).decode(errors="replace")
+    return unquote(body)
+
+
+def _page_title(url: str) -> str:
+    found = re.search(r"<title>(.*?)</title>", _page_html(url), re.S | re.I)
+    return found.group(1).strip() if found else ""
+
+
+def _page_text(url: str) -> str:
+    html = re.sub(r"<title>.*?</title>", " ", _page_html(url), flags=re.S | re.I)
+    return " ".join(re.sub(r"<[^>]*>", " ", html).split())
+
+
+def _has(page: r.Tab, query: str, exact: bool) -> bool:
+    html = _page_html(page.url)
+    values = re.findall(r'(?:placeholder|aria-label|title|alt|value)="([^"]*)"', html)
+    texts = [*values, *re.split(r"\s*<[^>]*>\s*", html)]
+    if exact:
+        return query in [t.strip() for t in texts]
+    return any(query.lower() in t.lower() for t in texts)
+
+
+def _tab(s: _Screen, tab: str | None) -> r.Tab:
+    if tab is None:
+        if not s.tabs:
+            s.tabs.append(r.Tab(tab="tab-1", url="about:blank"))
+        return s.tabs[0]
+    for t in s.tabs:
+        if tab in (t.tab, t.label):
+            return t
+    raise NotFound(f"no tab {tab}")
+
+
+def _element(s: _Screen, page: r.Tab, query: str) -> r.Element:
+    value = s.values.get((page.tab, query))
+    return r.Element(role="", name=query, value=value)
+
+
+def _controls(s: _Screen, page: r.Tab) -> list[r.Element]:
+    return [
+        r.Element(role="textbox", name=query, value=value)
+        for (tab, query), value in s.values.items()
+        if tab == page.tab
+    ]
+
+
+def _on_page(s: _Screen, page: r.Tab, what: a.ElementOp) -> r.ElementDone:
+    op = a.op_of(what)
+    match what:
+        case a.WaitForOp(query=query, or_=others, gone=gone, exact=exact):
+            queries = ([] if query is None else [query]) + others
+            for q in queries:
+                if _has(page, q, exact) != gone:
+                    element = None if gone else _element(s, page, q)
+                    return r.ElementDone(op=op, url=page.url, element=element, matched=q)
+            if not queries:
+                return r.ElementDone(op=op, url=page.url)
+            raise Timeout(f"waited for {' or '.join(map(repr, queries))}: never met")
+        case a.HistoryOp():
+            return r.ElementDone(op=op, url=page.url, navigated=True)
+        case a.ScrollOp(query=None):
+            return r.ElementDone(op=op, url=page.url)
+    query = what.from_ if isinstance(what, a.DragOp) else str(getattr(what, "query", ""))
+    if not _has(page, query, bool(getattr(what, "exact", False))):
+        raise NotFound(f"nothing on the page matches {query!r}")
+    changed: list[r.Element] = []
+    options = None
+    match what:
+        case a.FillOp(text=text):
+            s.values[(page.tab, query)] = text
+            changed = [_element(s, page, query)]
+        case a.ChooseOp(options=chosen):
+            options = list(chosen)
+            s.values[(page.tab, query)] = ", ".join(chosen)
+            changed = [_element(s, page, query)]
+        case a.OptionsOp():
+            options = []
+    return r.ElementDone(
+        op=op, url=page.url, element=_element(s, page, query), changed=changed, options=options
+    )
+
+
+def _cookie_domain(url: str | None) -> str:
+    return "" if url is None else (urlsplit(url).hostname or "")
+
+
+def _cookies(box: MemoryBox, what: a.CookiesWhat) -> r.CookieList:
+    host = _cookie_domain(what.url)
+    mine = [c for c in box.cookies if what.url is None or c.domain.lstrip(".") == host]
+    match what.do:
+        case "get":
+            return r.CookieList(cookies=mine)
+        case "set":
+            for c in what.cookies:
+                if what.url is None and c.domain is None:
+                    raise BadRequest(f"cookie {c.name!r} needs a url or a domain")
+                domain = c.domain or host
+                box.cookies = [k for k in box.cookies if (k.name, k.domain) != (c.name, domain)]
+                box.cookies.append(
+                    r.Cookie(
+                        name=c.name,
+                        value=c.value,
+                        domain=domain,
+                        path=c.path or "/",
+                        http_only=c.http_only,
+                        secure=c.secure,
+                        same_site=c.same_site,
+                        expires=c.expires,
+                    )
+                )
+            return r.CookieList(changed=len(what.cookies))
+    box.cookies = [c for c in box.cookies if c not in mine]
+    return r.CookieList(changed=len(mine))

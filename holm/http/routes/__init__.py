@@ -5,12 +5,14 @@ from __future__ import annotations
 from ..routing import Route
 from . import (
     boxes,
+    cdp,
     events,
     files,
     health,
     history,
     images,
     jobs,
+    pages,
     runtimes,
     screens,
     unbuilt,
@@ -23,6 +25,8 @@ ALL_ROUTES: list[Route] = [
     *boxes.ROUTES,
     *screens.ROUTES,
     *windows.ROUTES,
+    *pages.ROUTES,
+    *cdp.ROUTES,
     *files.ROUTES,
     *history.ROUTES,
     *events.ROUTES,

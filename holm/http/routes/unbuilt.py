@@ -15,52 +15,12 @@ SCREEN = BOX + "/screens/{screen:\\d+}"
 
 _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
     (
-        "browser tabs",
+        "named browser states",
         [
-            ("GET", f"{BOX}/pages"),
-            ("DELETE", f"{BOX}/pages/{{tab}}"),
-            ("POST", f"{BOX}/pages/{{tab}}/focus"),
-        ],
-        "token",
-    ),
-    (
-        "page reading and element operations",
-        [
-            ("GET", f"{BOX}/page"),
-            ("GET", f"{BOX}/page/find"),
-            ("GET", f"{BOX}/page/snapshot"),
-            ("POST", f"{BOX}/page/element"),
-            ("POST", f"{BOX}/page/evaluate"),
-            ("POST", f"{BOX}/page/screenshot"),
-            ("POST", f"{BOX}/page/pdf"),
-            ("POST", f"{BOX}/page/console"),
-        ],
-        "token",
-    ),
-    (
-        "browser state",
-        [
-            ("POST", f"{BOX}/state/save"),
-            ("POST", f"{BOX}/state/load"),
             ("GET", "/v1/states"),
             ("DELETE", "/v1/states/{name}"),
         ],
         "token",
-    ),
-    (
-        "cookies",
-        [("GET", f"{BOX}/cookies"), ("POST", f"{BOX}/cookies"), ("DELETE", f"{BOX}/cookies")],
-        "token",
-    ),
-    ("Chrome DevTools addresses", [("POST", f"{BOX}/cdp")], "token"),
-    (
-        "the DevTools proxy",
-        [
-            ("*", "/v1/cdp/{token}/json"),
-            ("*", "/v1/cdp/{token}/json/{rest:.*}"),
-            ("GET", "/v1/cdp/{token}/devtools/{rest:.*}"),
-        ],
-        "none",
     ),
     (
         "screen recording",

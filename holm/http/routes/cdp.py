@@ -1,0 +1,198 @@
+"""Chrome DevTools for users: `POST …/cdp` makes a short-lived token for one box, and
+`/v1/cdp/{token}/json…` and `/v1/cdp/{token}/devtools/…` relay the DevTools HTTP endpoints
+and WebSocket to that box's Chromium. The relay reaches the browser only through the socket
+the box's agent serves in the box's run folder (`devtools_url`, `unix:…`); no DevTools
+port is reachable outside the box. The token is the only credential these two routes take
+(no bearer token, as the spec says), so it is random (32 bytes), scoped to one box, lives
+`ttl_secs` at most (one hour by default, 24 hours at most), and a WebSocket opened with it
+is closed when it expires. An unknown and an expired token get the same `404`. Nothing here
+is recorded: a DevTools session is the user's own, outside the trace (docs/security.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Annotated
+
+import aiohttp
+import msgspec
+from aiohttp import web
+from msgspec import Meta
+
+from holm.engine import guards
+from holm.errors import NotFound, Unavailable, Unsupported
+
+from ..routing import SLOT, Route, engine_of, json_response, query_of
+
+MAX_TTL_SECS = 24 * 3600
+HTTP_TIMEOUT = aiohttp.ClientTimeout(total=30)
+_LOCAL_WS = re.compile(r"(ws://|ws=)(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?/")
+
+
+class CdpQuery(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
+    ttl_secs: Annotated[int, Meta(ge=1, le=MAX_TTL_SECS)] = 3600
+
+
+class CdpAddress(msgspec.Struct, kw_only=True):
+    url: str
+    ws_url: str
+    expires_at_ms: int
+
+
+@dataclass(frozen=True)
+class Grant:
+    box_id: str
+    socket: str
+    expires_at_ms: int
+
+
+class Grants:
+    """The live tokens of this server (in memory: a restart ends them all)."""
+
+    def __init__(self) -> None:
+        self._grants: dict[str, Grant] = {}
+
+    def make(self, box_id: str, socket: str, ttl_secs: int) -> tuple[str, Grant]:
+        now = int(time.time() * 1000)
+        self._grants = {t: g for t, g in self._grants.items() if g.expires_at_ms > now}
+        token = secrets.token_urlsafe(32)
+        grant = Grant(box_id, socket, now + ttl_secs * 1000)
+        self._grants[token] = grant
+        return token, grant
+
+    def get(self, token: str) -> Grant:
+        grant = self._grants.get(token)
+        if grant is None or grant.expires_at_ms <= int(time.time() * 1000):
+            self._grants.pop(token, None)
+            raise NotFound("no such DevTools address (unknown or expired)")
+        return grant
+
+
+def _grants(request: web.Request) -> Grants:
+    slot = request.app[SLOT]
+    grants = getattr(slot, "cdp_grants", None)
+    if grants is None:
+        grants = Grants()
+        slot.cdp_grants = grants  # type: ignore[attr-defined]
+    return grants
+
+
+def _session(socket: str) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=socket))
+
+
+async def _devtools_json(socket: str, method: str, path: str) -> tuple[int, bytes, str]:
+    try:
+        async with (
+            _session(socket) as session,
+            session.request(method, "http://localhost" + path, timeout=HTTP_TIMEOUT) as r,
+        ):
+            return r.status, await r.read(), r.content_type
+    except (aiohttp.ClientError, OSError) as exc:
+        raise Unavailable(f"the box's DevTools did not answer: {exc}") from None
+
+
+def _prefix(request: web.Request, token: str) -> str:
+    return f"{request.host}/v1/cdp/{token}"
+
+
+async def make_address(request: web.Request) -> web.Response:
+    box_id = request.match_info["id"]
+    q = query_of(request, CdpQuery)
+    state = guards.ready(await engine_of(request).box(box_id), box_id)
+    if not state.devtools_url or not state.devtools_url.startswith("unix:"):
+        raise Unsupported("this box's runtime gives no DevTools to relay")
+    socket = state.devtools_url.removeprefix("unix:")
+    token, grant = _grants(request).make(box_id, socket, q.ttl_secs)
+    status, body, _ = await _devtools_json(socket, "GET", "/json/version")
+    if status != 200:
+        raise Unavailable(f"the box's DevTools answered {status}")
+    browser_ws = msgspec.json.decode(body).get("webSocketDebuggerUrl", "")
+    ws_url = _LOCAL_WS.sub(lambda m: f"{m.group(1)}{_prefix(request, token)}/", browser_ws)
+    address = CdpAddress(
+        url=f"http://{_prefix(request, token)}", ws_url=ws_url, expires_at_ms=grant.expires_at_ms
+    )
+    return json_response(address)
+
+
+async def relay_json(request: web.Request) -> web.Response:
+    token = request.match_info["token"]
+    grant = _grants(request).get(token)
+    rest = request.match_info.get("rest", "")
+    path = "/json" + (f"/{rest}" if rest else "")
+    if request.query_string:
+        path += "?" + request.query_string
+    status, body, content_type = await _devtools_json(grant.socket, request.method, path)
+    text = body.decode(errors="replace")
+    # The addresses DevTools gives are inside the box: they become this relay's.
+    text = _LOCAL_WS.sub(lambda m: f"{m.group(1)}{_prefix(request, token)}/", text)
+    return web.Response(text=text, status=status, content_type=content_type or "text/plain")
+
+
+async def relay_socket(request: web.Request) -> web.WebSocketResponse:
+    grant = _grants(request).get(request.match_info["token"])
+    path = "/devtools/" + request.match_info["rest"]
+    remaining = grant.expires_at_ms / 1000 - time.time()
+    async with _session(grant.socket) as session:
+        try:
+            upstream = await session.ws_connect("http://localhost" + path, max_msg_size=0)
+        except (aiohttp.ClientError, OSError) as exc:
+            raise Unavailable(f"the box's DevTools did not answer: {exc}") from None
+        client = web.WebSocketResponse(max_msg_size=0)
+        await client.prepare(request)
+
+        async def pump(
+            source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+            sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+        ) -> None:
+            async for message in source:
+                if message.type == aiohttp.WSMsgType.TEXT:
+                    await sink.send_str(message.data)
+                elif message.type == aiohttp.WSMsgType.BINARY:
+                    await sink.send_bytes(message.data)
+                else:
+                    break
+
+        tasks = [
+            asyncio.ensure_future(pump(client, upstream)),
+            asyncio.ensure_future(pump(upstream, client)),
+        ]
+        # The session ends when either side closes, or when the token expires.
+        await asyncio.wait(tasks, timeout=max(0.0, remaining), return_when="FIRST_COMPLETED")
+        for task in tasks:
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await upstream.close()
+        with contextlib.suppress(Exception):
+            await client.close()
+    return client
+
+
+BOX = "/v1/boxes/{id}"
+
+ROUTES = [
+    Route(
+        "POST",
+        f"{BOX}/cdp",
+        make_address,
+        "Make a DevTools address with a short-lived token",
+        query=CdpQuery,
+        response=CdpAddress,
+    ),
+    *(
+        Route(method, path, relay_json, "The DevTools HTTP endpoints, relayed", auth="none")
+        for method in ("GET", "PUT")
+        for path in ("/v1/cdp/{token}/json", "/v1/cdp/{token}/json/{rest:.*}")
+    ),
+    Route(
+        "GET",
+        "/v1/cdp/{token}/devtools/{rest:.*}",
+        relay_socket,
+        "The DevTools WebSocket, relayed",
+        auth="none",
+    ),
+]

@@ -1,0 +1,298 @@
+"""Pages end to end through holmd on real local boxes: a batch of page actions recorded as
+`acted` and done again by a fork, the page routes, and the REST example of the reference."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+import pytest
+import pytest_asyncio
+from http_kit import Client, error_of, ok_json, trace_entries
+from local_kit import LocalServer
+from page_kit import page, site_actions
+
+pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
+
+CONFIRM = {"x-holm-confirm-delete": "true"}
+PORT = 8712
+ADA_SITE = {
+    "index.html": """<title>Sign up</title>
+<form action="details.html">
+  <label for="name">Name</label> <input id="name" name="name">
+  <button>Continue</button>
+</form>""",
+    "details.html": """<title>Details</title><h1>Details</h1><p id="who"></p>
+<script>who.textContent = new URLSearchParams(location.search).get("name");</script>""",
+}
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def server() -> AsyncIterator[LocalServer]:
+    running = LocalServer(display_base=370)
+    try:
+        await running.start(events_delay_ms=0)
+        yield running
+    finally:
+        await running.remove_everything()
+
+
+def client_of(server: LocalServer) -> Client:
+    assert server.client is not None
+    return server.client
+
+
+def site_steps(files: dict[str, str], port: int) -> list[Any]:
+    return [msgspec.to_builtins(step) for step in site_actions(files, port)]
+
+
+async def batch(client: Client, box: str, actions: list[Any], **body: Any) -> Any:
+    url = f"/v1/boxes/{box}/screens/0/actions"
+    return await ok_json(await client.post(url, json={"actions": actions, **body}))
+
+
+async def evaluate(client: Client, box: str, expression: str) -> Any:
+    step = {"type": "evaluate", "what": {"expression": expression}}
+    result = await batch(client, box, [step])
+    assert result["results"][0]["ok"], result
+    return result["results"][0]["value"]["value"]
+
+
+async def test_the_ada_run_is_recorded_and_a_fork_lands_on_details(server: LocalServer) -> None:
+    client = client_of(server)
+    source = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    steps = [
+        *site_steps(ADA_SITE, PORT),
+        {"type": "open_url", "url": f"http://127.0.0.1:{PORT}/index.html", "label": "signup"},
+        {"type": "on_page", "what": {"op": "fill", "query": "Name", "text": "Ada"}},
+        {"type": "on_page", "what": {"op": "click", "query": "Continue"}},
+        {"type": "on_page", "what": {"op": "wait_for", "query": "Details"}},
+    ]
+    result = await batch(client, source, steps)
+    assert [r["ok"] for r in result["results"]] == [True] * len(steps), result["results"]
+    filled, clicked, waited = (r["value"] for r in result["results"][-3:])
+    assert filled["element"]["name"] == "Name" and filled["element"]["value"] == "Ada"
+    assert clicked["element"]["role"] == "button" and clicked["navigated"]
+    assert waited["url"] == f"http://127.0.0.1:{PORT}/details.html?name=Ada"
+    assert [t["title"] for t in result["tabs"] if t.get("label") == "signup"] == ["Details"]
+
+    acted = [e for e in await trace_entries(client, source) if e["kind"] == "acted"]
+    pages = [e["action"] for e in acted if e["action"]["type"] == "on_page"]
+    assert [p["what"]["op"] for p in pages] == ["fill", "click", "wait_for"]
+
+    forked = await ok_json(await client.post(f"/v1/boxes/{source}/fork", json={}))
+    new = forked["box"]["id"]
+    assert forked["replay"]["ok"] == forked["replay"]["attempted"], forked["replay"]
+    assert await evaluate(client, new, "document.querySelector('h1').textContent") == "Details"
+    assert await evaluate(client, new, "who.textContent") == "Ada"
+    for box in (source, new):
+        await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+EXAMPLE_PORT = 8713
+EXAMPLE_SITE = {
+    "index.html": """<!doctype html><title>Example Domain</title>
+<div><h1>Example Domain</h1>
+<p>This domain is for use in illustrative examples in documents.</p>
+<p><a href="/more.html">More information...</a></p></div>""",
+    "more.html": "<title>More</title><h1>Example Domains</h1>",
+}
+
+
+async def test_the_rest_example_of_the_reference(server: LocalServer) -> None:
+    client = client_of(server)
+    created = await ok_json(
+        await client.post(
+            "/v1/boxes",
+            json={
+                "spec": {"desktop": {"width": 1280, "height": 800}},
+                "placement": {"expires_after_secs": 3600},
+            },
+            headers={"idempotency-key": "create-demo-1"},
+        )
+    )
+    box = created["id"]
+    # The example's page, served inside the box (a box reaches no outside address).
+    served = await batch(client, box, site_steps(EXAMPLE_SITE, EXAMPLE_PORT))
+    assert all(r["ok"] for r in served["results"]), served
+    result = await ok_json(
+        await client.post(
+            f"/v1/boxes/{box}/screens/0/actions",
+            json={
+                "actions": [
+                    {"type": "open_url", "url": f"http://127.0.0.1:{EXAMPLE_PORT}/"},
+                    {"type": "on_page", "what": {"op": "wait_for", "query": "Example Domain"}},
+                    {"type": "on_page", "what": {"op": "click", "query": "More information"}},
+                ],
+                "want": ["frame"],
+            },
+        )
+    )
+    assert [r["ok"] for r in result["results"]] == [True, True, True], result["results"]
+    clicked = result["results"][2]["value"]
+    assert clicked["element"]["role"] == "link" and clicked["navigated"]
+    assert clicked["url"] == f"http://127.0.0.1:{EXAMPLE_PORT}/more.html"
+    assert result["frame"]["png_base64"] and result["frame"]["width"] == 1280
+    assert [t["title"] for t in result["tabs"]][:1] == ["More"]
+    deleted = await client.delete(f"/v1/boxes/{box}", headers=CONFIRM)
+    assert deleted.status == 200
+
+
+async def test_the_page_routes(server: LocalServer) -> None:
+    client = client_of(server)
+    box = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    await batch(client, box, site_steps(EXAMPLE_SITE, EXAMPLE_PORT + 1))
+    url = f"http://127.0.0.1:{EXAMPLE_PORT + 1}/"
+    opened = await batch(client, box, [{"type": "open_url", "url": url, "label": "ex"}])
+    tab = opened["results"][0]["value"]["tab"]
+    base = f"/v1/boxes/{box}"
+    before = len(await trace_entries(client, box))
+
+    tabs = await ok_json(await client.get(f"{base}/pages"))
+    assert {"tab": tab, "title": "Example Domain", "url": url, "label": "ex"} in tabs["tabs"]
+    page = await ok_json(await client.get(f"{base}/page", params={"tab": "ex"}))
+    assert page["text"].startswith("# Example Domain") and page["title"] == "Example Domain"
+    found = await ok_json(await client.get(f"{base}/page/find", params={"q": "link More"}))
+    assert found["total"] == 1 and found["elements"][0]["name"] == "More information..."
+    snap = await ok_json(await client.get(f"{base}/page/snapshot", params={"limit": "5"}))
+    assert ("heading", "Example Domain") in [(c["role"], c["name"]) for c in snap["controls"]]
+    value = await ok_json(
+        await client.post(f"{base}/page/evaluate", json={"expression": "document.title"})
+    )
+    assert value == {"value": "Example Domain", "type": "string", "cut": False}
+    missing = await client.post(f"{base}/page/element", json={"op": "click", "query": "Nope"})
+    assert "'Nope'" in await error_of(missing, 404, "not_found")
+    wrong = await client.post(f"{base}/page/element", json={"op": "clack", "query": "x"})
+    await error_of(wrong, 400, "bad_request")
+    clicked = await ok_json(
+        await client.post(f"{base}/page/element", json={"op": "click", "query": "More information"})
+    )
+    assert clicked["navigated"] and clicked["url"].endswith("/more.html")
+    shot = await ok_json(await client.post(f"{base}/page/screenshot", json={}))
+    assert base64_png(shot["data_base64"])
+    pdf = await ok_json(await client.post(f"{base}/page/pdf", json={"path": "/tmp/p.pdf"}))
+    assert pdf["path"] == "/tmp/p.pdf" and pdf["size"] > 0
+    assert (await ok_json(await client.post(f"{base}/pages/ex/focus")))["tab"] == tab
+    assert (await ok_json(await client.delete(f"{base}/pages/{tab}")))["closed"]
+
+    # Only the screenshot and the PDF are recorded, as page_captured; never the picture.
+    after = (await trace_entries(client, box))[before:]
+    captured = [e for e in after if e["kind"] == "page_captured"]
+    assert [(e["format"], e.get("path")) for e in captured] == [
+        ("png", None),
+        ("pdf", "/tmp/p.pdf"),
+    ]
+    assert all(e["kind"] in ("page_captured", "frame") for e in after), after
+    await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+def base64_png(data: str) -> bool:
+    import base64
+
+    return base64.b64decode(data).startswith(b"\x89PNG")
+
+
+async def test_cookies_through_their_routes_only_and_never_recorded(server: LocalServer) -> None:
+    client = client_of(server)
+    box = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    base = f"/v1/boxes/{box}/cookies"
+    url = "http://cookies.test/"
+    before = len(await trace_entries(client, box))
+    jar = {"url": url, "cookies": [{"name": "sid", "value": "s3cret", "same_site": "Lax"}]}
+    assert (await ok_json(await client.post(base, json=jar)))["changed"] == 1
+    listed = await ok_json(await client.get(base, params={"url": url}))
+    assert [(c["name"], c["value"]) for c in listed["cookies"]] == [("sid", "s3cret")]
+    step = {"type": "cookies", "what": {"do": "set", "url": url, "cookies": jar["cookies"]}}
+    refused = await client.post(f"/v1/boxes/{box}/screens/0/actions", json={"actions": [step]})
+    assert "never in a batch" in await error_of(refused, 400, "bad_request")
+    assert (await ok_json(await client.delete(base)))["changed"] >= 1
+    assert (await ok_json(await client.get(base, params={"url": url})))["cookies"] == []
+    # Neither the routes nor the refused batch leave anything but frames in the trace.
+    after = (await trace_entries(client, box))[before:]
+    assert all(e["kind"] == "frame" for e in after), after
+    await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+async def test_a_devtools_address_relays_to_the_box_until_it_expires(
+    server: LocalServer,
+) -> None:
+    client = client_of(server)
+    box = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    await batch(client, box, [{"type": "open_url", "url": page("<title>Relayed</title>")}])
+    address = await ok_json(await client.post(f"/v1/boxes/{box}/cdp"))
+    host = f"{client.host}:{client.port}"
+    prefix = address["url"].removeprefix(f"http://{host}")
+    assert prefix.startswith("/v1/cdp/") and address["ws_url"].startswith(f"ws://{host}/v1/cdp/")
+    # No bearer token: the address is the credential.
+    version = await client.get(f"{prefix}/json/version", headers={"authorization": ""})
+    assert version.status == 200 and "Chrome" in (await version.json())["Browser"]
+    targets = await ok_json(await client.get(f"{prefix}/json/list"))
+    relayed = next(t for t in targets if t.get("title") == "Relayed")
+    ws_path = relayed["webSocketDebuggerUrl"].removeprefix(f"ws://{host}")
+    assert ws_path.startswith(prefix + "/devtools/page/")
+    async with client.ws_connect(ws_path) as ws:
+        await ws.send_json(
+            {"id": 1, "method": "Runtime.evaluate", "params": {"expression": "document.title"}}
+        )
+        answer = await ws.receive_json()
+        assert answer["result"]["result"]["value"] == "Relayed"
+    await error_of(await client.get("/v1/cdp/not-a-token/json/version"), 404, "not_found")
+
+    short = await ok_json(await client.post(f"/v1/boxes/{box}/cdp", params={"ttl_secs": "1"}))
+    short_prefix = short["url"].removeprefix(f"http://{host}")
+
+    async def expired() -> bool:
+        return (await client.get(f"{short_prefix}/json/version")).status == 404
+
+    assert await until(expired, tries=50, pause=0.1)
+    too_long = await client.post(f"/v1/boxes/{box}/cdp", params={"ttl_secs": "86401"})
+    await error_of(too_long, 400, "bad_request")
+    await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+async def until(check: Any, tries: int, pause: float) -> Any:
+    """Poll `check()` (bounded) until it gives something true (a state, not a timing)."""
+    import asyncio
+
+    for _ in range(tries):
+        if found := await check():
+            return found
+        await asyncio.sleep(pause)
+    return await check()
+
+
+async def test_a_browser_state_saved_in_one_box_loads_in_another(server: LocalServer) -> None:
+    client = client_of(server)
+    port = EXAMPLE_PORT + 2
+    origin = f"http://127.0.0.1:{port}"
+    boxes = [(await ok_json(await client.post("/v1/boxes", json={})))["id"] for _ in range(2)]
+    for box in boxes:
+        await batch(client, box, site_steps(EXAMPLE_SITE, port))
+    first, second = boxes
+    await batch(client, first, [{"type": "open_url", "url": origin + "/"}])
+    await evaluate(client, first, "localStorage.setItem('theme', 'dark')")
+    jar = {"url": origin, "cookies": [{"name": "sid", "value": "s3cret"}]}
+    await ok_json(await client.post(f"/v1/boxes/{first}/cookies", json=jar))
+    before = len(await trace_entries(client, first))
+
+    saved = await ok_json(await client.post(f"/v1/boxes/{first}/state/save", json={}))
+    assert (saved["cookies"], saved["origins"]) >= (1, 1)
+    state = saved["session_json"]
+    assert "s3cret" in state and "dark" in state
+    named = await client.post(f"/v1/boxes/{first}/state/save", json={"name": "work"})
+    await error_of(named, 400, "unsupported")
+    body = {"session_json": state}
+    loaded = await ok_json(await client.post(f"/v1/boxes/{second}/state/load", json=body))
+    assert loaded["cookies"] >= 1 and loaded["origins"] >= 1
+
+    cookies = await ok_json(await client.get(f"/v1/boxes/{second}/cookies", params={"url": origin}))
+    assert [(c["name"], c["value"]) for c in cookies["cookies"]] == [("sid", "s3cret")]
+    await batch(client, second, [{"type": "open_url", "url": origin + "/"}])
+    assert await evaluate(client, second, "localStorage.getItem('theme')") == "dark"
+    # The state went to the caller only: nothing of it is in either trace.
+    after = (await trace_entries(client, first))[before:]
+    assert "s3cret" not in repr(after) and all(e["kind"] == "frame" for e in after)
+    assert "s3cret" not in repr(await trace_entries(client, second))
+    for box in boxes:
+        await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
