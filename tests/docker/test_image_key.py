@@ -74,9 +74,12 @@ def test_the_source_holds_the_agent_code_and_its_libraries() -> None:
     source = image_source()
     paths = [path for path, _ in source.agent_files]
     assert "adapters/agent/protocol.py" in paths
-    assert "adapters/base.py" in paths
-    # The server's code is not in a box's image.
-    assert not any(path.startswith(("http/", "engine", "adapters/docker/")) for path in paths)
+    assert "wire/actions.py" in paths
+    # The server's code is not in a box's image, nor the wire types only the server reads
+    # (REST bodies, trace entries): a change to them builds no new image.
+    server_side = ("http/", "engine", "adapters/docker/", "adapters/base.py")
+    assert not any(path.startswith(server_side) for path in paths)
+    assert not {"wire/api.py", "wire/entries.py", "wire/feed.py"} & set(paths)
     names = {lib.split("==")[0].lower() for lib in source.python_libraries}
     assert {"msgspec", "aiohttp", "pillow", "python-xlib", "six", "yarl"} <= names
 
