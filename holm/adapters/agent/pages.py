@@ -480,6 +480,10 @@ class Pages:
     async def _close_and_wait(self, tab: str) -> None:
         """Close a tab and wait until DevTools lists it no more (a closing tab is listed a
         moment longer, and would be taken for the front one)."""
+        if [t.tab for t in await self.tabs()] == [tab]:
+            # Closing a window's last tab ends Chromium, and with it the screen's browser:
+            # a blank tab stays in its place.
+            await self._json("PUT", "/json/new?" + quote("about:blank", safe=""))
         await self._text(f"/json/close/{tab}")
         deadline = time.monotonic() + COMMAND_TIMEOUT_S
         while time.monotonic() < deadline:
