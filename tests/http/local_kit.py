@@ -3,13 +3,15 @@ on a test server: what the end-to-end tests of test_local_boxes.py share."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
-from http_kit import Client, app_config
+from http_kit import Client, app_config, ok_json
 
 from holm.adapters.local.runtime import LocalRuntime
 from holm.config import server_id_of
@@ -63,3 +65,26 @@ class LocalServer:
             await cleaner.delete(box.box_id)
         await cleaner.close()
         shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def started(display_base: int = DISPLAY_BASE, **settings: Any) -> AsyncIterator[LocalServer]:
+    """A server on a fresh state dir, for a module's tests; everything it made is removed
+    at the end."""
+    running = LocalServer(display_base)
+    try:
+        await running.start(**settings)
+        yield running
+    finally:
+        await running.remove_everything()
+
+
+def client_of(server: LocalServer) -> Client:
+    assert server.client is not None
+    return server.client
+
+
+async def new_box(server: LocalServer) -> str:
+    """A box of the default spec: one screen of 1280×800 with Chromium."""
+    created = await ok_json(await client_of(server).post("/v1/boxes", json={}))
+    return str(created["id"])

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from http_kit import Client, engine_of, error_of, kinds, ok_json, trace_entries
-from local_kit import LocalServer
+from local_kit import LocalServer, client_of, new_box, started
 from PIL import Image
 
 from holm.adapters.local.runtime import LocalRuntime
@@ -32,25 +32,14 @@ CONFIRM = {"x-holm-confirm-delete": "true"}
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def server() -> AsyncIterator[LocalServer]:
-    running = LocalServer()
-    try:
-        await running.start(events_delay_ms=0)
+    async with started(events_delay_ms=0) as running:
         yield running
-    finally:
-        await running.remove_everything()
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def box(server: LocalServer) -> str:
     """The shared box: one screen of 1280×800 with Chromium."""
-    assert server.client is not None
-    created = await ok_json(await server.client.post("/v1/boxes", json={}))
-    return str(created["id"])
-
-
-def client_of(server: LocalServer) -> Client:
-    assert server.client is not None
-    return server.client
+    return await new_box(server)
 
 
 async def batch(client: Client, box: str, body: dict[str, Any], screen: int = 0) -> Any:

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 import pytest_asyncio
 from http_kit import Client, error_of, ok_json, trace_entries
-from local_kit import LocalServer
+from local_kit import LocalServer, client_of, started
 from page_kit import page, site_actions
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
@@ -30,17 +30,8 @@ ADA_SITE = {
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def server() -> AsyncIterator[LocalServer]:
-    running = LocalServer(display_base=370)
-    try:
-        await running.start(events_delay_ms=0)
+    async with started(display_base=370, events_delay_ms=0) as running:
         yield running
-    finally:
-        await running.remove_everything()
-
-
-def client_of(server: LocalServer) -> Client:
-    assert server.client is not None
-    return server.client
 
 
 def site_steps(files: dict[str, str], port: int) -> list[Any]:

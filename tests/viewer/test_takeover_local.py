@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 import yarl
 from http_kit import Client, error_of, ok_json, trace_entries
-from local_kit import LocalServer
+from local_kit import LocalServer, client_of, new_box, started
 from test_viewer_local import open_page, until_title
 from viewer_kit import bridge, vnc_do
 
@@ -25,24 +25,13 @@ pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def server() -> AsyncIterator[LocalServer]:
-    running = LocalServer()
-    try:
-        await running.start(events_delay_ms=0)
+    async with started(events_delay_ms=0) as running:
         yield running
-    finally:
-        await running.remove_everything()
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def box(server: LocalServer) -> str:
-    assert server.client is not None
-    created = await ok_json(await server.client.post("/v1/boxes", json={}))
-    return str(created["id"])
-
-
-def client_of(server: LocalServer) -> Client:
-    assert server.client is not None
-    return server.client
+    return await new_box(server)
 
 
 async def viewers(client: Client, box: str) -> Any:

@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 import yarl
 from http_kit import Client, error_of, ok_json
-from local_kit import LocalServer
+from local_kit import LocalServer, client_of, new_box, started
 from viewer_kit import PAGE_URL, bridge, vnc_do
 
 from holm.http.viewer.relay import TICKETS
@@ -27,12 +27,10 @@ pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def server() -> AsyncIterator[LocalServer]:
-    running = LocalServer()
     try:
-        await running.start(events_delay_ms=0)
-        yield running
+        async with started(events_delay_ms=0) as running:
+            yield running
     finally:
-        await running.remove_everything()
         from vncdotool import api
 
         api.shutdown()
@@ -40,14 +38,7 @@ async def server() -> AsyncIterator[LocalServer]:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def box(server: LocalServer) -> str:
-    assert server.client is not None
-    created = await ok_json(await server.client.post("/v1/boxes", json={}))
-    return str(created["id"])
-
-
-def client_of(server: LocalServer) -> Client:
-    assert server.client is not None
-    return server.client
+    return await new_box(server)
 
 
 async def ticket(client: Client, box: str, mode: str = "view", screen: int = 0) -> Any:
