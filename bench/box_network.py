@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import os
 import secrets
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Iterator
 from pathlib import Path
+
+# The test host is the tests' own (tests/net_kit.py): one way to make one.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from net_kit import served_host
 
 from holm.adapters.local.runtime import LocalRuntime
 from holm.wire.actions import Exec, ExecWhat
@@ -41,62 +44,11 @@ print(size, time.perf_counter() - start)
 """
 
 
-def free_subnet() -> ipaddress.IPv4Network:
-    routes = subprocess.run(
-        ["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True, check=True
-    ).stdout
-    taken = []
-    for line in routes.splitlines():
-        word = line.split()[0] if line.split() else ""
-        with contextlib.suppress(ValueError):
-            taken.append(ipaddress.ip_network(word if "/" in word else f"{word}/32", strict=False))
-    for _ in range(200):
-        net = ipaddress.IPv4Network(
-            f"10.213.{secrets.randbelow(256)}.{secrets.randbelow(64) * 4}/30"
-        )
-        if not any(net.overlaps(t) for t in taken if t.prefixlen > 0):
-            return net
-    raise SystemExit("no free /30 in 10.213.0.0/16")
-
-
-def ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
-
-
 @contextlib.contextmanager
-def test_host(folder: Path) -> object:
-    tag = secrets.token_hex(3)
-    netns, near, far = f"holmbench-{tag}", f"hb{tag}a", f"hb{tag}b"
-    net = free_subnet()
-    address = str(net[2])
-    server = None
-    ip("netns", "add", netns)
-    try:
-        ip("link", "add", near, "type", "veth", "peer", "name", far)
-        ip("link", "set", far, "netns", netns)
-        ip("addr", "add", f"{net[1]}/30", "dev", near)
-        ip("link", "set", near, "up")
-        ip("-n", netns, "addr", "add", f"{address}/30", "dev", far)
-        ip("-n", netns, "link", "set", far, "up")
-        port = 8000 + secrets.randbelow(1000)
-        serve = [sys.executable, "-m", "http.server", "--bind", address, str(port)]
-        server = subprocess.Popen(
-            ["ip", "netns", "exec", netns, *serve, "--directory", str(folder)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        for _ in range(500):
-            with contextlib.suppress(OSError), socket.create_connection((address, port), 1):
-                break
-            time.sleep(0.02)
-        yield f"http://{address}:{port}/payload"
-    finally:
-        if server is not None:
-            os.killpg(server.pid, 9)
-            server.wait()
-        subprocess.run(["ip", "link", "del", near], capture_output=True)
-        subprocess.run(["ip", "netns", "del", netns], capture_output=True)
+def test_host(folder: Path) -> Iterator[str]:
+    """The URL of the payload in `folder`, served by a test host of the bench's own."""
+    with served_host(folder, "bench") as host:
+        yield f"http://{host.address}:{host.http_port}/payload"
 
 
 def rate(size: int, seconds: float) -> float:

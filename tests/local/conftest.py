@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from net_kit import hi_server
 
 from holm.adapters.local import network as network_module
 from holm.adapters.local import procs
@@ -117,26 +116,8 @@ def run_in_box(state_dir: Path) -> RunInBox:
 @pytest.fixture
 def tcp_server() -> Iterator[int]:
     """A TCP server on the host's 127.0.0.1 that answers b"hi" to every connection."""
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-    stop = threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.sendall(b"hi")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield port
-    stop.set()
-    thread.join()
-    server.close()
+    with hi_server("127.0.0.1") as port:
+        yield port
 
 
 MakeRuntime = Callable[..., LocalRuntime]

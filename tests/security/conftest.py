@@ -9,14 +9,9 @@ test of a module (pytest's async fixtures are tied to one test's loop).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ipaddress
 import os
 import secrets
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Coroutine, Iterator
@@ -26,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 from desktop_kit import run as run_in_box
+from net_kit import hi_server, served_host
 
 from holm.adapters.base import Desktop
 from holm.adapters.local import procs
@@ -173,34 +169,8 @@ def _records(state_dir: Path) -> list[BoxRecord]:
 def loopback_server() -> Iterator[int]:
     """A TCP server on the host's 127.0.0.1 that answers b"hi" to every connection: what
     holmd, or any service of the host bound to its loopback, is to a box."""
-    with _hi_server("127.0.0.1") as port:
+    with hi_server("127.0.0.1") as port:
         yield port
-
-
-@contextlib.contextmanager
-def _hi_server(address: str) -> Iterator[int]:
-    server = socket.create_server((address, 0))
-    port: int = server.getsockname()[1]
-    stop = threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.sendall(b"hi")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield port
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
 
 
 # A test host of the test's own
@@ -220,71 +190,12 @@ class FarHost:
     host_side_port: int
 
 
-def _free_subnet() -> ipaddress.IPv4Network:
-    """A /30 in 10.213.0.0/16 that no route of the host touches."""
-    routes = subprocess.run(
-        ["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True, check=True
-    ).stdout
-    taken = []
-    for line in routes.splitlines():
-        word = line.split()[0] if line.split() else ""
-        with contextlib.suppress(ValueError):
-            taken.append(ipaddress.ip_network(word if "/" in word else f"{word}/32", strict=False))
-    for _ in range(200):
-        third, fourth = secrets.randbelow(256), secrets.randbelow(64) * 4
-        net = ipaddress.IPv4Network(f"10.213.{third}.{fourth}/30")
-        if not any(net.overlaps(other) for other in taken if other.prefixlen > 0):
-            return net
-    raise AssertionError("no free /30 in 10.213.0.0/16")
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
-
-
 @pytest.fixture(scope="session")
 def test_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FarHost]:
-    tag = secrets.token_hex(3)
-    netns, host_end, far_end = f"holmsec-{tag}", f"hs{tag}a", f"hs{tag}b"
-    net = _free_subnet()
-    host_address, address = str(net[1]), str(net[2])
     payload = secrets.token_bytes(4 << 20)
     served = tmp_path_factory.mktemp("served")
     (served / "payload").write_bytes(payload)
-    server: subprocess.Popen[bytes] | None = None
-    _ip("netns", "add", netns)
-    try:
-        _ip("link", "add", host_end, "type", "veth", "peer", "name", far_end)
-        _ip("link", "set", far_end, "netns", netns)
-        _ip("addr", "add", f"{host_address}/30", "dev", host_end)
-        _ip("link", "set", host_end, "up")
-        _ip("-n", netns, "addr", "add", f"{address}/30", "dev", far_end)
-        _ip("-n", netns, "link", "set", far_end, "up")
-        _ip("-n", netns, "link", "set", "lo", "up")
-        port = 8000 + secrets.randbelow(1000)
-        serve = [sys.executable, "-m", "http.server", "--bind", address, str(port)]
-        server = subprocess.Popen(
-            ["ip", "netns", "exec", netns, *serve, "--directory", str(served)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
+    with served_host(served, "sec") as host, hi_server(host.host_address) as host_side_port:
+        yield FarHost(
+            host.netns, host.host_address, host.address, host.http_port, payload, host_side_port
         )
-        _wait_listening(address, port, server)
-        with _hi_server(host_address) as host_side_port:
-            yield FarHost(netns, host_address, address, port, payload, host_side_port)
-    finally:
-        if server is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(server.pid, 9)
-            server.wait()
-        subprocess.run(["ip", "link", "del", host_end], capture_output=True)
-        subprocess.run(["ip", "netns", "del", netns], capture_output=True)
-
-
-def _wait_listening(address: str, port: int, server: subprocess.Popen[bytes]) -> None:
-    for _ in range(500):
-        assert server.poll() is None, "the test host's server ended"
-        with contextlib.suppress(OSError), socket.create_connection((address, port), timeout=1):
-            return
-        threading.Event().wait(0.02)
-    raise AssertionError("the test host's server did not listen")
