@@ -106,9 +106,7 @@ def find(
             (
                 e.role or e.tag,
                 e.name,
-                ""
-                if e.box is None
-                else f"{e.box.x:g},{e.box.y:g} {e.box.width:g}x{e.box.height:g}",
+                _box(e),
                 "yes" if e.visible else "no",
             )
             for e in found.elements
