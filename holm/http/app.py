@@ -21,6 +21,7 @@ from .mcp import setup_mcp
 from .middlewares import body_size_middleware, errors_middleware, guards_middleware
 from .openapi import openapi_route
 from .routes import ALL_ROUTES
+from .routes.cdp import GRANTS, Grants
 from .routing import ACCESS, CONFIG, ROUTES, SLOT, Route, Slot
 from .viewer.relay import LIVE, TICKETS, LiveViewers
 from .viewer.tickets import Tickets
@@ -56,6 +57,7 @@ def create_app(
     app[SLOT] = Slot()
     app[KEYS] = KeyCache()
     app[TICKETS] = Tickets()
+    app[GRANTS] = Grants()
     app[LIVE] = LiveViewers()
     declared: dict[tuple[str, str], Route] = {}
     # `/mcp` passes the same guards as every declared route.

@@ -26,7 +26,7 @@ from msgspec import Meta
 from holm.engine import guards
 from holm.errors import NotFound, Unavailable, Unsupported
 
-from ..routing import SLOT, Route, engine_of, json_response, query_of
+from ..routing import Route, engine_of, json_response, query_of
 
 MAX_TTL_SECS = 24 * 3600
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=30)
@@ -72,13 +72,12 @@ class Grants:
         return grant
 
 
+# The app's live DevTools tokens, made with the app (as its viewer tickets are).
+GRANTS = web.AppKey("cdp_grants", Grants)
+
+
 def _grants(request: web.Request) -> Grants:
-    slot = request.app[SLOT]
-    grants = getattr(slot, "cdp_grants", None)
-    if grants is None:
-        grants = Grants()
-        slot.cdp_grants = grants  # type: ignore[attr-defined]
-    return grants
+    return request.app[GRANTS]
 
 
 def _session(socket: str) -> aiohttp.ClientSession:
@@ -107,10 +106,11 @@ async def make_address(request: web.Request) -> web.Response:
     if not state.devtools_url or not state.devtools_url.startswith("unix:"):
         raise Unsupported("this box's runtime gives no DevTools to relay")
     socket = state.devtools_url.removeprefix("unix:")
-    token, grant = _grants(request).make(box_id, socket, q.ttl_secs)
     status, body, _ = await _devtools_json(socket, "GET", "/json/version")
     if status != 200:
         raise Unavailable(f"the box's DevTools answered {status}")
+    # Only once the box's DevTools answers: a refusal leaves no live token behind.
+    token, grant = _grants(request).make(box_id, socket, q.ttl_secs)
     browser_ws = msgspec.json.decode(body).get("webSocketDebuggerUrl", "")
     ws_url = _LOCAL_WS.sub(lambda m: f"{m.group(1)}{_prefix(request, token)}/", browser_ws)
     address = CdpAddress(
