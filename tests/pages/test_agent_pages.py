@@ -3,6 +3,7 @@ DevTools, pages read and captured, tabs by label."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 import pytest
@@ -160,3 +161,47 @@ async def test_the_console_says_what_the_page_logged(desktop: Desktop) -> None:
     assert {m.level for m in only.messages} <= {"error", "exception"}
     assert any("boom" in m.text for m in only.messages)
     assert expect(await desktop.act(0, a.Console()), r.ConsoleLog).messages == []
+
+
+async def test_changed_counts_only_what_the_operation_changed(desktop: Desktop) -> None:
+    # The controls an operation reports changed are those it changed, although the page
+    # is read once per operation while nothing moves in it.
+    await desktop.act(0, a.OpenUrl(url=CHANGING))
+    idle = await on(desktop, a.ClickOp(query="button Nothing"))
+    assert idle.changed == [] and not idle.navigated
+    late = "document.body.insertAdjacentHTML('beforeend', '<button>Late</button>')"
+    await desktop.act(0, a.Evaluate(what=a.EvaluateWhat(expression=late)))
+    # "Late" came between two operations: it was there before this one.
+    again = await on(desktop, a.ClickOp(query="button Nothing"))
+    assert again.changed == []
+    added = await on(desktop, a.ClickOp(query="button Add"))
+    assert [(c.role, c.name) for c in added.changed] == [("button", "Added")]
+    filled = await on(desktop, a.FillOp(query="Word", text="x"))
+    assert [(c.name, c.value) for c in filled.changed] == [("Word", "x")]
+    same = await on(desktop, a.FillOp(query="Word", text="x"))
+    assert same.changed == [] and same.element is not None and same.element.value == "x"
+
+
+CHANGING = page(
+    "<title>Changing</title><input aria-label=Word>"
+    "<button onclick='0'>Nothing</button>"
+    "<button onclick=\"this.insertAdjacentHTML('afterend', '<button>Added</button>')\">"
+    "Add</button>"
+)
+
+
+async def test_a_dialog_the_page_opens_on_its_own_is_answered(desktop: Desktop) -> None:
+    # The page's DevTools session stays open between operations, so a dialog that no
+    # operation caused is seen too.
+    await desktop.act(
+        0, a.OpenUrl(url=page("<script>setTimeout(() => confirm('later'), 200)</script>"))
+    )
+    for _ in range(100):
+        try:
+            done = expect(await desktop.act(0, a.Dialog(accept=False)), r.DialogDone)
+            break
+        except NotFound:
+            await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the page's dialog was never seen")
+    assert done == r.DialogDone(accepted=False, kind="confirm", message="later")

@@ -105,12 +105,9 @@ INSTALL = r"""
     if (el.isContentEditable) return norm(el.innerText);
     return null;
   };
-  const describe = el => {
-    const r = el.getBoundingClientRect();
-    const d = { role: role(el), name: name(el), tag: el.tagName.toLowerCase(),
-      box: { x: Math.round(r.x * 10) / 10, y: Math.round(r.y * 10) / 10,
-        width: Math.round(r.width * 10) / 10, height: Math.round(r.height * 10) / 10 },
-      visible: visible(el) };
+  // What a person reading the page sees of a control, its box aside.
+  const facts = el => {
+    const d = { role: role(el), name: name(el), tag: el.tagName.toLowerCase() };
     const v = valueOf(el);
     if (v !== null) d.value = v;
     const aria = el.getAttribute("aria-checked");
@@ -118,6 +115,13 @@ INSTALL = r"""
     else if (aria === "true" || aria === "false") d.checked = aria === "true";
     if (el.disabled || el.getAttribute("aria-disabled") === "true") d.disabled = true;
     return d;
+  };
+  const describe = el => {
+    const r = el.getBoundingClientRect();
+    return { ...facts(el),
+      box: { x: Math.round(r.x * 10) / 10, y: Math.round(r.y * 10) / 10,
+        width: Math.round(r.width * 10) / 10, height: Math.round(r.height * 10) / 10 },
+      visible: visible(el) };
   };
   const looksLikeSelector = q =>
     /^(css=|xpath=)/.test(q) || /^\(?\.?\/\//.test(q) || /^[#.\[]/.test(q) ||
@@ -227,7 +231,8 @@ INSTALL = r"""
     }
     return rank(candidates(q, exact, wantRole));
   };
-  const controls = (scope, limit) => {
+  // The controls and headings a snapshot lists, at most `limit`.
+  const shown = (scope, limit) => {
     const root = scope || document.body || document.documentElement;
     const els = Array.from(root.querySelectorAll(CONTROL + ",h1,h2,h3,h4,h5,h6"));
     if (root.matches && root.matches(CONTROL)) els.unshift(root);
@@ -235,10 +240,14 @@ INSTALL = r"""
     for (const el of els) {
       if (!visible(el) && !(el.tagName === "INPUT" && ["checkbox", "radio", "file"].includes(el.type))) continue;
       if (el.tagName === "INPUT" && el.type === "hidden") continue;
-      out.push(describe(el));
+      out.push(el);
       if (out.length >= limit) break;
     }
-    return { controls: out, cut: out.length >= limit && els.length > limit };
+    return { els: out, cut: out.length >= limit && els.length > limit };
+  };
+  const controls = (scope, limit) => {
+    const got = shown(scope, limit);
+    return { controls: got.els.map(describe), cut: got.cut };
   };
   const read = (format, maxLinks) => {
     const links = [];
@@ -282,22 +291,63 @@ INSTALL = r"""
     const text = md.join("").replace(/[ \t]+\n/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
     return { text, links };
   };
+  // Counts what can change the controls: the DOM, and what a person or a script types or
+  // picks (a value is no attribute, and moves no mutation observer).
   let changes = 0;
+  const bump = () => { changes++; };
   try {
-    new MutationObserver(() => { changes++; }).observe(document, { subtree: true,
+    new MutationObserver(bump).observe(document, { subtree: true,
       childList: true, attributes: true, characterData: true });
+    document.addEventListener("input", bump, true);
+    document.addEventListener("change", bump, true);
   } catch (e) { /* no document yet */ }
-  window.__holm = { version: 1, id: Math.random().toString(36).slice(2), last: null,
-    find, fits: FITS, describe, controls, read, role, name, visible, changes: () => changes };
+  const id = Math.random().toString(36).slice(2);
+  const mark = () => id + ":" + changes;
+  // What an element operation reports changed: the controls whose facts differ from those
+  // the last operation left (`seen`, read again only when the mark moved since), kept in the
+  // page so that only the changed ones cross DevTools. A new document has none seen: all its
+  // controls are new.
+  let seen = null;
+  const keyed = () => shown(null, 300).els.map(el => {
+    const f = facts(el);
+    return [JSON.stringify([f.role, f.name, f.value, f.checked, f.disabled]), el];
+  });
+  const before = () => {
+    if (!seen || seen.mark !== mark()) seen = { mark: mark(), keys: keyed() };
+    return { id, url: location.href };
+  };
+  const after = limit => {
+    const url = location.href;
+    if (seen && seen.mark === mark()) return { id, url, changed: [] };
+    const now = keyed();
+    const had = new Map();
+    for (const [k] of seen ? seen.keys : []) had.set(k, (had.get(k) || 0) + 1);
+    const changed = [];
+    for (const [k, el] of now) {
+      const n = had.get(k) || 0;
+      if (n > 0) had.set(k, n - 1);
+      else if (changed.length < limit) changed.push(describe(el));
+    }
+    seen = { mark: mark(), keys: now };
+    return { id, url, changed };
+  };
+  window.__holm = { version: 1, id, last: null, find, fits: FITS, describe, controls, read,
+    role, name, visible, before, after, mark };
   return window.__holm.id;
 })()
 """
 
 
+# What `call` answers in a document that lacks the script: `Cdp.run` then installs it and
+# calls again, so the 14 KB script is sent once per document, not with every call.
+MISSING = "__holm_missing__"
+
+
 def call(body: str, **args: object) -> str:
     """An expression that runs `body` (JavaScript using `H`, the installed `window.__holm`,
-    and `A`, the arguments) after installing the script when the page lacks it."""
+    and `A`, the arguments), or answers `MISSING` when the page lacks the script."""
     return (
-        f"(async () => {{ {INSTALL}; const H = window.__holm; "
+        "(async () => { const H = window.__holm; "
+        f'if (!H || H.version !== 1) return "{MISSING}"; '
         f"const A = {json.dumps(args)}; {body} }})()"
     )

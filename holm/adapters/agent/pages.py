@@ -22,14 +22,13 @@ from urllib.parse import quote, urlsplit
 import aiohttp
 import msgspec
 
-from holm.adapters.agent.page_js import call
+from holm.adapters.agent.cdp_session import COMMAND_TIMEOUT_S, Cdp, thrown
 from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.results import PageOpened, Tab, TabDone
 
 LOAD_TIMEOUT_S = 30.0
-COMMAND_TIMEOUT_S = 5.0
 _TWO_FRAMES = {
     "expression": "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))",
     "awaitPromise": True,
@@ -48,8 +47,9 @@ class Pages:
         self._labels: dict[str, str] = {}
         # The controls of each tab's last snapshot, for `delta`.
         self._snapshots: dict[str, list[r.Element]] = {}
-        # The dialog each tab showed to an element operation, until it is answered.
-        self._dialogs: dict[str, Cdp] = {}
+        # A DevTools session per tab, opened on first use and kept: opening one costs more
+        # than most operations.
+        self._pages: dict[str, Cdp] = {}
 
     async def _json(self, method: str, path: str) -> Any:
         try:
@@ -205,51 +205,52 @@ class Pages:
 
     @contextlib.asynccontextmanager
     async def _session(self, tab: str | None) -> AsyncIterator[Cdp]:
+        """The tab's kept session, for one operation at a time."""
         target = await self._target(tab)
-        try:
-            ws = await self.session.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0)
-        except aiohttp.ClientError as exc:
-            raise Transport(f"could not reach the page: {exc}") from None
-        cdp = Cdp(ws, self._ids, target["id"])
-        cdp.tab_url = target.get("url", "")
+        cdp = self._pages.get(target["id"])
+        if cdp is None or cdp.closed:
+            cdp = await Cdp.open(
+                self.session, target["webSocketDebuggerUrl"], self._ids, target["id"]
+            )
+            self._pages[target["id"]] = cdp
+        async with cdp.lock:
+            cdp.begin()
+            cdp.tab_url = target.get("url", "")
+            yield cdp
+
+    @contextlib.asynccontextmanager
+    async def _fresh_session(self, tab: str | None) -> AsyncIterator[Cdp]:
+        """A session of its own, closed after: for what a new session is told (the console
+        log so far) and a kept one is not."""
+        target = await self._target(tab)
+        cdp = await Cdp.open(self.session, target["webSocketDebuggerUrl"], self._ids, target["id"])
         try:
             yield cdp
         finally:
-            if cdp.dialog is None:
-                await ws.close()
-            else:
-                # Only the session that saw the dialog open can answer it: it stays open
-                # until a `dialog` action does.
-                held = self._dialogs.pop(cdp.tab, None)
-                if held is not None:
-                    await held.ws.close()
-                self._dialogs[cdp.tab] = cdp
+            await cdp.close()
 
     async def on_page(self, what: a.ElementOp, tab: str | None, settle_ms: int) -> r.ElementDone:
         async with self._session(tab) as cdp:
-            await cdp.call("Page.enable")
-            tree = await cdp.call("Page.getFrameTree")
-            cdp.main_frame = tree.get("frameTree", {}).get("frame", {}).get("id")
-            before = await _state(cdp)
+            before = await _page(cdp, "return H.before();")
             done = await _element_op(cdp, what)
             if cdp.dialog is not None:
                 return msgspec.structs.replace(
                     done, url=cdp.tab_url, dialog=str(cdp.dialog.get("message", ""))
                 )
-            await _settle(cdp, settle_ms)
-            after = await _state(cdp)
-        navigated = before is None or after is None or before["id"] != after["id"]
-        navigated = navigated or (before or {}).get("url") != (after or {}).get("url")
-        controls = [] if after is None else after["controls"]
-        if navigated:
-            changed = controls[:MAX_CHANGED]
-        else:
-            changed = _changed([] if before is None else before["controls"], controls)
+            # A fill's `change` event, and the value it left, ride on the call that reads
+            # the page after it: one round trip fewer.
+            fill = isinstance(what, a.FillOp)
+            after = await _settled(cdp, settle_ms, _CHANGED if fill else "")
+        if after is None:
+            return msgspec.structs.replace(done, navigated=True)
+        if fill and after["last"] is not None:
+            done = msgspec.structs.replace(done, element=_element(after["last"]))
+        navigated = before is None or (before["id"], before["url"]) != (after["id"], after["url"])
         return msgspec.structs.replace(
             done,
-            url="" if after is None else after["url"],
+            url=after["url"],
             navigated=navigated,
-            changed=[_element(c) for c in changed],
+            changed=[_element(c) for c in after["changed"]],
         )
 
     async def look(self, what: a.LookWhat) -> r.Found:
@@ -259,15 +260,13 @@ class Pages:
               if (A.scroll && els.length) els[0].scrollIntoView({block: "center"});
               return {total: els.length, elements: els.slice(0, A.limit).map(H.describe)};
             """
-            found = await cdp.js(
-                call(
-                    body,
-                    q=what.query,
-                    exact=what.exact,
-                    role=what.role,
-                    limit=what.limit,
-                    scroll=what.scroll,
-                )
+            found = await cdp.run(
+                body,
+                q=what.query,
+                exact=what.exact,
+                role=what.role,
+                limit=what.limit,
+                scroll=what.scroll,
             )
         return r.Found(elements=[_element(e) for e in found["elements"]], total=found["total"])
 
@@ -284,7 +283,7 @@ class Pages:
               const c = H.controls(scope, A.limit);
               return {controls: c.controls, cut: c.cut, url: location.href, title: document.title};
             """
-            got = await cdp.js(call(body, scope=what.scope, limit=what.limit))
+            got = await cdp.run(body, scope=what.scope, limit=what.limit)
             tab = cdp.tab
         if got.get("missing"):
             raise NotFound(f"nothing on the page matches the scope {what.scope!r}")
@@ -303,7 +302,7 @@ class Pages:
               const got = H.read(A.format, A.max_links);
               return {...got, url: location.href, title: document.title};
             """
-            got = await cdp.js(call(body, format=what.format, max_links=what.max_links))
+            got = await cdp.run(body, format=what.format, max_links=what.max_links)
             tab = cdp.tab
         text: str = got["text"]
         return r.PageText(
@@ -331,7 +330,7 @@ class Pages:
             except TimeoutError:
                 raise Timeout(f"the expression ran past {timeout_ms} ms") from None
         if "exceptionDetails" in answer:
-            raise Failed(f"the expression threw: {_thrown(answer['exceptionDetails'])}")
+            raise Failed(f"the expression threw: {thrown(answer['exceptionDetails'])}")
         result = answer.get("result", {})
         value = result.get("value", result.get("description"))
         encoded = json.dumps(value, ensure_ascii=False)
@@ -342,7 +341,7 @@ class Pages:
     async def page_shot(self, what: a.PageShotWhat) -> r.PageCaptured:
         async with self._session(what.tab) as cdp:
             if what.annotate:
-                await cdp.js(call(_ANNOTATE, on=True))
+                await cdp.run(_ANNOTATE, on=True)
             params: dict[str, Any] = {"format": what.format}
             if what.format == "jpeg":
                 params["quality"] = what.quality
@@ -361,7 +360,7 @@ class Pages:
                 shot = await cdp.call("Page.captureScreenshot", params, LOAD_TIMEOUT_S)
             finally:
                 if what.annotate:
-                    await cdp.js(call(_ANNOTATE, on=False))
+                    await cdp.run(_ANNOTATE, on=False)
             tab = cdp.tab
         data = base64.b64decode(shot.get("data", ""))
         width, height = _image_size(data)
@@ -399,7 +398,7 @@ class Pages:
             return r.CookieList(changed=len(found))
 
     async def console(self, what: a.ConsoleWhat) -> r.ConsoleLog:
-        async with self._session(what.tab) as cdp:
+        async with self._fresh_session(what.tab) as cdp:
             # Enabling Runtime makes the page say again what it logged so far.
             await cdp.call("Runtime.enable")
             await cdp.call("Runtime.evaluate", {"expression": "0"})
@@ -425,15 +424,13 @@ class Pages:
             if any(o["origin"] == origin for o in origins):
                 continue
             async with self._session(tab.tab) as cdp:
-                stored = await cdp.js(
-                    call(
-                        "const dump = s => Object.entries(s)"
-                        ".map(([name, value]) => ({name, value}));"
-                        "return {local: A.local ? dump(localStorage) : [],"
-                        " session: A.session ? dump(sessionStorage) : []};",
-                        local=not what.no_local_storage,
-                        session=what.session_storage,
-                    )
+                stored = await cdp.run(
+                    "const dump = s => Object.entries(s)"
+                    ".map(([name, value]) => ({name, value}));"
+                    "return {local: A.local ? dump(localStorage) : [],"
+                    " session: A.session ? dump(sessionStorage) : []};",
+                    local=not what.no_local_storage,
+                    session=what.session_storage,
                 )
             entry: dict[str, Any] = {"origin": origin, "localStorage": stored["local"]}
             if what.session_storage:
@@ -464,14 +461,12 @@ class Pages:
             try:
                 await self._navigate(page["webSocketDebuggerUrl"], origin + "/")
                 async with self._session(page["id"]) as cdp:
-                    await cdp.js(
-                        call(
-                            "for (const [k, v] of A.local) localStorage.setItem(k, v);"
-                            "for (const [k, v] of A.session) sessionStorage.setItem(k, v);"
-                            "return null;",
-                            local=list(_items(entry.get("localStorage")).items()),
-                            session=list(_items(entry.get("sessionStorage")).items()),
-                        )
+                    await cdp.run(
+                        "for (const [k, v] of A.local) localStorage.setItem(k, v);"
+                        "for (const [k, v] of A.session) sessionStorage.setItem(k, v);"
+                        "return null;",
+                        local=list(_items(entry.get("localStorage")).items()),
+                        session=list(_items(entry.get("sessionStorage")).items()),
                     )
             finally:
                 await self._close_and_wait(page["id"])
@@ -503,11 +498,11 @@ class Pages:
         )
 
     async def dialog(self, accept: bool, text: str | None) -> r.DialogDone:
-        if not self._dialogs:
+        cdp = next((c for c in self._pages.values() if c.dialog and not c.closed), None)
+        if cdp is None:
             raise NotFound("no dialog is open on the page")
-        tab, cdp = next(iter(self._dialogs.items()))
-        del self._dialogs[tab]
-        opening = cdp.dialog or {}
+        # Only a session that saw the dialog open can answer it: the tab's kept one.
+        opening, cdp.dialog = cdp.dialog or {}, None
         params: dict[str, Any] = {"accept": accept}
         if text is not None:
             params["promptText"] = text
@@ -515,8 +510,6 @@ class Pages:
             await cdp.call("Page.handleJavaScriptDialog", params)
         except (Failed, Transport, Timeout):
             raise NotFound("no dialog is open on the page") from None
-        finally:
-            await cdp.ws.close()
         return r.DialogDone(
             accepted=accept, kind=opening.get("type", ""), message=opening.get("message", "")
         )
@@ -524,103 +517,13 @@ class Pages:
     async def forget(self, tab: str) -> None:
         self._labels = {label: t for label, t in self._labels.items() if t != tab}
         self._snapshots.pop(tab, None)
-        held = self._dialogs.pop(tab, None)
-        if held is not None:
-            await held.ws.close()
+        cdp = self._pages.pop(tab, None)
+        if cdp is not None:
+            await cdp.close()
 
 
 MAX_CHANGED = 50
 POLL_S = 0.1
-
-
-class Cdp:
-    """One DevTools session on one page: commands and their answers, and the events that
-    came in between (kept in `events`)."""
-
-    def __init__(
-        self, ws: aiohttp.ClientWebSocketResponse, ids: itertools.count[int], tab: str
-    ) -> None:
-        self.ws = ws
-        self.ids = ids
-        self.tab = tab
-        self.events: list[dict[str, Any]] = []
-        self.main_frame: str | None = None
-        # The dialog the page opened (its DevTools event's params): until it is answered
-        # (a `dialog` action), the page runs no script.
-        self.dialog: dict[str, Any] | None = None
-        self.tab_url = ""
-
-    async def call(
-        self, method: str, params: dict[str, Any] | None = None, timeout: float = COMMAND_TIMEOUT_S
-    ) -> dict[str, Any]:
-        command_id = next(self.ids)
-        await self.ws.send_json({"id": command_id, "method": method, "params": params or {}})
-        try:
-            return await self._answer(method, command_id, timeout)
-        except TimeoutError:
-            raise Timeout(f"the page did not answer {method} in time") from None
-
-    async def _answer(self, method: str, command_id: int, timeout: float) -> dict[str, Any]:
-        async with asyncio.timeout(timeout):
-            async for message in self.ws:
-                if message.type != aiohttp.WSMsgType.TEXT:
-                    break
-                data = message.json()
-                if data.get("id") == command_id:
-                    if "error" in data:
-                        raise Failed(f"{method}: {data['error'].get('message')}")
-                    return dict(data.get("result", {}))
-                if "method" in data:
-                    self.events.append(data)
-                    if data["method"] == "Page.javascriptDialogOpening":
-                        # The page waits for the dialog, and so does this command.
-                        self.dialog = data.get("params", {})
-                        return {}
-        raise Transport("the page's DevTools session closed")
-
-    async def js(self, expression: str, timeout: float = COMMAND_TIMEOUT_S) -> Any:
-        """The value of `expression` (awaited); a throw is `Failed`."""
-        if self.dialog is not None:
-            raise Failed("a dialog is open on the page: answer it with a `dialog` action")
-        params = {"expression": expression, "awaitPromise": True, "returnByValue": True}
-        try:
-            answer = await self.call("Runtime.evaluate", params, timeout)
-        except TimeoutError:
-            raise Timeout("the page did not answer in time") from None
-        if "exceptionDetails" in answer:
-            raise Failed(f"the page threw: {_thrown(answer['exceptionDetails'])}")
-        return answer.get("result", {}).get("value")
-
-    async def pump(self, seconds: float) -> None:
-        """Take the events that come within `seconds`."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                async for message in self.ws:
-                    if message.type != aiohttp.WSMsgType.TEXT:
-                        break
-                    data = message.json()
-                    if "method" in data:
-                        self.events.append(data)
-
-    def saw(self, *methods: str) -> bool:
-        return any(
-            e["method"] in methods
-            and (self.main_frame is None or _frame_of(e) in (None, self.main_frame))
-            for e in self.events
-        )
-
-    async def mouse(
-        self, kind: str, x: float, y: float, button: str = "none", clicks: int = 0, mods: int = 0
-    ) -> None:
-        params = {
-            "type": kind,
-            "x": x,
-            "y": y,
-            "button": button,
-            "clickCount": clicks,
-            "modifiers": mods,
-        }
-        await self.call("Input.dispatchMouseEvent", params)
 
 
 def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:
@@ -641,7 +544,7 @@ def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:
         details = params.get("exceptionDetails", {})
         return r.ConsoleMessage(
             level="exception",
-            text=_thrown(details),
+            text=thrown(details),
             at_ms=int(params.get("timestamp", 0)),
             url=details.get("url") or None,
         )
@@ -717,75 +620,47 @@ def _cookie_param(c: a.CookieIn, url: str | None) -> dict[str, Any]:
     return param
 
 
-def _frame_of(event: dict[str, Any]) -> str | None:
-    params = event.get("params", {})
-    frame = params.get("frameId")
-    if frame is None and isinstance(params.get("frame"), dict):
-        frame = params["frame"].get("id")
-    return frame if isinstance(frame, str) else None
-
-
-def _thrown(details: dict[str, Any]) -> str:
-    exception = details.get("exception", {})
-    return str(exception.get("description") or details.get("text") or "an exception")
-
-
 def _element(d: dict[str, Any]) -> r.Element:
     return msgspec.convert(d, r.Element)
 
 
-def _changed(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The controls of `after` that `before` lacks as they are (a new one, or one whose
-    value, checked state or name changed), up to a cap."""
-
-    def key(c: dict[str, Any]) -> str:
-        return json.dumps(
-            [c.get("role"), c.get("name"), c.get("value"), c.get("checked"), c.get("disabled")]
-        )
-
-    seen: dict[str, int] = {}
-    for c in before:
-        seen[key(c)] = seen.get(key(c), 0) + 1
-    out = []
-    for c in after:
-        k = key(c)
-        if seen.get(k, 0) > 0:
-            seen[k] -= 1
-        else:
-            out.append(c)
-    return out[:MAX_CHANGED]
+_AFTER = """
+  const last = H.last && H.last.isConnected ? H.describe(H.last) : null;
+  return {...H.after(A.limit), last};
+"""
+_CHANGED = 'if (H.last) H.last.dispatchEvent(new Event("change", {bubbles: true}));'
+_TICK = "await new Promise(r => setTimeout(r, 0));"
 
 
-async def _state(cdp: Cdp) -> dict[str, Any] | None:
-    """The page's document id, URL and controls; None while it is between documents."""
-    body = "return {id: H.id, url: location.href, controls: H.controls(null, 300).controls};"
+async def _page(cdp: Cdp, body: str, **args: object) -> dict[str, Any] | None:
+    """`body`'s answer, or None while the page is between documents."""
     try:
-        got = await cdp.js(call(body))
-    except (Failed, Timeout, TimeoutError):
+        got = await cdp.run(body, **args)
+    except (Failed, Timeout, Transport):
         return None
     return got if isinstance(got, dict) else None
 
 
-async def _settle(cdp: Cdp, settle_ms: int) -> None:
-    """Let what the operation started begin (a navigation, a render), then wait for a
-    navigation it started to load, and for `settle_ms`."""
-    with contextlib.suppress(Failed, Timeout, TimeoutError):
-        await cdp.js("new Promise(r => setTimeout(r, 0))")
+_STARTED = (
+    "Page.frameRequestedNavigation",
+    "Page.frameScheduledNavigation",
+    "Page.frameStartedLoading",
+    "Page.frameStartedNavigating",
+)
+
+
+async def _settled(cdp: Cdp, settle_ms: int, first: str = "") -> dict[str, Any] | None:
+    """The page after an element operation (`H.after`: its document, URL and the controls
+    that changed, and `last`, the element the operation found, as it is now), once what the
+    operation started has begun (a navigation, a render), a navigation it started has
+    loaded, and `settle_ms` have passed. `first` is JavaScript run before all that."""
     if settle_ms:
-        await cdp.pump(settle_ms / 1000)
-    started = (
-        "Page.frameRequestedNavigation",
-        "Page.frameScheduledNavigation",
-        "Page.frameStartedLoading",
-        "Page.frameStartedNavigating",
-    )
-    if not cdp.saw(*started):
-        return
-    deadline = time.monotonic() + LOAD_TIMEOUT_S
-    while not cdp.saw("Page.loadEventFired", "Page.frameStoppedLoading"):
-        if time.monotonic() > deadline:
-            return
-        await cdp.pump(POLL_S)
+        await asyncio.sleep(settle_ms / 1000)
+    state = await _page(cdp, first + _TICK + _AFTER, limit=MAX_CHANGED)
+    if cdp.saw(*_STARTED):
+        await cdp.until(("Page.loadEventFired", "Page.frameStoppedLoading"), LOAD_TIMEOUT_S)
+        state = await _page(cdp, _AFTER, limit=MAX_CHANGED)
+    return state
 
 
 async def _quiet(cdp: Cdp, quiet_ms: int, within_ms: int) -> None:
@@ -794,7 +669,7 @@ async def _quiet(cdp: Cdp, quiet_ms: int, within_ms: int) -> None:
     last, since = None, time.monotonic()
     while time.monotonic() < deadline:
         try:
-            now = await cdp.js(call("return H.id + ':' + H.changes();"))
+            now = await cdp.run("return H.mark();")
         except (Failed, Timeout):
             now = None
         if now != last:
@@ -809,12 +684,12 @@ _FIND = """
   if (!els.length) return null;
   const el = els[0];
   H.last = el;
-  if (A.scroll && !A.keep) {
+  if (A.scroll) {
     const r = el.getBoundingClientRect();
     if (r.bottom < 0 || r.right < 0 || r.top > innerHeight || r.left > innerWidth)
       el.scrollIntoView({block: "center", inline: "center"});
   }
-  return H.describe(el);
+  const found = H.describe(el);
 """
 
 _ANNOTATE = """
@@ -842,9 +717,19 @@ _BUTTONS = {"left": "left", "right": "right", "middle": "middle"}
 
 
 async def _find(
-    cdp: Cdp, query: str, exact: bool, kind: str | None = None, scroll: bool = True
+    cdp: Cdp,
+    query: str,
+    exact: bool,
+    kind: str | None = None,
+    scroll: bool = True,
+    then: str | None = None,
 ) -> dict[str, Any]:
-    found = await cdp.js(call(_FIND, q=query, exact=exact, kind=kind, scroll=scroll, keep=False))
+    """The element `query` names, described as it was found, and made `H.last`; with
+    `then` (JavaScript using `el`), its value is in `found["then"]`, in the same call."""
+    after = (
+        "return found;" if then is None else f"found.then = (() => {{ {then} }})(); return found;"
+    )
+    found = await cdp.run(_FIND + after, q=query, exact=exact, kind=kind, scroll=scroll)
     if not isinstance(found, dict):
         raise NotFound(f"nothing on the page matches {query!r}")
     return found
@@ -861,7 +746,7 @@ def _centre(found: dict[str, Any]) -> tuple[float, float]:
 
 async def _on_last(cdp: Cdp, body: str, **args: object) -> Any:
     """Run `body` with `el`, the element the last `_find` chose."""
-    return await cdp.js(call("const el = H.last; " + body, **args))
+    return await cdp.run("const el = H.last; " + body, **args)
 
 
 async def _click_at(cdp: Cdp, found: dict[str, Any], button: str, clicks: int, mods: int) -> None:
@@ -870,10 +755,11 @@ async def _click_at(cdp: Cdp, found: dict[str, Any], button: str, clicks: int, m
         await _on_last(cdp, "el.click(); return null;")
         return
     x, y = _centre(found)
-    await cdp.mouse("mouseMoved", x, y)
+    moves = [cdp.mouse("mouseMoved", x, y)]
     for count in range(1, clicks + 1):
-        await cdp.mouse("mousePressed", x, y, button, count, mods)
-        await cdp.mouse("mouseReleased", x, y, button, count, mods)
+        moves.append(cdp.mouse("mousePressed", x, y, button, count, mods))
+        moves.append(cdp.mouse("mouseReleased", x, y, button, count, mods))
+    await cdp.calls(moves)
 
 
 _EDIT = """
@@ -934,30 +820,31 @@ async def _element_op(cdp: Cdp, what: a.ElementOp) -> r.ElementDone:
             await _click_at(cdp, found, _BUTTONS[button], 2 if double else 1, 2 if new else 0)
         case a.HoverOp(query=query, exact=exact):
             found = await _find(cdp, query, exact)
-            await cdp.mouse("mouseMoved", *_centre(found))
+            await cdp.calls([cdp.mouse("mouseMoved", *_centre(found))])
         case a.DragOp(from_=start, to=end, exact=exact, button=button):
             target = await _find(cdp, end, exact)
             found = await _find(cdp, start, exact)
             (x0, y0), (x1, y1) = _centre(found), _centre(target)
-            await cdp.mouse("mouseMoved", x0, y0)
-            await cdp.mouse("mousePressed", x0, y0, button, 1)
+            moves = [cdp.mouse("mouseMoved", x0, y0), cdp.mouse("mousePressed", x0, y0, button, 1)]
             for step in range(1, 11):
                 t = step / 10
-                await cdp.mouse("mouseMoved", x0 + (x1 - x0) * t, y0 + (y1 - y0) * t, button)
-            await cdp.mouse("mouseReleased", x1, y1, button, 1)
+                moves.append(
+                    cdp.mouse("mouseMoved", x0 + (x1 - x0) * t, y0 + (y1 - y0) * t, button)
+                )
+            moves.append(cdp.mouse("mouseReleased", x1, y1, button, 1))
+            await cdp.calls(moves)
         case a.FocusOp(query=query, exact=exact):
             found = await _find(cdp, query, exact)
             await _on_last(cdp, "el.focus(); return null;")
         case a.FillOp(query=query, exact=exact, text=text):
-            found = await _find(cdp, query, exact, "editable")
-            if not await _on_last(cdp, _EDIT):
+            found = await _find(cdp, query, exact, "editable", then=_EDIT)
+            if not found["then"]:
                 raise BadRequest(
                     f"{query!r} is a {found['role'] or found['tag']}, not a text field"
                 )
             if text:
                 await cdp.call("Input.insertText", {"text": text})
-            await _on_last(cdp, 'el.dispatchEvent(new Event("change", {bubbles: true}));')
-            found = await _on_last(cdp, "return H.describe(el);")
+            # The `change` event and the field's new value: see `on_page`.
         case a.CheckOp(query=query, exact=exact, on=on):
             found = await _find(cdp, query, exact, "checkable")
             if found.get("checked") is None:
@@ -1016,16 +903,14 @@ async def _element_op(cdp: Cdp, what: a.ElementOp) -> r.ElementDone:
                 found = await _find(cdp, query, exact, scroll=to is None)
                 scrolled = "H.last"
             if to is not None or query is None:
-                await cdp.js(
-                    call(
-                        f"const el = {scrolled}; const where = A.to || 'by';"
-                        "if (where === 'top') el.scrollTo(el.scrollLeft, 0);"
-                        "else if (where === 'bottom') el.scrollTo(el.scrollLeft, el.scrollHeight);"
-                        "else el.scrollBy(A.dx, A.dy); return null;",
-                        to=to,
-                        dx=dx,
-                        dy=dy,
-                    )
+                await cdp.run(
+                    f"const el = {scrolled}; const where = A.to || 'by';"
+                    "if (where === 'top') el.scrollTo(el.scrollLeft, 0);"
+                    "else if (where === 'bottom') el.scrollTo(el.scrollLeft, el.scrollHeight);"
+                    "else el.scrollBy(A.dx, A.dy); return null;",
+                    to=to,
+                    dx=dx,
+                    dy=dy,
                 )
             if found is None:
                 return r.ElementDone(op=op, url="")
@@ -1041,7 +926,7 @@ async def _wait_for(cdp: Cdp, what: a.WaitForOp) -> r.ElementDone:
     got: dict[str, Any]
     while True:
         try:
-            got = await cdp.js(call(_WAIT, load=what.load, **args))
+            got = await cdp.run(_WAIT, load=what.load, **args)
             if got.get("met") and what.until is not None:
                 met = await cdp.js(f"Promise.resolve(({what.until})).then(v => !!v)")
                 got["met"] = bool(met)
