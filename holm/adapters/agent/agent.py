@@ -55,6 +55,7 @@ class Agent:
         self.failure: str | None = None
         self._session: aiohttp.ClientSession | None = None
         self._pages: dict[int, Pages] = {}
+        self._warming: set[asyncio.Task[None]] = set()
         # The first screen's DevTools, on a socket in the run folder (devtools_bridge.py).
         self._bridge: asyncio.AbstractServer | None = None
         self._display_lock = asyncio.Lock()
@@ -112,6 +113,12 @@ class Agent:
                 if i == 0 and screen.devtools_port is not None:
                     self._bridge = await devtools_bridge.bridge(self.run_dir, screen.devtools_port)
             screen.up.set()
+            if screen.devtools_port is not None:
+                # In the background: the box is ready without it, and its first page
+                # operation finds the DevTools session open.
+                warming = asyncio.create_task(self.pages(i).warm())
+                self._warming.add(warming)
+                warming.add_done_callback(self._warming.discard)
         except desktop_up.StartFailed as exc:
             screen.failure = str(exc)
         except Exception as exc:

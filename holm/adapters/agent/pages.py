@@ -50,6 +50,7 @@ class Pages:
         # A DevTools session per tab, opened on first use and kept: opening one costs more
         # than most operations.
         self._pages: dict[str, Cdp] = {}
+        self._opening = asyncio.Lock()
 
     async def _json(self, method: str, path: str) -> Any:
         try:
@@ -90,6 +91,13 @@ class Pages:
                 return dict(t)
         raise NotFound(f"no tab {tab}")
 
+    async def warm(self) -> None:
+        """Open the front tab's session before any operation needs it (at bring-up), so the
+        first one does not pay for it; a failure is the first operation's to report."""
+        with contextlib.suppress(Failed, Transport, Timeout, NotFound):
+            async with self._session(None):
+                pass
+
     async def on_tab(self, tab: str, close: bool) -> TabDone:
         target = await self._target(tab)
         if close:
@@ -116,7 +124,8 @@ class Pages:
             await self._text(f"/json/activate/{page['id']}")
         else:
             page = await self._target(None)
-        loaded = await self._navigate(page["webSocketDebuggerUrl"], url)
+        async with self._session_of(page) as cdp:
+            loaded = await _navigate(cdp, url)
         if label is not None:
             self._labels[label] = page["id"]
         final = next((t for t in await self.tabs() if t.tab == page["id"]), None)
@@ -128,91 +137,24 @@ class Pages:
             label=label,
         )
 
-    async def _navigate(self, ws_url: str, url: str) -> bool:
-        """Navigate and wait for the load event; False when it did not come in time."""
-        try:
-            async with self.session.ws_connect(ws_url, max_msg_size=0) as ws:
-                await self._command(ws, "Page.enable", {})
-                nav_id = next(self._ids)
-                await ws.send_json(
-                    {"id": nav_id, "method": "Page.navigate", "params": {"url": url}}
-                )
-                try:
-                    async with asyncio.timeout(LOAD_TIMEOUT_S):
-                        loaded = await self._await_load(ws, nav_id, url)
-                except TimeoutError:
-                    loaded = False
-                if loaded:
-                    # Until the new page has drawn a frame, Chromium keeps showing the old
-                    # one ("paint holding") and drops input meant for the new one.
-                    await self._command(ws, "Runtime.evaluate", _TWO_FRAMES)
-                # A page opened through DevTools does not take the keyboard from the
-                # location bar (where a new window starts); a user's next keys are meant
-                # for the page.
-                await self._command(ws, "Page.bringToFront", {})
-                return loaded
-        except aiohttp.ClientError as exc:
-            raise Transport(f"could not reach the page: {exc}") from None
-
-    async def _command(
-        self, ws: aiohttp.ClientWebSocketResponse, method: str, params: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Send one command and wait (briefly) for its answer, skipping events."""
-        command_id = next(self._ids)
-        await ws.send_json({"id": command_id, "method": method, "params": params})
-        try:
-            async with asyncio.timeout(COMMAND_TIMEOUT_S):
-                async for message in ws:
-                    if message.type != aiohttp.WSMsgType.TEXT:
-                        break
-                    data = message.json()
-                    if data.get("id") == command_id:
-                        return dict(data)
-        except TimeoutError:
-            pass
-        return {}
-
-    async def _await_load(self, ws: aiohttp.ClientWebSocketResponse, nav_id: int, url: str) -> bool:
-        # The end of the load (the load event, or the main frame's "stopped loading", which
-        # comes even where the load event is not sent) can come before the answer to
-        # Page.navigate: both are awaited in any order.
-        frame: str | None = None
-        loaded = False
-        stopped: set[str] = set()
-        async for message in ws:
-            if message.type != aiohttp.WSMsgType.TEXT:
-                break
-            data = message.json()
-            if data.get("id") == nav_id:
-                result = data.get("result", {})
-                if "error" in data:
-                    raise BadRequest(f"could not open {url}: {data['error'].get('message')}")
-                if result.get("errorText"):
-                    raise Failed(f"could not open {url}: {result['errorText']}")
-                if not result.get("loaderId"):
-                    # A same-document navigation (a #fragment) has no load to wait for.
-                    return True
-                frame = result.get("frameId")
-            elif data.get("method") == "Page.loadEventFired":
-                loaded = True
-            elif data.get("method") == "Page.frameStoppedLoading":
-                stopped.add(data.get("params", {}).get("frameId", ""))
-            if frame is not None and (loaded or frame in stopped):
-                return True
-        return False
-
     # Page content, through the page's WebSocket.
 
+    def _session(self, tab: str | None) -> contextlib.AbstractAsyncContextManager[Cdp]:
+        """The kept session of the tab (an ID or a label; None: the front one)."""
+        return self._session_of(tab)
+
     @contextlib.asynccontextmanager
-    async def _session(self, tab: str | None) -> AsyncIterator[Cdp]:
-        """The tab's kept session, for one operation at a time."""
-        target = await self._target(tab)
-        cdp = self._pages.get(target["id"])
-        if cdp is None or cdp.closed:
-            cdp = await Cdp.open(
-                self.session, target["webSocketDebuggerUrl"], self._ids, target["id"]
-            )
-            self._pages[target["id"]] = cdp
+    async def _session_of(self, tab: str | dict[str, Any] | None) -> AsyncIterator[Cdp]:
+        """The kept session of a tab, or of a DevTools target, for one operation at a
+        time."""
+        target = tab if isinstance(tab, dict) else await self._target(tab)
+        async with self._opening:
+            cdp = self._pages.get(target["id"])
+            if cdp is None or cdp.closed:
+                cdp = await Cdp.open(
+                    self.session, target["webSocketDebuggerUrl"], self._ids, target["id"]
+                )
+                self._pages[target["id"]] = cdp
         async with cdp.lock:
             cdp.begin()
             cdp.tab_url = target.get("url", "")
@@ -457,10 +399,10 @@ class Pages:
             if not origin or not items:
                 continue
             # Storage belongs to an origin: it is written from a page of that origin.
-            page = dict(await self._json("PUT", "/json/new?" + quote(origin + "/", safe="")))
+            page = dict(await self._json("PUT", "/json/new?" + quote("about:blank", safe="")))
             try:
-                await self._navigate(page["webSocketDebuggerUrl"], origin + "/")
-                async with self._session(page["id"]) as cdp:
+                async with self._session_of(page) as cdp:
+                    await _navigate(cdp, origin + "/")
                     await cdp.run(
                         "for (const [k, v] of A.local) localStorage.setItem(k, v);"
                         "for (const [k, v] of A.session) sessionStorage.setItem(k, v);"
@@ -949,6 +891,33 @@ async def _wait_for(cdp: Cdp, what: a.WaitForOp) -> r.ElementDone:
         element=None if element is None else _element(element),
         matched=got.get("query"),
     )
+
+
+async def _navigate(cdp: Cdp, url: str) -> bool:
+    """Navigate and wait for the load event; False when it did not come in time."""
+    try:
+        result = await cdp.call("Page.navigate", {"url": url})
+    except Failed as exc:
+        raise BadRequest(
+            f"could not open {url}: {str(exc).removeprefix('Page.navigate: ')}"
+        ) from None
+    if result.get("errorText"):
+        raise Failed(f"could not open {url}: {result['errorText']}")
+    if not result.get("loaderId"):
+        # A same-document navigation (a #fragment) has no load to wait for.
+        return True
+    # The end of the load: the load event, or the main frame's "stopped loading", which
+    # comes even where the load event is not sent.
+    loaded = await cdp.until(("Page.loadEventFired", "Page.frameStoppedLoading"), LOAD_TIMEOUT_S)
+    with contextlib.suppress(Failed, Timeout):
+        if loaded:
+            # Until the new page has drawn a frame, Chromium keeps showing the old one
+            # ("paint holding") and drops input meant for the new one.
+            await cdp.call("Runtime.evaluate", _TWO_FRAMES)
+        # A page opened through DevTools does not take the keyboard from the location bar
+        # (where a new window starts); a user's next keys are meant for the page.
+        await cdp.call("Page.bringToFront")
+    return loaded
 
 
 def _image_size(data: bytes) -> tuple[int, int]:
