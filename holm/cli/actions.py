@@ -106,6 +106,14 @@ def run_batch(
     return result
 
 
+def read_batch(file: IO[bytes]) -> ActionsRequest:
+    """A batch file: a JSON list of actions, or a batch object with `actions`."""
+    body = decode_file(file, object)
+    if isinstance(body, dict):
+        return convert(body, ActionsRequest, source_name(file))
+    return ActionsRequest(actions=convert(body, list[Action], source_name(file)))
+
+
 def act(remote: Remote, box_id: str, screen: int, *actions: Action) -> None:
     run_batch(remote, box_id, screen, ActionsRequest(actions=list(actions)))
 
@@ -350,11 +358,7 @@ def batch(
 ) -> None:
     """Run the actions in FILE (- for stdin): a JSON list of actions, or a batch object
     with `actions` (and `want`, `settle_ms`, `keep_going`). Prints one line per step."""
-    body = decode_file(file, object)
-    if isinstance(body, dict):
-        request = convert(body, ActionsRequest, source_name(file))
-    else:
-        request = ActionsRequest(actions=convert(body, list[Action], source_name(file)))
+    request = read_batch(file)
     if keep_going:
         request.keep_going = True
     run_batch(
@@ -369,4 +373,4 @@ def batch(
 
 COMMANDS: tuple[click.Command, ...] = (open_url, mouse, keyboard, wait, launch_app, batch)
 
-__all__ = ["COMMANDS", "act", "refusal", "run_batch", "step_line"]
+__all__ = ["COMMANDS", "act", "read_batch", "refusal", "run_batch", "step_line"]

@@ -3,12 +3,17 @@
     holm replay TRACE.jsonl [--strict] [--no-frames] [--runtime local] [--keep] [--json]
         do a trace's steps again on a new box made in this process, no server needed;
         with --strict, stop at the first step whose outcome differs from the recording
+    holm replay TRACE.jsonl --loose [--steps RUN] [--box BOX] [--json]
+        match each step of a run (RUN: a trace or a step list; default TRACE's own) by key
+        anywhere in TRACE: a step that can change the desktop gets its recorded outcome
+        (mocked), a read runs on BOX (on the server), or is reported as needing a box
     holm diff A B [--json]
         how close two runs are: their steps aligned by key, their last frames compared;
         A and B are two trace files, or two box IDs on a server
 
-Exit codes: 0 the replay passed / the two runs are the same; 1 it diverged or stopped / they
-differ; 3 a file that is not a trace; other holm errors as in docs/cli.md.
+Exit codes: 0 the replay passed / the two runs are the same; 1 it diverged or stopped (loose:
+a step missed, needed a box, or ran on the box with another outcome) / they differ; 3 a file
+that is not a trace; other holm errors as in docs/cli.md.
 """
 
 from __future__ import annotations
@@ -23,15 +28,19 @@ import click
 import msgspec
 
 from holm.adapters.base import Runtime
+from holm.cli.actions import read_batch
 from holm.cli.history import read_server_trace
-from holm.cli.remote import Remote, exit_code, remote, report_error
+from holm.cli.remote import Remote, remote, screen_option
 from holm.config import Config, load_config
 from holm.errors import HolmError
 from holm.events.codec import CorruptLine
 from holm.events.local import read_trace_file
 from holm.offline import OfflineReplay, replay_entries
 from holm.replay.diff import diff_traces
+from holm.replay.loose import LooseRun, RunStep, plan_loose, replay_loose, run_of_list, run_of_trace
 from holm.replay.strict import FRAME_TOLERANCE
+from holm.wire.actions import Action
+from holm.wire.api import LooseReport, Outcome
 from holm.wire.diff import TraceDiff
 from holm.wire.entries import Entry
 
@@ -67,6 +76,26 @@ frame_tolerance_option = click.option(
     "and stop at the first divergence.",
 )
 @click.option(
+    "--loose",
+    is_flag=True,
+    help="Match each step of a run by key anywhere in TRACE_FILE: serve the recorded outcome "
+    "of a step that can change the desktop (mocked), run a read on --box. No box is made.",
+)
+@click.option(
+    "--steps",
+    "steps_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="With --loose: the run to match, a trace file or a step list (as `holm batch` "
+    "takes). Default: TRACE_FILE's own steps.",
+)
+@click.option(
+    "--box",
+    "box_id",
+    metavar="BOX",
+    help="With --loose: the box on the server (--url) that the steps that only read run on.",
+)
+@screen_option
+@click.option(
     "--no-frames",
     is_flag=True,
     help="With --strict: do not compare frames (for screens that are not deterministic).",
@@ -79,20 +108,41 @@ frame_tolerance_option = click.option(
     is_flag=True,
     help="Keep the box (in $HOLM_STATE_DIR, where holmd adopts it) instead of deleting it.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@remote
 def replay(
+    connection: Remote,
     trace_file: Path,
     strict: bool,
+    loose: bool,
+    steps_file: Path | None,
+    box_id: str | None,
+    screen: int,
     no_frames: bool,
     frame_tolerance: float,
     runtime: str | None,
     up_to: int | None,
     keep: bool,
-    as_json: bool,
 ) -> None:
-    """Do the steps of TRACE_FILE again on a new box, without a server."""
+    """Do the steps of TRACE_FILE again on a new box, without a server; or, with --loose,
+    match a run's steps in it."""
+    if loose:
+        fork_options = [
+            ("--strict", strict),
+            ("--no-frames", no_frames),
+            ("--runtime", runtime is not None),
+            ("--up-to", up_to is not None),
+            ("--keep", keep),
+        ]
+        given = [name for name, on in fork_options if on]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} cannot go with --loose")
+    elif steps_file is not None or box_id is not None:
+        raise click.UsageError("--steps and --box go with --loose")
     entries = _read_file(trace_file)
-    try:
+    report: OfflineReplay | LooseReport
+    if loose:
+        report = _replay_loose(connection, entries, steps_file, box_id, screen)
+    else:
         options = ReplayOptions(
             strict=strict,
             compare_frames=not no_frames,
@@ -102,11 +152,10 @@ def replay(
             keep=keep,
         )
         report = asyncio.run(_replay(trace_file, entries, options))
-    except HolmError as error:
-        report_error(error, as_json)
-        raise click.exceptions.Exit(exit_code(error)) from error
-    if as_json:
+    if connection.as_json:
         click.echo(msgspec.json.encode(report).decode())
+    elif isinstance(report, LooseReport):
+        _print_loose(trace_file, report)
     else:
         _print_replay(trace_file, report)
     if not report.passed:
@@ -161,8 +210,78 @@ async def _replay(trace_file: Path, entries: list[Entry], options: ReplayOptions
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _replay_loose(
+    connection: Remote,
+    recorded: list[Entry],
+    steps_file: Path | None,
+    box_id: str | None,
+    screen: int,
+) -> LooseReport:
+    run = run_of_trace(recorded) if steps_file is None else _read_run(steps_file, screen)
+    plan = plan_loose(recorded, run)
+    run_step: RunStep | None = None
+    if box_id is not None:
+        # A box that is not there would only show up at the first read, or never.
+        connection.client.get_box(box_id)
+        run_step = _on_box(connection, box_id)
+    return asyncio.run(replay_loose(plan, run_step, box=box_id))
+
+
+def _read_run(path: Path, screen: int) -> LooseRun:
+    """The run a loose replay matches: a step list (a JSON list of actions, or a batch
+    object), or a trace (JSON lines)."""
+    try:
+        body = msgspec.json.decode(path.read_bytes())
+    except msgspec.DecodeError:
+        # Not one JSON value: JSON lines, a trace.
+        return run_of_trace(_read_file(path))
+    if isinstance(body, list) or (isinstance(body, dict) and "kind" not in body):
+        with path.open("rb") as file:
+            return run_of_list(read_batch(file).actions, screen)
+    return run_of_trace(_read_file(path))
+
+
+def _on_box(connection: Remote, box_id: str) -> RunStep:
+    async def run(screen: int, action: Action) -> Outcome:
+        answer = await asyncio.to_thread(connection.client.act, box_id, [action], screen=screen)
+        (step,) = answer.results
+        return Outcome.of(step)
+
+    return run
+
+
+def _print_loose(trace_file: Path, report: LooseReport) -> None:
+    verdict = "passed" if report.passed else "FAILED"
+    mocked = sum(step.mocked for step in report.matched)
+    ran = report.attempted - mocked
+    on_box = f" on box {report.box}" if report.box is not None else ""
+    click.echo(
+        f"{trace_file}: {verdict} (loose): {len(report.matched)} of {report.steps} steps "
+        f"matched, {mocked} mocked, {ran} run{on_box}, {len(report.needs_box)} need a box, "
+        f"{len(report.missed)} missed"
+    )
+    for skipped in report.skipped:
+        click.echo(f"  skipped seq {skipped.seq} {skipped.kind}: {skipped.why}")
+    for step in report.matched:
+        if step.outcome is None:
+            click.echo(f"  needs a box: seq {step.seq} {step.type} (recorded seq {step.recorded})")
+        elif step.expected is not None and step.outcome.ok != step.expected.ok:
+            click.echo(
+                f"  seq {step.seq} {step.type}: {_said(step.outcome)} on the box, "
+                f"{_said(step.expected)} in the recording (seq {step.recorded})"
+            )
+    for missed in report.missed:
+        click.echo(f"  missed: seq {missed.seq} {missed.kind}, no unused step of key {missed.key}")
+
+
+def _said(outcome: Outcome) -> str:
+    if outcome.ok:
+        return "ok"
+    return "refused" if outcome.error is None else f"refused ({outcome.error.message})"
+
+
 def _print_replay(trace_file: Path, report: OfflineReplay) -> None:
-    mode = "strict" if report.strict else "loose"
+    mode = "strict" if report.strict else "fork"
     frames = "" if report.compare_frames or not report.strict else ", frames not compared"
     verdict = "passed" if report.passed else "FAILED"
     click.echo(

@@ -28,9 +28,9 @@ from holm.replay.boxes import Boxes
 from holm.replay.plan import DoAction, DoExec, DoLaunch, Plan, Step, plan_fork
 from holm.replay.reading import read_whole_trace
 from holm.replay.screen_check import Reference, meet_frame
-from holm.replay.strict import Divergence, ForkPolicy, Outcome, ReplayPolicy
+from holm.replay.strict import Divergence, ForkPolicy, ReplayPolicy
 from holm.wire.actions import Action, Exec, ExecWhat, Launch
-from holm.wire.api import ActionsRequest, ForkRequest, ForkResult, ReplayReport
+from holm.wire.api import ActionsRequest, ForkRequest, ForkResult, Outcome, ReplayReport
 from holm.wire.results import ExecResult, expect
 from holm.wire.spec import Placement, Spec
 
@@ -193,10 +193,7 @@ async def do_step(boxes: Boxes, box_id: str, step: Step) -> Outcome:
 async def _act(boxes: Boxes, box_id: str, screen: int, action: Action) -> Outcome:
     answer = await boxes.run_batch(box_id, screen, ActionsRequest(actions=[action]))
     (result,) = answer.results
-    if not result.ok:
-        return Outcome(ok=False, error=result.error)
-    value = result.value
-    return Outcome(ok=True, exec=value if isinstance(value, ExecResult) else None)
+    return Outcome.of(result)
 
 
 async def record_final_frames(boxes: Boxes, box_id: str) -> None:

@@ -53,13 +53,11 @@ from holm.wire.spec import Placement, Spec
 SETTLED_MS = 300
 
 
-# Actions that read, or work on files and commands: they leave the screen as it was.
-OFF_SCREEN = (
+# Actions that only read: what they answer comes from the desktop as it is.
+READS = (
     act.Apps,
     act.Capture,
-    act.Clipboard,
     act.Cursor,
-    act.Exec,
     act.Glob,
     act.Grep,
     act.ListFiles,
@@ -67,12 +65,12 @@ OFF_SCREEN = (
     act.PageShot,
     act.Read,
     act.ReadFile,
-    act.Record,
     act.Snapshot,
     act.Tabs,
     act.Windows,
-    act.WriteFile,
 )
+# Actions that read, or work on files and commands: they leave the screen as it was.
+OFF_SCREEN = (*READS, act.Clipboard, act.Exec, act.Record, act.WriteFile)
 
 
 class DoAction(msgspec.Struct, tag="action", kw_only=True):
@@ -174,7 +172,7 @@ def plan_fork(
         if step is not None:
             steps.append(step)
             continue
-        why = _why_skipped(entry)
+        why = why_skipped(entry)
         if why is not None:
             skipped.append(Skipped(seq=entry.seq, kind=kind_of(entry), why=why))
 
@@ -199,7 +197,7 @@ def _step(entry: Entry) -> Step | None:
                 kind="acted",
                 key=entry.key,
                 do=DoAction(screen=entry.screen, action=entry.action),
-                expect=Expected(exec=_acted_exec_outcome(entry)),
+                expect=Expected(exec=acted_exec_result(entry)),
                 batch=entry.batch,
                 index=entry.index,
             )
@@ -210,29 +208,34 @@ def _step(entry: Entry) -> Step | None:
                 kind="executed",
                 key=entry.key,
                 do=DoExec(argv=list(entry.argv), timeout_ms=entry.timeout_ms),
-                expect=Expected(
-                    exec=ExecResult(
-                        code=entry.code,
-                        stdout=entry.stdout,
-                        stderr=entry.stderr,
-                        timed_out=entry.timed_out,
-                    )
-                ),
+                expect=Expected(exec=executed_result(entry)),
             )
         case AppLaunched(batch=None):
-            launch = Launch(app=entry.app, args=list(entry.args))
             return Step(
                 seq=entry.seq,
                 at_ms=entry.at_ms,
                 kind="app_launched",
-                key=acted_key(entry.screen, launch),
+                key=launch_key(entry),
                 do=DoLaunch(screen=entry.screen, app=entry.app, args=list(entry.args)),
             )
         case _:
             return None
 
 
-def _acted_exec_outcome(entry: Acted) -> ExecResult | None:
+def launch_key(entry: AppLaunched) -> str:
+    """The key of a launch outside a batch: that of the `acted` launch that does it again,
+    so that a source and its fork align."""
+    return acted_key(entry.screen, Launch(app=entry.app, args=list(entry.args)))
+
+
+def executed_result(entry: Executed) -> ExecResult:
+    return ExecResult(
+        code=entry.code, stdout=entry.stdout, stderr=entry.stderr, timed_out=entry.timed_out
+    )
+
+
+def acted_exec_result(entry: Acted) -> ExecResult | None:
+    """The result an `exec` step of a batch recorded."""
     if not isinstance(entry.action, Exec) or entry.result is None:
         return None
     try:
@@ -241,7 +244,8 @@ def _acted_exec_outcome(entry: Acted) -> ExecResult | None:
         return None
 
 
-def _why_skipped(entry: Entry) -> str | None:
+def why_skipped(entry: Entry) -> str | None:
+    """Why a fork cannot do this entry again (its bytes are not in the trace), or None."""
     match entry:
         case FileWritten():
             return _why_file(entry.path)
@@ -356,6 +360,7 @@ def _ends_batch(steps: list[Step], n: int) -> bool:
 
 __all__ = [
     "OFF_SCREEN",
+    "READS",
     "SETTLED_MS",
     "Do",
     "DoAction",
@@ -367,6 +372,10 @@ __all__ = [
     "Plan",
     "Skipped",
     "Step",
+    "acted_exec_result",
     "acted_key",
+    "executed_result",
+    "launch_key",
     "plan_fork",
+    "why_skipped",
 ]

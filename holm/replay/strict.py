@@ -17,19 +17,11 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from holm.errors import ErrorBody
 from holm.replay.plan import SETTLED_MS, ExpectedFrame, Step
+from holm.wire.api import Outcome
 from holm.wire.results import ExecResult
 
 FRAME_TOLERANCE = 1e-6
-
-
-class Outcome(msgspec.Struct, kw_only=True):
-    """What a replayed step did."""
-
-    ok: bool
-    error: ErrorBody | None = None
-    exec: ExecResult | None = None
 
 
 class Divergence(msgspec.Struct, kw_only=True):

@@ -15,9 +15,10 @@ from msgspec import Meta
 
 from holm.errors import ErrorBody
 from holm.wire.actions import MAX_WAIT_MS, Action, CookieIn
+from holm.wire.diff import StepRef
 from holm.wire.entries import PAGE_MAX, Entry
 from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX
-from holm.wire.results import Tab, WindowInfo
+from holm.wire.results import ExecResult, Tab, WindowInfo
 from holm.wire.runtime import Capabilities
 from holm.wire.spec import Feature, Placement, Spec
 from holm.wire.values import Point, Selection
@@ -338,6 +339,64 @@ class ForkResult(_Response):
     replay: ReplayReport
 
 
+class Outcome(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What a step did, as a replay compares it: it succeeded or was refused, an exec's
+    result, and the window a launch opened."""
+
+    ok: bool
+    error: ErrorBody | None = None
+    exec: ExecResult | None = None
+    window: str | None = None
+
+    @classmethod
+    def of(cls, step: StepResult) -> Outcome:
+        """The outcome of one step of a batch."""
+        if not step.ok:
+            return cls(ok=False, error=step.error)
+        value = step.value
+        return cls(ok=True, exec=value if isinstance(value, ExecResult) else None)
+
+
+class LooseStep(msgspec.Struct, kw_only=True):
+    """A step of a loose replay (`seq` in the run replayed: its trace's seq, or its index in
+    a step list) matched to the recorded step `recorded` with the same key. A `mocked` step
+    got the recorded outcome; any other ran on a box, or has `outcome: null` when it needed
+    one and none was given."""
+
+    seq: int
+    kind: str
+    # The action's type (a command run alone is an `exec`, a launch a `launch`).
+    type: str
+    key: str
+    recorded: int
+    mocked: bool
+    outcome: Outcome | None
+    # What the recording has for it, beside what the box did (only a step that ran).
+    expected: Outcome | None = None
+
+
+class LooseReport(ReplayReport):
+    """`holm replay --loose`: each step of a run matched by key anywhere in a recorded trace.
+    `attempted` counts the steps served (mocked or run), `ok` those whose outcome agrees
+    with the recording (a step run on a box succeeded, or failed, as the recorded one did)."""
+
+    # The steps of the run replayed, and the box its side-effect free steps ran on.
+    steps: int = 0
+    box: str | None = None
+    matched: list[LooseStep] = msgspec.field(default_factory=list)
+    # Steps with no unused recorded step of their key.
+    missed: list[StepRef] = msgspec.field(default_factory=list)
+
+    @property
+    def needs_box(self) -> list[LooseStep]:
+        return [step for step in self.matched if step.outcome is None]
+
+    @property
+    def passed(self) -> bool:
+        """Every step matched, and was served with the recorded outcome or one that agrees."""
+        return not self.missed and not self.needs_box and self.ok == self.attempted
+
+
 # Viewers and takeover
 
 ViewerMode = Literal["view", "control"]
@@ -416,6 +475,9 @@ __all__ = [
     "Health",
     "Holding",
     "InstallApps",
+    "LooseReport",
+    "LooseStep",
+    "Outcome",
     "PathQuery",
     "PruneReport",
     "PruneResult",
