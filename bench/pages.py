@@ -37,6 +37,10 @@ FORM = "data:text/html;charset=utf-8," + quote(
 )
 
 
+def ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000
+
+
 async def timed(rounds: int, work: Callable[[], Awaitable[object]]) -> tuple[float, float]:
     times = []
     for _ in range(rounds):
@@ -58,14 +62,10 @@ async def main(rounds: int) -> None:
         print(f"box ready: {(time.perf_counter() - started) * 1000:.0f} ms")
         started = time.perf_counter()
         await desktop.act(0, a.OpenUrl(url=FORM))
-        print(
-            f"first page operation (open_url of the form): {(time.perf_counter() - started) * 1000:.0f} ms"
-        )
+        print(f"first page operation (open_url of the form): {ms(started):.0f} ms")
         started = time.perf_counter()
         await desktop.act(0, a.OnPage(what=a.ClickOp(query="Field 3")))
-        print(
-            f"first element operation (session, script): {(time.perf_counter() - started) * 1000:.0f} ms"
-        )
+        print(f"first element operation (session, script): {ms(started):.0f} ms")
         cases: list[tuple[str, a.Action]] = [
             ("look 'Field 150' (200 fields)", a.Look(what=a.LookWhat(query="Field 150"))),
             ("fill 'Field 7'", a.OnPage(what=a.FillOp(query="Field 7", text="Ada"))),
