@@ -192,3 +192,16 @@ async def test_workspace_names_and_keys_are_checked(tmp_path: Path) -> None:
         assert (status, refused["code"]) == (400, "bad_request")
         status, refused = await server.call("POST", "/v1/keys", TOKEN, {"workspace": "gamma"})
         assert (status, refused["code"]) == (404, "not_found")
+
+
+async def test_with_auth_off_a_key_still_sees_only_its_workspace(tmp_path: Path) -> None:
+    world = MemoryWorld()
+    async with holmd(tmp_path, world) as server:
+        a = await workspace_with_a_box(server, "alpha")
+        b = await workspace_with_a_box(server, "beta")
+    async with holmd(tmp_path, world, server_token=None, server_auth="none") as server:
+        assert ids(await server.ok("GET", "/v1/boxes", a.key)) == {a.box}
+        status, refused = await server.call("GET", f"/v1/boxes/{b.box}", a.key)
+        assert (status, refused["code"]) == (404, "not_found")
+        # Without a key, the request is the server's.
+        assert ids(await server.ok("GET", "/v1/boxes", None)) == {a.box, b.box}

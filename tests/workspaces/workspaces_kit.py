@@ -49,19 +49,18 @@ class Holmd:
 async def holmd(state_dir: Path, world: MemoryWorld, **settings: object) -> AsyncIterator[Holmd]:
     """Serve holmd on a free port of 127.0.0.1 with the server token `TOKEN`, the local
     store in `state_dir` and the in-memory runtime over `world` (boxes outlive a restart,
-    as a real runtime's do). Events show at once (no delay)."""
+    as a real runtime's do). Events show at once (no delay). `settings` replace these."""
     from holm.http.app import create_app
 
-    config = load_config(
-        {},
-        state_dir=str(state_dir),
-        storage_backend="local",
-        default_runtime="memory",
-        schedule="external",
-        server_token=TOKEN,
-        events_delay_ms=0,
-        **settings,
-    )
+    base: dict[str, object] = {
+        "state_dir": str(state_dir),
+        "storage_backend": "local",
+        "default_runtime": "memory",
+        "schedule": "external",
+        "server_token": TOKEN,
+        "events_delay_ms": 0,
+    }
+    config = load_config({}, **{**base, **settings})
     runtime = MemoryRuntime(server_id=server_id_of(state_dir), world=world)
     server = TestServer(create_app(config, runtimes={"memory": runtime}), host="127.0.0.1")
     await server.start_server()
