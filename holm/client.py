@@ -62,6 +62,8 @@ from holm.wire.api import (
     Catalog,
     ClipboardPut,
     CreateBox,
+    CreateKey,
+    CreateWorkspace,
     ForkRequest,
     ForkResult,
     FrameView,
@@ -70,6 +72,9 @@ from holm.wire.api import (
     ImageInfo,
     ImageList,
     InstallApps,
+    KeyList,
+    KeyMade,
+    KeyView,
     PruneResult,
     ReapResult,
     RunResult,
@@ -82,6 +87,8 @@ from holm.wire.api import (
     TracePage,
     ViewerMode,
     ViewersView,
+    WorkspaceList,
+    WorkspaceView,
 )
 from holm.wire.feed import EventsPage
 from holm.wire.results import (
@@ -676,6 +683,27 @@ class HolmClient:
     async def run_jobs(self) -> RunResult:
         return await self._call(RunResult, "POST", "/v1/jobs/run")
 
+    # Workspaces and API keys (the server token only)
+
+    async def create_workspace(self, name: str) -> WorkspaceView:
+        body = CreateWorkspace(name=name)
+        return await self._call(WorkspaceView, "POST", "/v1/workspaces", body=body)
+
+    async def workspaces(self) -> list[WorkspaceView]:
+        return (await self._call(WorkspaceList, "GET", "/v1/workspaces")).workspaces
+
+    async def create_key(self, workspace: str) -> KeyMade:
+        """A new key of `workspace` (its name or id): `key` is shown here and never again."""
+        body = CreateKey(workspace=workspace)
+        return await self._call(KeyMade, "POST", "/v1/keys", body=body)
+
+    async def keys(self, workspace: str | None = None) -> list[KeyView]:
+        params = {"workspace": workspace}
+        return (await self._call(KeyList, "GET", "/v1/keys", params=params)).keys
+
+    async def remove_key(self, key_id: str) -> KeyView:
+        return await self._call(KeyView, "DELETE", f"/v1/keys/{key_id}")
+
 
 def _step_value(result: ActionsResult, kind: type[T]) -> T:
     """The value of a batch of one step, or the error it stopped with."""
@@ -800,6 +828,11 @@ class SyncHolmClient:
     reap = _Sync(HolmClient.reap)
     prune = _Sync(HolmClient.prune)
     run_jobs = _Sync(HolmClient.run_jobs)
+    create_workspace = _Sync(HolmClient.create_workspace)
+    workspaces = _Sync(HolmClient.workspaces)
+    create_key = _Sync(HolmClient.create_key)
+    keys = _Sync(HolmClient.keys)
+    remove_key = _Sync(HolmClient.remove_key)
 
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from holm.cli import actions, boxes, browser, history, images, inside, mcp_cmd
+from holm.cli import actions, boxes, browser, history, images, inside, mcp_cmd, workspaces
 from holm.cli.replay_cmd import diff, replay
 from holm.cli.trace_cmd import trace
 
@@ -28,6 +28,7 @@ for command in (
     *history.COMMANDS,
     *images.COMMANDS,
     *mcp_cmd.COMMANDS,
+    *workspaces.COMMANDS,
 ):
     main.add_command(command)
 

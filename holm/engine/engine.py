@@ -149,9 +149,18 @@ class Engine:
         """The box as its trace says, removed ones included; NotFound when unknown."""
         return guards.known(self.journal.state(box_id), box_id)
 
-    def boxes(self) -> list[BoxState]:
-        """The boxes not removed, oldest first."""
-        live = [s for s in self.journal.states() if not s.removed]
+    def box_seen_by(self, box_id: str, workspace: str | None) -> BoxState:
+        """The box, removed ones included, when `workspace` sees it (None: the server sees
+        every box); NotFound, as for an absent box, when it is unknown or another's."""
+        return guards.seen_by(self.journal.state(box_id), box_id, workspace)
+
+    def boxes(self, seen_by: str | None = None) -> list[BoxState]:
+        """The boxes not removed, oldest first; with `seen_by`, that workspace's only."""
+        live = [
+            s
+            for s in self.journal.states()
+            if not s.removed and (seen_by is None or s.owner == seen_by)
+        ]
         return sorted(live, key=lambda s: (s.created_at_ms, s.id))
 
     def capabilities(self) -> dict[str, Capabilities]:

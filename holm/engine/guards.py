@@ -29,6 +29,14 @@ def known(state: BoxState | None, box_id: str) -> BoxState:
     return state
 
 
+def seen_by(state: BoxState | None, box_id: str, workspace: str | None) -> BoxState:
+    """Known to `workspace` (None: the server, which sees every box). Another workspace's
+    box is refused as an absent one is, with the same error: its existence is not told."""
+    if state is not None and workspace is not None and state.owner != workspace:
+        state = None
+    return known(state, box_id)
+
+
 def live(state: BoxState | None, box_id: str) -> BoxState:
     """The box exists and was not removed."""
     state = known(state, box_id)

@@ -37,18 +37,19 @@ def check_name(what: str, name: str) -> str:
     return name
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` at `path` whole or not at all, durably."""
+def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write `data` at `path` whole or not at all, durably; the file has `mode` from the
+    moment it exists."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    write_durably(tmp, data, os.O_EXCL)
+    write_durably(tmp, data, os.O_EXCL, mode)
     os.rename(tmp, path)
     fsync_dir(path.parent)
 
 
-def write_durably(path: Path, data: bytes, flags: int) -> None:
+def write_durably(path: Path, data: bytes, flags: int, mode: int = 0o644) -> None:
     """Write `data` to `path` (opened with `flags` besides write and create) and fsync."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | flags, mode)
     try:
         write_all(fd, data)
         os.fsync(fd)

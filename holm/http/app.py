@@ -22,9 +22,10 @@ from .middlewares import body_size_middleware, errors_middleware, guards_middlew
 from .openapi import openapi_route
 from .routes import ALL_ROUTES
 from .routes.cdp import GRANTS, Grants
-from .routing import ACCESS, CONFIG, ROUTES, SLOT, Route, Slot
+from .routing import ACCESS, CONFIG, ROUTES, SLOT, WORKSPACES, Route, Slot
 from .viewer.relay import LIVE, TICKETS, LiveViewers
 from .viewer.tickets import Tickets
+from .workspaces import Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,10 @@ def create_app(
 
     Who may call it is settled here (holm.http.access): with `server_auth="token"` and no
     `server_token`, the token is read from, or first made in, `<state_dir>/token`. A
-    setting that leaves the API open off loopback raises `ValueError`."""
+    setting that leaves the API open off loopback raises `ValueError`, as does a
+    workspaces file (`<state_dir>/workspaces.json`) that cannot be read."""
     access = access_of(config)
+    workspaces = Workspaces.load(config.state_dir)
     app = web.Application(
         client_max_size=config.max_body_bytes,
         middlewares=[
@@ -54,6 +57,7 @@ def create_app(
     )
     app[CONFIG] = config
     app[ACCESS] = access
+    app[WORKSPACES] = workspaces
     app[SLOT] = Slot()
     app[KEYS] = KeyCache()
     app[TICKETS] = Tickets()

@@ -3,7 +3,8 @@ the same body answers the first result (status and body) and does not do the wor
 also while the first request is still running (the second waits for it); the same key with
 another body is refused with `409 denied`.
 
-Keys live in memory (the spec says so), per route (method and path), for a day, at most
+Keys live in memory (the spec says so), per caller (a workspace's key, or the server's
+token) and route (method and path), for a day, at most
 10,000 of them (the oldest go first). A result with a 5xx status is not kept, so that a
 retry after a server or runtime failure can succeed; requests already waiting on it get it.
 Bodies are compared as canonical JSON, so key order and spacing do not matter.
@@ -25,11 +26,15 @@ from holm.errors import Denied
 from holm.wire.spec import canonical_json
 
 from .middlewares import error_response
-from .routing import route_of
+from .routing import caller_of, route_of
 
 HEADER = "idempotency-key"
 KEEP_SECS = 24 * 3600
 MAX_KEYS = 10_000
+
+
+# The caller's workspace ("" for the server), the method, the path, the key.
+Scope = tuple[str, str, str, str]
 
 
 @dataclass(frozen=True)
@@ -57,23 +62,23 @@ class KeyCache:
     def __init__(self, keep_secs: float = KEEP_SECS, max_keys: int = MAX_KEYS) -> None:
         self.keep_secs = keep_secs
         self.max_keys = max_keys
-        self._keys: OrderedDict[tuple[str, str, str], _Key] = OrderedDict()
+        self._keys: OrderedDict[Scope, _Key] = OrderedDict()
 
-    def get(self, scope: tuple[str, str, str]) -> _Key | None:
+    def get(self, scope: Scope) -> _Key | None:
         found = self._keys.get(scope)
         if found is not None and time.monotonic() - found.made > self.keep_secs:
             del self._keys[scope]
             return None
         return found
 
-    def begin(self, scope: tuple[str, str, str], digest: str) -> _Key:
+    def begin(self, scope: Scope, digest: str) -> _Key:
         key = _Key(digest, time.monotonic(), asyncio.get_running_loop().create_future())
         self._keys[scope] = key
         while len(self._keys) > self.max_keys:
             self._keys.popitem(last=False)
         return key
 
-    def drop(self, scope: tuple[str, str, str], key: _Key) -> None:
+    def drop(self, scope: Scope, key: _Key) -> None:
         if self._keys.get(scope) is key:
             del self._keys[scope]
 
@@ -96,7 +101,8 @@ async def idempotency_middleware(request: web.Request, handler: Handler) -> web.
     if not name or route is None or not route.idempotent:
         return await handler(request)
     cache = request.app[KEYS]
-    scope = (request.method, request.path, name)
+    # Two workspaces that pick the same key make two boxes: one never gets the other's.
+    scope = (caller_of(request).workspace or "", request.method, request.path, name)
     digest = body_digest(await request.read())
     found = cache.get(scope)
     if found is not None:

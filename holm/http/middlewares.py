@@ -3,7 +3,12 @@ error body with its code and status), guards (who may call: the Host, where a br
 the request comes from, the bearer token, the body's type), body size.
 
 Choices the spec leaves open (docs/api.md says them too):
-- A missing or wrong token: `401` with code `denied` (and `WWW-Authenticate: Bearer`).
+- A missing or wrong token (or a removed key): `401` with code `denied` (and
+  `WWW-Authenticate: Bearer`).
+- A workspace's key on a route that takes the server token only (workspaces and keys,
+  removing an image, scheduled work): `403` with code `denied`.
+- A workspace's key naming a box that is not its own: `404 not_found`, the very answer an
+  absent box gets, so that whether another workspace's box exists is not told.
 - A known path with a method it does not have: `405` with code `bad_request` and `Allow`.
 - A body over `HOLM_MAX_BODY_BYTES`: `413` with code `bad_request`.
 - A `Host` that does not name this server (DNS rebinding): `421` with code `denied`.
@@ -30,13 +35,31 @@ from holm.errors import BadRequest, Denied, ErrorBody, HolmError, Internal, NotF
 from holm.wire.access import is_loopback
 
 from .access import Access, host_and_port, origin_of
-from .routing import ACCESS, CONFIG, Route, json_response, route_of
+from .routing import (
+    ACCESS,
+    BOX_PARAMETERS,
+    CALLER,
+    CONFIG,
+    SERVER,
+    WORKSPACES,
+    Caller,
+    Route,
+    engine_of,
+    json_response,
+    route_of,
+)
+from .workspaces import Workspaces
 
 log = logging.getLogger(__name__)
 
 
 class Unauthorized(Denied):
     status = 401
+    retryable_default = False
+
+
+class ServerOnly(Denied):
+    status = 403
     retryable_default = False
 
 
@@ -107,15 +130,18 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 async def guards_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """On every declared route that takes a token, in this order: the Host names this
     server, the request does not come from a page of another origin, the bearer token
-    (`HOLM_SERVER_TOKEN` or the generated one; the scheduled-work routes also take
-    `CRON_SECRET`), and a body is JSON."""
+    (`HOLM_SERVER_TOKEN` or the generated one, or a workspace's key; the scheduled-work
+    routes also take `CRON_SECRET`), a body is JSON, and a workspace names only its own
+    boxes."""
     route = route_of(request)
     if route is not None and route.auth != "none":
         access = request.app[ACCESS]
         check_host(request, access)
         check_same_origin(request, access)
-        check_bearer(request, route, access)
+        caller = caller_by_bearer(request, route, access, request.app[WORKSPACES])
+        request[CALLER] = caller
         check_content_type(request)
+        check_boxes(request, caller)
     return await handler(request)
 
 
@@ -178,22 +204,56 @@ def _is_own_origin(origin: str, request: web.Request, access: Access) -> bool:
     return own is not None and given == own
 
 
-def check_bearer(request: web.Request, route: Route, access: Access) -> None:
+def caller_by_bearer(
+    request: web.Request, route: Route, access: Access, workspaces: Workspaces
+) -> Caller:
+    """A workspace's key makes the request that workspace's (also with auth off, so that
+    a workspace sees what it would see on any server); else the server's token (or, on
+    the scheduled-work routes, `CRON_SECRET`) makes it the server's, and with auth off no
+    token is needed for that."""
+    given = _bearer(request)
+    workspace = workspaces.workspace_of(given) if given else None
+    if workspace is not None:
+        if route.auth != "token":
+            raise ServerOnly(
+                f"{request.method} {request.path} takes the server's token, not a workspace's key"
+            )
+        return Caller(workspace)
     accepted = [access.token]
     if route.auth == "cron":
         accepted.append(access.cron_secret)
     tokens = [token for token in accepted if token]
-    if tokens and not _bearer_matches(request, tokens):
+    if tokens and not _matches(given, tokens):
         raise Unauthorized("a valid bearer token is needed (Authorization: Bearer …)")
+    return SERVER
 
 
-def _bearer_matches(request: web.Request, tokens: list[str]) -> bool:
+def _bearer(request: web.Request) -> str | None:
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not given:
+    if scheme.lower() != "bearer" or not given.strip():
+        return None
+    return given.strip()
+
+
+def _matches(given: str | None, tokens: list[str]) -> bool:
+    if given is None:
         return False
     # Every token is compared, so the time taken does not say which one nearly matched.
-    matches = [hmac.compare_digest(given.strip().encode(), token.encode()) for token in tokens]
+    matches = [hmac.compare_digest(given.encode(), token.encode()) for token in tokens]
     return any(matches)
+
+
+def check_boxes(request: web.Request, caller: Caller) -> None:
+    """Each box the path names must be one the caller sees: here, before the route reads
+    its body or its query, so that no route can forget it and another workspace's box is
+    refused exactly as an absent one is, at the same step and with the same answer."""
+    if caller.workspace is None:
+        return
+    engine = engine_of(request)
+    for name in BOX_PARAMETERS:
+        box_id = request.match_info.get(name)
+        if box_id is not None:
+            engine.box_seen_by(box_id, caller.workspace)
 
 
 def check_content_type(request: web.Request) -> None:

@@ -17,9 +17,12 @@ from holm.errors import BadRequest
 from holm.wire.actions import Action
 
 from .access import Access
+from .workspaces import Workspaces
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Auth = Literal["none", "token", "cron"]
+# `token`: the server token or a workspace's key; `server`: the server token only; `cron`:
+# the server token or `CRON_SECRET`; `none`: no bearer token (a ticket, or nothing to guard).
+Auth = Literal["none", "token", "server", "cron"]
 T = TypeVar("T")
 
 
@@ -44,6 +47,18 @@ class Route:
     tags: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who a request is from, settled once by the guards: the server (its token, or anyone
+    when auth is off) or one workspace (its key), which sees only its own boxes."""
+
+    # The `ws_…` id; None for the server, which sees everything.
+    workspace: str | None = None
+
+
+SERVER = Caller()
+
+
 class Slot:
     """Holds the engine, which exists only once the app has started."""
 
@@ -54,6 +69,10 @@ CONFIG = web.AppKey("config", Config)
 ACCESS = web.AppKey("access", Access)
 SLOT = web.AppKey("slot", Slot)
 ROUTES = web.AppKey("routes", dict[tuple[str, str], Route])
+WORKSPACES = web.AppKey("workspaces", Workspaces)
+CALLER = web.RequestKey("caller", Caller)
+# The path parameters that name a box: a workspace's request may name only its own boxes.
+BOX_PARAMETERS = ("id", "b")
 
 _encoder = msgspec.json.Encoder()
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
@@ -63,6 +82,11 @@ def engine_of(request: web.Request) -> Engine:
     engine = request.app[SLOT].engine
     assert engine is not None, "the engine starts with the app"
     return engine
+
+
+def caller_of(request: web.Request) -> Caller:
+    """Who the request is from: the guards settle it on every route that takes a token."""
+    return request[CALLER]
 
 
 def route_of(request: web.Request) -> Route | None:

@@ -451,6 +451,65 @@ class ViewersView(_Response):
     taken_over: bool
 
 
+# Workspaces and API keys
+
+# A workspace's name: what `holm key create --workspace NAME` takes.
+WorkspaceName = Annotated[
+    str,
+    Meta(
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$",
+        description="Lower-case letters, digits, `-` and `_`; 63 at most.",
+    ),
+]
+
+
+class CreateWorkspace(_Request):
+    """`POST /v1/workspaces`."""
+
+    name: WorkspaceName
+
+
+class WorkspaceView(_Response):
+    # `ws_…`: what a box's `owner` and an event's `owner` say.
+    id: str
+    name: str
+    created_at_ms: int
+
+
+class WorkspaceList(_Response):
+    workspaces: list[WorkspaceView]
+
+
+class CreateKey(_Request):
+    """`POST /v1/keys`: a key of the workspace named (by its name or its `ws_…` id)."""
+
+    workspace: Annotated[str, Meta(min_length=1)]
+
+
+class KeysQuery(_Request):
+    """`GET /v1/keys`: one workspace's keys (its name or id), or every key."""
+
+    workspace: str | None = None
+
+
+class KeyView(_Response):
+    """A key as it is kept: never the key itself, which only its creation answers."""
+
+    # `key_…`: what `DELETE /v1/keys/{key}` takes.
+    id: str
+    workspace: str
+    created_at_ms: int
+
+
+class KeyMade(KeyView, kw_only=True):
+    # `holm_sk_…`: shown here once; the server keeps only its SHA-256.
+    key: str
+
+
+class KeyList(_Response):
+    keys: list[KeyView]
+
+
 __all__ = [
     "MAX_SCALE",
     "ActionsRequest",
@@ -463,6 +522,8 @@ __all__ = [
     "ClipboardPut",
     "ClipboardQuery",
     "CreateBox",
+    "CreateKey",
+    "CreateWorkspace",
     "Done",
     "ErrorBody",
     "EventsQuery",
@@ -475,6 +536,10 @@ __all__ = [
     "Health",
     "Holding",
     "InstallApps",
+    "KeyList",
+    "KeyMade",
+    "KeyView",
+    "KeysQuery",
     "LooseReport",
     "LooseStep",
     "Outcome",
@@ -497,4 +562,7 @@ __all__ = [
     "TraceQuery",
     "ViewerMode",
     "ViewersView",
+    "WorkspaceList",
+    "WorkspaceName",
+    "WorkspaceView",
 ]

@@ -21,6 +21,18 @@ from holm.config import load_config, server_id_of
 from holm.events import MemoryStore
 
 TOKEN = "mcp-test-token"
+# A client's first message, for tests that speak to `/mcp` without the SDK.
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 @contextlib.asynccontextmanager

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx2
 import mcp_types as types
-from mcp_kit import TOKEN, call, holmd, json_of, mcp_session
+from mcp_kit import ACCEPT, INIT, TOKEN, call, holmd, json_of, mcp_session
 from PIL import Image
 
 from holm.client import HolmClient
@@ -141,31 +141,20 @@ async def test_a_refusal_is_a_tool_error(tmp_path: Path) -> None:
 
 
 async def test_mcp_needs_the_token(tmp_path: Path) -> None:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
-    accept = {"Accept": "application/json, text/event-stream"}
     async with holmd(tmp_path) as url, httpx2.AsyncClient() as http:
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
             for method in ("POST", "GET", "DELETE"):
                 answer = await http.request(
                     method,
                     f"{url}/mcp",
-                    headers={**accept, **headers},
-                    json=init if method == "POST" else None,
+                    headers={**ACCEPT, **headers},
+                    json=INIT if method == "POST" else None,
                 )
                 assert answer.status_code == 401, (method, headers, answer.text)
                 assert answer.headers["WWW-Authenticate"] == "Bearer"
                 assert answer.json()["code"] == "denied"
-        good = {**accept, "Authorization": f"Bearer {TOKEN}"}
-        answer = await http.post(f"{url}/mcp", headers=good, json=init)
+        good = {**ACCEPT, "Authorization": f"Bearer {TOKEN}"}
+        answer = await http.post(f"{url}/mcp", headers=good, json=INIT)
         assert answer.status_code == 200, answer.text
         # The answer is an SSE stream of one message.
         assert answer.headers["content-type"].startswith("text/event-stream")
@@ -177,7 +166,7 @@ async def test_mcp_needs_the_token(tmp_path: Path) -> None:
         assert answer.status_code == 415
         # A page of another site is refused before the token is even looked at.
         answer = await http.post(
-            f"{url}/mcp", headers={**good, "Origin": "https://evil.example"}, json=init
+            f"{url}/mcp", headers={**good, "Origin": "https://evil.example"}, json=INIT
         )
         assert answer.status_code == 403
 

@@ -34,8 +34,9 @@ AsgiApp = Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]]
 CHUNK = 64 * 1024
 
 
-def scope_of(request: web.Request) -> Scope:
-    """The ASGI `http` scope of an aiohttp request."""
+def scope_of(request: web.Request, state: dict[str, Any]) -> Scope:
+    """The ASGI `http` scope of an aiohttp request, with `state` as what the app reads of
+    the request beyond HTTP (the SDK hands it to a tool as its request's `state`)."""
     transport = request.transport
     peer = transport.get_extra_info("peername") if transport else None
     here = transport.get_extra_info("sockname") if transport else None
@@ -52,7 +53,7 @@ def scope_of(request: web.Request) -> Scope:
         "headers": [(k.lower(), v) for k, v in request.raw_headers],
         "client": _address(peer),
         "server": _address(here),
-        "state": {},
+        "state": state,
     }
 
 
@@ -62,8 +63,11 @@ def _address(info: object) -> tuple[str, int] | None:
     return None
 
 
-async def asgi_handler(request: web.Request, app: AsgiApp) -> web.StreamResponse:
-    """Run the ASGI `app` for `request` and answer what it sends.
+async def asgi_handler(
+    request: web.Request, app: AsgiApp, state: dict[str, Any]
+) -> web.StreamResponse:
+    """Run the ASGI `app` for `request` (its scope's `state` is `state`) and answer what it
+    sends.
 
     A client may drop the connection once it has what it wanted (an SSE answer's one
     message); aiohttp then cancels the handler. The app is not cancelled with it, as no ASGI
@@ -103,7 +107,7 @@ async def asgi_handler(request: web.Request, app: AsgiApp) -> web.StreamResponse
                 await response.write_eof()
                 finished.set()
 
-    task = asyncio.create_task(app(scope_of(request), receive, send), name="mcp request")
+    task = asyncio.create_task(app(scope_of(request, state), receive, send), name="mcp request")
     try:
         await asyncio.shield(task)
     except asyncio.CancelledError:

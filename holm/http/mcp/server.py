@@ -3,6 +3,7 @@ HTTP session manager, and the `/mcp` route that bridges it into the aiohttp app.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
@@ -16,7 +17,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from holm.errors import HolmError
 
-from ..routing import CONFIG, SLOT, Route, engine_of
+from ..routing import CONFIG, SLOT, Caller, Route, caller_of, engine_of
 from .bridge import asgi_handler, run_manager
 from .tools import BY_NAME, TOOLS
 
@@ -24,6 +25,9 @@ log = logging.getLogger(__name__)
 
 PATH = "/mcp"
 MANAGER = web.AppKey("mcp_sessions", StreamableHTTPSessionManager)
+# Where the HTTP request's caller (the guards settled it) rides to a tool: the ASGI scope's
+# `state`, which the SDK hands to the tool as its request.
+CALLER_STATE = "holm.caller"
 
 INSTRUCTIONS = (
     "holm runs isolated Linux desktops (boxes) for you to drive. Start one with launch_box, "
@@ -74,8 +78,17 @@ def mcp_server(app: web.Application) -> Server[Any]:
         engine = app[SLOT].engine
         if engine is None:
             return _error("unavailable: the server is starting or stopping")
+        caller = _caller(ctx)
+        if caller is None:
+            return _error("denied: the call came without the HTTP request that carries it")
         try:
-            content = await tool.run(engine, tool.decode(params.arguments))
+            call = tool.decode(params.arguments)
+            if call.box:
+                # The same refusal the REST routes' guards give: another workspace's box is
+                # as absent as a box that never was.
+                engine.box_seen_by(call.box, caller.workspace)
+            call = dataclasses.replace(call, workspace=caller.workspace)
+            content = await tool.run(engine, call)
         except HolmError as exc:
             return _error(f"{exc.code}: {exc.message}")
         return types.CallToolResult(content=list(content))
@@ -89,6 +102,15 @@ def mcp_server(app: web.Application) -> Server[Any]:
     )
 
 
+def _caller(ctx: ServerRequestContext[Any]) -> Caller | None:
+    """The caller of the HTTP request that carried this call (each call is judged by its
+    own request's key, so a key removed mid-session is refused at its next request)."""
+    scope = getattr(ctx.request, "scope", None)
+    state = scope.get("state") if isinstance(scope, dict) else None
+    caller = state.get(CALLER_STATE) if isinstance(state, dict) else None
+    return caller if isinstance(caller, Caller) else None
+
+
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)], is_error=True
@@ -98,7 +120,8 @@ def _error(message: str) -> types.CallToolResult:
 async def handle_mcp(request: web.Request) -> web.StreamResponse:
     engine_of(request)  # the engine runs, so the tools can reach it
     manager = request.app[MANAGER]
-    return await asgi_handler(request, manager.handle_request)
+    state = {CALLER_STATE: caller_of(request)}
+    return await asgi_handler(request, manager.handle_request, state)
 
 
 def setup_mcp(app: web.Application) -> None:
@@ -122,7 +145,7 @@ ROUTES = [
         "*",
         PATH,
         handle_mcp,
-        "MCP over Streamable HTTP (the same bearer token); see docs/mcp.md",
+        "MCP over Streamable HTTP (the same bearer token or workspace key); see docs/mcp.md",
         tags=("mcp",),
     )
 ]

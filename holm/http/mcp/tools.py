@@ -60,6 +60,8 @@ class Call:
     box: str
     screen: int
     value: Any
+    # The caller's workspace (None: the server), which its boxes belong to.
+    workspace: str | None = None
 
 
 Run = Callable[[Engine, Call], Awaitable[list[Content]]]
@@ -146,11 +148,13 @@ def image(png: bytes) -> types.ImageContent:
 
 async def launch_box(engine: Engine, call: Call) -> list[Content]:
     body: CreateBox = call.value
-    return text(box_view(await engine.create_box(body.spec, body.placement)))
+    state = await engine.create_box(body.spec, body.placement, owner=call.workspace)
+    return text(box_view(state))
 
 
 async def list_boxes(engine: Engine, call: Call) -> list[Content]:
-    return text(BoxList(boxes=[box_view(state) for state in engine.boxes()]))
+    seen = engine.boxes(seen_by=call.workspace)
+    return text(BoxList(boxes=[box_view(state) for state in seen]))
 
 
 async def box_status(engine: Engine, call: Call) -> list[Content]:

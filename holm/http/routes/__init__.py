@@ -18,6 +18,7 @@ from . import (
     unbuilt,
     viewer,
     windows,
+    workspaces,
 )
 
 ALL_ROUTES: list[Route] = [
@@ -34,6 +35,7 @@ ALL_ROUTES: list[Route] = [
     *images.ROUTES,
     *viewer.ROUTES,
     *jobs.ROUTES,
+    *workspaces.ROUTES,
     *unbuilt.ROUTES,
 ]
 

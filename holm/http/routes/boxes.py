@@ -11,7 +11,7 @@ from holm.projections.views import box_view
 from holm.replay import fork_box as fork
 from holm.wire.api import BoxList, BoxView, Catalog, CreateBox, ForkRequest, ForkResult, InstallApps
 
-from ..routing import Route, body_of, engine_of, json_response, public_base
+from ..routing import Route, body_of, caller_of, engine_of, json_response, public_base
 
 CONFIRM_DELETE = "x-holm-confirm-delete"
 
@@ -26,13 +26,14 @@ def _answer(view: BoxView) -> web.Response:
 
 
 async def list_boxes(request: web.Request) -> web.Response:
-    boxes = [box_view(state, public_base(request)) for state in engine_of(request).boxes()]
-    return json_response(BoxList(boxes=boxes))
+    seen = engine_of(request).boxes(seen_by=caller_of(request).workspace)
+    return json_response(BoxList(boxes=[box_view(state, public_base(request)) for state in seen]))
 
 
 async def create_box(request: web.Request) -> web.Response:
     body = await body_of(request, CreateBox)
-    state = await engine_of(request).create_box(body.spec, body.placement)
+    owner = caller_of(request).workspace
+    state = await engine_of(request).create_box(body.spec, body.placement, owner=owner)
     return _answer(box_view(state, public_base(request)))
 
 

@@ -1,5 +1,7 @@
 """Images of the runtimes that build them (the docker runtime); a runtime that builds none
-answers `unsupported`. With queued jobs, a build that is needed answers `202` at once with
+answers `unsupported`. Images are shared by every workspace (a cache of what specs name,
+which holds nothing of a box): a workspace's key lists, reads and builds them; only the
+server token removes one. With queued jobs, a build that is needed answers `202` at once with
 `state: building` and an empty `image`; read it with `GET …/images/{digest}`."""
 
 from __future__ import annotations
@@ -65,8 +67,10 @@ ROUTES = [
         "DELETE",
         f"{RUNTIME}/images/{{digest}}",
         remove_image,
-        "Remove an image (refused while a box uses it)",
+        "Remove an image (refused while a box uses it); the server token only",
         response=ImageInfo,
+        # Images are one cache that every workspace's boxes share.
+        auth="server",
     ),
     Route(
         "GET",
