@@ -24,6 +24,7 @@ import msgspec
 from holm.adapters.base import Desktop, Runtime
 from holm.config import Config
 from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
+from holm.events.browser_states import BrowserStates
 from holm.events.store import TraceStore
 from holm.projections.box_state import BoxState
 from holm.projections.events_feed import EventsFeed
@@ -108,6 +109,7 @@ class Engine:
         self.runtimes = dict(runtimes)
         self.server_id = server_id
         self.feed = EventsFeed.for_config(config)
+        self.browser_states = BrowserStates.for_config(config)
         self.journal = Journal(store, self.feed)
         self.jobs = JobQueue(config)
         self.watchers = FrameWatchers(self.journal, store, self._desktop, frame_poll_secs)

@@ -285,6 +285,29 @@ class ImageList(msgspec.Struct, kw_only=True):
     images: list[ImageInfo]
 
 
+# Named browser states
+
+
+class SavedState(msgspec.Struct, kw_only=True):
+    """A browser state kept under a name: what it holds, never the state itself."""
+
+    name: str
+    cookies: int
+    origins: int
+    saved_at_ms: int
+    # The box it was saved from.
+    box: str
+
+
+class StateList(msgspec.Struct, kw_only=True):
+    states: list[SavedState]
+
+
+class StateRemoved(_Response):
+    name: str
+    removed: bool
+
+
 # Scheduled work
 
 

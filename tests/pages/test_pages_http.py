@@ -271,8 +271,6 @@ async def test_a_browser_state_saved_in_one_box_loads_in_another(server: LocalSe
     assert (saved["cookies"], saved["origins"]) >= (1, 1)
     state = saved["session_json"]
     assert "s3cret" in state and "dark" in state
-    named = await client.post(f"/v1/boxes/{first}/state/save", json={"name": "work"})
-    await error_of(named, 400, "unsupported")
     body = {"session_json": state}
     loaded = await ok_json(await client.post(f"/v1/boxes/{second}/state/load", json=body))
     assert loaded["cookies"] >= 1 and loaded["origins"] >= 1
@@ -285,5 +283,43 @@ async def test_a_browser_state_saved_in_one_box_loads_in_another(server: LocalSe
     after = (await trace_entries(client, first))[before:]
     assert "s3cret" not in repr(after) and all(e["kind"] == "frame" for e in after)
     assert "s3cret" not in repr(await trace_entries(client, second))
+    for box in boxes:
+        await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+async def test_a_named_state_is_kept_by_the_server(server: LocalServer) -> None:
+    client = client_of(server)
+    port = EXAMPLE_PORT + 3
+    origin = f"http://127.0.0.1:{port}"
+    boxes = [(await ok_json(await client.post("/v1/boxes", json={})))["id"] for _ in range(2)]
+    first, second = boxes
+    await batch(client, first, site_steps(EXAMPLE_SITE, port))
+    jar = {"url": origin, "cookies": [{"name": "sid", "value": "s3cret"}]}
+    await ok_json(await client.post(f"/v1/boxes/{first}/cookies", json=jar))
+
+    save = f"/v1/boxes/{first}/state/save"
+    saved = await ok_json(await client.post(save, json={"name": "work"}))
+    assert saved == {"cookies": 1, "origins": 0, "name": "work"}
+    listed = (await ok_json(await client.get("/v1/states")))["states"]
+    assert [(s["name"], s["box"], s["cookies"]) for s in listed] == [("work", first, 1)]
+    # Kept in the state dir, private to the server, and in no trace.
+    kept = server.state_dir / "browser-states" / "server" / "work.json"
+    assert "s3cret" in kept.read_text() and kept.stat().st_mode & 0o777 == 0o600
+    assert "s3cret" not in repr(await trace_entries(client, first))
+
+    load = f"/v1/boxes/{second}/state/load"
+    loaded = await ok_json(await client.post(load, json={"name": "work"}))
+    assert loaded == {"cookies": 1, "origins": 0}
+    cookies = await ok_json(await client.get(f"/v1/boxes/{second}/cookies", params={"url": origin}))
+    assert [(c["name"], c["value"]) for c in cookies["cookies"]] == [("sid", "s3cret")]
+
+    await error_of(await client.post(load, json={"name": "play"}), 404, "not_found")
+    both = {"name": "work", "session_json": "{}"}
+    await error_of(await client.post(load, json=both), 400, "bad_request")
+    await error_of(await client.post(load, json={}), 400, "bad_request")
+    await error_of(await client.post(save, json={"name": "../x"}), 400, "bad_request")
+    removed = await ok_json(await client.delete("/v1/states/work"))
+    assert removed == {"name": "work", "removed": True}
+    assert not kept.exists() and (await ok_json(await client.get("/v1/states")))["states"] == []
     for box in boxes:
         await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from holm.errors import Unsupported
 from holm.wire.actions import (
     Console,
     ConsoleWhat,
@@ -29,15 +28,10 @@ from holm.wire.actions import (
     ReadWhat,
     Snapshot,
     SnapshotWhat,
-    StateLoad,
-    StateLoadWhat,
-    StateSave,
-    StateSaveWhat,
     Tabs,
 )
 from holm.wire.api import CookiesPut, ElementQuery, FindQuery, TabQuery, UrlQuery
 from holm.wire.results import (
-    BrowserState,
     ConsoleLog,
     CookieList,
     ElementDone,
@@ -47,7 +41,6 @@ from holm.wire.results import (
     PageCaptured,
     PageSnapshot,
     PageText,
-    StateLoaded,
     TabDone,
     TabList,
 )
@@ -111,20 +104,6 @@ async def pdf(request: web.Request) -> web.Response:
 
 async def console(request: web.Request) -> web.Response:
     return await act_response(request, Console(what=await body_of(request, ConsoleWhat)), SCREEN)
-
-
-async def save_state(request: web.Request) -> web.Response:
-    what = await body_of(request, StateSaveWhat)
-    if what.name is not None:
-        raise Unsupported("named states are not built yet: save without a name (session_json)")
-    return await act_response(request, StateSave(what=what), SCREEN)
-
-
-async def load_state(request: web.Request) -> web.Response:
-    what = await body_of(request, StateLoadWhat)
-    if what.session_json is None:
-        raise Unsupported("named states are not built yet: load a session_json")
-    return await act_response(request, StateLoad(what=what), SCREEN)
 
 
 async def list_cookies(request: web.Request) -> web.Response:
@@ -211,21 +190,5 @@ ROUTES = [
         "Clear cookies",
         query=UrlQuery,
         response=CookieList,
-    ),
-    Route(
-        "POST",
-        f"{BOX}/state/save",
-        save_state,
-        "Save cookies and storage",
-        body=StateSaveWhat,
-        response=BrowserState,
-    ),
-    Route(
-        "POST",
-        f"{BOX}/state/load",
-        load_state,
-        "Load cookies and storage",
-        body=StateLoadWhat,
-        response=StateLoaded,
     ),
 ]

@@ -15,14 +15,6 @@ SCREEN = BOX + "/screens/{screen:\\d+}"
 
 _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
     (
-        "named browser states",
-        [
-            ("GET", "/v1/states"),
-            ("DELETE", "/v1/states/{name}"),
-        ],
-        "token",
-    ),
-    (
         "screen recording",
         [
             ("GET", f"{SCREEN}/recording"),
