@@ -21,7 +21,6 @@ import base64
 import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
@@ -39,7 +38,7 @@ import msgspec
 from yarl import URL
 
 from holm.errors import ERRORS_BY_CODE, ErrorBody, HolmError, Internal, Unavailable
-from holm.wire.access import DEFAULT_STATE_DIR, is_loopback, token_path
+from holm.wire.access import is_loopback, state_dir_of, token_path
 from holm.wire.actions import (
     Action,
     Arrange,
@@ -154,9 +153,8 @@ def server_token(environ: Mapping[str, str] | None = None, url: str | None = Non
         return None
     if host is None or not is_loopback(host):
         return None
-    state_dir = Path(env.get("HOLM_STATE_DIR") or DEFAULT_STATE_DIR)
     try:
-        return token_path(state_dir).read_text().strip() or None
+        return token_path(state_dir_of(env)).read_text().strip() or None
     except OSError:
         return None
 
