@@ -78,7 +78,9 @@ from holm.wire.api import (
     TakeoverView,
     TicketRequest,
     TicketView,
+    TraceList,
     TracePage,
+    TraceView,
     ViewerMode,
     ViewersView,
 )
@@ -617,6 +619,10 @@ class HolmClient:
             params={"after": after, "limit": limit},
         )
 
+    async def traces(self) -> list[TraceView]:
+        """Every trace the server keeps, removed boxes' included."""
+        return (await self._call(TraceList, "GET", "/v1/traces")).traces
+
     async def trace_frame(self, box_id: str, frame_hash: str) -> bytes:
         """The PNG of a frame the trace refers to."""
         _, png = await self.request("GET", f"/v1/boxes/{box_id}/trace/frames/{frame_hash}")
@@ -785,6 +791,7 @@ class SyncHolmClient:
     list_files = _Sync(HolmClient.list_files)
     grep = _Sync(HolmClient.grep)
     glob = _Sync(HolmClient.glob)
+    traces = _Sync(HolmClient.traces)
     trace = _Sync(HolmClient.trace)
     trace_frame = _Sync(HolmClient.trace_frame)
     diff = _Sync(HolmClient.diff)
