@@ -21,7 +21,6 @@ import base64
 import os
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
@@ -39,7 +38,7 @@ import msgspec
 from yarl import URL
 
 from holm.errors import ERRORS_BY_CODE, ErrorBody, HolmError, Internal, Unavailable
-from holm.wire.access import DEFAULT_STATE_DIR, is_loopback, token_path
+from holm.wire.access import is_loopback, state_dir_of, token_path
 from holm.wire.actions import (
     Action,
     Arrange,
@@ -84,7 +83,9 @@ from holm.wire.api import (
     TakeoverView,
     TicketRequest,
     TicketView,
+    TraceList,
     TracePage,
+    TraceView,
     ViewerMode,
     ViewersView,
     WorkspaceList,
@@ -161,9 +162,8 @@ def server_token(environ: Mapping[str, str] | None = None, url: str | None = Non
         return None
     if host is None or not is_loopback(host):
         return None
-    state_dir = Path(env.get("HOLM_STATE_DIR") or DEFAULT_STATE_DIR)
     try:
-        return token_path(state_dir).read_text().strip() or None
+        return token_path(state_dir_of(env)).read_text().strip() or None
     except OSError:
         return None
 
@@ -626,6 +626,10 @@ class HolmClient:
             params={"after": after, "limit": limit},
         )
 
+    async def traces(self) -> list[TraceView]:
+        """Every trace the server keeps, removed boxes' included."""
+        return (await self._call(TraceList, "GET", "/v1/traces")).traces
+
     async def trace_frame(self, box_id: str, frame_hash: str) -> bytes:
         """The PNG of a frame the trace refers to."""
         _, png = await self.request("GET", f"/v1/boxes/{box_id}/trace/frames/{frame_hash}")
@@ -815,6 +819,7 @@ class SyncHolmClient:
     list_files = _Sync(HolmClient.list_files)
     grep = _Sync(HolmClient.grep)
     glob = _Sync(HolmClient.glob)
+    traces = _Sync(HolmClient.traces)
     trace = _Sync(HolmClient.trace)
     trace_frame = _Sync(HolmClient.trace_frame)
     diff = _Sync(HolmClient.diff)

@@ -22,7 +22,7 @@ from holm.cli.output import (
 from holm.cli.params import DURATION, convert, decode_file, source_name
 from holm.cli.remote import Remote, remote
 from holm.errors import BadRequest, Failed
-from holm.wire.api import BoxView, CreateBox, ForkResult
+from holm.wire.api import BoxView, CreateBox, ForkOrigin, ForkResult
 from holm.wire.spec import MAX_SCREENS, Feature, Placement, Spec
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -199,10 +199,19 @@ def list_boxes(remote: Remote, quiet: bool) -> None:
         )
 
 
+def state_text(state: str, reason: str | None) -> str:
+    return state + (f" ({reason})" if reason else "")
+
+
+def fork_text(origin: ForkOrigin) -> str:
+    """The source box of a fork, and the seq it was replayed up to when not all of it."""
+    return origin.source + ("" if origin.up_to is None else f" up to {origin.up_to}")
+
+
 def box_fields(box: BoxView) -> list[tuple[str, str]]:
     fields = [
         ("id", box.id),
-        ("state", box.state + (f" ({box.reason})" if box.reason else "")),
+        ("state", state_text(box.state, box.reason)),
         ("runtime", box.runtime),
         ("spec_digest", box.spec_digest),
         ("screens", str(box.screens)),
@@ -213,9 +222,7 @@ def box_fields(box: BoxView) -> list[tuple[str, str]]:
     if box.owner:
         fields.append(("owner", box.owner))
     if box.forked_from:
-        up_to = box.forked_from.up_to
-        origin = box.forked_from.source + ("" if up_to is None else f" up to {up_to}")
-        fields.append(("forked_from", origin))
+        fields.append(("forked_from", fork_text(box.forked_from)))
     if box.adopted:
         fields.append(("adopted", "yes"))
     fields.extend(("viewer_url", url) for url in box.viewer_urls or [box.viewer_url or "-"])
@@ -371,4 +378,4 @@ COMMANDS = (
     list_runtimes,
 )
 
-__all__ = ["COMMANDS", "await_start", "box_fields"]
+__all__ = ["COMMANDS", "await_start", "box_fields", "fork_text", "state_text"]

@@ -10,7 +10,7 @@ from typing import IO, get_args
 
 import click
 
-from holm.cli.output import print_json, print_table, when
+from holm.cli.output import print_json, print_table, when, write_stdout
 from holm.cli.remote import Remote, remote, screen_option
 from holm.errors import Failed
 from holm.wire.actions import MAX_EXEC_MS
@@ -21,12 +21,6 @@ EXIT_EXEC_TIMED_OUT = 124
 EXIT_EXEC_NO_CODE = 125
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def _write_stdout(data: bytes) -> None:
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
 
 
 @click.command("exec", context_settings={"ignore_unknown_options": True})
@@ -47,7 +41,7 @@ def exec_command(remote: Remote, box_id: str, argv: Sequence[str], timeout_ms: i
     if remote.as_json:
         print_json(result)
     else:
-        _write_stdout(result.stdout.encode())
+        write_stdout(result.stdout.encode())
         click.echo(result.stderr, err=True, nl=False)
     if result.timed_out:
         code = EXIT_EXEC_TIMED_OUT
@@ -117,7 +111,7 @@ def get_file(remote: Remote, box_id: str, remote_path: str, local: str | None) -
         encoded = base64.b64encode(contents).decode()
         print_json({"path": remote_path, "contents_base64": encoded})
     elif local is None or local == "-":
-        _write_stdout(contents)
+        write_stdout(contents)
     else:
         Path(local).write_bytes(contents)
 
@@ -176,7 +170,7 @@ def screenshot(
     if not png.startswith(PNG_SIGNATURE):
         raise Failed(f"the server sent no PNG for screen {screen} (frame {frame.hash})")
     if output == "-":
-        _write_stdout(png)
+        write_stdout(png)
         return
     path = Path(output or f"{box_id}-{screen}.png")
     path.write_bytes(png)

@@ -39,6 +39,13 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         click.echo(line.rstrip())
 
 
+def write_stdout(data: bytes) -> None:
+    """Bytes as they are (a file's contents, a PNG), after any text already printed."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
 def print_fields(fields: Sequence[tuple[str, str]]) -> None:
     width = max((len(name) for name, _ in fields), default=0)
     for name, value in fields:
@@ -85,4 +92,5 @@ __all__ = [
     "print_table",
     "progress",
     "when",
+    "write_stdout",
 ]

@@ -5,8 +5,12 @@ stored as (`--json`), or as figures (`--stats`).
     holm trace FILE.jsonl             one trace file, offline
     holm trace DIR                    every trace of a state dir (its traces/) or a folder of
                                       .jsonl files, each after a header line naming it
+    holm trace ls [DIR|--url URL]     one line per trace (holm/cli/trace_ls.py)
+    holm trace blob REF [DIR]         a blob's bytes (holm/cli/trace_blob.py)
+    holm trace view FILE              the trace as one HTML page
 
 An argument that is an existing file or folder is read offline; anything else is a box ID.
+`ls`, `blob` and `view` are words, not box IDs (a folder named so is `./ls`).
 """
 
 from __future__ import annotations
@@ -22,16 +26,22 @@ from typing import NamedTuple, NoReturn
 
 import click
 import msgspec
+from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
 from holm.cli.history import print_server_trace, read_server_trace
-from holm.cli.remote import TOKEN_HELP, connected
+from holm.cli.output import write_stdout
+from holm.cli.remote import TOKEN_HELP, connected, exit_code, report_error
+from holm.cli.trace_blob import read_blob
+from holm.cli.trace_ls import local_traces, print_traces, server_traces
+from holm.errors import HolmError
 from holm.events.codec import CorruptLine, read_envelope
 from holm.events.local import TORN, read_trace_file, trace_files
 from holm.projections.stats import TraceStats, trace_stats
 from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_line
 from holm.projections.trace_html import trace_html
+from holm.wire.access import state_dir_of
 from holm.wire.entries import kind_of
 
 # How often `--follow` looks at the file again once it has printed all there is.
@@ -42,6 +52,13 @@ EXIT_FAILED = 1
 EXIT_BAD_FILE = 3  # bad_request: a file that is not a trace
 EXIT_NOT_FOUND = 5  # not_found
 
+
+# The words `trace` takes before its own arguments, and those arguments.
+_WORDS = {
+    "ls": "ls [DIR | --url URL] [--json]",
+    "blob": "blob sha256:HEX [DIR] [-o FILE]",
+    "view": "view FILE.jsonl [-o OUT.html]",
+}
 
 # The kinds after which a box's trace has nothing more to follow.
 _REMOVALS = frozenset({"gone", "box_deleted"})
@@ -64,13 +81,14 @@ _kind_decoder = msgspec.json.Decoder(_Kind)
 
 
 @click.command("trace")
-@click.argument("target", metavar="BOX_ID|FILE|DIR")
-@click.argument("view_file", metavar="[FILE]", required=False)
+@click.argument("target", metavar="BOX_ID|FILE|DIR|ls|blob|view")
+@click.argument("args", metavar="[ARGS]...", nargs=-1)
 @click.option(
     "--out",
     "-o",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="With `view`: the HTML file to write (default: FILE with .html).",
+    help="With `view`: the HTML file to write (default: FILE with .html). With `blob`: the "
+    "file to write the bytes to (default or -: stdout).",
 )
 @click.option("--after", type=int, help="Only the entries after this seq.")
 @click.option(
@@ -90,11 +108,12 @@ _kind_decoder = msgspec.json.Decoder(_Kind)
     "--url",
     "server_url",
     metavar="URL",
-    help="holmd's URL, for a BOX_ID. Default: $HOLM_SERVER_URL, else http://127.0.0.1:8080.",
+    help="holmd's URL, for a BOX_ID or `ls`. Default: $HOLM_SERVER_URL, else "
+    "http://127.0.0.1:8080 (`ls` reads the state dir unless given --url).",
 )
 def trace(
     target: str,
-    view_file: str | None,
+    args: tuple[str, ...],
     out: Path | None,
     after: int | None,
     limit: int | None,
@@ -109,13 +128,33 @@ def trace(
     folder, read offline. A trace whose writer stopped mid-line ends with a line that says
     it is incomplete.
 
+    `holm trace ls [DIR]` lists the traces of a state dir (default: $HOLM_STATE_DIR, else
+    ./var) or a folder of .jsonl files, one line each: runtime, first and last entry,
+    entries, frames, the box's state and origin; `holm trace ls --url URL`, a server's.
+
+    `holm trace blob sha256:HEX [DIR] [-o FILE]` writes the bytes of a blob of a state dir
+    (default as for `ls`): a value too big for its line, which the line names.
+
     `holm trace view FILE.jsonl [-o OUT.html]` writes the trace as one self-contained HTML
     page (every entry, the frames kept in its state dir inline) and prints its path."""
-    if target == "view" and view_file is not None:
-        _write_view(Path(view_file), out)
+    if target == "ls" and len(args) <= 1:
+        _refuse_other_options("ls", {"as_json", "server_url", "token"})
+        _list_traces(args[0] if args else None, server_url, token, as_json)
         return
-    if view_file is not None:
-        raise click.UsageError(f"unexpected argument {view_file!r} (did you mean `trace view`?)")
+    if target == "blob" and len(args) in (1, 2):
+        _refuse_other_options("blob", {"out"})
+        _write_blob(args[0], args[1] if len(args) == 2 else None, out)
+        return
+    if target == "view" and len(args) == 1:
+        _refuse_other_options("view", {"out"})
+        _write_view(Path(args[0]), out)
+        return
+    if target in _WORDS:
+        raise click.UsageError(f"usage: holm trace {_WORDS[target]}")
+    if args:
+        raise click.UsageError(
+            f"unexpected argument {args[0]!r} (did you mean `trace ls`, `blob` or `view`?)"
+        )
     path = Path(target)
     if not path.exists():
         if _looks_like_path(target):
@@ -145,7 +184,7 @@ def trace(
     paths = trace_files(path) if path.is_dir() else [path]
     if not paths:
         _fail(f"not_found: no trace files (*.jsonl) in {target}", EXIT_NOT_FOUND)
-    try:
+    with _offline_errors():
         if follow:
             _follow(path, after, limit, as_json, follow_timeout)
         elif stats:
@@ -155,16 +194,62 @@ def trace(
                 if path.is_dir() and not as_json:
                     click.echo(("\n" if n else "") + _header(trace_path))
                 _print_entries(trace_path, after, limit, as_json)
+
+
+@contextlib.contextmanager
+def _offline_errors() -> Iterator[None]:
+    """What reading files offline can meet, as a message and the exit code of docs/cli.md."""
+    try:
+        yield
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, as Python's docs advise.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_FAILED)
     except CorruptLine as exc:
         _fail(f"bad_request: not a trace: {exc}", EXIT_BAD_FILE)
+    except HolmError as exc:
+        report_error(exc, as_json=False)
+        sys.exit(exit_code(exc))
     except FileNotFoundError as exc:
         _fail(f"not_found: {exc}", EXIT_NOT_FOUND)
     except OSError as exc:
         _fail(str(exc))
+
+
+def _refuse_other_options(word: str, allowed: set[str]) -> None:
+    """A usage error for an option given on the command line that `trace WORD` ignores."""
+    context = click.get_current_context()
+    for param in context.command.params:
+        given = context.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE
+        if isinstance(param, click.Option) and given and param.name not in allowed:
+            raise click.UsageError(f"{param.opts[0]} does not go with `trace {word}`")
+
+
+def _list_traces(
+    folder: str | None, server_url: str | None, token: str | None, as_json: bool
+) -> None:
+    if server_url is not None:
+        if folder is not None:
+            raise click.UsageError("`trace ls` reads a DIR or a server (--url), not both")
+        with connected(server_url, token, as_json) as remote:
+            print_traces(server_traces(remote), as_json)
+        return
+    path = Path(folder) if folder is not None else state_dir_of(os.environ)
+    if not path.is_dir():
+        _fail(
+            f"not_found: no such folder: {path} (give DIR, or --url for a server)", EXIT_NOT_FOUND
+        )
+    with _offline_errors():
+        print_traces(local_traces(path), as_json)
+
+
+def _write_blob(ref: str, folder: str | None, out: Path | None) -> None:
+    with _offline_errors():
+        data = read_blob(Path(folder) if folder is not None else state_dir_of(os.environ), ref)
+        if out is None or str(out) == "-":
+            write_stdout(data)
+        else:
+            out.write_bytes(data)
 
 
 def _write_view(path: Path, out: Path | None) -> None:

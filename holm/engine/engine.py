@@ -28,12 +28,14 @@ from holm.events.browser_states import BrowserStates
 from holm.events.store import TraceStore
 from holm.projections.box_state import BoxState
 from holm.projections.events_feed import EventsFeed
+from holm.projections.views import trace_view
 from holm.wire.actions import Action, reads_only, type_of, uses_screen
 from holm.wire.api import (
     ActionsRequest,
     ActionsResult,
     PruneReport,
     TracePage,
+    TraceView,
 )
 from holm.wire.entries import (
     PAGE_MAX,
@@ -191,6 +193,12 @@ class Engine:
             more=next_after < last,
             incomplete=bool(info and info.incomplete),
         )
+
+    async def traces(self) -> list[TraceView]:
+        """Every trace the store keeps, removed boxes' and the server's own included, each
+        with the box its entries fold to."""
+        infos = await stored(self.store.traces())
+        return [trace_view(info, self.journal.state(info.trace)) for info in infos]
 
     async def trace_frame(self, box_id: str, frame_hash: str) -> bytes:
         png = await stored(self.store.get_frame(box_id, frame_hash))

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from holm.errors import HolmError, Unavailable
 from holm.events.store import TraceStore
-from holm.projections.box_state import BoxState, NotABoxTrace, apply
+from holm.projections.box_state import BoxState, fold_known
 from holm.projections.events_feed import EventsFeed
 from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Actor, Entry
 
@@ -81,11 +81,11 @@ class Journal:
         self.feed.add(trace, written)
         if trace == SERVER_TRACE:
             return
-        for item in written:
-            try:
-                self._states[trace] = apply(self._states.get(trace), item)
-            except NotABoxTrace as exc:
-                log.error("trace %s: %s", trace, exc)
+        state, refused = fold_known(written, self._states.get(trace))
+        if state is not None:
+            self._states[trace] = state
+        for exc in refused:
+            log.error("trace %s: %s", trace, exc)
 
     async def rebuild(self) -> None:
         """Fold every trace of the store from scratch (at start-up)."""

@@ -29,6 +29,7 @@ import msgspec
 
 from holm.events.blobs import BlobStore
 from holm.events.codec import CorruptLine, Envelope, decode_line, read_envelope
+from holm.events.store import TraceInfo
 from holm.wire.entries import Entry
 
 TRACES_DIR = "traces"
@@ -50,6 +51,18 @@ class TraceRead(msgspec.Struct, kw_only=True):
 
     entries: list[Entry]
     incomplete: bool = False
+
+    def info(self, trace: str) -> TraceInfo:
+        """The read's figures, as a store gives them for a trace it keeps."""
+        first, last = (self.entries[0], self.entries[-1]) if self.entries else (None, None)
+        return TraceInfo(
+            trace=trace,
+            entries=len(self.entries),
+            max_seq=-1 if last is None else last.seq,
+            first_at_ms=None if first is None else first.at_ms,
+            last_at_ms=None if last is None else last.at_ms,
+            incomplete=self.incomplete,
+        )
 
 
 # Framing and the torn tail
@@ -202,9 +215,15 @@ def blobs_beside(traces_folder: Path) -> BlobStore | None:
 # The offline API of `holm trace FILE|DIR`.
 
 
+def traces_folder(state_dir: Path) -> Path:
+    """Where the trace files of a state dir are (its `traces/`); a folder without one is
+    taken as a folder of `.jsonl` files."""
+    return state_dir / TRACES_DIR if (state_dir / TRACES_DIR).is_dir() else state_dir
+
+
 def trace_files(state_dir: Path) -> list[Path]:
     """The trace files of a state dir (its `traces/`), or of a folder of `.jsonl` files."""
-    folder = state_dir / TRACES_DIR if (state_dir / TRACES_DIR).is_dir() else state_dir
+    folder = traces_folder(state_dir)
     return sorted(path for path in folder.glob("*" + JSONL) if path.is_file())
 
 
@@ -258,4 +277,5 @@ __all__ = [
     "rebuild_index",
     "scan_offsets",
     "trace_files",
+    "traces_folder",
 ]

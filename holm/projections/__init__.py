@@ -9,6 +9,7 @@ from holm.projections.box_state import (
     NotABoxTrace,
     apply,
     fold,
+    fold_known,
 )
 from holm.projections.events_feed import EventsFeed, event_of, events_from_traces, read_page
 from holm.projections.stats import TraceStats, trace_stats
@@ -35,6 +36,7 @@ __all__ = [
     "event_of",
     "events_from_traces",
     "fold",
+    "fold_known",
     "read_page",
     "render_lines",
     "trace_stats",

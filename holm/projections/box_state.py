@@ -87,6 +87,8 @@ class BoxState(msgspec.Struct, kw_only=True, frozen=True):
     height: int = DEFAULT_HEIGHT
     # One item per screen: the hash of the last frame seen, and who has the screen.
     frames: tuple[str | None, ...] = (None,)
+    # How many `frame` entries the trace holds: how often a screen changed.
+    frames_seen: int = 0
     held_by: tuple[Holder, ...] = ("agent",)
     # The screens a person holds with `shared: true`: the agent may still drive them.
     shared: frozenset[int] = frozenset()
@@ -112,6 +114,7 @@ def apply(state: BoxState | None, entry: Entry) -> BoxState:
     match entry:
         case FrameSeen(screen=screen, frame=frame):
             step["frames"] = _put(state.frames, screen, frame, None)
+            step["frames_seen"] = state.frames_seen + 1
         case (
             Acted()
             | Executed()
@@ -168,6 +171,21 @@ def fold(entries: Iterable[Entry], state: BoxState | None = None) -> BoxState | 
     for entry in entries:
         state = apply(state, entry)
     return state
+
+
+def fold_known(
+    entries: Iterable[Entry], state: BoxState | None = None
+) -> tuple[BoxState | None, list[NotABoxTrace]]:
+    """`fold`, leaving out each entry that does not fit a box's trace, and the reasons for
+    the caller to report: the server keeps a box whose trace holds a stray entry, and a
+    reader of the trace files must see the box it does."""
+    refused: list[NotABoxTrace] = []
+    for entry in entries:
+        try:
+            state = apply(state, entry)
+        except NotABoxTrace as exc:
+            refused.append(exc)
+    return state, refused
 
 
 def _first(entry: Entry) -> BoxState:
@@ -260,4 +278,5 @@ __all__ = [
     "NotABoxTrace",
     "apply",
     "fold",
+    "fold_known",
 ]

@@ -1,9 +1,13 @@
-"""The box of a response (`BoxView`), made from the box's derived state."""
+"""The box of a response (`BoxView`) and a trace of a listing (`TraceView`), made from the
+box's derived state."""
 
 from __future__ import annotations
 
+import msgspec
+
+from holm.events.store import TraceInfo
 from holm.projections.box_state import BoxState
-from holm.wire.api import BoxView
+from holm.wire.api import BoxView, TraceView
 from holm.wire.spec import Placement, Spec, spec_digest
 
 
@@ -35,4 +39,27 @@ def box_view(state: BoxState, viewer_base: str | None = None) -> BoxView:
         owner=state.owner,
         forked_from=origin,
         adopted=state.adopted,
+    )
+
+
+def trace_view(info: TraceInfo, box: BoxState | None) -> TraceView:
+    """A trace as `GET /v1/traces` and `holm trace ls` show it: the store's figures, and
+    `box`, the box its entries fold to (None for a trace that records no box)."""
+    view = TraceView(
+        trace=info.trace,
+        entries=info.entries,
+        first_at_ms=info.first_at_ms,
+        last_at_ms=info.last_at_ms,
+        incomplete=info.incomplete,
+    )
+    if box is None:
+        return view
+    return msgspec.structs.replace(
+        view,
+        frames=box.frames_seen,
+        runtime=box.runtime,
+        state=box.state,
+        reason=box.reason,
+        forked_from=box.forked_from,
+        adopted=box.adopted,
     )

@@ -5,11 +5,17 @@ place that token is sent, and the only address an API without a token listens on
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from pathlib import Path
 
 DEFAULT_STATE_DIR = Path("var")
 # The file in the state dir that holds the token holmd generated (mode 0600).
 TOKEN_FILE = "token"
+
+
+def state_dir_of(environ: Mapping[str, str]) -> Path:
+    """The state dir holmd on this machine uses: `HOLM_STATE_DIR`, else `./var`."""
+    return Path(environ.get("HOLM_STATE_DIR") or DEFAULT_STATE_DIR)
 
 
 def token_path(state_dir: Path) -> Path:
@@ -28,4 +34,4 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-__all__ = ["DEFAULT_STATE_DIR", "TOKEN_FILE", "is_loopback", "token_path"]
+__all__ = ["DEFAULT_STATE_DIR", "TOKEN_FILE", "is_loopback", "state_dir_of", "token_path"]

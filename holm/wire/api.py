@@ -232,6 +232,31 @@ class TracePage(_Response):
     incomplete: bool
 
 
+class TraceView(_Response, omit_defaults=False):
+    """One trace the store keeps (`GET /v1/traces`, `holm trace ls --json`): its figures,
+    and the box it records as the box projection has it. The server's own trace (`server`)
+    records no box: its `runtime` and `state` are null. Every field is written, so that a
+    listing read with jq never meets a missing key."""
+
+    trace: str
+    # Entries kept, and the time of the first and last of them.
+    entries: int
+    first_at_ms: int | None = None
+    last_at_ms: int | None = None
+    # The `frame` entries the box's trace recorded (the screen changed).
+    frames: int = 0
+    incomplete: bool = False
+    runtime: str | None = None
+    state: BoxStateName | None = None
+    reason: str | None = None
+    forked_from: ForkOrigin | None = None
+    adopted: bool = False
+
+
+class TraceList(_Response):
+    traces: list[TraceView]
+
+
 # Events
 
 
@@ -581,8 +606,10 @@ __all__ = [
     "TakeoverView",
     "TicketRequest",
     "TicketView",
+    "TraceList",
     "TracePage",
     "TraceQuery",
+    "TraceView",
     "ViewerMode",
     "ViewersView",
     "WorkspaceList",

@@ -1,5 +1,6 @@
-"""A box's trace, a page at a time, the frames it refers to, and how two boxes' traces
-differ (fork fidelity). All answer for a removed box too: a trace stays after its box."""
+"""The traces the store keeps; a box's trace, a page at a time, the frames it refers to,
+and how two boxes' traces differ (fork fidelity). All answer for a removed box too: a trace
+stays after its box."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ from aiohttp import web
 from holm.errors import NotFound
 from holm.projections.trace_html import CONTENT_SECURITY_POLICY, trace_html
 from holm.replay.diff import diff_boxes
-from holm.wire.api import TracePage, TraceQuery
+from holm.wire.api import TraceList, TracePage, TraceQuery
 from holm.wire.diff import TraceDiff
 from holm.wire.entries import Entry, FrameSeen
 
 from ..routing import Route, engine_of, json_response, query_of
 
 BOX = "/v1/boxes/{id}"
+
+
+async def list_traces(request: web.Request) -> web.Response:
+    # The server token reads every owner's traces (workspaces are not built yet).
+    return json_response(TraceList(traces=await engine_of(request).traces()))
 
 
 async def read_trace(request: web.Request) -> web.Response:
@@ -64,6 +70,13 @@ async def diff_traces(request: web.Request) -> web.Response:
 
 
 ROUTES = [
+    Route(
+        "GET",
+        "/v1/traces",
+        list_traces,
+        "List the traces kept: each one's figures and its box's state and origin",
+        response=TraceList,
+    ),
     Route(
         "GET",
         f"{BOX}/trace",
