@@ -12,7 +12,8 @@ TOOLS = {
     "launch_box", "list_boxes", "box_status", "remove_box", "open_url", "click",
     "double_click", "type_text", "press_key", "drag", "scroll", "move", "wait_until_still",
     "open_app", "run_command", "read_file", "write_file", "list_files", "grep", "clipboard",
-    "screenshot", "windows", "batch", "fork_box", "trace",
+    "screenshot", "windows", "batch", "fork_box", "trace", "click_element", "fill_field",
+    "dropdown", "read_page", "find", "snapshot", "evaluate",
 }  # fmt: skip
 
 

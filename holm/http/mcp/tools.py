@@ -49,6 +49,13 @@ class OnScreen(OnBox, kw_only=True):
     screen: Annotated[int, Meta(ge=0, description="The screen of the box; 0 is the first.")] = 0
 
 
+class OnTab(OnBox, kw_only=True):
+    tab: Annotated[
+        str | None,
+        Meta(description="The tab: its id or the label open_url gave it; none: the front one."),
+    ] = None
+
+
 class Nothing(msgspec.Struct, forbid_unknown_fields=True):
     """No arguments."""
 
@@ -62,6 +69,8 @@ class Call:
     value: Any
     # The caller's workspace (None: the server), which its boxes belong to.
     workspace: str | None = None
+    # The tab of a page tool (an id or a label; None: the front one).
+    tab: str | None = None
 
 
 Run = Callable[[Engine, Call], Awaitable[list[Content]]]
@@ -82,10 +91,16 @@ class Tool:
 
     @property
     def tag(self) -> str | None:
-        """The `type` of a tagged action, which the tool fills in itself."""
+        """The `type` of a tagged action (the `op` of an element operation), which the tool
+        fills in itself."""
         config = getattr(self.wire, "__struct_config__", None)
         tag = getattr(config, "tag", None)
         return tag if isinstance(tag, str) else None
+
+    @property
+    def tag_field(self) -> str:
+        config = getattr(self.wire, "__struct_config__", None)
+        return str(getattr(config, "tag_field", None) or "type")
 
     def input_schema(self) -> dict[str, Any]:
         properties: dict[str, Any] = {}
@@ -101,8 +116,8 @@ class Tool:
             properties.update(root["properties"])
             required += root.get("required", [])
         if self.tag is not None:
-            del properties["type"]
-            required.remove("type")
+            del properties[self.tag_field]
+            required.remove(self.tag_field)
         out: dict[str, Any] = {
             "type": "object",
             "properties": properties,
@@ -118,15 +133,21 @@ class Tool:
         where_keys = {field.encode_name for field in msgspec.structs.fields(self.where)}
         place = {key: given.pop(key) for key in where_keys if key in given}
         if self.tag is not None:
-            if "type" in given:
-                raise BadRequest(f"unknown field `type`: {self.name} is one `{self.tag}`")
-            given["type"] = self.tag
+            field = self.tag_field
+            if field in given:
+                raise BadRequest(f"unknown field `{field}`: {self.name} is one `{self.tag}`")
+            given[field] = self.tag
         try:
             where: Any = msgspec.convert(place, self.where)
             value: Any = msgspec.convert(given, self.wire)
         except msgspec.ValidationError as exc:
             raise BadRequest(f"bad arguments: {exc}") from exc
-        return Call(getattr(where, "box", ""), getattr(where, "screen", 0), value)
+        return Call(
+            getattr(where, "box", ""),
+            getattr(where, "screen", 0),
+            value,
+            tab=getattr(where, "tab", None),
+        )
 
 
 _encoder = msgspec.json.Encoder()
@@ -249,6 +270,34 @@ async def screenshot(engine: Engine, call: Call) -> list[Content]:
     return [*text(about), image(frame.png)]
 
 
+# Pages: the Chromium of the box's first screen, as the REST page routes. Run alone, a page
+# action is not recorded (a fork does not do it again); in a `batch` it is a step.
+
+PAGE_SCREEN = 0
+
+
+async def on_page(engine: Engine, call: Call) -> list[Content]:
+    action = a.OnPage(what=call.value, tab=call.tab)
+    return text(await engine.act(call.box, PAGE_SCREEN, action))
+
+
+async def read_page(engine: Engine, call: Call) -> list[Content]:
+    return text(await engine.act(call.box, PAGE_SCREEN, a.Read(what=call.value)))
+
+
+async def find(engine: Engine, call: Call) -> list[Content]:
+    return text(await engine.act(call.box, PAGE_SCREEN, a.Look(what=call.value)))
+
+
+async def snapshot(engine: Engine, call: Call) -> list[Content]:
+    return text(await engine.act(call.box, PAGE_SCREEN, a.Snapshot(what=call.value)))
+
+
+async def evaluate(engine: Engine, call: Call) -> list[Content]:
+    action = a.Evaluate(what=call.value, tab=call.tab)
+    return text(await engine.act(call.box, PAGE_SCREEN, action))
+
+
 async def trace(engine: Engine, call: Call) -> list[Content]:
     query: TraceQuery = call.value
     page = await engine.read_trace(call.box, query.after, query.limit)
@@ -262,7 +311,7 @@ async def trace(engine: Engine, call: Call) -> list[Content]:
 
 READ_ONLY = {
     "list_boxes", "box_status", "read_file", "list_files", "grep", "screenshot", "windows",
-    "trace",
+    "trace", "read_page", "find", "snapshot",
 }  # fmt: skip
 DESTRUCTIVE = {"remove_box", "write_file"}
 
@@ -481,12 +530,80 @@ TOOLS: list[Tool] = [
         batch,
         """Run several actions in order on one screen, holding it for all of them; each is
         recorded as a step a fork does again. An action is an object with its `type`
-        (click, type, press, move, drag, scroll, open_url, wait, wait_still, launch, …).
+        (click, type, press, move, drag, scroll, open_url, wait, wait_still, launch, and
+        on_page for a page element: {"type": "on_page", "what": {"op": "fill", "query":
+        "Name", "text": "Ada"}}, …).
         Stops at the first failure unless `keep_going`. `want: ["frame"]` adds a
         screenshot at the end. Returns each step's result.
         Example: {"box": "box_0123", "actions": [{"type": "click", "at": {"x": 50,
         "y": 60}}, {"type": "type", "text": "hi"}, {"type": "press", "chord": ["enter"]}],
         "want": ["frame"]}""",
+    ),
+    _tool(
+        "click_element",
+        a.ClickOp,
+        OnTab,
+        on_page,
+        """Click an element of the page in the browser, named as a person would: its text,
+        label, placeholder, `role name` ("button Continue") or a CSS/XPath selector. Not
+        recorded (put it in `batch` as an `on_page` step to record it). Returns the element
+        chosen, the URL, whether the page navigated, and the controls that changed.
+        Example: {"box": "box_0123", "query": "button Continue"}""",
+    ),
+    _tool(
+        "fill_field",
+        a.FillOp,
+        OnTab,
+        on_page,
+        """Clear a text field of the page and type `text` into it; the field is named by
+        its label, placeholder or name. Not recorded (in `batch`, as an `on_page` step, it
+        is). Returns the field with its new value.
+        Example: {"box": "box_0123", "query": "Email address", "text": "ada@example.org"}""",
+    ),
+    _tool(
+        "dropdown",
+        a.ChooseOp,
+        OnTab,
+        on_page,
+        """Choose options of a <select> by their label or value (`drop: true` unselects
+        them). Not recorded outside a batch. Returns the options now chosen.
+        Example: {"box": "box_0123", "query": "Country", "options": ["France"]}""",
+    ),
+    _tool(
+        "read_page",
+        a.ReadWhat,
+        OnBox,
+        read_page,
+        """Read the page as markdown (headings, links, lists, tables, form fields), plain
+        `text` or `raw` HTML, at most `limit` characters, with its links. Not recorded.
+        Example: {"box": "box_0123", "format": "markdown"}""",
+    ),
+    _tool(
+        "find",
+        a.LookWhat,
+        OnBox,
+        find,
+        """Find the elements of the page a query names (best first: whole matches, then
+        visible ones, top to bottom), each with role, name, value and box on the screen.
+        Not recorded. Example: {"box": "box_0123", "query": "Sign in"}""",
+    ),
+    _tool(
+        "snapshot",
+        a.SnapshotWhat,
+        OnBox,
+        snapshot,
+        """List the page's controls and headings (role, name, value, checked, disabled,
+        box); `delta: true` lists only those changed since the last snapshot. Not recorded.
+        Example: {"box": "box_0123", "delta": true}""",
+    ),
+    _tool(
+        "evaluate",
+        a.EvaluateWhat,
+        OnTab,
+        evaluate,
+        """Run a JavaScript expression in the page and return its value (JSON, cut at
+        `limit` characters; promises are awaited up to `timeout_ms`). Not recorded.
+        Example: {"box": "box_0123", "expression": "document.title"}""",
     ),
     _tool(
         "fork_box",
