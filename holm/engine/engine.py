@@ -179,6 +179,7 @@ class Engine:
             next=next_after,
             more=next_after < last,
             incomplete=bool(info and info.incomplete),
+            first_seq=info.first_seq if info else 0,
         )
 
     async def trace_frame(self, box_id: str, frame_hash: str) -> bytes:

@@ -26,6 +26,7 @@ import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
@@ -285,7 +286,8 @@ def read_trace_file(path: Path, after: int | None = None, limit: int | None = No
     lines = data.split(b"\n")[:-1]
     first = 0 if after is None else max(after + 1, 0)
     layout = layout_by_search(len(lines), lambda line: seq_of(lines[line]))
-    start = layout.line_of(first)
+    ordered = all(0 <= a < b for a, b in pairwise([*layout.head, layout.first_seq]))
+    start = layout.line_of(first) if ordered else 0
     # Seqs grow along every file holm writes; anything else is read the long way.
     before = seq_of(lines[start - 1]) if start > 0 else -1
     if before < first and (start == len(lines) or seq_of(lines[start]) >= first):
