@@ -15,7 +15,7 @@ import click
 
 from holm.cli.output import compact_json, when
 from holm.cli.remote import Remote, remote
-from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_line
+from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_note
 from holm.wire.entries import PAGE_MAX, BoxDeleted, BoxGone, Entry
 from holm.wire.feed import LIMIT_MAX, Event
 
@@ -53,16 +53,19 @@ def paged(
 
 
 class _ServerTrace:
-    """Pages of one box's trace; `incomplete` is what the last page said."""
+    """Pages of one box's trace; `incomplete` and `first_seq` are what the last page
+    said."""
 
     def __init__(self, remote: Remote, box_id: str) -> None:
         self.remote = remote
         self.box_id = box_id
         self.incomplete = False
+        self.first_seq = 0
 
     def read(self, after: int | None, limit: int) -> tuple[list[Entry], int, bool]:
         page = self.remote.client.trace(self.box_id, after=after, limit=limit)
         self.incomplete = page.incomplete
+        self.first_seq = page.first_seq
         return page.entries, page.next, page.more
 
 
@@ -99,9 +102,9 @@ def print_server_trace(
     try:
         first = after is None
         for entry in entries:
-            if first and entry.seq > 0:
+            note = pruned_note(trace.first_seq, entry.seq) if first else None
+            if note is not None:
                 # Read from its start, the trace begins later: its front was pruned.
-                note = pruned_line(entry.seq)
                 click.echo(
                     f"holm: {box_id}: {note}" if remote.as_json else note, err=remote.as_json
                 )

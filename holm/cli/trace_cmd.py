@@ -38,8 +38,9 @@ from holm.cli.trace_ls import local_traces, print_traces, server_traces
 from holm.errors import HolmError
 from holm.events.codec import CorruptLine, read_envelope
 from holm.events.local import TORN, read_trace_file, trace_files
+from holm.events.pruning import layout_by_search
 from holm.projections.stats import TraceStats, trace_stats
-from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_line
+from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_note
 from holm.projections.trace_html import trace_html
 from holm.wire.access import state_dir_of
 from holm.wire.entries import kind_of
@@ -66,11 +67,13 @@ _REMOVALS = frozenset({"gone", "box_deleted"})
 
 class _Page(NamedTuple):
     """What one read of a trace file gives: each whole entry's seq and its printed line,
-    the kind of the last (to see a removal), and whether a torn line was left out."""
+    the kind of the last (to see a removal), whether a torn line was left out, and where
+    the trace begins now (above 0 once its front was pruned)."""
 
     lines: list[tuple[int, str]]
     last_kind: str | None
     incomplete: bool
+    first_seq: int
 
 
 class _Kind(msgspec.Struct):
@@ -296,7 +299,7 @@ def _read(path: Path, after: int | None, limit: int | None, as_json: bool) -> _P
     read = read_trace_file(path, after=after, limit=limit)
     lines = [(entry.seq, entry_line(entry)) for entry in read.entries]
     last_kind = kind_of(read.entries[-1]) if read.entries else None
-    return _Page(lines, last_kind, read.incomplete)
+    return _Page(lines, last_kind, read.incomplete, read.first_seq)
 
 
 def _raw_lines(path: Path, after: int | None, limit: int | None) -> _Page:
@@ -318,14 +321,16 @@ def _raw_lines(path: Path, after: int | None, limit: int | None) -> _Page:
     ]
     wanted = wanted if limit is None else wanted[:limit]
     last_kind = _kind_decoder.decode(wanted[-1][1]).kind if wanted else None
-    return _Page(wanted, last_kind, incomplete)
+    numbers = [-1 if envelope is None else envelope.seq for envelope in seqs]
+    layout = layout_by_search(len(numbers), numbers.__getitem__)
+    return _Page(wanted, last_kind, incomplete, layout.first_seq)
 
 
 def _print_entries(path: Path, after: int | None, limit: int | None, as_json: bool) -> None:
     page = _read(path, after, limit, as_json)
-    if after is None and page.lines and page.lines[0][0] > 0:
+    note = pruned_note(page.first_seq, page.lines[0][0]) if after is None and page.lines else None
+    if note is not None:
         # Read from its start, the trace begins later than seq 0: its front was pruned.
-        note = pruned_line(page.lines[0][0])
         click.echo(f"holm: {path}: {note}" if as_json else note, err=as_json)
     for _, line in page.lines:
         click.echo(line)

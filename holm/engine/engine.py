@@ -192,6 +192,7 @@ class Engine:
             next=next_after,
             more=next_after < last,
             incomplete=bool(info and info.incomplete),
+            first_seq=info.first_seq if info else 0,
         )
 
     async def traces(self) -> list[TraceView]:
@@ -593,9 +594,10 @@ class Engine:
         return await reap(self, now_ms())
 
     async def prune(self) -> PruneReport:
-        """Drop old frames, old traces (whole) and old events."""
+        """Drop old frames, old entries (but for those box states are folded from), traces
+        left with nothing new, and old events."""
         now = now_ms()
-        report = await stored(self.store.prune(now))
+        report = await stored(self.store.prune(now, self.journal.keep))
         for state in self.journal.states():
             if await stored(self.store.info(state.id)) is None:
                 self.journal.forget(state.id)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from holm.errors import HolmError, Unavailable
 from holm.events.store import TraceStore
-from holm.projections.box_state import BoxState, fold_known
+from holm.projections.box_state import BoxState, fold_known, state_bearing
 from holm.projections.events_feed import EventsFeed
 from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Actor, Entry
 
@@ -64,6 +64,13 @@ class Journal:
     def forget(self, box_id: str) -> None:
         """Drop a box whose trace the store pruned."""
         self._states.pop(box_id, None)
+
+    @staticmethod
+    def keep(trace: str, old: Iterable[Entry]) -> Collection[int]:
+        """What a prune by age must keep of a trace's old entries for `rebuild` to give
+        the state it has now (the store's `KeepEntries`): a box's state-bearing entries,
+        nothing of the server's trace, which is not folded."""
+        return () if trace == SERVER_TRACE else state_bearing(old)
 
     async def append(self, trace: str, entries: Sequence[Entry]) -> list[Entry]:
         """Make `entries` durable, fold them in, and return them with their seq."""

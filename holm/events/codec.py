@@ -96,6 +96,26 @@ def decode_lines(chunk: bytes, blobs: BlobSource | None = None) -> list[Entry]:
     return [decode_line(line, blobs) for line in chunk.rstrip(b"\n").split(b"\n")]
 
 
+def blob_refs(line: bytes) -> list[str]:
+    """The blobs a written line refers to."""
+    if _BLOB_MARK not in line:
+        return []
+    refs: list[str] = []
+    _collect_refs(_tree_decoder.decode(line), refs)
+    return refs
+
+
+def _collect_refs(value: Any, refs: list[str]) -> None:
+    if _is_reference(value):
+        refs.append(value[BLOB_KEY])
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect_refs(item, refs)
+    elif isinstance(value, list):
+        for item in value:
+            _collect_refs(item, refs)
+
+
 class Envelope(msgspec.Struct):
     """What every line has, whatever its kind: enough to check framing and order."""
 
@@ -200,6 +220,7 @@ __all__ = [
     "BlobSource",
     "CorruptLine",
     "Envelope",
+    "blob_refs",
     "decode_line",
     "decode_lines",
     "encode_entry",

@@ -12,6 +12,10 @@ Opening the store opens every trace file once: a torn last line (a writer killed
 is moved to `.torn` and cut away, so it is never served, and the trace reads as
 `incomplete` until its next append. The `.idx` is not fsynced: it is checked against the
 file's tail on open, and a read that finds it wrong rebuilds it.
+
+A prune by age (pruning.py) writes what a trace keeps to a new file beside it, fsyncs it
+and renames it over the old one, so a crash leaves one or the other whole. It holds the
+writer's lock meanwhile: appends wait for it, then land in the new file.
 """
 
 from __future__ import annotations
@@ -34,10 +38,20 @@ from holm.events.blobs import (
     check_name,
     fsync_dir,
     is_safe_name,
+    write_all,
     write_atomic,
     write_durably,
 )
-from holm.events.codec import CorruptLine, decode_lines, encode_entry, needs_spill, read_envelope
+from holm.events.codec import (
+    CorruptLine,
+    blob_refs,
+    decode_line,
+    decode_lines,
+    encode_entry,
+    needs_spill,
+    read_envelope,
+)
+from holm.events.pruning import KeepEntries, Layout, keep_none
 from holm.events.store import TraceInfo
 from holm.events.trace_file import (
     BLOBS_DIR,
@@ -46,15 +60,19 @@ from holm.events.trace_file import (
     REFS,
     TORN,
     TRACES_DIR,
+    StaleIndex,
     TracePaths,
     TraceRead,
     check_index,
     find_tail,
     line_at,
     offsets_bytes,
+    read_layout,
+    read_lines,
     read_offset,
     read_trace_file,
-    rebuild_index,
+    rebuilt_layout,
+    seq_of,
     trace_files,
 )
 from holm.wire.api import PruneReport
@@ -63,6 +81,7 @@ from holm.wire.entries import PAGE_MAX, Entry
 LOCK_FILE = "LOCK"
 # Files the writer keeps open between commits (two per trace), least recently used closed.
 OPEN_TRACES = 256
+_COPY_CHUNK = 1 << 20
 
 _T = TypeVar("_T")
 
@@ -72,7 +91,7 @@ class _Trace(msgspec.Struct):
     writer's thread has made a change durable; a read never looks past `size`."""
 
     name: str
-    count: int = 0
+    layout: Layout = msgspec.field(default_factory=lambda: Layout([]))
     size: int = 0
     first_at_ms: int | None = None
     last_at_ms: int | None = None
@@ -81,8 +100,9 @@ class _Trace(msgspec.Struct):
     def info(self) -> TraceInfo:
         return TraceInfo(
             trace=self.name,
-            entries=self.count,
-            max_seq=self.count - 1,
+            entries=self.layout.lines,
+            max_seq=self.layout.next_seq - 1,
+            first_seq=self.layout.first_seq,
             first_at_ms=self.first_at_ms,
             last_at_ms=self.last_at_ms,
             incomplete=self.incomplete,
@@ -101,11 +121,13 @@ class _Append:
 class _Work:
     """What the writer's thread does to one trace in one commit."""
 
-    __slots__ = ("clear_torn", "count", "lines", "name", "size")
+    __slots__ = ("clear_torn", "count", "lines", "name", "next_seq", "size")
 
     def __init__(self, trace: _Trace) -> None:
         self.name = trace.name
-        self.count = trace.count
+        # Lines in the file, and the seq the first new one gets.
+        self.count = trace.layout.lines
+        self.next_seq = trace.layout.next_seq
         self.size = trace.size
         self.clear_torn = trace.incomplete
         # Encoded lines; an entry whose line must spill is encoded in the thread.
@@ -123,10 +145,6 @@ class _RefCollector:
         ref = self.blobs.put(data)
         self.refs.append(ref)
         return ref
-
-
-class _StaleIndex(Exception):
-    pass
 
 
 class LocalStore:
@@ -191,25 +209,28 @@ class LocalStore:
         await self._load()
         for attempt in range(2):
             state = self._traces.get(trace)
-            first = 0 if after is None else max(after + 1, 0)
-            if state is None or limit <= 0 or first >= state.count:
+            if state is None or limit <= 0:
                 return []
-            last = min(state.count, first + limit)
+            layout, count = state.layout, state.layout.lines
+            first = 0 if after is None else layout.line_of(max(after + 1, 0))
+            if first >= count:
+                return []
+            seqs = [layout.seq_at(line) for line in range(first, min(count, first + limit))]
             try:
                 return await self._in(
-                    self._read_pool, self._read_page, trace, first, last, state.count, state.size
+                    self._read_pool, self._read_page, trace, first, seqs, count, state.size
                 )
             except FileNotFoundError:
                 return []  # pruned while being read
-            except _StaleIndex:
+            except StaleIndex:
                 if attempt == 0:
                     await self._rebuild(trace)
-        raise Internal(f"trace {trace} does not hold seq {first} to {last - 1} in order")
+        raise Internal(f"trace {trace} does not hold seq {seqs[0]} to {seqs[-1]} in order")
 
     async def max_seq(self, trace: str) -> int:
         await self._load()
         state = self._traces.get(trace)
-        return -1 if state is None else state.count - 1
+        return -1 if state is None else state.layout.next_seq - 1
 
     async def info(self, trace: str) -> TraceInfo | None:
         await self._load()
@@ -226,18 +247,22 @@ class LocalStore:
     async def get_frame(self, trace: str, frame_hash: str) -> bytes | None:
         return await self._in(self._read_pool, self._blobs.get_frame, trace, frame_hash)
 
-    async def prune(self, now_ms: int) -> PruneReport:
+    async def prune(self, now_ms: int, keep: KeepEntries = keep_none) -> PruneReport:
         await self._load()
+        cutoff_ms = now_ms - self.keep_entries_secs * 1000
         async with self._write_lock:
-            old = [
-                state
-                for state in self._traces.values()
-                if state.last_at_ms is not None
-                and state.last_at_ms < now_ms - self.keep_entries_secs * 1000
-            ]
-            report = await self._in(self._write_pool, self._prune_files, now_ms, old)
+            old, rest = [], []
+            for state in self._traces.values():
+                if state.last_at_ms is not None and state.last_at_ms < cutoff_ms:
+                    old.append(state)
+                elif state.first_at_ms is not None and state.first_at_ms < cutoff_ms:
+                    rest.append(msgspec.structs.replace(state))
+            report, cut = await self._in(
+                self._write_pool, self._prune_files, now_ms, old, rest, keep
+            )
             for state in old:
                 del self._traces[state.name]
+            self._traces.update((state.name, state) for state in cut)
         return report
 
     async def close(self) -> None:
@@ -282,7 +307,7 @@ class LocalStore:
                     state = self._traces.get(append.trace) or _Trace(append.trace)
                     work = works[append.trace] = _Work(state)
                 try:
-                    seq = work.count + len(work.lines)
+                    seq = work.next_seq + len(work.lines)
                     entries = [
                         msgspec.structs.replace(entry, seq=seq + i)
                         for i, entry in enumerate(append.entries)
@@ -309,7 +334,7 @@ class LocalStore:
                 return
             for work, size in zip(works.values(), sizes, strict=True):
                 state = self._traces.setdefault(work.name, _Trace(work.name))
-                state.count = work.count + len(work.lines)
+                state.layout.next_seq = work.next_seq + len(work.lines)
                 state.size = size
                 state.incomplete = False
             for append, entries in done:
@@ -398,51 +423,57 @@ class LocalStore:
 
     # Reads
 
-    def _read_page(self, trace: str, first: int, last: int, count: int, size: int) -> list[Entry]:
+    def _read_page(
+        self, trace: str, first: int, seqs: list[int], count: int, size: int
+    ) -> list[Entry]:
+        """The lines from `first` on, which hold `seqs`."""
+        last = first + len(seqs)
         paths = TracePaths.of(self._folder, trace)
         fd = os.open(paths.jsonl, os.O_RDONLY)
         try:
             try:
                 idx_fd = os.open(paths.idx, os.O_RDONLY)
             except FileNotFoundError:
-                raise _StaleIndex from None
+                raise StaleIndex from None
             try:
                 start = read_offset(idx_fd, first)
                 end = size if last == count else read_offset(idx_fd, last)
             finally:
                 os.close(idx_fd)
             if start is None or end is None or not 0 <= start < end <= size:
-                raise _StaleIndex
+                raise StaleIndex
             # One byte before the page must end a line, or the index points mid-line.
             before = max(start - 1, 0)
             chunk = os.pread(fd, end - before, before)
         finally:
             os.close(fd)
         page = chunk[start - before :]
-        if (start > 0 and chunk[:1] != b"\n") or not _frames_seqs(page, first, last):
-            raise _StaleIndex
+        if (start > 0 and chunk[:1] != b"\n") or not _frames_seqs(page, seqs):
+            raise StaleIndex
         try:
             entries = decode_lines(page, self._blobs)
         except CorruptLine as exc:
             # Framed right, so the index is fine: the line is of a shape this holm lacks.
             raise Internal(f"trace {trace} has a line this holm cannot read: {exc}") from exc
-        if any(entry.seq != first + i for i, entry in enumerate(entries)):
-            raise _StaleIndex
+        if [entry.seq for entry in entries] != seqs:
+            raise StaleIndex
         return entries
 
     async def _rebuild(self, trace: str) -> None:
         async with self._write_lock:
             state = self._traces.get(trace)
             if state is not None:
-                await self._in(self._write_pool, self._rebuild_sync, trace, state.size)
+                size = state.size
+                state.layout = await self._in(self._write_pool, self._rebuild_sync, trace, size)
 
-    def _rebuild_sync(self, trace: str, size: int) -> None:
+    def _rebuild_sync(self, trace: str, size: int) -> Layout:
+        """Build the trace's index from its file again; its layout, read anew with it."""
         paths = TracePaths.of(self._folder, trace)
         # The rebuilt index is a new file: the writer's open one is the old.
         self._files.forget(trace)
         fd = os.open(paths.jsonl, os.O_RDONLY)
         try:
-            rebuild_index(fd, size, paths.idx)
+            return rebuilt_layout(fd, size, paths.idx)
         finally:
             os.close(fd)
 
@@ -490,10 +521,14 @@ class LocalStore:
             count = check_index(fd, tail, paths.idx)
             if tail.last is None:
                 return _Trace(name, incomplete=incomplete)
+            try:
+                layout = read_layout(fd, tail.end, count, paths.idx)
+            except StaleIndex:
+                layout = rebuilt_layout(fd, tail.end, paths.idx)
             first = read_envelope(line_at(fd, 0, tail.end))
             return _Trace(
                 name,
-                count=count,
+                layout=layout,
                 size=tail.end,
                 first_at_ms=None if first is None else first.at_ms,
                 last_at_ms=tail.last.at_ms,
@@ -504,16 +539,28 @@ class LocalStore:
 
     # Retention
 
-    def _prune_files(self, now_ms: int, old: list[_Trace]) -> PruneReport:
+    def _prune_files(
+        self, now_ms: int, old: list[_Trace], rest: list[_Trace], keep: KeepEntries
+    ) -> tuple[PruneReport, list[_Trace]]:
+        """Remove old frames, the `old` traces whole, the old prefix of the `rest` but
+        for what `keep` names, and then the blobs no trace lists; the report, and the
+        traces of `rest` that were cut, as they are now."""
         report = PruneReport()
+        cutoff_ms = now_ms - self.keep_entries_secs * 1000
         report.frames = self._blobs.remove_frames_older_than(now_ms - self.keep_frames_secs * 1000)
+        cut = []
+        for state in rest:
+            dropped = self._cut_front(state, cutoff_ms, keep)
+            if dropped:
+                report.entries += dropped
+                cut.append(state)
         for state in old:
             self._files.forget(state.name)
             for path in TracePaths.of(self._folder, state.name):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
             report.frames += self._blobs.remove_frames_of(state.name)
-            report.entries += state.count
+            report.entries += state.layout.lines
             report.boxes += 1
         if old:
             fsync_dir(Path(self._folder))
@@ -521,7 +568,70 @@ class LocalStore:
         for refs in Path(self._folder).glob("*" + REFS):
             kept_refs.update(refs.read_text().split())
         self._blobs.remove_older_than(now_ms - self.keep_entries_secs * 1000, kept_refs)
-        return report
+        return report, cut
+
+    def _cut_front(self, state: _Trace, cutoff_ms: int, keep: KeepEntries) -> int:
+        """Drop the trace's old prefix but for the seqs `keep` names, by writing what is
+        left to a new file and renaming it over the old; `state` is updated to match. How
+        many entries went."""
+        paths = TracePaths.of(self._folder, state.name)
+        fd = os.open(paths.jsonl, os.O_RDONLY)
+        try:
+            old, cut = 0, 0
+            for line in read_lines(fd, state.size):
+                envelope = read_envelope(line)
+                if envelope is None or envelope.at_ms >= cutoff_ms:
+                    break
+                old += 1
+                cut += len(line)
+            entries = (decode_line(line, self._blobs) for line in read_lines(fd, cut))
+            named = keep(state.name, entries)
+            kept = [line for line in read_lines(fd, cut) if seq_of(line) in named]
+            if len(kept) == old:
+                return 0
+            size = self._write_pruned(fd, paths, kept, cut, state.size)
+        finally:
+            os.close(fd)
+        self._files.forget(state.name)
+        # No index until the new file is in place: a crash between finds none, and builds
+        # one from whichever file it finds.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(paths.idx)
+        fsync_dir(Path(self._folder))
+        os.rename(paths.pruned, paths.jsonl)
+        fsync_dir(Path(self._folder))
+        fd = os.open(paths.jsonl, os.O_RDONLY)
+        try:
+            state.layout = rebuilt_layout(fd, size, paths.idx)
+            state.size = size
+            first = read_envelope(line_at(fd, 0, size))
+            state.first_at_ms = None if first is None else first.at_ms
+            refs = {ref for line in read_lines(fd, size) for ref in blob_refs(line)}
+        finally:
+            os.close(fd)
+        if refs or os.path.exists(paths.refs):
+            # Rewritten after the file, so that it never misses a blob a line on disk names.
+            write_atomic(Path(paths.refs), "".join(ref + "\n" for ref in sorted(refs)).encode())
+        return old - len(kept)
+
+    def _write_pruned(
+        self, fd: int, paths: TracePaths, kept: list[bytes], cut: int, size: int
+    ) -> int:
+        """Write the kept lines and then the file from `cut` on to the trace's `.pruned`
+        file, durably; its size."""
+        out = os.open(paths.pruned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            written = b"".join(kept)
+            write_all(out, written)
+            pos = cut
+            while pos < size:
+                chunk = os.pread(fd, min(_COPY_CHUNK, size - pos), pos)
+                write_all(out, chunk)
+                pos += len(chunk)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        return len(written) + size - cut
 
     async def _in(self, pool: ThreadPoolExecutor, func: Callable[..., _T], *args: Any) -> _T:
         return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
@@ -586,13 +696,13 @@ def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
         offset += written
 
 
-def _frames_seqs(page: bytes, first: int, last: int) -> bool:
-    """Whether `page` is the whole lines of seq `first` to `last - 1`, by its framing."""
-    if page.count(b"\n") != last - first or not page.endswith(b"\n"):
+def _frames_seqs(page: bytes, seqs: list[int]) -> bool:
+    """Whether `page` is the whole lines of `seqs`, by its framing."""
+    if page.count(b"\n") != len(seqs) or not page.endswith(b"\n"):
         return False
     head = read_envelope(page[: page.index(b"\n")])
     tail = read_envelope(page[page.rfind(b"\n", 0, len(page) - 1) + 1 :])
-    return head is not None and head.seq == first and tail is not None and tail.seq == last - 1
+    return head is not None and head.seq == seqs[0] and tail is not None and tail.seq == seqs[-1]
 
 
 def _fdatasync_all(fds: list[int]) -> None:

@@ -3,7 +3,8 @@ when it stops.
 
 Bounded as the spec says: at most 10,000 entries and 256 frames for each trace, and 256
 box traces; the oldest goes first. Dropping old entries does not renumber: seq keeps
-counting, and a read from the start begins at the oldest kept. When a 257th box arrives,
+counting, and a read from the start begins at the oldest kept. A prune by age drops a
+trace's old entries as the local store does (pruning.py). When a 257th box arrives,
 the trace dropped is that of the removed box (`gone` or `box_deleted`) written least
 recently: a live box's trace is never dropped, since its state is derived from it. When
 every kept trace is a live box's, the new trace is refused with `unavailable` (retryable:
@@ -23,7 +24,8 @@ import msgspec
 
 from holm.errors import Unavailable
 from holm.events.blobs import check_name
-from holm.events.codec import decode_lines, encode_entry
+from holm.events.codec import decode_line, decode_lines, encode_entry
+from holm.events.pruning import KeepEntries, Layout, keep_none, old_count
 from holm.events.store import TraceInfo
 from holm.wire.api import PruneReport
 from holm.wire.entries import PAGE_MAX, SERVER_TRACE, BoxDeleted, BoxGone, Entry
@@ -39,13 +41,12 @@ class _Frame(msgspec.Struct):
 
 
 class _Trace:
-    __slots__ = ("first_at_ms", "frames", "last_at_ms", "lines", "name", "next_seq", "removed")
+    __slots__ = ("frames", "last_at_ms", "layout", "lines", "name", "removed")
 
     def __init__(self, name: str, max_entries: int) -> None:
         self.name = name
-        self.lines: deque[tuple[int, bytes]] = deque(maxlen=max_entries)  # (at_ms, line)
-        self.next_seq = 0
-        self.first_at_ms: int | None = None
+        self.lines: deque[tuple[int, int, bytes]] = deque(maxlen=max_entries)  # seq, at_ms, line
+        self.layout = Layout([])
         self.last_at_ms: int | None = None
         self.frames: OrderedDict[str, _Frame] = OrderedDict()
         # The box was removed (`gone`, `box_deleted`): its trace may make room for another.
@@ -55,10 +56,25 @@ class _Trace:
         return TraceInfo(
             trace=self.name,
             entries=len(self.lines),
-            max_seq=self.next_seq - 1,
-            first_at_ms=self.lines[0][0] if self.lines else None,
+            max_seq=self.layout.next_seq - 1,
+            first_seq=self.layout.first_seq,
+            first_at_ms=self.lines[0][1] if self.lines else None,
             last_at_ms=self.last_at_ms,
         )
+
+    def prune(self, cutoff_ms: int, keep: KeepEntries) -> int:
+        """Drop the old prefix but for what `keep` names; how many entries went."""
+        old = old_count((at_ms for _, at_ms, _ in self.lines), cutoff_ms)
+        prefix = list(islice(self.lines, old))
+        named = keep(self.name, (decode_line(line) for _, _, line in prefix))
+        kept = [item for item in prefix if item[0] in named]
+        if len(kept) == old:
+            return 0
+        for _ in range(old):
+            self.lines.popleft()
+        self.lines.extendleft(reversed(kept))
+        self.layout = self.layout.pruned(old, [seq for seq, _, _ in kept])
+        return old - len(kept)
 
 
 class MemoryStore:
@@ -84,13 +100,19 @@ class MemoryStore:
         if not entries:
             return []
         known = self._traces.get(trace)
-        seq = 0 if known is None else known.next_seq
+        seq = 0 if known is None else known.layout.next_seq
         numbered = [msgspec.structs.replace(entry, seq=seq + i) for i, entry in enumerate(entries)]
         # Encoded before anything changes, so an entry that cannot be written fails alone.
         lines = [encode_entry(entry) for entry in numbered]
         holder = self._holder(trace)
-        holder.lines.extend(zip((entry.at_ms for entry in numbered), lines, strict=True))
-        holder.next_seq += len(numbered)
+        holder.lines.extend(
+            (entry.seq, entry.at_ms, line) for entry, line in zip(numbered, lines, strict=True)
+        )
+        layout = holder.layout
+        layout.next_seq += len(numbered)
+        if layout.lines > len(holder.lines):
+            # The deque let its oldest go.
+            holder.layout = layout.pruned(layout.lines - len(holder.lines), ())
         holder.last_at_ms = numbered[-1].at_ms
         holder.removed = holder.removed or any(isinstance(e, BoxGone | BoxDeleted) for e in entries)
         return numbered
@@ -101,24 +123,23 @@ class MemoryStore:
         holder = self._traces.get(trace)
         if holder is None or limit <= 0:
             return []
-        oldest = holder.next_seq - len(holder.lines)
-        start = 0 if after is None else max(after + 1 - oldest, 0)
+        start = 0 if after is None else holder.layout.line_of(after + 1)
         page = islice(holder.lines, start, start + limit)
-        return decode_lines(b"".join(line for _, line in page))
+        return decode_lines(b"".join(line for _, _, line in page))
 
     async def max_seq(self, trace: str) -> int:
         holder = self._traces.get(trace)
-        return -1 if holder is None else holder.next_seq - 1
+        return -1 if holder is None else holder.layout.next_seq - 1
 
     async def info(self, trace: str) -> TraceInfo | None:
         holder = self._traces.get(trace)
-        return None if holder is None or holder.next_seq == 0 else holder.info()
+        return None if holder is None or holder.layout.next_seq == 0 else holder.info()
 
     async def traces(self) -> list[TraceInfo]:
         return [
             self._traces[name].info()
             for name in sorted(self._traces)
-            if self._traces[name].next_seq > 0
+            if self._traces[name].layout.next_seq > 0
         ]
 
     async def put_frame(self, trace: str, frame_hash: str, png: bytes) -> None:
@@ -135,7 +156,7 @@ class MemoryStore:
         frame = None if holder is None else holder.frames.get(frame_hash)
         return None if frame is None else frame.png
 
-    async def prune(self, now_ms: int) -> PruneReport:
+    async def prune(self, now_ms: int, keep: KeepEntries = keep_none) -> PruneReport:
         report = PruneReport()
         frames_cutoff = now_ms - self.keep_frames_secs * 1000
         entries_cutoff = now_ms - self.keep_entries_secs * 1000
@@ -146,6 +167,7 @@ class MemoryStore:
                 report.entries += len(holder.lines)
                 report.frames += len(holder.frames)
                 continue
+            report.entries += holder.prune(entries_cutoff, keep)
             for frame_hash, frame in list(holder.frames.items()):
                 if frame.at_ms < frames_cutoff:
                     del holder.frames[frame_hash]

@@ -1,8 +1,8 @@
 """The one interface every trace store implements (memory, local, and later others).
 
 A trace is identified by a string (a box ID, or `SERVER_TRACE`). Its entries have `seq`
-0, 1, 2, … with no gap, given by the store on append. Frames are PNGs kept per trace under
-their pixel hash.
+0, 1, 2, … with no gap, given by the store on append; a prune by age drops old ones but
+never changes a seq (pruning.py). Frames are PNGs kept per trace under their pixel hash.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Protocol
 
 import msgspec
 
+from holm.events.pruning import KeepEntries, keep_none
 from holm.wire.api import PruneReport
 from holm.wire.entries import PAGE_MAX, Entry
 
@@ -21,6 +22,9 @@ class TraceInfo(msgspec.Struct, kw_only=True):
     # Entries kept now (retention may have dropped the oldest) and the last seq given.
     entries: int
     max_seq: int
+    # Where the trace begins now: every entry from this seq on is kept. Before it a prune
+    # kept only what its policy named (a box's state-bearing entries), or nothing.
+    first_seq: int = 0
     first_at_ms: int | None = None
     last_at_ms: int | None = None
     # A writer died mid-line: the torn line was dropped; cleared by the next clean append.
@@ -53,11 +57,11 @@ class TraceStore(Protocol):
 
     async def get_frame(self, trace: str, frame_hash: str) -> bytes | None: ...
 
-    async def prune(self, now_ms: int) -> PruneReport:
-        """Drop frames older than the frame retention, and every trace whose last entry is
-        older than the entry retention, whole (counted in `boxes`, its entries in
-        `entries`). A trace is never cut at the front by age, so that its `box_created`
-        stays while anything after it does."""
+    async def prune(self, now_ms: int, keep: KeepEntries = keep_none) -> PruneReport:
+        """Drop frames older than the frame retention; every trace whose last entry is
+        older than the entry retention, whole (counted in `boxes`); and of every other
+        trace, its old prefix (pruning.py) but for the seqs `keep` names. `entries` counts
+        the entries dropped. Appends that arrive meanwhile wait and are kept."""
         ...
 
     async def close(self) -> None: ...

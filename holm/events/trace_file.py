@@ -4,12 +4,15 @@
     <state>/traces/<trace>.idx          byte offset of each line (u64 little-endian)
     <state>/traces/<trace>.blobs        the blobs the trace's lines refer to, one a line
     <state>/traces/<trace>.torn         bytes of a torn last line, cut away on open
+    <state>/traces/.<trace>.pruned      a pruned copy being written, renamed over the .jsonl
     <state>/blobs/<2 hex>/<hex>         values spilled out of lines (see codec.py)
     <state>/frames/<trace>/<hash>.png   frames under their pixel hash
 
-Line i of a trace file holds seq i. Bytes after the last newline are a torn line, and so is
-a last line that is not a JSON object with an envelope: a reader leaves them out and calls
-the trace incomplete. The `.idx` is rebuildable from the `.jsonl` at any time.
+Line i of a trace file holds seq i until a prune by age drops lines from its front: then
+its lines hold the seqs of its `Layout` (pruning.py), a few kept ones and then every seq
+from `first_seq` on. Bytes after the last newline are a torn line, and so is a last line
+that is not a JSON object with an envelope: a reader leaves them out and calls the trace
+incomplete. The `.idx` is rebuildable from the `.jsonl` at any time.
 
 `read_trace_file` and `trace_files` are the offline API of `holm trace FILE|DIR`: they
 never change a file. Everything here blocks; a store calls it from threads.
@@ -21,7 +24,9 @@ import os
 import struct
 import sys
 from array import array
-from collections.abc import Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
@@ -29,6 +34,7 @@ import msgspec
 
 from holm.events.blobs import BlobStore
 from holm.events.codec import CorruptLine, Envelope, decode_line, read_envelope
+from holm.events.pruning import Layout, layout_by_search
 from holm.events.store import TraceInfo
 from holm.wire.entries import Entry
 
@@ -39,6 +45,7 @@ JSONL = ".jsonl"
 IDX = ".idx"
 REFS = ".blobs"
 TORN = ".torn"
+PRUNED = ".pruned"
 
 OFFSET = struct.Struct("<Q")
 _CHUNK = 1 << 16
@@ -46,11 +53,13 @@ _SCAN_CHUNK = 1 << 20
 
 
 class TraceRead(msgspec.Struct, kw_only=True):
-    """What an offline read of a trace file gives: its entries, and whether a writer died
-    mid-line (the torn line is left out)."""
+    """What an offline read of a trace file gives: its entries, whether a writer died
+    mid-line (the torn line is left out), and where the trace begins now (`first_seq`, as
+    in `TraceInfo`: above 0 when its front was pruned)."""
 
     entries: list[Entry]
     incomplete: bool = False
+    first_seq: int = 0
 
     def info(self, trace: str) -> TraceInfo:
         """The read's figures, as a store gives them for a trace it keeps."""
@@ -62,7 +71,12 @@ class TraceRead(msgspec.Struct, kw_only=True):
             first_at_ms=None if first is None else first.at_ms,
             last_at_ms=None if last is None else last.at_ms,
             incomplete=self.incomplete,
+            first_seq=self.first_seq,
         )
+
+
+class StaleIndex(Exception):
+    """The `.idx` does not frame the lines it should: rebuild it."""
 
 
 # Framing and the torn tail
@@ -94,6 +108,17 @@ def line_at(fd: int, start: int, size: int) -> bytes:
         parts.append(chunk)
         pos += len(chunk)
     return b"".join(parts)
+
+
+def read_lines(fd: int, end: int) -> Iterator[bytes]:
+    """The lines before `end` (which ends one), each with its newline, in order."""
+    pos, carry = 0, b""
+    while pos < end:
+        chunk = carry + os.pread(fd, min(_SCAN_CHUNK, end - pos), pos)
+        pos += len(chunk) - len(carry)
+        lines = chunk.split(b"\n")
+        carry = lines.pop()
+        yield from (line + b"\n" for line in lines)
 
 
 class Tail(msgspec.Struct):
@@ -160,37 +185,78 @@ def rebuild_index(fd: int, end: int, idx_path: str) -> int:
 
 
 def check_index(fd: int, tail: Tail, idx_path: str) -> int:
-    """Make the index match the file's lines (trim, extend or rebuild); the entry count."""
-    count = 0 if tail.last is None else tail.last.seq + 1
+    """Make the index match the file's lines (trim, extend or rebuild); the line count. A
+    line's seq does not say which line it is (a prune drops lines), so the index is trusted
+    when its first offset is 0 and one of its offsets is the last line's."""
     try:
         idx_fd = os.open(idx_path, os.O_RDWR)
     except FileNotFoundError:
         return rebuild_index(fd, tail.end, idx_path)
     try:
         kept = os.fstat(idx_fd).st_size // OFFSET.size
-        if count == 0 and tail.end == 0:
+        if tail.last is None:
             os.ftruncate(idx_fd, 0)
             return 0
-        if kept >= count > 0 and (
-            read_offset(idx_fd, 0) == 0 and read_offset(idx_fd, count - 1) == tail.last_start
-        ):
-            os.ftruncate(idx_fd, count * OFFSET.size)
-            return count
-        if 0 < kept < count:
+        if kept > 0 and read_offset(idx_fd, 0) == 0:
+            offset = _offset_reader(idx_fd)
+            # Offsets grow along the file: an index longer than it holds the last line's.
+            last = bisect_left(range(kept), tail.last_start, key=offset)
+            if last < kept and offset(last) == tail.last_start:
+                os.ftruncate(idx_fd, (last + 1) * OFFSET.size)
+                return last + 1
             # The index lags the file (it is not fsynced): extend it from its last line on.
-            last_start = read_offset(idx_fd, kept - 1)
-            if last_start is not None and last_start < tail.end:
+            last_start = offset(kept - 1)
+            if 0 <= last_start < tail.end and starts_line(fd, last_start):
                 line = line_at(fd, last_start, tail.end)
-                envelope = read_envelope(line)
-                if envelope is not None and envelope.seq == kept - 1 and line.endswith(b"\n"):
+                if read_envelope(line) is not None and line.endswith(b"\n"):
                     more = scan_offsets(fd, last_start + len(line), tail.end)
-                    if kept + len(more) == count and more and more[-1] == tail.last_start:
+                    if more and more[-1] == tail.last_start:
                         os.pwrite(idx_fd, offsets_bytes(more), kept * OFFSET.size)
-                        os.ftruncate(idx_fd, count * OFFSET.size)
-                        return count
+                        os.ftruncate(idx_fd, (kept + len(more)) * OFFSET.size)
+                        return kept + len(more)
     finally:
         os.close(idx_fd)
     return rebuild_index(fd, tail.end, idx_path)
+
+
+def _offset_reader(idx_fd: int) -> Callable[[int], int]:
+    def offset(index: int) -> int:
+        found = read_offset(idx_fd, index)
+        return -1 if found is None else found
+
+    return offset
+
+
+def starts_line(fd: int, offset: int) -> bool:
+    return offset == 0 or os.pread(fd, 1, offset - 1) == b"\n"
+
+
+def read_layout(fd: int, end: int, lines: int, idx_path: str) -> Layout:
+    """The layout of a file's `lines` whole lines before `end`, read through its index at
+    a few lines; StaleIndex when an offset it holds does not start an entry's line."""
+    try:
+        idx_fd = os.open(idx_path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise StaleIndex from None
+    try:
+
+        def seq_at(line: int) -> int:
+            start = read_offset(idx_fd, line)
+            if start is None or not 0 <= start < end or not starts_line(fd, start):
+                raise StaleIndex
+            envelope = read_envelope(line_at(fd, start, end))
+            if envelope is None:
+                raise StaleIndex
+            return envelope.seq
+
+        return layout_by_search(lines, seq_at)
+    finally:
+        os.close(idx_fd)
+
+
+def rebuilt_layout(fd: int, end: int, idx_path: str) -> Layout:
+    """Build the index of the lines before `end` anew; the layout read through it."""
+    return read_layout(fd, end, rebuild_index(fd, end, idx_path), idx_path)
 
 
 class TracePaths(NamedTuple):
@@ -200,11 +266,12 @@ class TracePaths(NamedTuple):
     idx: str
     refs: str
     torn: str
+    pruned: str
 
     @classmethod
     def of(cls, folder: str, trace: str) -> TracePaths:
         base = f"{folder}/{trace}"
-        return cls(base + JSONL, base + IDX, base + REFS, base + TORN)
+        return cls(base + JSONL, base + IDX, base + REFS, base + TORN, f"{folder}/.{trace}{PRUNED}")
 
 
 def blobs_beside(traces_folder: Path) -> BlobStore | None:
@@ -238,11 +305,15 @@ def read_trace_file(path: Path, after: int | None = None, limit: int | None = No
     incomplete = tail.end < size or path.with_suffix(TORN).exists()
     lines = data.split(b"\n")[:-1]
     first = 0 if after is None else max(after + 1, 0)
-    # Line i holds seq i in every file holm writes; anything else is read the long way.
-    if first < len(lines) and (read_envelope(lines[first]) or Envelope(-1, 0)).seq == first:
-        wanted = lines[first:] if limit is None else lines[first : first + max(limit, 0)]
+    layout = layout_by_search(len(lines), lambda line: seq_of(lines[line]))
+    ordered = all(0 <= a < b for a, b in pairwise([*layout.head, layout.first_seq]))
+    start = layout.line_of(first) if ordered else 0
+    # Seqs grow along every file holm writes; anything else is read the long way.
+    before = seq_of(lines[start - 1]) if start > 0 else -1
+    if before < first and (start == len(lines) or seq_of(lines[start]) >= first):
+        wanted = lines[start:] if limit is None else lines[start : start + max(limit, 0)]
     else:
-        wanted = [line for line in lines if (read_envelope(line) or Envelope(-1, 0)).seq >= first]
+        wanted = [line for line in lines if seq_of(line) >= first]
         wanted = wanted if limit is None else wanted[: max(limit, 0)]
     blobs = blobs_beside(path.parent)
     entries = []
@@ -251,7 +322,12 @@ def read_trace_file(path: Path, after: int | None = None, limit: int | None = No
             entries.append(decode_line(line, blobs))
         except CorruptLine as exc:
             raise CorruptLine(f"{path}: {exc}") from exc
-    return TraceRead(entries=entries, incomplete=incomplete)
+    return TraceRead(entries=entries, incomplete=incomplete, first_seq=layout.first_seq)
+
+
+def seq_of(line: bytes) -> int:
+    """The seq of a line, -1 when it has no envelope."""
+    return (read_envelope(line) or Envelope(-1, 0)).seq
 
 
 __all__ = [
@@ -260,9 +336,11 @@ __all__ = [
     "IDX",
     "JSONL",
     "OFFSET",
+    "PRUNED",
     "REFS",
     "TORN",
     "TRACES_DIR",
+    "StaleIndex",
     "Tail",
     "TracePaths",
     "TraceRead",
@@ -272,10 +350,15 @@ __all__ = [
     "line_at",
     "line_start",
     "offsets_bytes",
+    "read_layout",
+    "read_lines",
     "read_offset",
     "read_trace_file",
     "rebuild_index",
+    "rebuilt_layout",
     "scan_offsets",
+    "seq_of",
+    "starts_line",
     "trace_files",
     "traces_folder",
 ]

@@ -57,6 +57,18 @@ Holder = Literal["agent", "person"]
 DELETED_REASON = "deleted"
 
 _T = TypeVar("_T")
+# What a box did that changes nothing of its state but when it was last used.
+_STEPS: tuple[type[Entry], ...] = (
+    Acted,
+    Executed,
+    AppLaunched,
+    AppsInstalled,
+    FileWritten,
+    FileRead,
+    ClipboardSet,
+    ClipboardRead,
+    PageCaptured,
+)
 _AGENT: tuple[Holder, ...] = ("agent",)
 
 
@@ -104,28 +116,14 @@ def apply(state: BoxState | None, entry: Entry) -> BoxState:
     """The state after `entry`. Never changes `state`."""
     if state is None:
         return _first(entry)
-    # A box is in use while a client or a person does something in it. A frame taken while
-    # the agent holds the screen is the screen changing by itself (an animation, a clock),
-    # which must not keep an idle box alive; one during a takeover is a person at work.
-    passive = entry.actor == "system" or (isinstance(entry, FrameSeen) and entry.actor == "agent")
-    used = state.last_used_ms if passive else entry.at_ms
+    used = entry.at_ms if _is_use(entry) else state.last_used_ms
     step: dict[str, object] = {"last_seq": entry.seq, "last_used_ms": used}
     # The kinds that happen most (steps and frames) come first: `match` tries in order.
     match entry:
         case FrameSeen(screen=screen, frame=frame):
             step["frames"] = _put(state.frames, screen, frame, None)
             step["frames_seen"] = state.frames_seen + 1
-        case (
-            Acted()
-            | Executed()
-            | AppLaunched()
-            | AppsInstalled()
-            | FileWritten()
-            | FileRead()
-            | ClipboardSet()
-            | ClipboardRead()
-            | PageCaptured()
-        ):
+        case _ if isinstance(entry, _STEPS):
             pass
         case TakeoverStarted(screen=screen, shared=shared):
             step["held_by"] = _put(state.held_by, screen, "person", "agent")
@@ -186,6 +184,64 @@ def fold_known(
         except NotABoxTrace as exc:
             refused.append(exc)
     return state, refused
+
+
+def state_bearing(entries: Iterable[Entry]) -> set[int]:
+    """The seqs of `entries` (a trace's oldest, in order, with at least one entry after
+    them) that its state is folded from: `fold` of only these, then of what follows, is
+    the state `fold` of all of it is. The rest is what a prune by age may drop.
+
+    Kept: the first entry (it makes the box); every `adopted` (what it fills in depends on
+    what came before), `gone` and `box_deleted` (removal sticks), and entry of a kind this
+    holm does not fold; and the last entry to set each part of the state (the lifecycle
+    state, the desktop's URLs and screens, each screen's frame and holder, the fork
+    origin, the last use). `last_seq` is the entries' after them."""
+    latest: dict[tuple[str, int], int] = {}
+    kept: set[int] = set()
+    for entry in entries:
+        if not kept:
+            kept.add(entry.seq)
+        if _is_use(entry):
+            latest["used", 0] = entry.seq
+        match entry:
+            case FrameSeen(screen=screen):
+                latest["frame", screen] = entry.seq
+            case TakeoverStarted(screen=screen) | TakeoverEnded(screen=screen):
+                latest["holder", screen] = entry.seq
+            case BoxPaused() | BoxResumed() | BoxStarted() | BoxFailed() | BoxUnreachable():
+                latest["state", 0] = entry.seq
+            case BoxReady():
+                latest["state", 0] = latest["urls", 0] = entry.seq
+            case BoxStopped():
+                # It ends every screen's frame and holder: the ones before it are spent.
+                for part in [part for part in latest if part[0] in ("frame", "holder")]:
+                    del latest[part]
+                latest["state", 0] = latest["urls", 0] = latest["desktop", 0] = entry.seq
+            case ForkedFrom():
+                latest["fork", 0] = entry.seq
+            case Adopted():
+                # Only its unconditional part supersedes: the state it sets.
+                latest["state", 0] = entry.seq
+                kept.add(entry.seq)
+            case _ if isinstance(entry, _STEPS):
+                pass
+            case _:
+                kept.add(entry.seq)
+    return kept | set(latest.values())
+
+
+def borne(state: BoxState | None) -> BoxState | None:
+    """What `state_bearing` entries bear of a state: all of it but `frames_seen`, a count of
+    the `frame` entries the trace holds, which drops with them (docs/storage.md)."""
+    return None if state is None else msgspec.structs.replace(state, frames_seen=0)
+
+
+def _is_use(entry: Entry) -> bool:
+    """A box is in use while a client or a person does something in it. A frame taken
+    while the agent holds the screen is the screen changing by itself (an animation, a
+    clock), which must not keep an idle box alive; one during a takeover is a person at
+    work."""
+    return entry.actor != "system" and not (isinstance(entry, FrameSeen) and entry.actor == "agent")
 
 
 def _first(entry: Entry) -> BoxState:
@@ -277,6 +333,8 @@ __all__ = [
     "Holder",
     "NotABoxTrace",
     "apply",
+    "borne",
     "fold",
     "fold_known",
+    "state_bearing",
 ]

@@ -60,27 +60,46 @@ CLIP = 60
 CLIP_REASON = 120
 
 
-def pruned_line(first_seq: int) -> str:
+def pruned_line(first_seq: int, kept_before: bool = False) -> str:
     """The line a trace read from its start begins with when its front was dropped (the
-    memory store keeps a trace's last 10,000 entries): where it begins now."""
+    memory store keeps a trace's last 10,000 entries; `HOLM_KEEP_ENTRIES_SECS` prunes old
+    entries but for those its box's state is folded from, `kept_before`): where it begins
+    now."""
+    if kept_before:
+        return (
+            f"pruned: the trace begins at seq {first_seq}; of the {first_seq} entries before"
+            " it, only those its box's state is folded from were kept"
+        )
     return (
         f"pruned: the trace begins at seq {first_seq}; the {first_seq} entries before it"
         " were dropped"
     )
 
 
+def pruned_note(first_seq: int, first_read: int) -> str | None:
+    """The `pruned_line` of a trace read from its start, whose store says it begins at
+    `first_seq` (`TraceInfo.first_seq`) and whose first entry read is `first_read`; None
+    when nothing was pruned."""
+    begins = max(first_seq, first_read)
+    return pruned_line(begins, kept_before=first_read < begins) if begins > 0 else None
+
+
 def entry_line(entry: Entry) -> str:
     return f"{entry.seq:>4}  {entry.actor:<8} {entry_text(entry)}"
 
 
-def render_lines(entries: Iterable[Entry], incomplete: bool = False) -> Iterator[str]:
+def render_lines(
+    entries: Iterable[Entry], incomplete: bool = False, first_seq: int = 0
+) -> Iterator[str]:
     """The lines of a trace from its start; one whose front was pruned begins with a line
-    that says where it begins (`pruned_line`), and one whose writer stopped mid-line ends
-    with a line that says it is incomplete, after every whole entry."""
+    that says where it begins (`pruned_note`: `first_seq` is the store's), and one whose
+    writer stopped mid-line ends with a line that says it is incomplete, after every whole
+    entry."""
     first = True
     for entry in entries:
-        if first and entry.seq > 0:
-            yield pruned_line(entry.seq)
+        note = pruned_note(first_seq, entry.seq) if first else None
+        if note is not None:
+            yield note
         first = False
         yield entry_line(entry)
     if incomplete:

@@ -224,12 +224,15 @@ class TraceQuery(_Request):
 
 class TracePage(_Response):
     """A page of a trace. Send `next` as `after` to read on; `more` says there is more now.
-    `incomplete` says a writer died mid-line (the torn line is not served)."""
+    `incomplete` says a writer died mid-line (the torn line is not served). `first_seq` is
+    where the trace begins now: above 0 once its front was pruned, when every entry from it
+    on is kept, and before it only those its box's state is folded from."""
 
     entries: list[Entry]
     next: int
     more: bool
     incomplete: bool
+    first_seq: int = 0
 
 
 class TraceView(_Response, omit_defaults=False):

@@ -13,7 +13,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -31,6 +31,8 @@ from holm.wire.entries import (
     Acted,
     BoxCreated,
     BoxDeleted,
+    BoxPaused,
+    Entry,
     Executed,
     FrameSeen,
     step_key,
@@ -377,3 +379,31 @@ def test_a_trace_file_whose_front_was_pruned_says_where_it_begins(tmp_path: Path
     # Read from a later seq, or from a whole trace, there is no such line.
     assert not holm("trace", str(path), "--after", str(first)).stdout.startswith("pruned")
     assert not holm("trace", str(FIXTURES / "spec_example.jsonl")).stdout.startswith("pruned")
+
+
+def keep_created(trace: str, old: Iterable[Entry]) -> Collection[int]:
+    return {entry.seq for entry in old if isinstance(entry, BoxCreated)}
+
+
+def test_a_trace_file_pruned_by_age_says_where_it_begins(tmp_path: Path) -> None:
+    async def write_and_prune() -> None:
+        store = LocalStore(tmp_path)
+        await store.append("box_1", [box_created("box_1", at_ms=1_000)])
+        for seq in range(1, 6):
+            await store.append("box_1", [BoxPaused(seq=-1, at_ms=1_000 + seq, actor="agent")])
+        # Entries before at_ms 1_004 are old: seqs 1 to 3 go, box_created stays.
+        await store.prune(1_004 + store.keep_entries_secs * 1000, keep_created)
+        await store.close()
+
+    asyncio.run(write_and_prune())
+    path = tmp_path / "traces" / "box_1.jsonl"
+
+    printed = holm("trace", str(path)).stdout.splitlines()
+    assert printed[0] == (
+        "pruned: the trace begins at seq 4; of the 4 entries before it, only those its box's"
+        " state is folded from were kept"
+    )
+    assert [line.split()[0] for line in printed[1:]] == ["0", "4", "5"]
+    raw = holm("trace", str(path), "--json")
+    assert raw.stderr.startswith(f"holm: {path}: pruned: the trace begins at seq 4;")
+    assert [json.loads(line)["seq"] for line in raw.stdout.splitlines()] == [0, 4, 5]

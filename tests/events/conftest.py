@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from holm.engine.journal import Journal
 from holm.events import LocalStore, MemoryStore, TraceStore
 from holm.wire.actions import Click as ClickAction
 from holm.wire.actions import Type
@@ -18,6 +19,10 @@ from holm.wire.values import Point
 
 HOUR_MS = 3600 * 1000
 DAY_MS = 24 * HOUR_MS
+
+
+# What holmd's prune keeps of a trace's old entries: what its box's state is folded from.
+keep_box_state = Journal.keep
 
 
 def now_ms() -> int:

@@ -1,5 +1,6 @@
 """The memory store, a local store and a local store closed and reopened at random points
-are given the same random appends; after every step they read back the same entries."""
+are given the same random appends and prunes; after every step they read back the same
+entries."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from holm.wire.entries import (
     FrameSeen,
 )
 
-from .conftest import created
+from .conftest import created, keep_box_state
 
 T = TypeVar("T")
 TRACES = ["box_a", "box_b", "server"]
@@ -125,6 +126,15 @@ class StoresAgree(RuleBasedStateMachine):
         appended = [self.run(all_at_once(store)) for store in self.stores]
         assert appended[0] == appended[1] == appended[2]
 
+    @rule(data=st.data())
+    def prune(self, data: st.DataObject) -> None:
+        # Cut where an entry is, so that prunes drop some of a trace and keep some.
+        times = [e.at_ms for t in TRACES for e in self.run(self.memory.read(t, limit=100_000))]
+        kept_for = self.memory.keep_entries_secs * 1000
+        now_ms = data.draw(st.sampled_from(times or [0])) + kept_for + data.draw(st.integers(0, 1))
+        reports = [self.run(store.prune(now_ms, keep_box_state)) for store in self.stores]
+        assert reports[0] == reports[1] == reports[2]
+
     @rule()
     def reopen(self) -> None:
         self.run(self.reopened.close())
@@ -140,9 +150,15 @@ class StoresAgree(RuleBasedStateMachine):
         for trace in TRACES:
             read = [self.run(store.read(trace, limit=100_000)) for store in self.stores]
             assert read[0] == read[1] == read[2]
-            assert [entry.seq for entry in read[0]] == list(range(len(read[0])))
             infos = [self.run(store.info(trace)) for store in self.stores]
             assert infos[0] == infos[1] == infos[2]
+            # Whole from `first_seq` on; before it, what the prune kept.
+            seqs = [entry.seq for entry in read[0]]
+            first = 0 if infos[0] is None else infos[0].first_seq
+            assert seqs == sorted(set(seqs))
+            assert [seq for seq in seqs if seq >= first] == list(
+                range(first, len(seqs) and seqs[-1] + 1)
+            )
         listed = [self.run(store.traces()) for store in self.stores]
         assert listed[0] == listed[1] == listed[2]
 

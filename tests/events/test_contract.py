@@ -20,6 +20,7 @@ from .conftest import (
     created,
     executed,
     frame_seen,
+    keep_box_state,
     now_ms,
     paused,
 )
@@ -146,11 +147,11 @@ async def test_prune_drops_a_trace_whole_once_its_last_entry_is_old(store: Trace
     now = now_ms()
     await store.append("box_old", [created("box_old", at_ms=now - 10 * DAY_MS)])
     await store.append("box_old", [paused(at_ms=now - 8 * DAY_MS)])
-    # Started long ago but written lately: kept whole, its box_created too.
+    # Started long ago but written lately: kept, and its box_created with it.
     await store.append("box_long", [created("box_long", at_ms=now - 30 * DAY_MS)])
     await store.append("box_long", [paused(at_ms=now - DAY_MS)])
 
-    report = await store.prune(now)
+    report = await store.prune(now, keep_box_state)
 
     assert (report.boxes, report.entries) == (1, 2)
     assert await store.read("box_old") == []

@@ -59,7 +59,7 @@ async def page_tools(s: ClientSession, b: str) -> None:
     step = {"type": "on_page", "what": {"op": "fill", "query": "Name", "text": "Bo"}}
     await call(s, "batch", box=b, actions=[step])
     [added] = (await trace_lines(s, b))[recorded:]
-    assert "on_page fill \"Name\"" in added
+    assert 'on_page fill "Name"' in added
     refused = await s.call_tool("click_element", {"box": b, "query": "Nowhere at all"})
     assert refused.is_error and "Nowhere at all" in str(refused.content)
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from projection_kit import STATE_AFTER, TraceBuilder, box_trace
 
 from holm.engine import guards
 from holm.errors import Denied
 from holm.projections import BoxState, NotABoxTrace, apply, fold
+from holm.projections.box_state import borne, state_bearing
 from holm.wire.api import ForkOrigin
 from holm.wire.entries import (
     Adopted,
@@ -299,6 +300,41 @@ def test_fold_of_all_equals_fold_of_prefix_then_rest(
         state = apply(state, entry)
     assert state == whole
     assert fold(entries[cut:], fold(entries[:cut])) == whole
+
+
+@settings(max_examples=300)
+@given(box_trace(max_len=60), st.data())
+def test_the_state_bearing_entries_of_a_prefix_fold_to_the_same_state(
+    entries: list[Entry], data: st.DataObject
+) -> None:
+    # What a prune by age relies on: it keeps these of a trace's old prefix, and drops the rest.
+    cut = data.draw(st.integers(0, len(entries) - 1))
+    kept = state_bearing(entries[:cut])
+    assert kept <= {entry.seq for entry in entries[:cut]}
+    assert borne(fold([e for e in entries[:cut] if e.seq in kept] + entries[cut:])) == borne(
+        fold(entries)
+    )
+
+
+def test_a_long_busy_trace_bears_its_state_in_a_few_entries(trace: TraceBuilder) -> None:
+    trace.created(Spec(desktop=DesktopSpec(screens=2)))
+    trace.add(BoxReady, actor="system", viewer_urls=["http://127.0.0.1/v/0"])
+    for round in range(200):
+        trace.acted(screen=round % 2)
+        trace.frame(screen=round % 2, name=f"sha256:{round}")
+        trace.add(TakeoverStarted, screen=round % 2, shared=False)
+        trace.add(TakeoverEnded, screen=round % 2)
+        trace.add(BoxPaused, actor="system")
+        trace.add(BoxResumed, actor="system")
+    trace.acted(screen=0)
+
+    kept = state_bearing(trace.entries[:-1])
+
+    # box_created, box_ready (its URLs), the last box_resumed, and the last frame and
+    # takeover of each screen, the last of which is the last use too.
+    assert len(kept) == 7
+    kept_entries = [e for e in trace.entries if e.seq in kept] + trace.entries[-1:]
+    assert borne(fold(kept_entries)) == borne(folded(trace))
 
 
 @given(box_trace())

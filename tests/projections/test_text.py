@@ -104,3 +104,21 @@ def test_a_trace_whose_front_was_pruned_says_where_it_begins(trace: TraceBuilder
     assert lines[0].startswith("pruned: the trace begins at seq 2")
     assert lines[1:] == [entry_line(trace.entries[2])]
     assert not any(line.startswith("pruned") for line in render_lines(trace.entries))
+
+
+def test_a_trace_pruned_by_age_says_where_it_begins_and_that_some_was_kept(
+    trace: TraceBuilder,
+) -> None:
+    trace.created()
+    for _ in range(4):
+        trace.add(BoxPaused)
+    kept = [trace.entries[0], *trace.entries[3:]]
+
+    lines = list(render_lines(kept, first_seq=3))
+
+    assert lines[0] == pruned_line(3, kept_before=True)
+    assert lines[0] == (
+        "pruned: the trace begins at seq 3; of the 3 entries before it, only those its box's"
+        " state is folded from were kept"
+    )
+    assert lines[1:] == [entry_line(entry) for entry in kept]

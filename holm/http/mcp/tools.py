@@ -301,7 +301,7 @@ async def evaluate(engine: Engine, call: Call) -> list[Content]:
 async def trace(engine: Engine, call: Call) -> list[Content]:
     query: TraceQuery = call.value
     page = await engine.read_trace(call.box, query.after, query.limit)
-    lines = list(render_lines(page.entries, page.incomplete))
+    lines = list(render_lines(page.entries, page.incomplete, page.first_seq))
     if page.more:
         lines.append(f"(more: call trace with after={page.next})")
     else:
