@@ -20,7 +20,8 @@ came before belongs to a desktop that no longer exists.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Literal
 
 import msgspec
@@ -164,7 +165,7 @@ def plan_fork(
     replayable = list(entries[last_adopted + 1 :])
 
     steps: list[Step] = []
-    skipped: list[Skipped] = []
+    skipped: list[Skipped] = list(_pruned(replayable))
     for entry in replayable:
         if entry.actor == "person" and not (include_person and isinstance(entry, Acted)):
             continue
@@ -182,10 +183,27 @@ def plan_fork(
     within = [s for s in steps if up_to is None or s.seq <= up_to]
     return Plan(
         steps=within,
-        skipped=[s for s in skipped if up_to is None or s.seq <= up_to],
+        skipped=sorted(
+            (s for s in skipped if up_to is None or s.seq <= up_to), key=lambda s: s.seq
+        ),
         origin=_origin(kept),
         up_to=kept[-1].seq if kept else None,
     )
+
+
+def _pruned(entries: Sequence[Entry]) -> Iterator[Skipped]:
+    """The runs of seqs a prune by age dropped from the trace (docs/storage.md): what they
+    did cannot be done again, and the report says so rather than fork a shorter run
+    silently."""
+    for before, entry in itertools.pairwise(entries):
+        if entry.seq > before.seq + 1:
+            first, last = before.seq + 1, entry.seq - 1
+            yield Skipped(
+                seq=first,
+                kind="pruned",
+                why=f"entries {first} to {last} were pruned by age (HOLM_KEEP_ENTRIES_SECS): "
+                "what they did is not done again",
+            )
 
 
 def _step(entry: Entry) -> Step | None:

@@ -305,3 +305,19 @@ def test_a_batch_of_commands_and_files_expects_no_screen(trace: Any) -> None:
 
     assert by_seq[files.seq].expect.frame is None
     assert by_seq[typed.seq].expect.frame is not None
+
+
+def test_what_a_prune_dropped_is_listed_as_not_done_again(trace: Any) -> None:
+    trace.created()
+    for x in range(6):
+        trace.acted(Click(at=Point(x=x, y=x)))
+    # A prune by age kept the box's first entry and the last two steps (docs/storage.md).
+    pruned = [trace.entries[0], *trace.entries[-2:]]
+
+    plan = plan_fork(pruned)
+
+    first, last = pruned[0].seq + 1, pruned[1].seq - 1
+    assert seqs(plan) == [e.seq for e in pruned[1:]]
+    assert [(s.seq, s.kind) for s in plan.skipped] == [(first, "pruned")]
+    assert f"entries {first} to {last} were pruned" in plan.skipped[0].why
+    assert plan_fork(trace.entries).skipped == []
