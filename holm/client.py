@@ -42,6 +42,8 @@ from holm.wire.access import is_loopback, state_dir_of, token_path
 from holm.wire.actions import (
     Action,
     Arrange,
+    ConsoleWhat,
+    CookieIn,
     ElementOp,
     EvaluateWhat,
     ExecWhat,
@@ -49,6 +51,8 @@ from holm.wire.actions import (
     OpenUrl,
     PageShotWhat,
     PdfWhat,
+    StateLoadWhat,
+    StateSaveWhat,
     WindowQuery,
     WriteWhat,
 )
@@ -59,7 +63,9 @@ from holm.wire.api import (
     BoxView,
     BuildImage,
     Catalog,
+    CdpAddress,
     ClipboardPut,
+    CookiesPut,
     CreateBox,
     CreateKey,
     CreateWorkspace,
@@ -79,6 +85,9 @@ from holm.wire.api import (
     RunResult,
     RuntimeList,
     RuntimeView,
+    SavedState,
+    StateList,
+    StateRemoved,
     TakeoverRequest,
     TakeoverView,
     TicketRequest,
@@ -93,7 +102,11 @@ from holm.wire.api import (
 )
 from holm.wire.feed import EventsPage
 from holm.wire.results import (
+    BrowserState,
     ClipboardView,
+    ConsoleLog,
+    Cookie,
+    CookieList,
     ElementDone,
     Evaluated,
     ExecResult,
@@ -108,6 +121,7 @@ from holm.wire.results import (
     PageOpened,
     PageSnapshot,
     PageText,
+    StateLoaded,
     Tab,
     TabDone,
     TabList,
@@ -564,6 +578,62 @@ class HolmClient:
             FileSaved, "POST", f"/v1/boxes/{box_id}/page/pdf", body=what or PdfWhat()
         )
 
+    async def console(
+        self,
+        box_id: str,
+        *,
+        errors: bool = False,
+        clear: bool = False,
+        limit: int = 100,
+        tab: str | None = None,
+    ) -> ConsoleLog:
+        what = ConsoleWhat(errors=errors, clear=clear, limit=limit, tab=tab)
+        return await self._call(ConsoleLog, "POST", f"/v1/boxes/{box_id}/page/console", body=what)
+
+    async def cookies(self, box_id: str, *, url: str | None = None) -> list[Cookie]:
+        path = f"/v1/boxes/{box_id}/cookies"
+        return (await self._call(CookieList, "GET", path, params={"url": url})).cookies
+
+    async def set_cookies(
+        self, box_id: str, cookies: Sequence[CookieIn], *, url: str | None = None
+    ) -> CookieList:
+        body = CookiesPut(cookies=list(cookies), url=url)
+        return await self._call(CookieList, "POST", f"/v1/boxes/{box_id}/cookies", body=body)
+
+    async def clear_cookies(self, box_id: str, *, url: str | None = None) -> CookieList:
+        path = f"/v1/boxes/{box_id}/cookies"
+        return await self._call(CookieList, "DELETE", path, params={"url": url})
+
+    async def save_state(
+        self, box_id: str, what: StateSaveWhat | None = None, *, name: str | None = None
+    ) -> BrowserState:
+        """The browser's cookies and storage: kept by the server under `name`, or handed
+        back in `session_json` without one."""
+        body = what or StateSaveWhat()
+        if name is not None:
+            body = msgspec.structs.replace(body, name=name)
+        path = f"/v1/boxes/{box_id}/state/save"
+        return await self._call(BrowserState, "POST", path, body=body)
+
+    async def load_state(
+        self, box_id: str, *, name: str | None = None, session_json: str | None = None
+    ) -> StateLoaded:
+        body = StateLoadWhat(name=name, session_json=session_json)
+        path = f"/v1/boxes/{box_id}/state/load"
+        return await self._call(StateLoaded, "POST", path, body=body)
+
+    async def states(self) -> list[SavedState]:
+        return (await self._call(StateList, "GET", "/v1/states")).states
+
+    async def remove_state(self, name: str) -> StateRemoved:
+        return await self._call(StateRemoved, "DELETE", f"/v1/states/{name}")
+
+    async def devtools(self, box_id: str, *, ttl_secs: int = 3600) -> CdpAddress:
+        """A DevTools address of the box's browser for Playwright's `connect_over_cdp` or
+        browser-use, good for `ttl_secs`."""
+        params = {"ttl_secs": ttl_secs}
+        return await self._call(CdpAddress, "POST", f"/v1/boxes/{box_id}/cdp", params=params)
+
     # Files and commands
 
     async def exec(
@@ -813,6 +883,15 @@ class SyncHolmClient:
     evaluate = _Sync(HolmClient.evaluate)
     page_screenshot = _Sync(HolmClient.page_screenshot)
     page_pdf = _Sync(HolmClient.page_pdf)
+    console = _Sync(HolmClient.console)
+    cookies = _Sync(HolmClient.cookies)
+    set_cookies = _Sync(HolmClient.set_cookies)
+    clear_cookies = _Sync(HolmClient.clear_cookies)
+    save_state = _Sync(HolmClient.save_state)
+    load_state = _Sync(HolmClient.load_state)
+    states = _Sync(HolmClient.states)
+    remove_state = _Sync(HolmClient.remove_state)
+    devtools = _Sync(HolmClient.devtools)
     exec = _Sync(HolmClient.exec)
     read_file = _Sync(HolmClient.read_file)
     write_file = _Sync(HolmClient.write_file)

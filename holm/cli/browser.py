@@ -10,9 +10,18 @@ from pathlib import Path
 
 import click
 
+from holm.cli import browser_state
 from holm.cli.output import print_json, print_table
 from holm.cli.remote import Remote, remote
-from holm.wire.actions import ClickOp, FillOp, PageShotWhat
+from holm.wire.actions import (
+    MAX_WAIT_MS,
+    CheckOp,
+    ChooseOp,
+    ClickOp,
+    FillOp,
+    PageShotWhat,
+    WaitForOp,
+)
 from holm.wire.results import Element, ElementDone
 
 TAB_HELP = "A tab ID or label (default: the front tab)."
@@ -197,6 +206,89 @@ def shot(remote: Remote, box_id: str, output: str | None, full: bool, tab: str |
     else:
         click.echo(path)
 
+
+@browser.command("check")
+@click.argument("box_id")
+@click.argument("query")
+@click.option("--off", is_flag=True, help="Uncheck it.")
+@click.option("--tab", help=TAB_HELP)
+@remote
+def check(remote: Remote, box_id: str, query: str, off: bool, tab: str | None) -> None:
+    """Check (or --off: uncheck) the checkbox or radio QUERY finds."""
+    _done(remote, remote.client.element(box_id, CheckOp(query=query, on=not off), tab=tab))
+
+
+@browser.command("choose")
+@click.argument("box_id")
+@click.argument("query")
+@click.argument("options", nargs=-1, required=True)
+@click.option("--tab", help=TAB_HELP)
+@remote
+def choose(
+    remote: Remote, box_id: str, query: str, options: tuple[str, ...], tab: str | None
+) -> None:
+    """Choose OPTIONS (labels or values) in the <select> QUERY finds."""
+    what = ChooseOp(query=query, options=list(options))
+    _done(remote, remote.client.element(box_id, what, tab=tab))
+
+
+@browser.command("wait")
+@click.argument("box_id")
+@click.argument("query")
+@click.option("--gone", is_flag=True, help="Wait until no element matches.")
+@click.option("--within-ms", type=click.IntRange(1, MAX_WAIT_MS), default=10_000, show_default=True)
+@click.option("--tab", help=TAB_HELP)
+@remote
+def wait(
+    remote: Remote, box_id: str, query: str, gone: bool, within_ms: int, tab: str | None
+) -> None:
+    """Wait until QUERY finds a visible element (or, --gone, none)."""
+    what = WaitForOp(query=query, gone=gone, within_ms=within_ms)
+    _done(remote, remote.client.element(box_id, what, tab=tab))
+
+
+@browser.command("console")
+@click.argument("box_id")
+@click.option("--errors", is_flag=True, help="Only errors and exceptions.")
+@click.option("--clear", is_flag=True, help="Forget what was printed.")
+@click.option("--tab", help=TAB_HELP)
+@remote
+def console(remote: Remote, box_id: str, errors: bool, clear: bool, tab: str | None) -> None:
+    """Print what the page logged to its console."""
+    log = remote.client.console(box_id, errors=errors, clear=clear, tab=tab)
+    if remote.as_json:
+        print_json(log)
+        return
+    for message in log.messages:
+        click.echo(f"{message.level:9} {message.text}")
+
+
+@browser.command("tabs")
+@click.argument("box_id")
+@remote
+def tabs(remote: Remote, box_id: str) -> None:
+    """List the browser's tabs, the front one first."""
+    found = remote.client.tabs(box_id)
+    if remote.as_json:
+        print_json(found)
+        return
+    print_table(
+        ("TAB", "LABEL", "TITLE", "URL"), [(t.tab, t.label or "", t.title, t.url) for t in found]
+    )
+
+
+@browser.command("close")
+@click.argument("box_id")
+@click.argument("tab")
+@remote
+def close(remote: Remote, box_id: str, tab: str) -> None:
+    """Close TAB (an ID or a label)."""
+    done = remote.client.close_tab(box_id, tab)
+    remote.answer(done, f"{done.tab} closed")
+
+
+for command in browser_state.COMMANDS:
+    browser.add_command(command)
 
 COMMANDS: tuple[click.Command, ...] = (browser,)
 

@@ -16,6 +16,7 @@ from typing import Any
 import click
 import msgspec
 
+from holm.cli.output import print_json
 from holm.client import ServerUnreachable, SyncHolmClient
 from holm.errors import HolmError
 from holm.wire.spec import MAX_SCREENS
@@ -67,6 +68,13 @@ class Remote:
             if self._client is None:
                 self._client = SyncHolmClient(self._url, self._token)
             return self._client
+
+    def answer(self, value: object, text: str) -> None:
+        """Print `value` as JSON with `--json`, else `text`."""
+        if self.as_json:
+            print_json(value)
+        else:
+            click.echo(text)
 
     def close(self) -> None:
         if self._client is not None:

@@ -26,6 +26,7 @@ from holm.wire.values import Point, Selection
 BoxStateName = Literal["starting", "ready", "paused", "stopped", "unreachable", "gone", "failed"]
 
 MAX_SCALE = 400
+MAX_CDP_TTL_SECS = 24 * 3600
 
 
 class _Request(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
@@ -188,6 +189,21 @@ class FindQuery(_Request):
 
 class UrlQuery(_Request):
     url: str | None = None
+
+
+class CdpQuery(_Request):
+    """`POST …/cdp`: how long the DevTools address lives (1 s to 24 h)."""
+
+    ttl_secs: Annotated[int, Meta(ge=1, le=MAX_CDP_TTL_SECS)] = 3600
+
+
+class CdpAddress(msgspec.Struct, kw_only=True):
+    """A box's DevTools for the user's own tools: `url` for Playwright's
+    `connect_over_cdp` and browser-use, `ws_url` for a raw CDP client."""
+
+    url: str
+    ws_url: str
+    expires_at_ms: int
 
 
 class CookiesPut(_Request):

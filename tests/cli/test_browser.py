@@ -41,3 +41,40 @@ def test_holm_browser_drives_a_page_by_meaning(holm: RunHolm, box: str, tmp_path
     assert shot.read_bytes().startswith(b"\x89PNG")
     missing = holm("browser", "click", box, "Nowhere")
     assert missing.exit_code != 0 and "Nowhere" in missing.output
+
+
+CONTROLS = page(
+    "<title>Controls</title><label><input type=checkbox id=c> News</label>"
+    "<select aria-label=Colour><option>Red</option><option>Green</option></select>"
+    "<script>console.error('broken thing')</script>"
+)
+
+
+def test_holm_browser_controls_tabs_state_and_cookies(
+    holm: RunHolm, box: str, tmp_path: Path
+) -> None:
+    ok(holm, "browser", "open", box, CONTROLS, "--new-tab", "--label", "controls")
+    checked = json.loads(ok(holm, "browser", "check", box, "News", "--tab", "controls", "--json"))
+    assert checked["element"]["checked"] is True
+    chosen = json.loads(ok(holm, "browser", "choose", box, "Colour", "Green", "--json"))
+    assert chosen["options"] == ["Green"]
+    assert "Controls" in ok(holm, "browser", "wait", box, "Colour")
+    assert "broken thing" in ok(holm, "browser", "console", box, "--errors")
+    assert "controls" in ok(holm, "browser", "tabs", box)
+
+    origin = "http://127.0.0.1:8799"
+    assert "1 set" in ok(holm, "browser", "cookies", "set", box, "sid=s3cret", "--site", origin)
+    listed = json.loads(ok(holm, "browser", "cookies", "ls", box, "--site", origin, "--json"))
+    assert [(c["name"], c["value"]) for c in listed] == [("sid", "s3cret")]
+    state_file = tmp_path / "state.json"
+    ok(holm, "browser", "state", "save", box, "-o", str(state_file))
+    assert "s3cret" in state_file.read_text()
+    assert "kept as cli" in ok(holm, "browser", "state", "save", box, "--name", "cli")
+    assert "cli" in ok(holm, "browser", "state", "ls")
+    assert "1 removed" in ok(holm, "browser", "cookies", "clear", box, "--site", origin)
+    assert "cookies" in ok(holm, "browser", "state", "load", box, "--name", "cli")
+    again = json.loads(ok(holm, "browser", "cookies", "ls", box, "--site", origin, "--json"))
+    assert [c["value"] for c in again] == ["s3cret"]
+    assert "cli removed" in ok(holm, "browser", "state", "rm", "cli")
+    assert ok(holm, "browser", "devtools", box).startswith("http")
+    assert "closed" in ok(holm, "browser", "close", box, "controls")

@@ -16,31 +16,19 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Annotated
 
 import aiohttp
 import msgspec
 from aiohttp import web
-from msgspec import Meta
 
 from holm.engine import guards
 from holm.errors import NotFound, Unavailable, Unsupported
+from holm.wire.api import CdpAddress, CdpQuery
 
 from ..routing import Route, engine_of, json_response, query_of
 
-MAX_TTL_SECS = 24 * 3600
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=30)
 _LOCAL_WS = re.compile(r"(ws://|ws=)(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?/")
-
-
-class CdpQuery(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
-    ttl_secs: Annotated[int, Meta(ge=1, le=MAX_TTL_SECS)] = 3600
-
-
-class CdpAddress(msgspec.Struct, kw_only=True):
-    url: str
-    ws_url: str
-    expires_at_ms: int
 
 
 @dataclass(frozen=True)
