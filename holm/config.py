@@ -14,6 +14,7 @@ from typing import Literal
 import msgspec
 
 from holm.wire.access import DEFAULT_STATE_DIR
+from holm.wire.spec import Spec, spec_digest
 
 # The file in the state dir that keeps this server's id.
 SERVER_ID_FILE = "server-id"
@@ -53,6 +54,9 @@ class Config(msgspec.Struct, kw_only=True):
     # The caps of a fork: at most this long between two replayed steps, this long in all.
     fork_wait_cap_ms: int = 2000
     fork_limit_secs: int = 180
+    # The warm pool: how many spare boxes to keep started, by spec digest ("default" in
+    # HOLM_POOL names the default spec's).
+    pool: dict[str, int] = msgspec.field(default_factory=dict)
 
     @property
     def host(self) -> str:
@@ -87,7 +91,10 @@ _ENV = {
     "max_body_bytes": "HOLM_MAX_BODY_BYTES",
     "fork_wait_cap_ms": "HOLM_FORK_WAIT_CAP_MS",
     "fork_limit_secs": "HOLM_FORK_LIMIT_SECS",
+    "pool": "HOLM_POOL",
 }
+# A spec digest, as `holm.wire.spec.spec_digest` makes it.
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 def load_config(environ: Mapping[str, str] | None = None, **overrides: object) -> Config:
@@ -101,11 +108,30 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: object) -
         raw["allowed_hosts"] = [
             name for name in re.split(r"[,\s]+", str(raw["allowed_hosts"])) if name
         ]
+    if isinstance(raw.get("pool"), str):
+        raw["pool"] = parse_pool(str(raw["pool"]))
     raw.update(overrides)
     try:
         return msgspec.convert(raw, Config, strict=False, dec_hook=_decode_path)
     except msgspec.ValidationError as exc:
         raise ValueError(f"bad setting: {exc}") from exc
+
+
+def parse_pool(text: str) -> dict[str, int]:
+    """HOLM_POOL: `NAME:COUNT` items separated by commas or spaces, where NAME is `default`
+    (the default spec) or a spec digest (`sha256:…`); counts by digest."""
+    counts: dict[str, int] = {}
+    for item in re.split(r"[,\s]+", text):
+        if not item:
+            continue
+        name, _, count = item.rpartition(":")
+        digest = spec_digest(Spec()) if name == "default" else name
+        if not _DIGEST.match(digest) or not count.isdigit():
+            raise ValueError(
+                f"bad setting: HOLM_POOL item {item!r} is not default:COUNT or sha256:…:COUNT"
+            )
+        counts[digest] = counts.get(digest, 0) + int(count)
+    return counts
 
 
 def _decode_path(type_: type, value: object) -> object:
@@ -129,4 +155,4 @@ def server_id_of(state_dir: Path) -> str:
     return server_id
 
 
-__all__ = ["Config", "load_config", "server_id_of"]
+__all__ = ["Config", "load_config", "parse_pool", "server_id_of"]

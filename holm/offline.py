@@ -81,7 +81,8 @@ async def replay_entries(
         if strict
         else ForkPolicy()
     )
-    config = msgspec.structs.replace(config, storage_backend="memory", jobs="inline")
+    # One box, made once: a warm pool would only boot spares nobody takes.
+    config = msgspec.structs.replace(config, storage_backend="memory", jobs="inline", pool={})
     engine = Engine(config, MemoryStore(), runtimes, server_id=server_id)
     try:
         box = await engine.create_box(plan.origin.spec, placement)

@@ -93,6 +93,23 @@ class Runtime(Protocol):
     async def close(self) -> None: ...
 
 
+@runtime_checkable
+class SpareBoxes(Protocol):
+    """A runtime that can keep boxes started before anyone asks for them (the warm pool).
+    A spare is listed with `spare` set until it is claimed, so that a restarted server
+    removes it rather than adopt it as someone's box."""
+
+    async def create_spare(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+        """Bring a spare up, as `create` brings a box up."""
+        ...
+
+    async def claim(self, box_id: str, placement: Placement) -> Started:
+        """The spare becomes a box as `create` would have made it, with `placement` (its
+        lifetime is the taker's); from then on it is listed as any box. `NotFound` when
+        there is no such spare, `Transport` when its processes ended."""
+        ...
+
+
 # A build's progress, one line at a time.
 Progress = Callable[[str], None]
 
@@ -112,4 +129,4 @@ class ImageBuilder(Protocol):
     async def remove_image(self, digest: str) -> None: ...
 
 
-__all__ = ["Desktop", "ImageBuilder", "Progress", "Runtime"]
+__all__ = ["Desktop", "ImageBuilder", "Progress", "Runtime", "SpareBoxes"]

@@ -11,6 +11,9 @@
   or keeps nothing across restarts (the memory store): a new trace that starts with
   `adopted`, carrying the spec and placement the runtime kept.
 - A box the log says was removed but the runtime still has: removed from the runtime.
+- A spare of the warm pool (`pool.py`) this server left: removed, never adopted; a box whose
+  trace starts with a spare's ID but that the runtime still lists as spare (the server
+  stopped while taking it) is `box_failed` as any box stopped while starting.
 """
 
 from __future__ import annotations
@@ -54,8 +57,12 @@ async def reconcile(engine: Engine) -> None:
             continue
         mine = [box for box in listed if box.server_id in (None, engine.server_id)]
         for box in mine:
-            await _settle_listed(engine, runtime, box)
-        have = {box.box_id for box in listed}
+            if box.spare:
+                await _remove_spare(runtime, box.box_id)
+            else:
+                await _settle_listed(engine, runtime, box)
+        # A spare is no one's box, even under the ID of a box whose claim the stop broke.
+        have = {box.box_id for box in listed if not box.spare}
         for state in engine.boxes():
             if state.runtime != name or state.id in have or state.state == "failed":
                 continue
@@ -64,6 +71,13 @@ async def reconcile(engine: Engine) -> None:
                 await engine.journal.append(state.id, [failed])
             else:
                 await engine.remove(state.id, LOST_REASON, lost=True)
+
+
+async def _remove_spare(runtime: Runtime, box_id: str) -> None:
+    """A spare of the warm pool left by a server that did not stop cleanly: its pool is
+    gone with that server."""
+    with contextlib.suppress(HolmError):
+        await boundary(runtime.delete(box_id), "removing a spare box")
 
 
 async def _settle_listed(engine: Engine, runtime: Runtime, box: RuntimeBox) -> None:

@@ -79,6 +79,7 @@ from .catalog import catalog_names, known_app
 from .guards import boundary
 from .jobs import JobQueue
 from .journal import Journal, entry, now_ms, stored
+from .pool import pool_of
 from .reaper import every, reap
 from .recording import recorded_alone
 from .watcher import FrameWatchers
@@ -118,6 +119,7 @@ class Engine:
         self._box_locks: dict[str, asyncio.Lock] = {}
         self._screen_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._loops: list[asyncio.Task[None]] = []
+        self.pool = pool_of(config.pool, self.runtimes.get(config.default_runtime), new_box_id)
 
     # Start and stop
 
@@ -130,6 +132,10 @@ class Engine:
         for state in self.journal.states():
             if not state.removed and state.state == "ready":
                 self.watchers.start(state.id)
+        if self.pool is not None:
+            # The specs the pool names by digest that this server has seen boxes of.
+            for spec in [Spec(), *(s.spec for s in self.journal.states() if s.spec)]:
+                self.pool.learn(spec)
         if self.config.schedule == "internal":
             self.jobs.serve()
             self._loops = [
@@ -138,6 +144,8 @@ class Engine:
             ]
 
     async def close(self) -> None:
+        if self.pool is not None:
+            await self.pool.close()
         for task in self._loops:
             task.cancel()
         for task in self._loops:
@@ -222,8 +230,25 @@ class Engine:
     ) -> BoxState:
         """Record `box_created` (and `forked_from` when given), then start the box. Answers
         the ready box; with queued jobs, the `starting` box at once. A runtime's refusal
-        is recorded as `box_failed` and raised."""
-        box_id = await self.record_box(spec, placement, owner=owner, forked_from=forked_from)
+        is recorded as `box_failed` and raised. A box the warm pool has a spare for is
+        that spare, ready at once, under the spare's (new, unused) box ID."""
+        spare = None
+        if self.pool is not None and forked_from is None:
+            self.pool.learn(spec)
+            spare = self.pool.take(spec, self._placed(spec, placement)[1])
+        try:
+            box_id = await self.record_box(
+                spec, placement, owner=owner, forked_from=forked_from, box_id=spare
+            )
+        except BaseException:
+            if self.pool is not None and spare is not None:
+                await self.pool.discard(spare)
+            raise
+        if self.pool is not None and spare is not None:
+            started = await self.pool.claim(box_id, (await self.box(box_id)).placement)
+            if started is not None:
+                await self._record_started(box_id, self.pool.runtime, started)
+                return await self.box(box_id)
         if not self.queue(f"launch {box_id}", lambda: self._bring_up(box_id)):
             await self._bring_up(box_id)
         return await self.box(box_id)
@@ -235,17 +260,12 @@ class Engine:
         *,
         owner: str | None = None,
         forked_from: tuple[str, int | None] | None = None,
+        box_id: str | None = None,
     ) -> str:
-        """Check and record a new box without starting it (`start_recorded` does)."""
-        problems = validate_spec(spec) + validate_placement(placement)
-        if problems:
-            raise BadRequest("; ".join(problems))
-        runtime = self._runtime_named(placement.runtime or self.config.default_runtime)
-        _check_can(runtime, spec, placement)
-        # The placement is kept with its runtime named, so a fork or a relaunch lands on the
-        # same runtime even if the server's default changes.
-        placement = msgspec.structs.replace(placement, runtime=runtime.name)
-        box_id = new_box_id()
+        """Check and record a new box without starting it (`start_recorded` does); under
+        `box_id` when given (a spare's), else a new one."""
+        runtime, placement = self._placed(spec, placement)
+        box_id = box_id or new_box_id()
         lifetime = placement.expires_after_secs or DEFAULT_LIFETIME_SECS
         created = entry(
             BoxCreated,
@@ -264,6 +284,17 @@ class Engine:
             entries.append(entry(ForkedFrom, "agent", source=source, up_to=up_to))
         await self.journal.append(box_id, entries)
         return box_id
+
+    def _placed(self, spec: Spec, placement: Placement) -> tuple[Runtime, Placement]:
+        """Check a new box's spec and placement; answer its runtime and its placement
+        with that runtime named, as it is kept (so a fork or a relaunch lands on the same
+        runtime even if the server's default changes)."""
+        problems = validate_spec(spec) + validate_placement(placement)
+        if problems:
+            raise BadRequest("; ".join(problems))
+        runtime = self._runtime_named(placement.runtime or self.config.default_runtime)
+        _check_can(runtime, spec, placement)
+        return runtime, msgspec.structs.replace(placement, runtime=runtime.name)
 
     async def start_recorded(self, box_id: str) -> BoxState:
         """Start a box `record_box` recorded; a refusal is recorded as `box_failed`."""

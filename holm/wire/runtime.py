@@ -53,6 +53,8 @@ class RuntimeBox(msgspec.Struct, kw_only=True):
     spec: Spec | None = None
     placement: Placement | None = None
     created_at_ms: int | None = None
+    # A box started for the warm pool and not taken yet: no one's box, never adopted.
+    spare: bool = False
 
 
 class FrameResult(msgspec.Struct, kw_only=True):

@@ -56,6 +56,8 @@ class BoxRecord(msgspec.Struct, kw_only=True):
     net_start: int | None = None
     # Where that pasta writes its pid, until holmd has read it.
     net_pidfile: str | None = None
+    # Started for the warm pool and not claimed yet (runtime.SpareBoxes).
+    spare: bool = False
 
 
 _encoder = msgspec.json.Encoder()

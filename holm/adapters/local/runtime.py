@@ -149,6 +149,29 @@ class LocalRuntime:
     # Lifecycle
 
     async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+        return await self._create(box_id, spec, placement, spare=False)
+
+    async def create_spare(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+        return await self._create(box_id, spec, placement, spare=True)
+
+    async def claim(self, box_id: str, placement: Placement) -> Started:
+        async with self._locks.lifecycle(box_id):
+            paths, record = self._record(box_id)
+            if not record.spare:
+                raise NotFound(f"the local runtime has no spare box {box_id}")
+            if self._box_state(record) != "running":
+                raise Transport(f"the spare box {box_id} is not running", retryable=False)
+            # Its folder, displays and processes stay as they are: only whose box it is
+            # changes, and from when its lifetime counts.
+            record.spare = False
+            record.placement = placement
+            record.created_at_ms = _now_ms()
+            await _in_thread(write_record, paths.record, record)
+            return self._started(paths, record)
+
+    async def _create(
+        self, box_id: str, spec: Spec, placement: Placement, *, spare: bool
+    ) -> Started:
         self._refuse(box_id, spec, placement)
         paths = BoxPaths(self.boxes_dir, box_id)
         record = BoxRecord(
@@ -157,6 +180,7 @@ class LocalRuntime:
             placement=placement,
             server_id=self.server_id,
             created_at_ms=_now_ms(),
+            spare=spare,
         )
         async with self._locks.lifecycle(box_id):
             await _in_thread(self._make_folder, paths, record)
@@ -214,6 +238,7 @@ class LocalRuntime:
                 spec=r.spec,
                 placement=r.placement,
                 created_at_ms=r.created_at_ms,
+                spare=r.spare,
             )
             for r in records
         ]
@@ -321,6 +346,9 @@ class LocalRuntime:
             await _in_thread(write_record, paths.record, record)
         desktop = await self._await_ready(paths, record, proc)
         self._desktops.keep(record.box_id, desktop)
+        return self._started(paths, record)
+
+    def _started(self, paths: BoxPaths, record: BoxRecord) -> Started:
         screens = record.spec.desktop.screens
         devtools = f"unix:{paths.run / 'devtools.sock'}" if self.chromium else None
         return Started(

@@ -133,6 +133,7 @@ class MemoryBox:
         self.cookies: list[r.Cookie] = []
         self.desktop = MemoryDesktop(self)
         self.max_sleep_secs: float | None = None
+        self.spare = False
 
     async def sleep(self, seconds: float) -> None:
         cap = self.max_sleep_secs
@@ -195,6 +196,19 @@ class MemoryRuntime:
         box.max_sleep_secs = self.max_sleep_secs
         return self._started(box_id)
 
+    async def create_spare(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+        started = await self.create(box_id, spec, placement)
+        self.world.boxes[box_id].spare = True
+        return started
+
+    async def claim(self, box_id: str, placement: Placement) -> Started:
+        box = self._box(box_id)
+        if not box.spare:
+            raise NotFound(f"the {self.name} runtime has no spare box {box_id}")
+        box.spare, box.placement = False, placement
+        box.created_at_ms = int(time.time() * 1000)
+        return self._started(box_id)
+
     def _started(self, box_id: str) -> Started:
         box = self._box(box_id)
         return Started(viewer_urls=[f"memory:{box_id}/{i}" for i in range(len(box.screens))])
@@ -231,6 +245,7 @@ class MemoryRuntime:
                 spec=box.spec,
                 placement=box.placement,
                 created_at_ms=box.created_at_ms,
+                spare=box.spare,
             )
             for box in self.world.boxes.values()
         ]

@@ -1,0 +1,104 @@
+"""The warm pool: `POST /v1/boxes` → a `ready` answer, for a box taken from the pool and
+for a cold one of the same spec (the default: 1280×800 with Chromium), p50 over N each, one
+after the other, through holmd's app (HTTP on 127.0.0.1, the durable local store, real
+local boxes). Figures of the run before (kept in ~/.cache/holm-bench/pool.json) are printed
+beside the new ones.
+
+    .venv/bin/python bench/pool.py [N] [DISPLAY_BASE]      (default 5 boxes, displays :520…)
+
+Cold boxes come first, from a server without a pool; then a server with HOLM_POOL=default:1,
+whose spare is waited for before each create (a refill boots while the next is measured
+only in real use, where creates come faster than boots).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from holm.adapters.local.runtime import LocalRuntime
+from holm.config import load_config, parse_pool, server_id_of
+from holm.events import LocalStore
+from holm.http.app import create_app
+from holm.http.routing import SLOT
+
+LAST = Path.home() / ".cache" / "holm-bench" / "pool.json"
+CONFIRM = {"x-holm-confirm-delete": "true"}
+
+
+async def creates(state: Path, display_base: int, n: int, pool: str) -> list[float]:
+    """Seconds from `POST /v1/boxes` to its `ready` answer, for `n` boxes in turn."""
+    config = load_config(
+        {},
+        state_dir=str(state),
+        storage_backend="local",
+        default_runtime="local",
+        server_auth="none",
+        schedule="external",
+        pool=parse_pool(pool),
+    )
+    store = LocalStore(state)
+    runtime = LocalRuntime(
+        state / "boxes", server_id_of(state), display_base=display_base, display_count=20
+    )
+    app = create_app(config, runtimes={"local": runtime}, store=store)
+    client = TestClient(TestServer(app))
+    await client.start_server()
+    took = []
+    try:
+        engine = app[SLOT].engine
+        assert engine is not None
+        pool_of = engine.pool
+        for _ in range(n):
+            if pool_of is not None:
+                await pool_of.filled()
+            began = time.perf_counter()
+            answer = await client.post("/v1/boxes", json={})
+            body: dict[str, Any] = await answer.json()
+            took.append(time.perf_counter() - began)
+            assert body["state"] == "ready", body
+            await client.delete(f"/v1/boxes/{body['id']}", headers=CONFIRM)
+    finally:
+        await client.close()
+        await runtime.close()
+        await store.close()
+    return took
+
+
+def ms(seconds: float | None) -> str:
+    return "—".rjust(10) if seconds is None else f"{seconds * 1000:7.1f} ms"
+
+
+async def main(n: int, display_base: int) -> None:
+    state = Path(tempfile.mkdtemp(prefix="hpool-", dir="/tmp"))
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average before: {load} ({os.cpu_count()} cpus; others' work counts in it)")
+    try:
+        cold = await creates(state / "cold", display_base, n, "")
+        pooled = await creates(state / "pooled", display_base, n, "default:1")
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    now = {"pooled": statistics.median(pooled), "cold": statistics.median(cold)}
+    before: dict[str, float] = json.loads(LAST.read_text()) if LAST.exists() else {}
+    print(f"POST /v1/boxes → ready, p50 of {n}    this run   run before")
+    for name, label in (("pooled", "pooled (goal ≤ 100 ms)"), ("cold", "cold")):
+        print(f"  {label:<30} {ms(now[name])}   {ms(before.get(name))}")
+    spread = f"{ms(min(pooled)).strip()} to {ms(max(pooled)).strip()}"
+    print(f"  pooled, min to max             {spread}")
+    LAST.parent.mkdir(parents=True, exist_ok=True)
+    LAST.write_text(json.dumps(now))
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    asyncio.run(main(int(args[0]) if args else 5, int(args[1]) if len(args) > 1 else 520))
