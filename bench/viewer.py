@@ -1,29 +1,42 @@
 """Figures of the viewer relay on a real local box. Prints, asserts nothing.
 
-    PYTHONPATH=$PWD .venv/bin/python bench/viewer.py [--rounds 30]
+    .venv/bin/python bench/viewer.py [--rounds 30] [--seconds 5]
 
+holmd runs in its own process (bench/http_api.py's server: the local runtime, Chromium on
+the screen, 127.0.0.1), so the relay does not share a core's time with this client:
 - ticket to first frame: POST …/viewer/ticket, open the socket, RFB handshake, and one
   whole 1280x800 raw framebuffer update, p50;
-- full-screen raw updates per second (non-incremental requests, one after the other)
-  through holmd's WebSocket relay, beside the same directly on x11vnc's Unix socket.
+- frames a viewer receives per second while the page animates (incremental update
+  requests, the next sent as each update arrives, as a VNC viewer does), through holmd's
+  WebSocket relay and straight on x11vnc's Unix socket, one after the other in one run;
+- whole-screen raw updates per second (non-incremental requests), both ways.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import shutil
+import signal
 import statistics
 import struct
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from urllib.parse import quote
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests" / "http")]
+BENCH = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
 import aiohttp  # noqa: E402
-from local_kit import LocalServer  # noqa: E402
+from http_api import CONFIRM, DISPLAY_BASE, _end_boxes, _free_port  # noqa: E402
+
+from holm.adapters.local.runtime import LocalRuntime  # noqa: E402
 
 Recv = Callable[[int], Awaitable[bytes]]
 Send = Callable[[bytes], Awaitable[None]]
@@ -47,7 +60,12 @@ async def handshake(recv: Recv, send: Send) -> tuple[int, int]:
 
 
 async def full_update(recv: Recv, send: Send, width: int, height: int) -> None:
-    await send(b"\x03\x00" + struct.pack(">HHHH", 0, 0, width, height))
+    await update(recv, send, b"\x03\x00" + struct.pack(">HHHH", 0, 0, width, height))
+
+
+async def update(recv: Recv, send: Send, request: bytes) -> None:
+    """Send an update request and read the update it gets (raw rectangles)."""
+    await send(request)
     while True:
         kind = (await recv(1))[0]
         if kind == 0:
@@ -104,19 +122,73 @@ async def updates_per_second(recv: Recv, send: Send, rounds: int) -> float:
     return rounds / (time.perf_counter() - began)
 
 
-async def main(rounds: int) -> None:
-    server = LocalServer()
+ANIMATION = "data:text/html," + quote(
+    "<title>Animation</title><body style='margin:0'><canvas id=c width=640 height=400>"
+    "</canvas><script>const g = c.getContext('2d'); let n = 0;"
+    "(function f() { g.fillStyle = `hsl(${n++ % 360},80%,50%)`; g.fillRect(0, 0, 640, 400);"
+    "requestAnimationFrame(f); })();</script>"
+)
+
+
+async def frames_per_second(recv: Recv, send: Send, seconds: float) -> float:
+    """Updates received per second while the screen changes: each incremental request
+    sent as the last update arrives."""
+    width, height = await handshake(recv, send)
+    await full_update(recv, send, width, height)
+    incremental = b"\x03\x01" + struct.pack(">HHHH", 0, 0, width, height)
+    frames, began = 0, time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        await update(recv, send, incremental)
+        frames += 1
+    return frames / (time.perf_counter() - began)
+
+
+def main(rounds: int, seconds: float) -> None:
+    state_dir = Path(tempfile.mkdtemp(prefix="h5v-bench-", dir="/tmp"))
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(BENCH / "http_api.py"),
+            "--serve",
+            str(state_dir),
+            str(port),
+            "--chromium",
+        ],
+        start_new_session=True,
+    )
     try:
-        client = await server.start()
-        box = (await (await client.post("/v1/boxes", json={"spec": {}})).json())["id"]
+        print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        asyncio.run(measure(f"http://127.0.0.1:{port}", state_dir, rounds, seconds))
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+        _end_boxes(state_dir)
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+async def measure(base: str, state_dir: Path, rounds: int, seconds: float) -> None:
+    async with aiohttp.ClientSession(base) as client:
+        for _ in range(300):
+            with contextlib.suppress(aiohttp.ClientError):
+                async with client.get("/v1/health") as response:
+                    if response.status == 200:
+                        break
+            await asyncio.sleep(0.1)
+        box = (await (await client.post("/v1/boxes", json={})).json())["id"]
         ticket_path = f"/v1/boxes/{box}/screens/0/viewer/ticket"
+        socket_path = f"/v1/boxes/{box}/screens/0/viewer/socket"
+
+        async def relayed() -> aiohttp.ClientWebSocketResponse:
+            ticket = (await (await client.post(ticket_path, json={})).json())["ticket"]
+            return await client.ws_connect(
+                f"{socket_path}?ticket={ticket}&mode=view", protocols=("binary",)
+            )
+
         firsts = []
         for _ in range(max(5, rounds // 3)):
             began = time.perf_counter()
-            ticket = (await (await client.post(ticket_path, json={})).json())["ticket"]
-            ws = await client.ws_connect(
-                f"/v1/boxes/{box}/screens/0/viewer/socket?ticket={ticket}", protocols=("binary",)
-            )
+            ws = await relayed()
             recv, send = ws_transport(ws)
             width, height = await handshake(recv, send)
             await full_update(recv, send, width, height)
@@ -125,23 +197,43 @@ async def main(rounds: int) -> None:
         p50 = statistics.median(firsts) * 1000
         print(f"ticket to first frame ({width}x{height} raw): p50 {p50:.1f} ms")
 
-        ticket = (await (await client.post(ticket_path, json={})).json())["ticket"]
-        ws = await client.ws_connect(
-            f"/v1/boxes/{box}/screens/0/viewer/socket?ticket={ticket}", protocols=("binary",)
-        )
-        relayed = await updates_per_second(*ws_transport(ws), rounds)
+        runtime = LocalRuntime(state_dir / "boxes", "bench-viewer", display_base=DISPLAY_BASE)
+        vnc = await runtime.viewer_socket(box, 0)
+
+        async def direct() -> tuple[Recv, Send, asyncio.StreamWriter]:
+            reader, writer = await asyncio.open_unix_connection(str(vnc), limit=1 << 22)
+            return *unix_transport(reader, writer), writer
+
+        body = {"actions": [{"type": "open_url", "url": ANIMATION}]}
+        await client.post(f"/v1/boxes/{box}/screens/0/actions", json=body)
+        ws = await relayed()
+        through = await frames_per_second(*ws_transport(ws), seconds)
         await ws.close()
-        assert server.runtime is not None
-        path = await server.runtime.viewer_socket(box, 0)
-        reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 20)
-        direct = await updates_per_second(*unix_transport(reader, writer), rounds)
+        recv, send, writer = await direct()
+        straight = await frames_per_second(recv, send, seconds)
         writer.close()
-        print(f"full-screen raw updates/s: relay {relayed:.1f}, direct {direct:.1f}")
-    finally:
-        await server.remove_everything()
+        print(
+            f"frames/s while the page animates: relay {through:.1f}, direct {straight:.1f} "
+            f"({through / straight * 100:.0f} %)"
+        )
+
+        ws = await relayed()
+        whole_relayed = await updates_per_second(*ws_transport(ws), rounds)
+        await ws.close()
+        recv, send, writer = await direct()
+        whole_direct = await updates_per_second(recv, send, rounds)
+        writer.close()
+        print(
+            f"whole-screen raw updates/s: relay {whole_relayed:.1f}, direct {whole_direct:.1f} "
+            f"({whole_relayed / whole_direct * 100:.0f} %)"
+        )
+        await runtime.close()
+        await client.delete(f"/v1/boxes/{box}", headers=CONFIRM)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=30)
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument("--seconds", type=float, default=5)
+    args = parser.parse_args()
+    main(args.rounds, args.seconds)
