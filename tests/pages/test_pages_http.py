@@ -12,6 +12,7 @@ import pytest_asyncio
 from http_kit import Client, error_of, ok_json, trace_entries
 from local_kit import LocalServer, client_of, started
 from page_kit import page, site_actions
+from playwright.async_api import async_playwright
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
@@ -228,13 +229,21 @@ async def test_a_devtools_address_relays_to_the_box_until_it_expires(
         )
         answer = await ws.receive_json()
         assert answer["result"]["result"]["value"] == "Relayed"
-    await error_of(await client.get("/v1/cdp/not-a-token/json/version"), 404, "not_found")
+    await error_of(await client.get("/v1/cdp/not-a-token/json/version"), 401, "denied")
+    # Playwright's own client, as a user's tool would use the address.
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.connect_over_cdp(address["url"])
+        titles = [await p.title() for c in browser.contexts for p in c.pages]
+        assert "Relayed" in titles
+        # Only the client disconnects: the box's Chromium goes on.
+        await browser.close()
+    assert (await client.get(f"{prefix}/json/version")).status == 200
 
     short = await ok_json(await client.post(f"/v1/boxes/{box}/cdp", params={"ttl_secs": "1"}))
     short_prefix = short["url"].removeprefix(f"http://{host}")
 
     async def expired() -> bool:
-        return (await client.get(f"{short_prefix}/json/version")).status == 404
+        return (await client.get(f"{short_prefix}/json/version")).status == 401
 
     assert await until(expired, tries=50, pause=0.1)
     too_long = await client.post(f"/v1/boxes/{box}/cdp", params={"ttl_secs": "86401"})

@@ -22,9 +22,10 @@ import msgspec
 from aiohttp import web
 
 from holm.engine import guards
-from holm.errors import NotFound, Unavailable, Unsupported
+from holm.errors import Unavailable, Unsupported
 from holm.wire.api import CdpAddress, CdpQuery
 
+from ..middlewares import Unauthorized
 from ..routing import Route, engine_of, json_response, query_of
 
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=30)
@@ -56,7 +57,9 @@ class Grants:
         grant = self._grants.get(token)
         if grant is None or grant.expires_at_ms <= int(time.time() * 1000):
             self._grants.pop(token, None)
-            raise NotFound("no such DevTools address (unknown or expired)")
+            # The token is the credential: a wrong one is a wrong credential (401), the
+            # same for one that never was and one that expired.
+            raise Unauthorized("no such DevTools address (unknown or expired token)")
         return grant
 
 
