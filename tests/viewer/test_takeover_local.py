@@ -151,9 +151,9 @@ async def test_the_trace_page_shows_the_takeover_and_the_frames(
     assert "default-src 'none'" in page.headers["Content-Security-Policy"]
     text = await page.text()
     entries = await trace_entries(client, box)
-    assert text.count("<tr class=") == len(entries)
-    assert "takeover_started" in text and 'class="person taken"' in text
-    assert "data:image/png;base64," in text and "<script" not in text
+    assert text.count(" data-seq=") == len(entries)
+    assert "takeover_started" in text and 'class="row person taken"' in text
+    assert 'id="frames">["' in text and text.count("<script") == 2
     await error_of(await client.get("/v1/boxes/box_none/trace/view"), 404, "not_found")
 
 
