@@ -205,3 +205,27 @@ async def test_a_dialog_the_page_opens_on_its_own_is_answered(desktop: Desktop) 
     else:
         raise AssertionError("the page's dialog was never seen")
     assert done == r.DialogDone(accepted=False, kind="confirm", message="later")
+
+
+MOVES = page(
+    "<title>Moves</title><button style='position:absolute;left:20px;top:20px'>Start</button>"
+    "<button style='position:absolute;left:700px;top:500px'>Goal</button>"
+    "<script>window.moves = []; addEventListener('mousemove', e => "
+    "moves.push([e.clientX, e.clientY]));</script>"
+)
+
+
+async def test_page_pointer_motion_follows_the_desktop_s_paths(desktop: Desktop) -> None:
+    await desktop.act(0, a.OpenUrl(url=MOVES))
+    paths = []
+    for motion, seed in (("instant", None), ("human", 7), ("human", 7), ("human", 8)):
+        await on(desktop, a.HoverOp(query="button Start"))
+        await desktop.act(0, a.Evaluate(what=a.EvaluateWhat(expression="moves.length = 0")))
+        await on(desktop, a.ClickOp(query="button Goal", motion=motion, seed=seed))
+        got = await desktop.act(0, a.Evaluate(what=a.EvaluateWhat(expression="moves")))
+        paths.append([tuple(point) for point in expect(got, r.Evaluated).value])
+    instant, human, again, other = paths
+    assert len(instant) == 1 and len(human) > 10
+    # The same seed from the same place: the same path; another seed: another.
+    assert human == again and human != other
+    assert human[-1] == instant[-1]

@@ -38,6 +38,9 @@ class Cdp:
         # (a `dialog` action), the page runs no script.
         self.dialog: dict[str, Any] | None = None
         self.tab_url = ""
+        # Where the last pointer command left the pointer (CSS pixels): a path with motion
+        # starts there.
+        self.pointer = (0, 0)
         # One operation at a time on a page: each reads the events since it began.
         self.lock = asyncio.Lock()
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}

@@ -23,10 +23,12 @@ import aiohttp
 import msgspec
 
 from holm.adapters.agent.cdp_session import COMMAND_TIMEOUT_S, Cdp, thrown
+from holm.adapters.agent.motion import plan as motion_plan
 from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.results import PageOpened, Tab, TabDone
+from holm.wire.values import Motion
 
 LOAD_TIMEOUT_S = 30.0
 _TWO_FRAMES = {
@@ -691,17 +693,56 @@ async def _on_last(cdp: Cdp, body: str, **args: object) -> Any:
     return await cdp.run("const el = H.last; " + body, **args)
 
 
-async def _click_at(cdp: Cdp, found: dict[str, Any], button: str, clicks: int, mods: int) -> None:
+async def _click_at(
+    cdp: Cdp,
+    found: dict[str, Any],
+    button: str,
+    clicks: int,
+    mods: int,
+    motion: Motion = "instant",
+    seed: int | None = None,
+) -> None:
     if not found.get("visible", True):
         # An element with no box (a hidden checkbox styled by its label) takes a DOM click.
         await _on_last(cdp, "el.click(); return null;")
         return
     x, y = _centre(found)
-    moves = [cdp.mouse("mouseMoved", x, y)]
+    moves = await _move(cdp, (x, y), motion, seed)
     for count in range(1, clicks + 1):
         moves.append(cdp.mouse("mousePressed", x, y, button, count, mods))
         moves.append(cdp.mouse("mouseReleased", x, y, button, count, mods))
     await cdp.calls(moves)
+
+
+Command = tuple[str, dict[str, Any]]
+
+
+async def _move(
+    cdp: Cdp,
+    to: tuple[float, float],
+    motion: Motion,
+    seed: int | None,
+    button: str = "none",
+) -> list[Command]:
+    """Move the page's pointer to `to` along `motion`'s path from where it last was (the
+    same paths as the desktop's pointer, `motion.py`): the moves that pause are made here,
+    and the last ones are returned, for the caller to send with what follows."""
+    if motion == "instant":
+        moves = [cdp.mouse("mouseMoved", *to, button)]
+    else:
+        metrics = await cdp.call("Page.getLayoutMetrics")
+        view = metrics.get("cssLayoutViewport") or metrics.get("layoutViewport") or {}
+        bounds = (int(view.get("clientWidth", 1 << 15)), int(view.get("clientHeight", 1 << 15)))
+        end = (round(to[0]), round(to[1]))
+        moves = []
+        for step in motion_plan(cdp.pointer, end, motion, seed, bounds):
+            moves.append(cdp.mouse("mouseMoved", step.x, step.y, button))
+            if step.pause_ms:
+                await cdp.calls(moves)
+                moves = []
+                await asyncio.sleep(step.pause_ms / 1000)
+    cdp.pointer = (round(to[0]), round(to[1]))
+    return moves
 
 
 _EDIT = """
@@ -759,20 +800,26 @@ async def _element_op(cdp: Cdp, what: a.ElementOp) -> r.ElementDone:
     match what:
         case a.ClickOp(query=query, exact=exact, button=button, double=double, new_tab=new):
             found = await _find(cdp, query, exact)
-            await _click_at(cdp, found, _BUTTONS[button], 2 if double else 1, 2 if new else 0)
-        case a.HoverOp(query=query, exact=exact):
+            clicks, mods = 2 if double else 1, 2 if new else 0
+            await _click_at(cdp, found, _BUTTONS[button], clicks, mods, what.motion, what.seed)
+        case a.HoverOp(query=query, exact=exact, motion=motion, seed=seed):
             found = await _find(cdp, query, exact)
-            await cdp.calls([cdp.mouse("mouseMoved", *_centre(found))])
-        case a.DragOp(from_=start, to=end, exact=exact, button=button):
+            await cdp.calls(await _move(cdp, _centre(found), motion, seed))
+        case a.DragOp(from_=start, to=end, exact=exact, button=button, motion=motion, seed=seed):
             target = await _find(cdp, end, exact)
             found = await _find(cdp, start, exact)
             (x0, y0), (x1, y1) = _centre(found), _centre(target)
-            moves = [cdp.mouse("mouseMoved", x0, y0), cdp.mouse("mousePressed", x0, y0, button, 1)]
-            for step in range(1, 11):
-                t = step / 10
-                moves.append(
-                    cdp.mouse("mouseMoved", x0 + (x1 - x0) * t, y0 + (y1 - y0) * t, button)
-                )
+            moves = await _move(cdp, (x0, y0), motion, seed)
+            moves.append(cdp.mouse("mousePressed", x0, y0, button, 1))
+            if motion == "instant":
+                # Steps between the ends, as a drag and drop of the page waits for moves.
+                for step in range(1, 10):
+                    t = step / 10
+                    moves.append(
+                        cdp.mouse("mouseMoved", x0 + (x1 - x0) * t, y0 + (y1 - y0) * t, button)
+                    )
+            await cdp.calls(moves)
+            moves = await _move(cdp, (x1, y1), motion, seed, button)
             moves.append(cdp.mouse("mouseReleased", x1, y1, button, 1))
             await cdp.calls(moves)
         case a.FocusOp(query=query, exact=exact):
