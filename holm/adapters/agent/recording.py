@@ -76,10 +76,9 @@ def ffmpeg_argv(display: str, width: int, height: int, fps: int, path: Path) -> 
 
 
 class _Running:
-    def __init__(self, proc: subprocess.Popen[bytes], view: Recording, log_path: Path) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], view: Recording) -> None:
         self.proc = proc
         self.view = view
-        self.log_path = log_path
 
 
 class Recorder:
@@ -116,68 +115,43 @@ class Recorder:
             if shutil.which("ffmpeg", path=env.get("PATH")) is None:
                 raise Unsupported(FFMPEG_MISSING)
             self.folder.mkdir(parents=True, exist_ok=True)
-            started_ms = int(time.time() * 1000)
-            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(started_ms / 1000))
-            path = self.folder / f"screen{self.screen}-{stamp}-{started_ms % 1000:03d}.mp4"
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+            path = self.folder / f"screen{self.screen}-{stamp}-{time.time_ns() % 10**9:09d}.mp4"
             log_path = self.run_dir / f"ffmpeg-{self.screen}.log"
-            proc = processes.spawn(
-                ffmpeg_argv(display, width, height, fps, path), env=env, log_path=log_path
-            )
+            argv = ffmpeg_argv(display, width, height, fps, path)
+            proc = processes.spawn(argv, env=env, log_path=log_path)
+            try:
+                _wait_started(self.screen, proc, path, log_path)
+            except Failed:
+                processes.forget(proc)
+                path.unlink(missing_ok=True)
+                raise
             view = Recording(
                 recording=True,
                 path=str(path),
                 fps=fps,
                 width=width - width % 2,
                 height=height - height % 2,
-                started_at_ms=started_ms,
+                # From its first frame, as near as can be told: the video's own start.
+                started_at_ms=int(time.time() * 1000),
             )
-            running = _Running(proc, view, log_path)
-            self._wait_started(running, path)
-            self._running = running
+            self._running = _Running(proc, view)
             return view
-
-    def _wait_started(self, running: _Running, path: Path) -> None:
-        """Until the MP4's header is written; a failure to start names ffmpeg's words."""
-        deadline = time.monotonic() + START_S
-        while not (path.exists() and path.stat().st_size > 0):
-            if running.proc.poll() is not None:
-                self._ended(running)
-                why = processes.log_tail(running.log_path) or "no message"
-                raise Failed(f"ffmpeg could not record screen {self.screen}: {why}")
-            if time.monotonic() > deadline:
-                self._end(running)
-                self._ended(running)
-                raise Failed(
-                    f"ffmpeg did not start recording screen {self.screen} in {START_S:.0f} s"
-                )
-            time.sleep(0.02)
 
     def stop(self) -> Recording:
         with self._lock:
             running = self._running
             if running is None:
                 raise Failed(f"screen {self.screen} is not recording")
-            self._end(running)
+            _end(running.proc)
             return self._ended(running)
 
     def close(self) -> None:
         """End the running recording, if any, as a stop does (the box is ending)."""
         with self._lock:
             if self._running is not None:
-                self._end(self._running)
+                _end(self._running.proc)
                 self._ended(self._running)
-
-    def _end(self, running: _Running) -> None:
-        """SIGINT, so ffmpeg writes its last fragment; SIGKILL when it takes too long (the
-        fragments written before stay playable)."""
-        proc = running.proc
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(STOP_S)
-            except subprocess.TimeoutExpired:
-                processes.kill_group(proc.pid)
-                proc.wait()
 
     def _ended(self, running: _Running) -> Recording:
         """The recording as it ended: at its file's last write, which is when ffmpeg ended
@@ -199,3 +173,28 @@ class Recorder:
             stopped_at_ms=stopped_ms,
         )
         return self._last
+
+
+def _wait_started(screen: int, proc: subprocess.Popen[bytes], path: Path, log_path: Path) -> None:
+    """Until the MP4's header is written; a failure to start says ffmpeg's last words."""
+    deadline = time.monotonic() + START_S
+    while not (path.exists() and path.stat().st_size > 0):
+        if proc.poll() is not None:
+            why = processes.log_tail(log_path) or "no message"
+            raise Failed(f"ffmpeg could not record screen {screen}: {why}")
+        if time.monotonic() > deadline:
+            _end(proc)
+            raise Failed(f"ffmpeg did not start recording screen {screen} in {START_S:.0f} s")
+        time.sleep(0.02)
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT, so ffmpeg writes its last fragment; SIGKILL when it takes too long (the
+    fragments written before stay playable)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(STOP_S)
+        except subprocess.TimeoutExpired:
+            processes.kill_group(proc.pid)
+            proc.wait()
