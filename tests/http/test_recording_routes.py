@@ -80,3 +80,17 @@ async def test_the_default_features_and_video_named_record(client: Client) -> No
     batch = {"actions": [{"type": "record", "what": {"do": "start"}}]}
     done = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/actions", json=batch))
     assert done["results"][0]["ok"] and done["results"][0]["value"]["recording"]
+
+
+async def test_a_fork_starts_and_stops_a_recording_of_its_own(client: Client) -> None:
+    box = await new_box(client)
+    url = RECORDING.format(box=box)
+    await ok_json(await client.post(url, json={"fps": 3}))
+    await ok_json(await client.delete(url))
+    forked = await ok_json(await client.post(f"/v1/boxes/{box}/fork", json={}))
+    assert (forked["replay"]["attempted"], forked["replay"]["ok"]) == (2, 2)
+    fork = forked["box"]["id"]
+    acted = [e for e in await trace_entries(client, fork) if e["kind"] == "acted"]
+    assert [e["action"]["what"] for e in acted] == [{"do": "start", "fps": 3}, {"do": "stop"}]
+    own = await ok_json(await client.get(RECORDING.format(box=fork)))
+    assert not own["recording"] and own["fps"] == 3 and "path" in own
