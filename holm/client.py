@@ -40,6 +40,7 @@ from yarl import URL
 from holm.errors import ERRORS_BY_CODE, ErrorBody, HolmError, Internal, Unavailable
 from holm.wire.access import is_loopback, state_dir_of, token_path
 from holm.wire.actions import (
+    DEFAULT_RECORD_FPS,
     Action,
     Arrange,
     ConsoleWhat,
@@ -82,6 +83,7 @@ from holm.wire.api import (
     KeyView,
     PruneResult,
     ReapResult,
+    RecordingStart,
     RunResult,
     RuntimeList,
     RuntimeView,
@@ -121,6 +123,7 @@ from holm.wire.results import (
     PageOpened,
     PageSnapshot,
     PageText,
+    Recording,
     StateLoaded,
     Tab,
     TabDone,
@@ -446,6 +449,22 @@ class HolmClient:
             f"{_screen(box_id, screen)}/clipboard",
             body=ClipboardPut(text=text, selection=selection),
         )
+
+    # Recording
+
+    async def recording(self, box_id: str, *, screen: int = 0) -> Recording:
+        """The screen's recording: the one running, else the last one."""
+        return await self._call(Recording, "GET", f"{_screen(box_id, screen)}/recording")
+
+    async def start_recording(
+        self, box_id: str, *, screen: int = 0, fps: int = DEFAULT_RECORD_FPS
+    ) -> Recording:
+        path = f"{_screen(box_id, screen)}/recording"
+        return await self._call(Recording, "POST", path, body=RecordingStart(fps=fps))
+
+    async def stop_recording(self, box_id: str, *, screen: int = 0) -> Recording:
+        """Stop the recording; its MP4 stays in the box at the answer's `path`."""
+        return await self._call(Recording, "DELETE", f"{_screen(box_id, screen)}/recording")
 
     # Windows
 
@@ -866,6 +885,9 @@ class SyncHolmClient:
     viewers = _Sync(HolmClient.viewers)
     get_clipboard = _Sync(HolmClient.get_clipboard)
     set_clipboard = _Sync(HolmClient.set_clipboard)
+    recording = _Sync(HolmClient.recording)
+    start_recording = _Sync(HolmClient.start_recording)
+    stop_recording = _Sync(HolmClient.stop_recording)
     windows = _Sync(HolmClient.windows)
     active_window = _Sync(HolmClient.active_window)
     wait_window = _Sync(HolmClient.wait_window)

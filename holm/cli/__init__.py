@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import click
 
-from holm.cli import actions, boxes, browser, history, images, inside, mcp_cmd, workspaces
+from holm.cli import (
+    actions,
+    boxes,
+    browser,
+    history,
+    images,
+    inside,
+    mcp_cmd,
+    record,
+    workspaces,
+)
 from holm.cli.replay_cmd import diff, replay
 from holm.cli.trace_cmd import trace
 
@@ -24,6 +34,7 @@ for command in (
     *boxes.COMMANDS,
     *actions.COMMANDS,
     *inside.COMMANDS,
+    *record.COMMANDS,
     *browser.COMMANDS,
     *history.COMMANDS,
     *images.COMMANDS,

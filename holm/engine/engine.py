@@ -494,6 +494,7 @@ class Engine:
         )
         state = guards.ready(self.journal.state(box_id), box_id)
         guards.screen_of(state, screen, drive=True)
+        guards.features_for(state, request.actions)
         async with self._screen_lock(box_id, screen):
             # Checked again: the box may have been paused while this batch waited.
             state = guards.ready(self.journal.state(box_id), box_id)
@@ -513,6 +514,7 @@ class Engine:
         read. An action that drives a screen holds it, as a batch does."""
         action = normalized_action(action)
         state = guards.ready(self.journal.state(box_id), box_id)
+        guards.features_for(state, [action])
         on_screen = uses_screen(action)
         reading = reads_only(action)
         if on_screen:

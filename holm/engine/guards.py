@@ -4,7 +4,7 @@ boundary where an unexpected error from a runtime or a desktop becomes a holm er
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import TypeVar
 
 from holm.errors import (
@@ -15,8 +15,11 @@ from holm.errors import (
     ScreenUnavailable,
     Transport,
     Unavailable,
+    Unsupported,
 )
 from holm.projections.box_state import BoxState
+from holm.wire.actions import Action, feature_needed, type_of
+from holm.wire.spec import Spec, canonical_spec
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +78,19 @@ def screen_of(state: BoxState, screen: int, *, drive: bool) -> None:
     person = screen < len(state.held_by) and state.held_by[screen] == "person"
     if drive and person and screen not in state.shared:
         raise Denied(f"a person has screen {screen} of box {state.id}")
+
+
+def features_for(state: BoxState, actions: Iterable[Action]) -> None:
+    """The box's spec has the features the actions need (`video` to record): without one,
+    they are refused before anything runs or is recorded, on every runtime alike."""
+    have = canonical_spec(state.spec or Spec()).desktop.features or []
+    for action in actions:
+        feature = feature_needed(action)
+        if feature is not None and feature not in have:
+            raise Unsupported(
+                f"{type_of(action)} needs the `{feature}` feature, which the spec of box"
+                f" {state.id} leaves out"
+            )
 
 
 async def boundary(call: Awaitable[T], what: str) -> T:

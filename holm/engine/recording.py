@@ -12,6 +12,7 @@ from __future__ import annotations
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.entries import (
+    Acted,
     Actor,
     AppLaunched,
     ClipboardRead,
@@ -21,6 +22,7 @@ from holm.wire.entries import (
     FileRead,
     FileWritten,
     PageCaptured,
+    acted_key,
     executed_key,
     launched_key,
 )
@@ -65,6 +67,10 @@ def recorded_alone(
             return [
                 entry(PageCaptured, actor, format="pdf", bytes=size, screen=screen, path=pdf.path)
             ]
+        case a.Record(what=what), r.Recording() if what.do != "status":
+            # Kept as a batch step is (without a batch), so a fork starts and stops its own.
+            key = acted_key(screen, action)
+            return [entry(Acted, actor, screen=screen, action=action, ok=True, key=key)]
         case a.Launch(app=app, args=args), r.FoundWindow(window=window):
             key = launched_key(screen, app, args)
             return [

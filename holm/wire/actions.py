@@ -17,6 +17,7 @@ import msgspec
 from msgspec import Meta
 
 from holm.wire import results as r
+from holm.wire.spec import Feature
 from holm.wire.values import Button, Modifier, Motion, Point, Region, Selection
 
 MAX_HOLD_MS = 60_000
@@ -28,6 +29,8 @@ MIN_SCALE = 1
 MAX_SCALE = 400
 MAX_SCROLL_NOTCHES = 100
 MAX_LIST_LIMIT = 10_000
+DEFAULT_RECORD_FPS = 12
+MAX_RECORD_FPS = 30
 
 HoldMs = Annotated[int, Meta(ge=1, le=MAX_HOLD_MS)]
 WaitMs = Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)]
@@ -36,6 +39,7 @@ CappedMs = Annotated[int, Meta(ge=0)]
 Scale = Annotated[int, Meta(ge=MIN_SCALE, le=MAX_SCALE)]
 Notches = Annotated[int, Meta(ge=-MAX_SCROLL_NOTCHES, le=MAX_SCROLL_NOTCHES)]
 ListLimit = Annotated[int, Meta(ge=1, le=MAX_LIST_LIMIT)]
+Fps = Annotated[int, Meta(ge=1, le=MAX_RECORD_FPS)]
 NonEmpty = Annotated[str, Meta(min_length=1)]
 
 
@@ -244,10 +248,14 @@ class Apps(_Action, tag="apps"):
 
 class RecordWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     do: Literal["start", "stop", "status"]
-    fps: int = 12
+    fps: Fps = DEFAULT_RECORD_FPS
 
 
 class Record(_Action, tag="record"):
+    """A video of the screen, written in the box (needs the `video` feature)."""
+
+    Result = r.Recording
+
     what: RecordWhat
 
 
@@ -742,9 +750,18 @@ _BOX_WIDE = (Exec, ReadFile, WriteFile, ListFiles, Grep, Glob, Apps, Wait)
 NOT_IN_BATCH = (Cookies, StateSave, StateLoad)
 
 
+def feature_needed(action: Action) -> Feature | None:
+    """The feature of `spec.desktop.features` a box needs to do `action`, if any."""
+    if isinstance(action, Record):
+        return "video"
+    return None
+
+
 def reads_only(action: Action) -> bool:
     if isinstance(action, Clipboard):
         return action.text is None
+    if isinstance(action, Record):
+        return action.what.do == "status"
     return isinstance(action, _READS)
 
 

@@ -14,7 +14,7 @@ import msgspec
 from msgspec import Meta
 
 from holm.errors import ErrorBody
-from holm.wire.actions import MAX_WAIT_MS, Action, CookieIn
+from holm.wire.actions import DEFAULT_RECORD_FPS, MAX_WAIT_MS, Action, CookieIn, Fps
 from holm.wire.diff import StepRef
 from holm.wire.entries import PAGE_MAX, Entry
 from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX
@@ -167,6 +167,10 @@ class ClipboardQuery(_Request):
 class ClipboardPut(_Request):
     text: str
     selection: Selection = "clipboard"
+
+
+class RecordingStart(_Request):
+    fps: Fps = DEFAULT_RECORD_FPS
 
 
 # Pages

@@ -171,6 +171,19 @@ class Captured(_Result):
     png_base64: str | None = None
 
 
+class Recording(_Result):
+    """A screen's recording: the one running (`recording: true`), else the last one, whose
+    MP4 stays in the box at `path` (no `path`: none was made since the desktop came up)."""
+
+    recording: bool
+    path: str | None = None
+    fps: int | None = None
+    width: int | None = None
+    height: int | None = None
+    started_at_ms: int | None = None
+    stopped_at_ms: int | None = None
+
+
 class ClipboardView(_Result):
     """A selection read (`text` and its length) or set (its length only: a set is not
     echoed)."""
@@ -374,6 +387,7 @@ ActionResult = (
     | WindowChanged
     | AppList
     | Captured
+    | Recording
     | ClipboardView
     | PageOpened
     | TabList
@@ -446,6 +460,7 @@ __all__ = [
     "PageText",
     "Pointed",
     "Pressed",
+    "Recording",
     "StateLoaded",
     "Stillness",
     "Tab",

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from typing import Literal
 
 import pytest
 from page_kit import page
 from runtime_kit import Box
 
-from holm.errors import NotFound, ScreenUnavailable
+from holm.errors import Failed, NotFound, ScreenUnavailable
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.results import expect
@@ -54,6 +55,7 @@ SAMPLES: list[a.Action] = [
     a.Windows(),
     a.Apps(),
     a.Clipboard(text="sample"),
+    a.Record(what=a.RecordWhat(do="status")),
     a.OpenUrl(url="about:blank"),
     a.OpenUrl(url=FORM, label="sample"),
     a.Tabs(),
@@ -143,6 +145,29 @@ async def test_both_selections_keep_what_was_set(box: Box) -> None:
         assert put == r.ClipboardView(selection=selection, length=len(text.encode()))
         got = expect(await box.desktop.act(0, a.Clipboard(selection=selection)), r.ClipboardView)
         assert (got.text, got.length) == (text, len(text.encode()))
+
+
+@shared_box
+async def test_a_recording_runs_until_stopped_and_its_file_stays(box: Box) -> None:
+    def record(do: Literal["start", "stop", "status"]) -> a.Record:
+        return a.Record(what=a.RecordWhat(do=do, fps=5))
+
+    started = expect(await box.desktop.act(0, record("start")), r.Recording)
+    assert started.recording and started.path is not None and started.path.endswith(".mp4")
+    assert (started.fps, started.width, started.height) == (5, 1280, 800)
+    assert await box.desktop.act(0, record("status")) == started
+    with pytest.raises(Failed, match="recording already"):
+        await box.desktop.act(0, record("start"))
+    stopped = expect(await box.desktop.act(0, record("stop")), r.Recording)
+    assert not stopped.recording and stopped.path == started.path
+    assert stopped.stopped_at_ms is not None and started.started_at_ms is not None
+    assert stopped.stopped_at_ms >= started.started_at_ms
+    assert await box.desktop.act(0, record("status")) == stopped
+    with pytest.raises(Failed, match="not recording"):
+        await box.desktop.act(0, record("stop"))
+    folder, name = started.path.rsplit("/", 1)
+    listed = expect(await box.desktop.act(0, a.ListFiles(path=folder)), r.FileList)
+    assert name in [entry.name for entry in listed.entries]
 
 
 @shared_box

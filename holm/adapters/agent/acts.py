@@ -244,8 +244,8 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             return await agent.pages(screen.index).cookies(what)
         case a.Dialog(accept=accept, text=prompt):
             return await agent.pages(screen.index).dialog(accept, prompt)
-        case a.Record():
-            raise Unsupported("recording needs the `video` feature, which this box does not have")
+        case a.Record(what=what):
+            return await agent.record(screen.index, what)
         case a.OnNode():
             raise Unsupported("native widgets need the `accessibility` feature")
         case _:

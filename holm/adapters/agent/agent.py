@@ -17,9 +17,11 @@ from holm.adapters.agent import protocol as p
 from holm.adapters.agent.acts import act
 from holm.adapters.agent.catalog import AppCatalog
 from holm.adapters.agent.pages import Pages
+from holm.adapters.agent.recording import Recorder
 from holm.adapters.agent.screen import Screen
 from holm.errors import BadRequest, Failed, ScreenUnavailable, Timeout, Unsupported
-from holm.wire.results import ExecResult, FileInfo, GrepMatch, WindowInfo
+from holm.wire.actions import RecordWhat
+from holm.wire.results import ExecResult, FileInfo, GrepMatch, Recording, WindowInfo
 from holm.wire.runtime import Held, Released
 
 log = logging.getLogger("holm.agent")
@@ -51,6 +53,7 @@ class Agent:
             Screen(i, options.width, options.height, self._png_pool) for i in range(options.screens)
         ]
         self.catalog = AppCatalog(self.home, options.width, options.height)
+        self.recorders = [Recorder(i, self.home, self.run_dir) for i in range(options.screens)]
         self.ready = asyncio.Event()
         self.failure: str | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -180,6 +183,8 @@ class Agent:
         return self._pages[index]
 
     async def close(self) -> None:
+        # Before the box's processes are ended: a recording stopped so ends its file cleanly.
+        await asyncio.gather(*(asyncio.to_thread(r.close) for r in self.recorders))
         if self._bridge is not None:
             self._bridge.close()
         if self._session is not None:
@@ -250,12 +255,30 @@ class Agent:
             # A launcher that hands over to a running instance ends with 0 (chromium):
             # only a failure ends the wait early.
             if proc.returncode not in (None, 0):
-                tail = _tail(log_path)
+                tail = processes.log_tail(log_path)
                 raise Failed(f"{app.name} ended with {proc.returncode}: {tail}")
 
         return await screen.wait_window(
             app.window_class, None, LAUNCH_WITHIN_MS, ignore=before, still_trying=still_trying
         )
+
+    # Recording
+
+    async def record(self, index: int, what: RecordWhat) -> Recording:
+        screen = self.screen(index)
+        recorder = self.recorders[index]
+        match what.do:
+            case "start":
+                if not screen.up.is_set():
+                    raise ScreenUnavailable(f"screen {index} is not up")
+                env = self._env(screen.display_name)
+                return await asyncio.to_thread(
+                    recorder.start, screen.display_name, screen.width, screen.height, what.fps, env
+                )
+            case "stop":
+                return await asyncio.to_thread(recorder.stop)
+            case "status":
+                return await asyncio.to_thread(recorder.status)
 
     # Requests
 
@@ -294,10 +317,3 @@ class Agent:
 
 def _number(screen: Screen) -> int:
     return int(screen.display_name.lstrip(":"))
-
-
-def _tail(path: Path, size: int = 400) -> str:
-    try:
-        return path.read_bytes()[-size:].decode(errors="replace").strip()
-    except OSError:
-        return ""

@@ -93,6 +93,14 @@ def spawn(
     return proc
 
 
+def log_tail(path: Path, size: int = 400) -> str:
+    """The end of a child's log: what it said last, usually why it ended."""
+    try:
+        return path.read_bytes()[-size:].decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
 def forget(proc: subprocess.Popen[bytes]) -> None:
     """The child was waited for; the reaper may reap what has its pid from now on."""
     with _lock:

@@ -76,6 +76,8 @@ from holm.wire.actions import (
     Press,
     Read,
     ReadFile,
+    Record,
+    RecordWhat,
     Scroll,
     Snapshot,
     StateLoad,
@@ -112,6 +114,7 @@ class _Screen:
         self.values: dict[tuple[str, str], str] = {}
         self.buttons: set[str] = set()
         self.keys: set[str] = set()
+        self.recording = r.Recording(recording=False)
 
     def picture(self) -> str:
         return f"px:{self.width}x{self.height}:{self.changes}"
@@ -492,7 +495,33 @@ class MemoryDesktop:
                 return r.ConsoleLog(messages=[])
             case Dialog():
                 raise NotFound("no dialog is open on the page")
+            case Record(what=what):
+                return self._record(s, what)
         raise Unsupported(f"the memory runtime cannot do {type(action).__name__}")
+
+    def _record(self, s: _Screen, what: RecordWhat) -> r.Recording:
+        """A recording's bookkeeping as the agent keeps it; its file is a placeholder, not a
+        video (the double has no pixels to record)."""
+        now = int(time.time() * 1000)
+        match what.do:
+            case "start":
+                if s.recording.recording:
+                    raise Failed(f"the screen is recording already, to {s.recording.path}")
+                path = f"/recordings/{now}.mp4"
+                self.box.files[path] = b"not a video: the memory runtime records no pixels"
+                s.recording = r.Recording(
+                    recording=True,
+                    path=path,
+                    fps=what.fps,
+                    width=s.width,
+                    height=s.height,
+                    started_at_ms=now,
+                )
+            case "stop":
+                if not s.recording.recording:
+                    raise Failed("the screen is not recording")
+                s.recording = replace(s.recording, recording=False, stopped_at_ms=now)
+        return s.recording
 
     def _on_window(self, s: _Screen, window: str, what: WindowOp) -> r.WindowChanged:
         target = next((w for w in s.windows if w.id == window), None)

@@ -14,15 +14,6 @@ BOX = "/v1/boxes/{id}"
 SCREEN = BOX + "/screens/{screen:\\d+}"
 
 _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
-    (
-        "screen recording",
-        [
-            ("GET", f"{SCREEN}/recording"),
-            ("POST", f"{SCREEN}/recording"),
-            ("DELETE", f"{SCREEN}/recording"),
-        ],
-        "token",
-    ),
     ("native widgets", [("POST", f"{SCREEN}/desktop/node")], "token"),
     (
         "remote runtime vendors",
