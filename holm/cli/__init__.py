@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import click
 
-from holm.cli import actions, boxes, browser, history, images, inside, mcp_cmd, workspaces
+from holm.cli import (
+    actions,
+    apps,
+    boxes,
+    browser,
+    history,
+    images,
+    inside,
+    mcp_cmd,
+    workspaces,
+)
 from holm.cli.replay_cmd import diff, replay
 from holm.cli.trace_cmd import trace
 
@@ -23,6 +33,7 @@ main.add_command(diff)
 for command in (
     *boxes.COMMANDS,
     *actions.COMMANDS,
+    *apps.COMMANDS,
     *inside.COMMANDS,
     *browser.COMMANDS,
     *history.COMMANDS,
