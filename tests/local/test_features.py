@@ -38,6 +38,15 @@ TONE_PAGE = (
     "o.frequency.value=440;o.connect(c.destination);o.start();document.title='playing'\">"
     "play</button>"
 )
+# The page's title once its click handler ran (the click's event reaches the page after
+# the click's answer).
+PLAYING = a.Evaluate(
+    what=a.EvaluateWhat(
+        expression="new Promise(done => { const check = () => document.title === 'playing'"
+        " ? done(document.title) : setTimeout(check, 20); check(); })",
+        timeout_ms=10_000,
+    )
+)
 # Three seconds of the sink, as 8 kHz mono 16-bit samples (parec flushes on SIGINT).
 RECORD_SINK = (
     "timeout -s INT 3 parec -d holm.monitor --raw --format=s16le --rate=8000 --channels=1 "
@@ -109,9 +118,9 @@ async def test_a_page_plays_to_the_boxs_sound_server_and_a_recording_of_it_is_no
     assert (await run(desktop, "sh", "-c", RECORD_SINK, timeout_ms=10_000)).code == 0
     assert peak(await read_bytes(desktop, "/tmp/sink.raw")) == 0
 
+    await act(desktop, 0, a.WaitStill(settle_ms=300), r.Stillness)
     await act(desktop, 0, a.Click(at=Point(x=640, y=450)), r.Pointed)
-    title = a.Evaluate(what=a.EvaluateWhat(expression="document.title"))
-    assert (await act(desktop, 0, title, r.Evaluated)).value == "playing"
+    assert (await act(desktop, 0, PLAYING, r.Evaluated)).value == "playing"
     assert (await run(desktop, "sh", "-c", RECORD_SINK, timeout_ms=10_000)).code == 0
     assert peak(await read_bytes(desktop, "/tmp/sink.raw")) > 1000
 
