@@ -341,8 +341,9 @@ class HolmClient:
         body = InstallApps(apps=list(apps))
         return await self._call(BoxView, "POST", f"/v1/boxes/{box_id}/apps", body=body)
 
-    async def catalog(self) -> list[str]:
-        return (await self._call(Catalog, "GET", "/v1/catalog")).apps
+    async def catalog(self) -> Catalog:
+        """The catalog's app names, and the Debian packages of each."""
+        return await self._call(Catalog, "GET", "/v1/catalog")
 
     async def fork(
         self,

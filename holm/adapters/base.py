@@ -9,7 +9,7 @@ agent raises `Transport`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -129,4 +129,15 @@ class ImageBuilder(Protocol):
     async def remove_image(self, digest: str) -> None: ...
 
 
-__all__ = ["Desktop", "ImageBuilder", "Progress", "Runtime", "SpareBoxes"]
+@runtime_checkable
+class AppInstaller(Protocol):
+    """A runtime that can give a running box more applications (`POST …/apps`)."""
+
+    async def install_apps(self, box_id: str, apps: Mapping[str, Sequence[str]]) -> None:
+        """Make each app of `apps` (its name → the Debian packages that give it) there in
+        the running box; refuse with `Unsupported` what this runtime cannot give it, and
+        raise `Failed` when the installation itself fails."""
+        ...
+
+
+__all__ = ["AppInstaller", "Desktop", "ImageBuilder", "Progress", "Runtime", "SpareBoxes"]

@@ -7,6 +7,7 @@ import click
 
 from holm.cli import (
     actions,
+    apps,
     boxes,
     browser,
     history,
@@ -33,6 +34,7 @@ main.add_command(diff)
 for command in (
     *boxes.COMMANDS,
     *actions.COMMANDS,
+    *apps.COMMANDS,
     *inside.COMMANDS,
     *record.COMMANDS,
     *browser.COMMANDS,

@@ -371,6 +371,7 @@ def batch(
     )
 
 
-COMMANDS: tuple[click.Command, ...] = (open_url, mouse, keyboard, wait, launch_app, batch)
+# `app` (launch_app) is a subcommand of holm.cli.apps's group.
+COMMANDS: tuple[click.Command, ...] = (open_url, mouse, keyboard, wait, batch)
 
-__all__ = ["COMMANDS", "act", "read_batch", "refusal", "run_batch", "step_line"]
+__all__ = ["COMMANDS", "act", "launch_app", "read_batch", "refusal", "run_batch", "step_line"]

@@ -21,7 +21,7 @@ from typing import Literal
 
 import msgspec
 
-from holm.adapters.base import Desktop, Runtime
+from holm.adapters.base import AppInstaller, Desktop, Runtime
 from holm.config import Config
 from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
 from holm.events.browser_states import BrowserStates
@@ -33,6 +33,7 @@ from holm.wire.actions import Action, reads_only, type_of, uses_screen
 from holm.wire.api import (
     ActionsRequest,
     ActionsResult,
+    Catalog,
     PruneReport,
     TracePage,
     TraceView,
@@ -42,6 +43,7 @@ from holm.wire.entries import (
     SERVER_TRACE,
     Acted,
     Actor,
+    AppsInstalled,
     BoxCreated,
     BoxDeleted,
     BoxFailed,
@@ -75,7 +77,7 @@ from holm.wire.values import Region
 from . import guards
 from .adoption import reconcile
 from .batch import run_steps
-from .catalog import catalog_names, known_app
+from .catalog import app_packages_by_name, catalog
 from .guards import boundary
 from .jobs import JobQueue
 from .journal import Journal, entry, now_ms, stored
@@ -215,8 +217,8 @@ class Engine:
             raise NotFound(f"box {box_id} has no frame {frame_hash}")
         return png
 
-    def catalog(self) -> list[str]:
-        return catalog_names()
+    def catalog(self) -> Catalog:
+        return catalog()
 
     # Lifecycle
 
@@ -404,16 +406,21 @@ class Engine:
         return await self.box(box_id)
 
     async def install_apps(self, box_id: str, apps: list[str]) -> BoxState:
-        """No runtime can install into a running box yet: refused, and nothing recorded."""
-        state = guards.ready(self.journal.state(box_id), box_id)
-        defined = (state.spec or Spec()).apps
-        unknown = sorted(app for app in set(apps) if not known_app(app) and app not in defined)
-        if unknown:
-            raise BadRequest(f"not in the catalog: {', '.join(unknown)}")
-        raise Unsupported(
-            f"the {state.runtime} runtime cannot install applications into a running box;"
-            " name them in the spec's apps or packages instead"
-        )
+        """Catalog apps (or the spec's own) into a running box, by its runtime; recorded as
+        `apps_installed` once they are there. A runtime that cannot, or a box it cannot
+        give them to, is refused with nothing recorded."""
+        async with self._lock(box_id):
+            state = guards.ready(self.journal.state(box_id), box_id)
+            wanted = app_packages_by_name(apps, (state.spec or Spec()).apps)
+            runtime = self._runtime_named(state.runtime)
+            if not isinstance(runtime, AppInstaller):
+                raise Unsupported(
+                    f"the {runtime.name} runtime cannot install applications into a running"
+                    " box; name them in the spec's apps instead"
+                )
+            await boundary(runtime.install_apps(box_id, wanted), "installing applications")
+            await self.journal.append(box_id, [entry(AppsInstalled, "agent", apps=list(wanted))])
+        return await self.box(box_id)
 
     async def remove(self, box_id: str, reason: str, *, lost: bool = False) -> bool:
         """The server removes a box (expired, idle, or `lost`: its runtime says it no longer

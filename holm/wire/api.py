@@ -93,6 +93,9 @@ class InstallApps(_Request):
 
 class Catalog(_Response):
     apps: list[str]
+    # Each app's Debian packages: what a spec's `apps` adds to a docker box's image, and
+    # what `POST …/apps` installs (empty: every box has it).
+    packages: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
 # Screens

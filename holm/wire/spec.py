@@ -12,6 +12,8 @@ from typing import Literal
 
 import msgspec
 
+from holm.wire.catalog import catalog_app
+
 Feature = Literal["wide_fonts", "audio", "video", "dock", "x11_apps", "accessibility"]
 
 DEFAULT_WIDTH = 1280
@@ -38,11 +40,13 @@ class Policy(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class AppDefinition(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """An application that is not in the catalog: the command to start it and the
-    WM_CLASS of its window, so a launch can wait for that window."""
+    """An application of the box: the command to start it, the WM_CLASS of its window (so
+    a launch can wait for that window) and the Debian packages that give it. A catalog
+    app's name with no command is that catalog app, put into the box (`{"gimp": {}}`)."""
 
-    command: list[str]
+    command: list[str] | None = None
     window_class: str | None = None
+    packages: list[str] = msgspec.field(default_factory=list)
 
 
 class Spec(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -95,6 +99,24 @@ def spec_digest(spec: Spec) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(canonical_spec(spec))).hexdigest()
 
 
+def packages_of_app(name: str, definition: AppDefinition) -> list[str]:
+    """The Debian packages of one of a spec's apps: its own, else its catalog app's."""
+    catalog = catalog_app(name)
+    if definition.packages or catalog is None:
+        return list(definition.packages)
+    return list(catalog.packages)
+
+
+def app_packages(apps: dict[str, AppDefinition]) -> list[str]:
+    """The Debian packages of all a spec's apps."""
+    return sorted({pkg for name, app in apps.items() for pkg in packages_of_app(name, app)})
+
+
+def _valid_package(name: str) -> bool:
+    # Apt takes a name that starts with "-" as an option.
+    return bool(name) and name[0].isalnum() and all(c.isalnum() or c in "+-.:" for c in name)
+
+
 def validate_spec(spec: Spec) -> list[str]:
     """The problems of a spec, each naming its key; empty when the spec is good."""
     problems = []
@@ -105,8 +127,16 @@ def validate_spec(spec: Spec) -> list[str]:
         if value is not None and not 64 <= value <= 8192:
             problems.append(f"spec.desktop.{name} must be 64 to 8192")
     for pkg in d.packages:
-        if not pkg or not all(c.isalnum() or c in "+-.:" for c in pkg):
+        if not _valid_package(pkg):
             problems.append(f"spec.desktop.packages has an invalid package name {pkg!r}")
+    for name, app in spec.apps.items():
+        if app.command is None and catalog_app(name) is None:
+            problems.append(f"spec.apps.{name} needs a command: it is not in the catalog")
+        if app.command is not None and not app.command:
+            problems.append(f"spec.apps.{name}.command is empty")
+        for pkg in app.packages:
+            if not _valid_package(pkg):
+                problems.append(f"spec.apps.{name}.packages has an invalid package name {pkg!r}")
     return problems
 
 

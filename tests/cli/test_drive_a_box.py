@@ -16,6 +16,7 @@ from PIL import Image
 from holm.cli.inside import EXIT_EXEC_TIMED_OUT
 from holm.cli.remote import EXIT_CODES
 from holm.client import SyncHolmClient
+from holm.wire.entries import AppsInstalled
 from holm.wire.values import Point
 
 pytestmark = pytest.mark.desktop
@@ -343,6 +344,26 @@ def test_app_opens_an_application_window(holm: RunHolm, holmd: Holmd, box: str) 
     unknown = holm("app", box, "no-such-app")
     assert unknown.exit_code != 0
     assert "step 0 (launch)" in unknown.stderr
+
+
+def test_app_ls_lists_the_catalog_and_app_install_puts_apps_in_the_box(
+    holm: RunHolm, holmd: Holmd, box: str
+) -> None:
+    listed = holm("app", "ls")
+    assert listed.exit_code == 0, listed.output
+    rows = {line.split()[0]: line.split()[1] for line in listed.stdout.splitlines()[1:]}
+    assert rows["mousepad"] == "mousepad" and rows["xterm"] == "-"
+    assert "libreoffice-writer" in rows["libreoffice"]
+
+    # A local box has what the host has: mousepad, and no GIMP.
+    installed = holm("app", "install", box, "editor")
+    assert installed.exit_code == 0, installed.output
+    refused = holm("app", "install", box, "gimp")
+    assert refused.exit_code == EXIT_CODES["unsupported"]
+    assert "apt-get install gimp" in refused.stderr
+    with SyncHolmClient(holmd.url, holmd.token) as client:
+        entries = client.trace(box).entries
+    assert [e.apps for e in entries if isinstance(e, AppsInstalled)] == [["mousepad"]]
 
 
 def test_view_prints_the_viewer_page_with_a_ticket(holm: RunHolm, box: str) -> None:

@@ -210,7 +210,7 @@ async def test_images_on_a_server_whose_runtimes_build_none(client: HolmClient) 
 
 
 async def test_the_catalog_and_an_application_s_window(client: HolmClient, box: str) -> None:
-    assert {"chromium", "mousepad", "xterm"} <= set(await client.catalog())
+    assert {"chromium", "mousepad", "xterm"} <= set((await client.catalog()).apps)
     launched = await client.act(box, [Launch(app="xterm", args=["-title", "client test"])])
     assert launched.stopped_at is None
     window = await client.wait_window(box, title="client test", within_ms=10_000)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import msgspec
 
-from holm.adapters.docker.dockerfile import FEATURE_PACKAGES, render
-from holm.adapters.docker.images import image_key, image_ref, image_source
-from holm.wire.spec import DesktopSpec, Policy, Spec, default_features
+from holm.adapters.docker.dockerfile import render
+from holm.adapters.docker.images import image_key, image_ref, image_source, spec_dockerfile
+from holm.adapters.features import FEATURE_PACKAGES
+from holm.wire.spec import AppDefinition, DesktopSpec, Policy, Spec, default_features
 
 ARCH = "amd64"
 
@@ -98,3 +99,14 @@ def test_each_feature_installs_its_packages_and_no_other() -> None:
             assert package in text and package not in bare
     with_jq = render([], ["jq"], "3.11")
     assert " jq" in with_jq and " jq" not in bare
+
+
+def test_a_specs_catalog_apps_put_their_packages_in_the_image_and_only_theirs() -> None:
+    source = image_source()
+    bare = Spec(desktop=DesktopSpec(features=[]))
+    with_mousepad = Spec(desktop=DesktopSpec(features=[]), apps={"mousepad": AppDefinition()})
+    assert " mousepad" not in spec_dockerfile(bare, source)
+    assert " mousepad" in spec_dockerfile(with_mousepad, source)
+    assert image_key(bare, source, ARCH) != image_key(with_mousepad, source, ARCH)
+    own = Spec(apps={"tool": AppDefinition(command=["tool"], packages=["jq"])})
+    assert " jq" in spec_dockerfile(own, source)

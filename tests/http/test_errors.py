@@ -53,6 +53,13 @@ async def test_a_wrong_type_is_named(client: Client) -> None:
         ({"placement": {"expires_after_secs": 59}}, "expires_after_secs must be at least 60"),
         ({"placement": {"idle_timeout_secs": 30}}, "idle_timeout_secs must be at least 60"),
         ({"spec": {"desktop": {"screens": 9}}}, "screens must be 1 to 8"),
+        ({"spec": {"apps": {"thing": {}}}}, "spec.apps.thing needs a command"),
+        ({"spec": {"apps": {"t": {"command": []}}}}, "spec.apps.t.command is empty"),
+        (
+            {"spec": {"apps": {"gimp": {"packages": ["-oDebug=1"]}}}},
+            "spec.apps.gimp.packages has an invalid package name",
+        ),
+        ({"spec": {"desktop": {"packages": ["-y"]}}}, "invalid package name '-y'"),
     ],
 )
 async def test_minimums_and_limits_of_a_create(

@@ -320,8 +320,9 @@ async def test_the_life_of_a_box(server: LocalServer) -> None:
     assert started["state"] == "ready"
     kept = await ok_json(await client.post(f"{path}/exec", json={"argv": ["cat", "/home/box/k"]}))
     assert kept["stdout"] == "kept\n"
-    refused = await client.post(f"{path}/apps", json={"apps": ["xterm"]})
-    await error_of(refused, 400, "unsupported")
+    # A local box has the host's programs, and this host has no GIMP.
+    refused = await client.post(f"{path}/apps", json={"apps": ["gimp"]})
+    assert "apt-get install gimp" in await error_of(refused, 400, "unsupported")
     await ok_json(await client.delete(path, headers=CONFIRM))
     await error_of(await client.get(path), 410, "gone")
     await error_of(await client.post(f"{path}/exec", json={"argv": ["true"]}), 410, "gone")

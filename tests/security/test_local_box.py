@@ -135,7 +135,7 @@ def test_a_box_without_the_network_reaches_nothing(
 # A box sees nothing of the host, the server or another box
 
 LOOK = textwrap.dedent("""
-    for p in /etc/shadow /root /etc/ssl/private /work /var /etc/sudoers "$@"; do
+    for p in /etc/shadow /root /etc/ssl/private /work /var/lib /var/log /etc/sudoers "$@"; do
         test -e "$p" && echo "seen $p"
     done
     cat /etc/shadow 2>/dev/null && echo "read /etc/shadow"

@@ -1,5 +1,5 @@
 """`python3 -m holm.adapters.agent --run-dir DIR --screens N --width W --height H
-[--display-base B] [--no-chromium] [--apps-json JSON]`: the in-box agent."""
+[--display-base B] [--no-chromium] [--features F,…] [--apps-json JSON]`: the in-box agent."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
     )
     parser.add_argument("--no-chromium", action="store_true", help="bring up no Chromium")
     parser.add_argument(
+        "--features", default="", help="the spec's features, comma-separated (audio, dock, …)"
+    )
+    parser.add_argument(
         "--apps-json", default="{}", help="the spec's `apps`, as JSON, added to the catalog"
     )
     parser.add_argument("--home", help="the box's home (default: $HOME)")
@@ -45,6 +48,7 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
         height=args.height,
         display_base=args.display_base,
         chromium=not args.no_chromium,
+        features=[f for f in args.features.split(",") if f],
     )
     if args.home:
         options.home = args.home

@@ -12,7 +12,14 @@ from typing import Any, TypeVar
 import aiohttp
 import msgspec
 
-from holm.adapters.agent import commands, desktop_up, devtools_bridge, files, processes
+from holm.adapters.agent import (
+    commands,
+    desktop_up,
+    devtools_bridge,
+    features_up,
+    files,
+    processes,
+)
 from holm.adapters.agent import protocol as p
 from holm.adapters.agent.acts import act
 from holm.adapters.agent.catalog import AppCatalog
@@ -38,6 +45,9 @@ class Options(msgspec.Struct, kw_only=True):
     height: int
     display_base: int = 0
     chromium: bool = True
+    # The spec's features (holm.wire.spec.Feature); those that start something are
+    # started by features_up.py.
+    features: list[str] = msgspec.field(default_factory=list)
     home: str = msgspec.field(default_factory=lambda: os.environ.get("HOME", "/root"))
 
 
@@ -62,10 +72,27 @@ class Agent:
         # The first screen's DevTools, on a socket in the run folder (devtools_bridge.py).
         self._bridge: asyncio.AbstractServer | None = None
         self._display_lock = asyncio.Lock()
+        # What every program of the box has in its environment besides box_env's (the
+        # sound server's address).
+        self._feature_env: dict[str, str] = {}
 
     # Bring-up
 
     async def bring_up(self) -> None:
+        if "wide_fonts" not in self.options.features:
+            self._feature_env.update(features_up.hide_wide_fonts(self.run_dir))
+        if "audio" in self.options.features:
+            # Before any screen, so that every Chromium plays to it.
+            try:
+                audio = await asyncio.to_thread(
+                    features_up.start_audio, self.run_dir, self._env(None)
+                )
+                self._feature_env.update(audio)
+            except desktop_up.StartFailed as exc:
+                self.failure = str(exc)
+                log.error("the desktop did not come up: %s", self.failure)
+                self.ready.set()
+                return
         await asyncio.gather(*(self._bring_up(s) for s in self.screens))
         failures = [s.failure for s in self.screens if s.failure]
         self.failure = "; ".join(failures) if failures else None
@@ -98,6 +125,9 @@ class Agent:
             )
             part = "the window manager (openbox)"
             await asyncio.to_thread(desktop_up.start_window_manager, i, name, self.run_dir, env)
+            if "dock" in o.features:
+                part = "the dock (tint2)"
+                await asyncio.to_thread(features_up.start_dock, i, name, self.run_dir, env)
             chromium = None
             if o.chromium:
                 part = "chromium"
@@ -129,7 +159,7 @@ class Agent:
             screen.failure = f"screen {i}: {part} did not start: {type(exc).__name__}: {exc}"
 
     def _env(self, display: str | None) -> dict[str, str]:
-        return processes.box_env(self.home, display)
+        return processes.box_env(self.home, display, self._feature_env)
 
     async def wait_ready(self, timeout_ms: int) -> None:
         if not 0 < timeout_ms <= MAX_READY_MS:

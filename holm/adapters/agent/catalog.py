@@ -18,6 +18,9 @@ class AppCatalog:
 
     def define(self, apps: dict[str, AppDefinition]) -> None:
         for name, definition in apps.items():
+            if definition.command is None:
+                # The catalog's own app, put into the box by the spec: nothing to define.
+                continue
             self.apps[name] = App(
                 name=name,
                 command=list(definition.command),

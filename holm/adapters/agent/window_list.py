@@ -64,7 +64,9 @@ class WindowTracker:
                 self._read[wid] = found
         for wid in set(self._read) - listed:
             del self._read[wid]
-        return [self._read[wid] for wid in self._ids if wid in self._read]
+        return [
+            self._read[wid] for wid in self._ids if wid in self._read and not self._read[wid].dock
+        ]
 
     def _take_events(self) -> None:
         self.conn.sync()

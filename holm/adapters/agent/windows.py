@@ -41,6 +41,8 @@ class ClientWindow(msgspec.Struct, kw_only=True):
     height: int
     map_state: int
     states: list[str]
+    # A panel (the `dock` feature's): part of the desktop, not a window an agent drives.
+    dock: bool = False
 
     def info(self, active: int | None) -> WindowInfo:
         return WindowInfo(
@@ -118,6 +120,8 @@ def read_window(conn: Display, wid: int) -> ClientWindow | None:
         map_state = win.get_attributes().map_state
         state_atoms = _property(conn, win, "_NET_WM_STATE")
         states = [conn.get_atom_name(a) for a in state_atoms] if state_atoms is not None else []
+        types = _property(conn, win, "_NET_WM_WINDOW_TYPE")
+        dock = types is not None and _atom(conn, "_NET_WM_WINDOW_TYPE_DOCK") in types
     except (error.BadWindow, error.BadDrawable, error.BadMatch):
         return None
     return ClientWindow(
@@ -131,12 +135,13 @@ def read_window(conn: Display, wid: int) -> ClientWindow | None:
         height=int(geometry.height),
         map_state=int(map_state),
         states=states,
+        dock=dock,
     )
 
 
 def client_windows(conn: Display) -> list[ClientWindow]:
     found = (read_window(conn, wid) for wid in client_ids(conn))
-    return [w for w in found if w is not None]
+    return [w for w in found if w is not None and not w.dock]
 
 
 def active_window(conn: Display) -> WindowInfo | None:

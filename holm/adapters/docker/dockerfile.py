@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from holm.adapters.features import feature_packages
 from holm.wire.spec import Feature
 
 # Everything a box has whatever its spec: the X server, window manager, viewer, browser, the
-# catalog's other apps (holm.wire.catalog: every box launches them by name), the agent's
-# interpreter, and the fonts the local runtime's boxes also have.
+# catalog's apps that need no packages of their own (holm.wire.catalog), the agent's
+# interpreter, and the fonts the local runtime's boxes also have. The other catalog apps
+# come with the spec's `apps`, after the features (holm.adapters.features).
 DESKTOP_PACKAGES: tuple[str, ...] = (
     "xvfb",
     "xauth",
@@ -25,30 +27,12 @@ DESKTOP_PACKAGES: tuple[str, ...] = (
     "x11vnc",
     "chromium",
     "xterm",
-    "mousepad",
     "python3",
     "fonts-dejavu-core",
     "fonts-liberation",
     "ca-certificates",
     "procps",
 )
-
-# Each feature of `spec.desktop.features` as the Debian packages that give it
-# (docs/runtimes.md repeats this table).
-FEATURE_PACKAGES: dict[Feature, tuple[str, ...]] = {
-    # Scripts beyond Latin/Greek/Cyrillic: CJK, and colour emoji.
-    "wide_fonts": ("fonts-noto-core", "fonts-noto-cjk", "fonts-noto-color-emoji"),
-    # A PulseAudio server (its null sink takes Chromium's sound) and its tools.
-    "audio": ("pulseaudio", "pulseaudio-utils"),
-    # Screen recording (`…/recording`) captures the X screen with ffmpeg's x11grab.
-    "video": ("ffmpeg",),
-    # A panel with a task list, so a person who takes over sees the open windows.
-    "dock": ("tint2",),
-    # The classic X clients (xeyes, xclock, …); xterm is in every box, as a catalog app.
-    "x11_apps": ("x11-apps",),
-    # The AT-SPI bus and its Python bindings, for native widgets (`…/desktop/node`).
-    "accessibility": ("at-spi2-core", "python3-pyatspi"),
-}
 
 # The agent's Python libraries are copied from holm's own environment (holm's venv runs on
 # Debian's python3, the same interpreter as the image's) into the image's site directory.
@@ -78,13 +62,10 @@ RUN export DEBIAN_FRONTEND=noninteractive \\
 """
 
 
-def feature_packages(features: Iterable[Feature]) -> list[str]:
-    return sorted({pkg for feature in features for pkg in FEATURE_PACKAGES[feature]})
-
-
 def render(features: Iterable[Feature], packages: Iterable[str], python_version: str) -> str:
-    """The Dockerfile for a canonical spec's features and packages; the base is a build arg
-    (`BASE_IMAGE`), so a pulled base and its bootstrapped stand-in use one text."""
+    """The Dockerfile for a canonical spec's features and packages (its own and its apps');
+    the base is a build arg (`BASE_IMAGE`), so a pulled base and its bootstrapped stand-in
+    use one text."""
     return TEMPLATE.format(
         desktop_packages=" ".join(DESKTOP_PACKAGES),
         feature_step=_apt_step(feature_packages(features)),
@@ -97,4 +78,4 @@ def _apt_step(packages: list[str]) -> str:
     return _APT_STEP.format(packages=" ".join(packages)) if packages else ""
 
 
-__all__ = ["DESKTOP_PACKAGES", "FEATURE_PACKAGES", "TEMPLATE", "feature_packages", "render"]
+__all__ = ["DESKTOP_PACKAGES", "TEMPLATE", "render"]

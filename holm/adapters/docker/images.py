@@ -40,7 +40,14 @@ from holm.adapters.docker import dockerfile
 from holm.adapters.docker.bootstrap import ensure_base_image
 from holm.errors import BadRequest, Denied, Failed, HolmError, NotFound, Unavailable
 from holm.wire.api import BuildState, ImageInfo
-from holm.wire.spec import Feature, Spec, canonical_json, canonical_spec, spec_digest
+from holm.wire.spec import (
+    Feature,
+    Spec,
+    app_packages,
+    canonical_json,
+    canonical_spec,
+    spec_digest,
+)
 
 REPOSITORY = "holm-box"
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
@@ -112,7 +119,7 @@ def image_key(spec: Spec, source: ImageSource, arch: str) -> str:
     desktop = canonical_spec(spec).desktop
     inputs = {
         "source": source,
-        "dockerfile": _render(spec, source),
+        "dockerfile": spec_dockerfile(spec, source),
         "features": desktop.features,
         "packages": desktop.packages,
         "arch": arch,
@@ -255,7 +262,7 @@ class Images:
             }
             log(f"building {ref} from {base}")
             started = time.monotonic()
-            with _build_context(_render(spec, self.source)) as context:
+            with _build_context(spec_dockerfile(spec, self.source)) as context:
                 lines = self._client.api.build(
                     fileobj=context,
                     custom_context=True,
@@ -316,14 +323,17 @@ class Images:
         return info
 
 
-def _render(spec: Spec, source: ImageSource) -> str:
-    desktop = canonical_spec(spec).desktop
-    return dockerfile.render(desktop.features or [], desktop.packages, source.python_version)
+def spec_dockerfile(spec: Spec, source: ImageSource) -> str:
+    """The Dockerfile of a spec's image."""
+    canonical = canonical_spec(spec)
+    desktop = canonical.desktop
+    packages = [*desktop.packages, *app_packages(canonical.apps)]
+    return dockerfile.render(desktop.features or [], packages, source.python_version)
 
 
 def _check_packages(spec: Spec) -> None:
     # The names go into a shell line of the Dockerfile: only apt's own name characters.
-    for pkg in spec.desktop.packages:
+    for pkg in [*spec.desktop.packages, *app_packages(spec.apps)]:
         if not _PACKAGE_NAME.fullmatch(pkg):
             raise BadRequest(f"spec.desktop.packages has an invalid package name {pkg!r}")
     if spec.desktop.server != "x11":
@@ -475,4 +485,5 @@ __all__ = [
     "image_key",
     "image_ref",
     "image_source",
+    "spec_dockerfile",
 ]

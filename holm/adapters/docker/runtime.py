@@ -29,7 +29,7 @@ import asyncio
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -59,10 +59,12 @@ from holm.adapters.refusals import refuse_what_no_runtime_runs
 from holm.errors import (
     BadRequest,
     Denied,
+    Failed,
     HolmError,
     NotFound,
     ScreenUnavailable,
     Unavailable,
+    Unsupported,
 )
 from holm.wire.runtime import BuiltImage, Capabilities, RuntimeBox, Started
 from holm.wire.spec import (
@@ -109,6 +111,23 @@ SHM_SIZE = "256m"
 # A profile lock names a pid of the last run; in the same container that pid may now be
 # another process, and Chromium would refuse the profile.
 _START_COMMAND = 'rm -f "$HOME"/.holm/chromium-*/Singleton*; exec "$@"'
+
+# `POST …/apps` in a running box: apt as the box's own root, with no capability more than
+# the box has. The engine's exec starts it in the container, never a program of the box,
+# so it runs whatever the box did to its own files, with the box's powers only. apt's
+# `_apt` user would need CAP_SETUID, and the image's archive cache is `_apt`'s: apt runs as
+# root and caches in a folder of its own.
+_INSTALL_SCRIPT = """\
+set -e
+export DEBIAN_FRONTEND=noninteractive
+cache=/var/cache/holm-apt
+trap 'rm -rf "$cache" /var/lib/apt/lists/*' EXIT
+mkdir -p "$cache/partial"
+apt-get -q -o APT::Sandbox::User=root update
+apt-get -q -y --no-install-recommends -o APT::Sandbox::User=root \\
+  -o Dir::Cache::archives="$cache/" install -- "$@"
+"""
+INSTALL_TAIL_CHARS = 1500
 
 # What root in a box keeps of root's capabilities: CAP_SETGID, which xterm needs to start
 # its shell. Without the rest it can mount nothing, make no device, read no file it does
@@ -339,6 +358,32 @@ class DockerRuntime:
             # A socket that cannot be reached is `Transport` (the client says so).
             return await self._desktops.connect(box_id, run_dir / "agent.sock")
 
+    async def install_apps(self, box_id: str, apps: Mapping[str, Sequence[str]]) -> None:
+        """apt-get in the running container, through its own network: a box without the
+        network cannot reach the mirrors, and is refused."""
+        packages = sorted({pkg for pkgs in apps.values() for pkg in pkgs})
+        async with self._locks.lifecycle(box_id):
+            container = await self._call(self._get, box_id)
+            if container.status != "running":
+                raise Denied(f"box {box_id} is {container.status}; apps go into a running box")
+            spec = _spec_decoder.decode(container.labels.get(LABEL_SPEC, "{}"))
+            if not packages:
+                return
+            if not spec.policy.network:
+                raise Unsupported(
+                    "a docker box without the network cannot reach Debian's mirrors to "
+                    "install applications; name them in the spec's apps instead"
+                )
+            code, output = await self._call(
+                container.exec_run,
+                ["sh", "-c", _INSTALL_SCRIPT, "holm-install", *packages],
+                user="root",
+                environment=dict(BOX_ENV),
+            )
+        if code != 0:
+            text = output.decode(errors="replace").strip()[-INSTALL_TAIL_CHARS:]
+            raise Failed(f"installing {', '.join(packages)} ended with {code}: {text}")
+
     async def close(self) -> None:
         """Let go of the boxes' agents and the engine; the containers keep running."""
         await self._desktops.close()
@@ -372,6 +417,7 @@ class DockerRuntime:
             height=desktop.height or DEFAULT_HEIGHT,
             chromium=self.chromium,
             apps=spec.apps,
+            features=desktop.features or [],
         )
         options: dict[str, Any] = {}
         if placement.memory is not None:

@@ -21,7 +21,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal, ParamSpec, TypeVar
 
@@ -29,7 +29,9 @@ from holm.adapters.agent.client import AgentConnections, AgentDesktop
 from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import Desktop
 from holm.adapters.box_locks import BoxLocks
+from holm.adapters.features import FEATURE_PACKAGES
 from holm.adapters.local import network, procs
+from holm.adapters.local.host_packages import refuse_missing
 from holm.adapters.local.limits import (
     DEFAULT_PIDS_MAX,
     Cgroups,
@@ -69,7 +71,7 @@ from holm.errors import (
     Unsupported,
 )
 from holm.wire.runtime import Capabilities, RuntimeBox, Started
-from holm.wire.spec import MAX_SCREENS, Placement, Spec, canonical_spec
+from holm.wire.spec import MAX_SCREENS, Placement, Spec, canonical_spec, packages_of_app
 
 ProcessState = Literal["running", "paused", "stopped"]
 P = ParamSpec("P")
@@ -262,6 +264,14 @@ class LocalRuntime:
             socket_path = BoxPaths(self.boxes_dir, box_id).agent_socket
             return await self._desktops.connect(box_id, socket_path)
 
+    async def install_apps(self, box_id: str, apps: Mapping[str, Sequence[str]]) -> None:
+        """A local box's programs are the host's: the apps are there when the host has
+        their packages, and a box cannot install any."""
+        self._live_record(box_id, Denied)
+        await asyncio.to_thread(
+            refuse_missing, {f"app {name}": pkgs for name, pkgs in apps.items()}
+        )
+
     async def close(self) -> None:
         """Let go of the boxes' agents; the boxes themselves keep running."""
         await self._desktops.close()
@@ -289,6 +299,15 @@ class LocalRuntime:
                 "a local box with policy.network needs pasta (Debian's passt package) "
                 "to reach out from its own network namespace"
             )
+        canonical = canonical_spec(spec)
+        needs: dict[str, Sequence[str]] = {
+            f"feature {feature}": FEATURE_PACKAGES[feature]
+            for feature in canonical.desktop.features or []
+        }
+        needs.update(
+            (f"app {name}", packages_of_app(name, app)) for name, app in canonical.apps.items()
+        )
+        refuse_missing(needs)
 
     def _record(self, box_id: str) -> tuple[BoxPaths, BoxRecord]:
         paths = BoxPaths(self.boxes_dir, box_id)
@@ -392,6 +411,7 @@ class LocalRuntime:
             display_base=base,
             chromium=self.chromium,
             apps=spec.apps,
+            features=list(desktop.features or []),
             box_uid=self.box_uid,
         )
 

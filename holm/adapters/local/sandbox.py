@@ -80,6 +80,9 @@ DESKTOP_ETC = (
     "/etc/hosts",
     "/etc/mime.types",
     "/etc/localtime",
+    # Not of /etc, but as harmless: the host's font cache, without which every box's
+    # programs would scan all the host's fonts (the CJK ones are large) before they draw.
+    "/var/cache/fontconfig",
 )
 # Only boxes with a network get name resolution and the CA certificates. `/etc/ssl` itself
 # is not bound: it holds `private/`, the host's TLS keys.
@@ -125,6 +128,7 @@ class SandboxPlan:
     display_base: int
     chromium: bool = True
     apps: dict[str, AppDefinition] = field(default_factory=dict)
+    features: Sequence[str] = ()
     site_dirs: Sequence[Path] = field(default_factory=agent_code_dirs)
     holm_dir: Path = field(default_factory=holm_package_dir)
     box_uid: int = BOX_UID
@@ -140,6 +144,7 @@ def agent_argv(plan: SandboxPlan) -> list[str]:
         display_base=plan.display_base,
         chromium=plan.chromium,
         apps=plan.apps,
+        features=plan.features,
     )
 
 

@@ -85,7 +85,7 @@ async def fork_a_box(request: web.Request) -> web.Response:
 
 
 async def catalog(request: web.Request) -> web.Response:
-    return json_response(Catalog(apps=engine_of(request).catalog()))
+    return json_response(engine_of(request).catalog())
 
 
 BOX = "/v1/boxes/{id}"

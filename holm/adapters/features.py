@@ -1,0 +1,32 @@
+"""The Debian packages of each feature of `spec.desktop.features`: the docker runtime puts
+them into a box's image, and the local runtime, whose boxes see the host's /usr, refuses a
+feature whose packages the host lacks (docs/runtimes.md repeats this table)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from holm.wire.spec import Feature
+
+FEATURE_PACKAGES: dict[Feature, tuple[str, ...]] = {
+    # Scripts beyond Latin/Greek/Cyrillic: CJK, and colour emoji.
+    "wide_fonts": ("fonts-noto-core", "fonts-noto-cjk", "fonts-noto-color-emoji"),
+    # A PulseAudio server (its null sink takes Chromium's sound) and its tools (`parec`
+    # records what plays).
+    "audio": ("pulseaudio", "pulseaudio-utils"),
+    # Screen recording (`…/recording`) captures the X screen with ffmpeg's x11grab.
+    "video": ("ffmpeg",),
+    # A panel with a task list, so a person who takes over sees the open windows.
+    "dock": ("tint2",),
+    # The classic X clients (xeyes, xclock, …); xterm is in every box, as a catalog app.
+    "x11_apps": ("x11-apps",),
+    # The AT-SPI bus and its Python bindings, for native widgets (`…/desktop/node`).
+    "accessibility": ("at-spi2-core", "python3-pyatspi"),
+}
+
+
+def feature_packages(features: Iterable[Feature]) -> list[str]:
+    return sorted({pkg for feature in features for pkg in FEATURE_PACKAGES[feature]})
+
+
+__all__ = ["FEATURE_PACKAGES", "feature_packages"]
