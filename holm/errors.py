@@ -78,6 +78,14 @@ class Denied(HolmError):
     retryable_default = True
 
 
+class BadCredential(Denied):
+    """A ticket or token in a URL (a viewer ticket, a DevTools address) that is wrong or
+    expired: 401, without a bearer challenge, since the credential is no header."""
+
+    status = 401
+    retryable_default = False
+
+
 class ScreenUnavailable(HolmError):
     code = "screen_unavailable"
     status = 409

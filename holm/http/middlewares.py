@@ -31,7 +31,15 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from holm.config import Config
-from holm.errors import BadRequest, Denied, ErrorBody, HolmError, Internal, NotFound
+from holm.errors import (
+    BadCredential,
+    BadRequest,
+    Denied,
+    ErrorBody,
+    HolmError,
+    Internal,
+    NotFound,
+)
 from holm.wire.access import is_loopback
 
 from .access import Access, host_and_port, origin_of
@@ -53,9 +61,8 @@ from .workspaces import Workspaces
 log = logging.getLogger(__name__)
 
 
-class Unauthorized(Denied):
-    status = 401
-    retryable_default = False
+class Unauthorized(BadCredential):
+    """A missing or wrong bearer token: 401 with the bearer challenge."""
 
 
 class ServerOnly(Denied):

@@ -256,14 +256,16 @@ async def test_health_and_the_ticket_routes_are_not_guarded(make_client: MakeCli
     socket = await client.get("/v1/boxes/box_x/screens/0/viewer/socket?ticket=t", headers=headers)
     assert "ticket" in await error_of(socket, 401, "denied")
     assert "WWW-Authenticate" not in socket.headers
-    # The DevTools relay: an unknown token is the answer, not a guard's refusal.
+    # The DevTools relay: an unknown token is the answer (401, no bearer challenge either),
+    # not a guard's refusal.
     for method, path in (
         ("GET", "/v1/cdp/t/json"),
         ("PUT", "/v1/cdp/t/json/new"),
         ("GET", "/v1/cdp/t/devtools/page/1"),
     ):
         response = await client.request(method, path, headers=headers, data=b"x")
-        await error_of(response, 404, "not_found")
+        assert "DevTools address" in await error_of(response, 401, "denied")
+        assert "WWW-Authenticate" not in response.headers
 
 
 async def test_no_answer_gives_a_browser_leave_to_read_it(make_client: MakeClient) -> None:

@@ -22,10 +22,9 @@ import msgspec
 from aiohttp import web
 
 from holm.engine import guards
-from holm.errors import Unavailable, Unsupported
+from holm.errors import BadCredential, Unavailable, Unsupported
 from holm.wire.api import CdpAddress, CdpQuery
 
-from ..middlewares import Unauthorized
 from ..routing import Route, engine_of, json_response, query_of
 
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=30)
@@ -59,7 +58,7 @@ class Grants:
             self._grants.pop(token, None)
             # The token is the credential: a wrong one is a wrong credential (401), the
             # same for one that never was and one that expired.
-            raise Unauthorized("no such DevTools address (unknown or expired token)")
+            raise BadCredential("no such DevTools address (unknown or expired token)")
         return grant
 
 

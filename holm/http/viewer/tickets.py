@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from holm.errors import Denied
+from holm.errors import BadCredential
 from holm.wire.api import ViewerMode
 
 TICKET_SECS = 15 * 60
@@ -22,11 +22,6 @@ MAX_TICKETS = 10_000
 
 def wall_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-class BadTicket(Denied):
-    status = 401
-    retryable_default = False
 
 
 @dataclass(frozen=True)
@@ -60,7 +55,7 @@ class Tickets:
 
     def check(self, given: str, box_id: str, screen: int, mode: ViewerMode) -> Ticket:
         """The ticket `given` if it is live, for this box and screen, and allows `mode`
-        (a control ticket allows view too); `BadTicket` otherwise, saying no more than
+        (a control ticket allows view too); `BadCredential` otherwise, saying no more than
         that (a guess learns nothing)."""
         found = self._find(given)
         if (
@@ -70,7 +65,7 @@ class Tickets:
             or found.screen != screen
             or (mode == "control" and found.mode != "control")
         ):
-            raise BadTicket(
+            raise BadCredential(
                 "no valid viewer ticket for this screen and mode: ask for one with "
                 "POST …/screens/{n}/viewer/ticket (they last 15 minutes)"
             )
@@ -100,4 +95,4 @@ class Tickets:
             del self._live[value]
 
 
-__all__ = ["MAX_TICKETS", "TICKET_SECS", "BadTicket", "Ticket", "Tickets", "wall_ms"]
+__all__ = ["MAX_TICKETS", "TICKET_SECS", "Ticket", "Tickets", "wall_ms"]
