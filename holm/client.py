@@ -37,7 +37,13 @@ import aiohttp
 import msgspec
 from yarl import URL
 
-from holm.errors import ERRORS_BY_CODE, ErrorBody, HolmError, Internal, Unavailable
+from holm.errors import (
+    ERRORS_BY_CODE,
+    ErrorBody,
+    HolmError,
+    Internal,
+    ServerUnreachable,
+)
 from holm.wire.access import is_loopback, state_dir_of, token_path
 from holm.wire.actions import (
     Action,
@@ -133,10 +139,6 @@ class _RequestOptions(TypedDict, total=False):
     body: object
     headers: Mapping[str, str] | None
     idempotency_key: str | None
-
-
-class ServerUnreachable(Unavailable):
-    """No answer from holmd at all (refused, reset, DNS): not an answer with an error."""
 
 
 def server_url(environ: Mapping[str, str] | None = None) -> str:

@@ -27,17 +27,15 @@ from typing import NamedTuple, NoReturn
 import click
 import msgspec
 from click.core import ParameterSource
-from rich.console import Console
-from rich.table import Table
 
 from holm.cli.history import print_server_trace, read_server_trace
-from holm.cli.output import write_stdout
+from holm.cli.output import print_figures, write_stdout
 from holm.cli.remote import TOKEN_HELP, connected, exit_code, report_error
 from holm.cli.trace_blob import read_blob
 from holm.cli.trace_ls import local_traces, print_traces, server_traces
 from holm.errors import HolmError
 from holm.events.codec import CorruptLine, read_envelope
-from holm.events.local import TORN, read_trace_file, trace_files
+from holm.events.trace_file import TORN, read_trace_file, trace_files
 from holm.projections.stats import TraceStats, trace_stats
 from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_line
 from holm.projections.trace_html import trace_html
@@ -168,7 +166,7 @@ def trace(
                     body = {"trace": target, **msgspec.to_builtins(figures)}
                     click.echo(msgspec.json.encode(body).decode())
                 else:
-                    Console(highlight=False).print(_stats_table(None, figures))
+                    print_figures(None, _stats_sections(figures))
             else:
                 print_server_trace(
                     remote,
@@ -370,7 +368,6 @@ def _follow(
 def _print_stats(
     paths: Iterable[Path], after: int | None, limit: int | None, as_json: bool, headers: bool
 ) -> None:
-    console = Console(highlight=False)
     for path in paths:
         read = read_trace_file(path, after=after, limit=limit)
         figures = trace_stats(read.entries, incomplete=read.incomplete)
@@ -378,22 +375,15 @@ def _print_stats(
             body = {"trace": path.stem, **msgspec.to_builtins(figures)}
             click.echo(msgspec.json.encode(body).decode())
         else:
-            console.print(_stats_table(path.stem if headers else None, figures))
+            print_figures(path.stem if headers else None, _stats_sections(figures))
 
 
-def _stats_table(title: str | None, stats: TraceStats) -> Table:
-    table = Table(title=title, title_justify="left", show_header=False)
-    table.add_column()
-    table.add_column(justify="right")
-    for label, value in _summary(stats):
-        table.add_row(label, value)
-    table.add_section()
-    for kind, count in stats.by_kind.items():
-        table.add_row(kind, str(count))
-    table.add_section()
-    for actor, count in stats.by_actor.items():
-        table.add_row(f"by {actor}", str(count))
-    return table
+def _stats_sections(stats: TraceStats) -> list[list[tuple[str, str]]]:
+    return [
+        list(_summary(stats)),
+        [(kind, str(count)) for kind, count in stats.by_kind.items()],
+        [(f"by {actor}", str(count)) for actor, count in stats.by_actor.items()],
+    ]
 
 
 def _summary(stats: TraceStats) -> Iterator[tuple[str, str]]:
@@ -423,4 +413,6 @@ def _duration(ms: int) -> str:
     return f"{hours} h {minutes} min"
 
 
-__all__ = ["trace"]
+COMMANDS: tuple[click.Command, ...] = (trace,)
+
+__all__ = ["COMMANDS", "trace"]
