@@ -123,7 +123,7 @@ from holm.wire.results import (
     expect,
 )
 from holm.wire.spec import Placement, Spec
-from holm.wire.values import Point, Region, Selection
+from holm.wire.values import ImageFormat, Point, Region, Selection
 
 if TYPE_CHECKING:
     from holm.wire.diff import TraceDiff
@@ -380,8 +380,18 @@ class HolmClient:
         window: str | None = None,
         region: Region | None = None,
         scale: int | None = None,
+        format: ImageFormat | None = None,
+        quality: int | None = None,
     ) -> FrameView:
-        params: dict[str, object] = {"have": have, "window": window, "scale": scale}
+        """A capture: a PNG in `png_base64`, or with `format` a JPEG or WebP (at `quality`,
+        1 to 100) in `image_base64`."""
+        params: dict[str, object] = {
+            "have": have,
+            "window": window,
+            "scale": scale,
+            "format": format,
+            "quality": quality,
+        }
         if region is not None:
             params.update(x=region.x, y=region.y, width=region.width, height=region.height)
         return await self._call(FrameView, "GET", f"{_screen(box_id, screen)}/frame", params=params)
