@@ -11,6 +11,10 @@ stored as (`--json`), or as figures (`--stats`).
 
 An argument that is an existing file or folder is read offline; anything else is a box ID.
 `ls`, `blob` and `view` are words, not box IDs (a folder named so is `./ls`).
+
+What only a box ID, `ls` or `view` needs (pages from a server, box states, the HTML page) is
+imported in the branch that does it, so that `holm trace FILE` imports no more than reading
+a file takes (tests/cli/test_startup.py).
 """
 
 from __future__ import annotations
@@ -28,17 +32,14 @@ import click
 import msgspec
 from click.core import ParameterSource
 
-from holm.cli.history import print_server_trace, read_server_trace
 from holm.cli.output import print_figures, write_stdout
 from holm.cli.remote import TOKEN_HELP, connected, exit_code, report_error
 from holm.cli.trace_blob import read_blob
-from holm.cli.trace_ls import local_traces, print_traces, server_traces
 from holm.errors import HolmError
 from holm.events.codec import CorruptLine, read_envelope
 from holm.events.trace_file import TORN, read_trace_file, trace_files
 from holm.projections.stats import TraceStats, trace_stats
 from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_line
-from holm.projections.trace_html import trace_html
 from holm.wire.access import state_dir_of
 from holm.wire.entries import kind_of
 
@@ -157,7 +158,9 @@ def trace(
     if not path.exists():
         if _looks_like_path(target):
             _fail(f"not_found: no such file or directory: {target}", EXIT_NOT_FOUND)
-        # Anything else is a box ID: its trace is read from the server (holm/cli/history.py).
+        # Anything else is a box ID: its trace is read from the server.
+        from holm.cli.history import print_server_trace, read_server_trace
+
         with connected(server_url, token, as_json) as remote:
             if stats:
                 entries, incomplete = read_server_trace(remote, target, after=after, limit=limit)
@@ -226,6 +229,8 @@ def _refuse_other_options(word: str, allowed: set[str]) -> None:
 def _list_traces(
     folder: str | None, server_url: str | None, token: str | None, as_json: bool
 ) -> None:
+    from holm.cli.trace_ls import local_traces, print_traces, server_traces
+
     if server_url is not None:
         if folder is not None:
             raise click.UsageError("`trace ls` reads a DIR or a server (--url), not both")
@@ -251,6 +256,8 @@ def _write_blob(ref: str, folder: str | None, out: Path | None) -> None:
 
 
 def _write_view(path: Path, out: Path | None) -> None:
+    from holm.projections.trace_html import trace_html
+
     if not path.is_file():
         _fail(f"not_found: no such trace file: {path}", EXIT_NOT_FOUND)
     try:

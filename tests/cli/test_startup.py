@@ -66,6 +66,8 @@ def test_trace_of_a_file_imports_no_client_no_store_and_no_rich(tmp_path: Path) 
     assert done.stdout == GOLDEN.with_suffix(".txt").read_text()
     assert "holm.cli.trace_cmd" in modules
     assert not [m for m in modules if m.startswith(HEAVY)]
+    # What only a box ID, `trace ls` or `trace view` needs.
+    assert not {"holm.cli.history", "holm.cli.trace_ls", "holm.projections.trace_html"} & modules
 
 
 def test_a_command_that_talks_to_a_server_imports_its_client(tmp_path: Path) -> None:
