@@ -3,17 +3,24 @@ the client's calls on one box of a real holmd (local runtime, started here the w
 tests start it, on displays :260 to :279).
 
     .venv/bin/python bench/cli.py [--rounds N]
+    .venv/bin/python bench/cli.py --startup [--base REV] [--rounds N]
 
-Prints the median and the 90th percentile of each, in milliseconds.
+Prints the median and the 90th percentile of each, in milliseconds. `--startup` prints only
+the start of `holm --help` and `holm trace FILE.jsonl`, for this checkout beside the code of
+REV (default: where this branch left main), both run by the same console script in turns,
+under the load average it prints.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -37,12 +44,60 @@ def report(name: str, times_s: list[float]) -> None:
 
 
 def timed_process(args: list[str], env: dict[str, str], rounds: int) -> list[float]:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        subprocess.run([str(HOLM), *args], env=env, capture_output=True, check=True)
-        times.append(time.perf_counter() - start)
-    return times
+    return [one_process(args, env) for _ in range(rounds)]
+
+
+def one_process(args: list[str], env: dict[str, str]) -> float:
+    return cpu_and_wall(args, env)[1]
+
+
+def cpu_and_wall(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """A process's CPU time (user + system: what load changes least) and wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([str(HOLM), *args], env=env, capture_output=True, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
+
+
+def base_checkout(rev: str, into: Path) -> None:
+    """The `holm` package of REV, written out of git without touching any worktree."""
+    tar = subprocess.run(
+        ["git", "archive", rev, "holm"], cwd=_HERE.parent, capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar, check=True)
+
+
+def startup_figures(base: str, rounds: int) -> None:
+    repo = _HERE.parent
+    rev = subprocess.run(
+        ["git", "rev-parse", "--short", base], cwd=repo, capture_output=True, check=True, text=True
+    ).stdout.strip()
+    trace_file = repo / "fixtures" / "traces" / "spec_example.jsonl"
+    commands = {"holm --help": ["--help"], "holm trace FILE.jsonl": ["trace", str(trace_file)]}
+    with tempfile.TemporaryDirectory(prefix="holm-base-") as old:
+        base_checkout(rev, Path(old))
+        trees = {f"base {rev}": old, "this checkout": str(repo)}
+        times: dict[tuple[str, str, str], list[float]] = {}
+        print(f"load average before: {_load()}  ({os.cpu_count()} cores)")
+        for _ in range(rounds):
+            # In turns, so that both see the same load.
+            for name, args in commands.items():
+                for tree, path in trees.items():
+                    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": path}
+                    cpu, wall = cpu_and_wall(args, env)
+                    times.setdefault((name, tree, "wall"), []).append(wall)
+                    times.setdefault((name, tree, "cpu"), []).append(cpu)
+        for name in commands:
+            for tree in trees:
+                for what in ("wall", "cpu"):
+                    report(f"{name} {what} ({tree})", times[name, tree, what])
+        print(f"load average after:  {_load()}")
+
+
+def _load() -> str:
+    return " ".join(f"{figure:.2f}" for figure in os.getloadavg())
 
 
 async def timed_calls(call: Callable[[], Awaitable[object]], rounds: int) -> list[float]:
@@ -84,7 +139,14 @@ def sync_figures(server: Holmd, box: str, rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=20)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--startup", action="store_true", help="Only the start figures.")
+    parser.add_argument("--base", help="The code to compare the start with (a git revision).")
+    options = parser.parse_args()
+    rounds = options.rounds
+    base = options.base or _merge_base()
+    startup_figures(base, rounds)
+    if options.startup:
+        return
     server = Holmd()
     server.start()
     try:
@@ -100,6 +162,16 @@ def main() -> None:
         sync_figures(server, box, rounds)
     finally:
         server.stop()
+
+
+def _merge_base() -> str:
+    return subprocess.run(
+        ["git", "merge-base", "HEAD", "main"],
+        cwd=_HERE.parent,
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout.strip()
 
 
 if __name__ == "__main__":

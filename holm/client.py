@@ -37,7 +37,13 @@ import aiohttp
 import msgspec
 from yarl import URL
 
-from holm.errors import ERRORS_BY_CODE, ErrorBody, HolmError, Internal, Unavailable
+from holm.errors import (
+    ERRORS_BY_CODE,
+    ErrorBody,
+    HolmError,
+    Internal,
+    ServerUnreachable,
+)
 from holm.wire.access import is_loopback, state_dir_of, token_path
 from holm.wire.actions import (
     DEFAULT_RECORD_FPS,
@@ -134,7 +140,7 @@ from holm.wire.results import (
     expect,
 )
 from holm.wire.spec import Placement, Spec
-from holm.wire.values import Point, Region, Selection
+from holm.wire.values import ImageFormat, Point, Region, Selection
 
 if TYPE_CHECKING:
     from holm.wire.diff import TraceDiff
@@ -150,10 +156,6 @@ class _RequestOptions(TypedDict, total=False):
     body: object
     headers: Mapping[str, str] | None
     idempotency_key: str | None
-
-
-class ServerUnreachable(Unavailable):
-    """No answer from holmd at all (refused, reset, DNS): not an answer with an error."""
 
 
 def server_url(environ: Mapping[str, str] | None = None) -> str:
@@ -396,8 +398,18 @@ class HolmClient:
         window: str | None = None,
         region: Region | None = None,
         scale: int | None = None,
+        format: ImageFormat | None = None,
+        quality: int | None = None,
     ) -> FrameView:
-        params: dict[str, object] = {"have": have, "window": window, "scale": scale}
+        """A capture: a PNG in `png_base64`, or with `format` a JPEG or WebP (at `quality`,
+        1 to 100) in `image_base64`."""
+        params: dict[str, object] = {
+            "have": have,
+            "window": window,
+            "scale": scale,
+            "format": format,
+            "quality": quality,
+        }
         if region is not None:
             params.update(x=region.x, y=region.y, width=region.width, height=region.height)
         return await self._call(FrameView, "GET", f"{_screen(box_id, screen)}/frame", params=params)

@@ -109,6 +109,12 @@ class Unavailable(HolmError):
     retryable_default = True
 
 
+class ServerUnreachable(Unavailable):
+    """No answer from holmd at all (refused, reset, DNS): not an answer with an error. The
+    client raises it; it lives here so that the CLI tells it apart without importing the
+    client (aiohttp) first."""
+
+
 class Timeout(HolmError):
     code = "timeout"
     status = 504
@@ -148,6 +154,7 @@ __all__ = [
     "Internal",
     "NotFound",
     "ScreenUnavailable",
+    "ServerUnreachable",
     "Timeout",
     "Transport",
     "Unavailable",

@@ -18,7 +18,7 @@ from holm.wire.api import ImageInfo
 from holm.wire.results import ActionResult
 from holm.wire.runtime import Capabilities, FrameResult, Held, Released, RuntimeBox, Started
 from holm.wire.spec import Placement, Spec
-from holm.wire.values import Region
+from holm.wire.values import PNG, Encoding, Region
 
 
 class Desktop(Protocol):
@@ -46,8 +46,10 @@ class Desktop(Protocol):
         window: str | None = None,
         region: Region | None = None,
         scale: int = 100,
+        encoding: Encoding = PNG,
     ) -> FrameResult:
-        """A capture; when its hash equals `have`, `unchanged` and no PNG is encoded."""
+        """A capture, as a PNG unless `encoding` says otherwise; when its hash equals `have`,
+        `unchanged` and nothing is encoded."""
         ...
 
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:

@@ -1,5 +1,8 @@
 """How commands print: JSON for scripts, rich tables and key/value lines for people, and
-progress on stderr so that stdout stays clean for `$(…)`."""
+progress on stderr so that stdout stays clean for `$(…)`.
+
+rich is imported by the functions that draw with it, not here: it is a tenth of a `holm`
+process's start, and most commands (`holm trace FILE`, `holm exec`) never draw a table."""
 
 from __future__ import annotations
 
@@ -12,8 +15,6 @@ from contextlib import contextmanager, nullcontext
 
 import click
 import msgspec
-from rich.console import Console
-from rich.table import Table
 
 
 def print_json(value: object) -> None:
@@ -25,6 +26,9 @@ def compact_json(value: object) -> str:
 
 
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in columns:
         table.add_column(column, no_wrap=True)
@@ -37,6 +41,22 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     Console(file=rendered, force_terminal=tty, width=width).print(table)
     for line in rendered.getvalue().splitlines():
         click.echo(line.rstrip())
+
+
+def print_figures(title: str | None, sections: Sequence[Sequence[tuple[str, str]]]) -> None:
+    """Labelled figures in a boxed table, a rule between sections, values to the right."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column()
+    table.add_column(justify="right")
+    for n, rows in enumerate(sections):
+        if n:
+            table.add_section()
+        for label, value in rows:
+            table.add_row(label, value)
+    Console(highlight=False).print(table)
 
 
 def write_stdout(data: bytes) -> None:
@@ -55,6 +75,8 @@ def print_fields(fields: Sequence[tuple[str, str]]) -> None:
 @contextmanager
 def progress(message: str) -> Iterator[None]:
     """A spinner on stderr while long work runs, when stderr is a terminal."""
+    from rich.console import Console
+
     console = Console(file=sys.stderr)
     with console.status(message) if console.is_terminal else nullcontext():
         yield
@@ -88,6 +110,7 @@ __all__ = [
     "duration_text",
     "from_now",
     "print_fields",
+    "print_figures",
     "print_json",
     "print_table",
     "progress",

@@ -11,15 +11,17 @@ import functools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import msgspec
 
 from holm.cli.output import print_json
-from holm.client import ServerUnreachable, SyncHolmClient
-from holm.errors import HolmError
+from holm.errors import HolmError, ServerUnreachable
 from holm.wire.spec import MAX_SCREENS
+
+if TYPE_CHECKING:
+    from holm.client import SyncHolmClient
 
 EXIT_CODES: dict[str, int] = {
     "bad_request": 3,
@@ -66,6 +68,10 @@ class Remote:
         # Opened on first use, so a command that fails on its arguments starts no thread.
         with self._opening:
             if self._client is None:
+                # The client is aiohttp, most of a `holm` process's start: imported here,
+                # it is paid only by a command that talks to a server.
+                from holm.client import SyncHolmClient
+
                 self._client = SyncHolmClient(self._url, self._token)
             return self._client
 

@@ -34,7 +34,7 @@ from holm.cli.remote import Remote, remote, screen_option
 from holm.config import Config, load_config
 from holm.errors import HolmError
 from holm.events.codec import CorruptLine
-from holm.events.local import read_trace_file
+from holm.events.trace_file import read_trace_file
 from holm.offline import OfflineReplay, replay_entries
 from holm.replay.diff import diff_traces
 from holm.replay.loose import LooseRun, RunStep, plan_loose, replay_loose, run_of_list, run_of_trace

@@ -11,6 +11,10 @@ stored as (`--json`), or as figures (`--stats`).
 
 An argument that is an existing file or folder is read offline; anything else is a box ID.
 `ls`, `blob` and `view` are words, not box IDs (a folder named so is `./ls`).
+
+What only a box ID, `ls` or `view` needs (pages from a server, box states, the HTML page) is
+imported in the branch that does it, so that `holm trace FILE` imports no more than reading
+a file takes (tests/cli/test_startup.py).
 """
 
 from __future__ import annotations
@@ -27,21 +31,16 @@ from typing import NamedTuple, NoReturn
 import click
 import msgspec
 from click.core import ParameterSource
-from rich.console import Console
-from rich.table import Table
 
-from holm.cli.history import print_server_trace, read_server_trace
-from holm.cli.output import write_stdout
+from holm.cli.output import print_figures, write_stdout
 from holm.cli.remote import TOKEN_HELP, connected, exit_code, report_error
 from holm.cli.trace_blob import read_blob
-from holm.cli.trace_ls import local_traces, print_traces, server_traces
 from holm.errors import HolmError
 from holm.events.codec import CorruptLine, read_envelope
-from holm.events.local import TORN, read_trace_file, trace_files
 from holm.events.pruning import layout_by_search
+from holm.events.trace_file import TORN, read_trace_file, trace_files
 from holm.projections.stats import TraceStats, trace_stats
 from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_note
-from holm.projections.trace_html import trace_html
 from holm.wire.access import state_dir_of
 from holm.wire.entries import kind_of
 
@@ -162,7 +161,9 @@ def trace(
     if not path.exists():
         if _looks_like_path(target):
             _fail(f"not_found: no such file or directory: {target}", EXIT_NOT_FOUND)
-        # Anything else is a box ID: its trace is read from the server (holm/cli/history.py).
+        # Anything else is a box ID: its trace is read from the server.
+        from holm.cli.history import print_server_trace, read_server_trace
+
         with connected(server_url, token, as_json) as remote:
             if stats:
                 entries, incomplete = read_server_trace(remote, target, after=after, limit=limit)
@@ -171,7 +172,7 @@ def trace(
                     body = {"trace": target, **msgspec.to_builtins(figures)}
                     click.echo(msgspec.json.encode(body).decode())
                 else:
-                    Console(highlight=False).print(_stats_table(None, figures))
+                    print_figures(None, _stats_sections(figures))
             else:
                 print_server_trace(
                     remote,
@@ -231,6 +232,8 @@ def _refuse_other_options(word: str, allowed: set[str]) -> None:
 def _list_traces(
     folder: str | None, server_url: str | None, token: str | None, as_json: bool
 ) -> None:
+    from holm.cli.trace_ls import local_traces, print_traces, server_traces
+
     if server_url is not None:
         if folder is not None:
             raise click.UsageError("`trace ls` reads a DIR or a server (--url), not both")
@@ -256,6 +259,8 @@ def _write_blob(ref: str, folder: str | None, out: Path | None) -> None:
 
 
 def _write_view(path: Path, out: Path | None) -> None:
+    from holm.projections.trace_html import trace_html
+
     if not path.is_file():
         _fail(f"not_found: no such trace file: {path}", EXIT_NOT_FOUND)
     try:
@@ -375,7 +380,6 @@ def _follow(
 def _print_stats(
     paths: Iterable[Path], after: int | None, limit: int | None, as_json: bool, headers: bool
 ) -> None:
-    console = Console(highlight=False)
     for path in paths:
         read = read_trace_file(path, after=after, limit=limit)
         figures = trace_stats(read.entries, incomplete=read.incomplete)
@@ -383,22 +387,15 @@ def _print_stats(
             body = {"trace": path.stem, **msgspec.to_builtins(figures)}
             click.echo(msgspec.json.encode(body).decode())
         else:
-            console.print(_stats_table(path.stem if headers else None, figures))
+            print_figures(path.stem if headers else None, _stats_sections(figures))
 
 
-def _stats_table(title: str | None, stats: TraceStats) -> Table:
-    table = Table(title=title, title_justify="left", show_header=False)
-    table.add_column()
-    table.add_column(justify="right")
-    for label, value in _summary(stats):
-        table.add_row(label, value)
-    table.add_section()
-    for kind, count in stats.by_kind.items():
-        table.add_row(kind, str(count))
-    table.add_section()
-    for actor, count in stats.by_actor.items():
-        table.add_row(f"by {actor}", str(count))
-    return table
+def _stats_sections(stats: TraceStats) -> list[list[tuple[str, str]]]:
+    return [
+        list(_summary(stats)),
+        [(kind, str(count)) for kind, count in stats.by_kind.items()],
+        [(f"by {actor}", str(count)) for actor, count in stats.by_actor.items()],
+    ]
 
 
 def _summary(stats: TraceStats) -> Iterator[tuple[str, str]]:
@@ -428,4 +425,6 @@ def _duration(ms: int) -> str:
     return f"{hours} h {minutes} min"
 
 
-__all__ = ["trace"]
+COMMANDS: tuple[click.Command, ...] = (trace,)
+
+__all__ = ["COMMANDS", "trace"]

@@ -36,20 +36,25 @@ from holm.wire.results import (
     expect,
 )
 from holm.wire.runtime import FrameResult, Held, Released
-from holm.wire.values import Point
+from holm.wire.values import Point, encoding_of
 
 from .guards import boundary
 from .journal import Journal, entry
 
 
 def frame_view(frame: FrameResult) -> FrameView:
-    png = None if frame.png is None else base64.b64encode(frame.png).decode()
+    """The frame as the API answers it: a PNG where the spec has it (`png_base64`), another
+    format beside it (`image_base64`)."""
+    data = None if frame.image is None else base64.b64encode(frame.image).decode()
+    png = frame.format == "png"
     return FrameView(
         hash=frame.hash,
         unchanged=frame.unchanged,
         width=frame.width,
         height=frame.height,
-        png_base64=png,
+        png_base64=data if png else None,
+        format=frame.format,
+        image_base64=None if png else data,
     )
 
 
@@ -175,7 +180,15 @@ async def _after_batch(
             # A screen with no Chromium (or one not up) has no tabs to list.
             return []
 
-    frame = desktop.frame(screen, have=request.have_frame) if "frame" in request.want else nothing()
+    frame = (
+        desktop.frame(
+            screen,
+            have=request.have_frame,
+            encoding=encoding_of(request.frame_format, request.frame_quality),
+        )
+        if "frame" in request.want
+        else nothing()
+    )
     where = cursor() if "cursor" in request.want else nothing()
     return await boundary(
         asyncio.gather(desktop.end_batch(screen), windows(), frame, where, tabs()),

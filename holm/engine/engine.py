@@ -72,7 +72,7 @@ from holm.wire.spec import (
     validate_placement,
     validate_spec,
 )
-from holm.wire.values import Region
+from holm.wire.values import PNG, Encoding, Region
 
 from . import guards
 from .adoption import reconcile
@@ -552,11 +552,15 @@ class Engine:
         window: str | None = None,
         region: Region | None = None,
         scale: int = 100,
+        encoding: Encoding = PNG,
     ) -> FrameResult:
-        """A capture of a screen, a window or a rectangle; not recorded."""
+        """A capture of a screen, a window or a rectangle, encoded in the box (a JPEG or WebP
+        costs no PNG first); not recorded."""
         desktop = await self._reading(box_id, screen)
         return await boundary(
-            desktop.frame(screen, have=have, window=window, region=region, scale=scale),
+            desktop.frame(
+                screen, have=have, window=window, region=region, scale=scale, encoding=encoding
+            ),
             "a frame capture",
         )
 

@@ -21,7 +21,7 @@ from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX
 from holm.wire.results import ExecResult, Tab, WindowInfo
 from holm.wire.runtime import Capabilities
 from holm.wire.spec import Feature, Placement, Spec
-from holm.wire.values import Point, Selection
+from holm.wire.values import ImageFormat, Point, Quality, Selection, encoding_of
 
 BoxStateName = Literal["starting", "ready", "paused", "stopped", "unreachable", "gone", "failed"]
 
@@ -109,6 +109,13 @@ class ActionsRequest(_Request):
     settle_ms: Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)] = 0
     have_frame: str | None = None
     keep_going: bool = False
+    # Beyond the spec: the frame of `want` as JPEG or WebP, as `GET …/frame` takes them.
+    frame_format: ImageFormat = "png"
+    frame_quality: Quality | None = None
+
+    def __post_init__(self) -> None:
+        # A quality with png is refused at decode (a 400 before any step), not ignored.
+        encoding_of(self.frame_format, self.frame_quality)
 
 
 class StepResult(_Response):
@@ -123,13 +130,16 @@ class StepResult(_Response):
 
 
 class FrameView(_Response):
-    """A capture. With `unchanged: true` there is no `png_base64`."""
+    """A capture. With `unchanged: true` there is no picture; otherwise a PNG is in
+    `png_base64` (the spec's), a JPEG or WebP in `image_base64`, as `format` says."""
 
     hash: str
     unchanged: bool
     width: int
     height: int
     png_base64: str | None = None
+    format: ImageFormat = "png"
+    image_base64: str | None = None
 
 
 class Holding(_Response):
@@ -161,6 +171,13 @@ class FrameQuery(_Request):
     width: Annotated[int, Meta(ge=1)] | None = None
     height: Annotated[int, Meta(ge=1)] | None = None
     scale: Annotated[int, Meta(ge=1, le=MAX_SCALE)] = 100
+    # Beyond the spec: what a model reads best, at a quality (jpeg and webp only).
+    format: ImageFormat = "png"
+    quality: Quality | None = None
+
+    def __post_init__(self) -> None:
+        # A quality with png is refused at decode (a 400), not ignored.
+        encoding_of(self.format, self.quality)
 
 
 class ClipboardQuery(_Request):

@@ -8,6 +8,7 @@ from typing import Literal
 import msgspec
 
 from holm.wire.spec import Placement, Spec
+from holm.wire.values import ImageFormat
 
 
 class Capabilities(msgspec.Struct, kw_only=True):
@@ -61,9 +62,16 @@ class FrameResult(msgspec.Struct, kw_only=True):
     # A hash of the captured pixels (and their size): equal hashes, equal pictures.
     hash: str
     unchanged: bool = False
-    png: bytes | None = None
+    # The picture in `format` (PNG unless the reader asked otherwise); none when unchanged.
+    image: bytes | None = None
+    format: ImageFormat = "png"
     width: int = 0
     height: int = 0
+
+    @property
+    def png(self) -> bytes | None:
+        """The picture when it is a PNG: what a trace keeps and a fork compares."""
+        return self.image if self.format == "png" else None
 
 
 class Held(msgspec.Struct, kw_only=True):

@@ -77,6 +77,14 @@ async def test_the_openapi_document_lists_every_route(client: Client) -> None:
     trace = paths["/v1/boxes/{id}/trace"]["get"]
     limit = next(p for p in trace["parameters"] if p["name"] == "limit")
     assert limit["schema"]["maximum"] == 500 and limit["in"] == "query"
+    # Beyond the spec: a frame's format and quality, with their limits.
+    frame = paths["/v1/boxes/{id}/screens/{screen}/frame"]["get"]["parameters"]
+    schema = {p["name"]: p["schema"] for p in frame}
+    assert sorted(schema["format"]["enum"]) == ["jpeg", "png", "webp"]
+    [quality, _none] = schema["quality"]["anyOf"]
+    assert (quality["minimum"], quality["maximum"]) == (1, 100)
+    batch = schemas["ActionsRequest"]["properties"]
+    assert batch["frame_format"] == schema["format"] and batch["frame_quality"] == schema["quality"]
 
 
 async def test_the_trace_is_read_a_page_at_a_time(client: Client) -> None:

@@ -326,7 +326,9 @@ class Agent:
             case p.EndBatch(screen=screen):
                 return await self.end_batch(screen)
             case p.Frame(screen=screen, have=have, window=window, region=region, scale=scale):
-                return await self.screen(screen).frame(have, window, region, scale)
+                return await self.screen(screen).frame(
+                    have, window, region, scale, encoding=request.encoding
+                )
             case p.FrameHash(screen=screen):
                 return await self.screen(screen).frame_hash()
             case p.DefineApps(apps=apps):

@@ -1,4 +1,5 @@
-"""Frames: raw pixels from the X server, their hash, and a PNG only when one is needed.
+"""Frames: raw pixels from the X server, their hash, and a PNG (or the JPEG or WebP a reader
+asked for) only when one is needed.
 
 A frame's hash covers its raw pixels, its size and how it was shown (scale, pointer), so
 equal hashes mean equal pictures, and checking "unchanged" never encodes a PNG.
@@ -7,7 +8,6 @@ equal hashes mean equal pictures, and checking "unchanged" never encodes a PNG.
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
 
 import msgspec
@@ -16,14 +16,14 @@ from Xlib import X
 from Xlib.display import Display
 from Xlib.error import XError
 
+from holm.adapters.agent.encoding import image_bytes
 from holm.adapters.agent.shm import SharedImage
 from holm.errors import BadRequest
-from holm.wire.values import Region
+from holm.wire.values import PNG, Encoding, Region
 
 log = logging.getLogger("holm.agent")
 
 HASH_PREFIX = "px:"
-PNG_LEVEL = 1
 MIN_SCALE, MAX_SCALE = 1, 400
 
 
@@ -96,17 +96,17 @@ def scaled_size(raw: Raw, scale: int) -> tuple[int, int]:
     return max(1, raw.width * scale // 100), max(1, raw.height * scale // 100)
 
 
-def encode_png(raw: Raw, scale: int = 100, pointer: tuple[int, int] | None = None) -> bytes:
-    """The PNG of the pixels (blocking; run it in a thread)."""
+def encode(
+    raw: Raw, scale: int = 100, pointer: tuple[int, int] | None = None, encoding: Encoding = PNG
+) -> bytes:
+    """The picture of the pixels, PNG unless asked otherwise (blocking; run it in a thread)."""
     image = Image.frombuffer("RGB", (raw.width, raw.height), raw.data, "raw", "BGRX", 0, 1)
     if pointer is not None:
         image = image.copy()
         _draw_pointer(image, pointer)
     if scale != 100:
         image = image.resize(scaled_size(raw, scale), Image.Resampling.BILINEAR)
-    out = io.BytesIO()
-    image.save(out, format="PNG", compress_level=PNG_LEVEL)
-    return out.getvalue()
+    return image_bytes(image, encoding)
 
 
 def _draw_pointer(image: Image.Image, at: tuple[int, int]) -> None:

@@ -22,7 +22,7 @@ from holm.wire.actions import Action
 from holm.wire.results import ActionResult
 from holm.wire.runtime import FrameResult, Held, Released
 from holm.wire.spec import AppDefinition
-from holm.wire.values import Region
+from holm.wire.values import PNG, Encoding, Region
 
 T = TypeVar("T")
 
@@ -169,9 +169,16 @@ class AgentDesktop:
         window: str | None = None,
         region: Region | None = None,
         scale: int = 100,
+        encoding: Encoding = PNG,
     ) -> FrameResult:
         request = p.Frame(
-            id=self._id(), screen=screen, have=have, window=window, region=region, scale=scale
+            id=self._id(),
+            screen=screen,
+            have=have,
+            window=window,
+            region=region,
+            scale=scale,
+            encoding=encoding,
         )
         return await self.call(request, FrameResult)
 

@@ -18,7 +18,7 @@ import msgspec
 from holm.errors import HolmError
 from holm.wire.actions import Action
 from holm.wire.spec import AppDefinition
-from holm.wire.values import Region
+from holm.wire.values import PNG, Encoding, Region
 
 # Big enough for a 64 MiB file read or write, base64 in its action or result (4/3 of it),
 # and its envelope.
@@ -62,6 +62,7 @@ class Frame(_Request, tag="frame"):
     window: str | None = None
     region: Region | None = None
     scale: int = 100
+    encoding: Encoding = PNG
 
 
 class FrameHash(_Request, tag="frame_hash"):

@@ -25,7 +25,7 @@ from holm.errors import BadRequest, ScreenUnavailable
 from holm.wire.actions import Arrange
 from holm.wire.results import Stillness, WindowInfo
 from holm.wire.runtime import FrameResult
-from holm.wire.values import Point, Region, Selection
+from holm.wire.values import PNG, Encoding, Point, Region, Selection
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -114,6 +114,7 @@ class Screen:
         region: Region | None = None,
         scale: int = 100,
         pointer: bool = False,
+        encoding: Encoding = PNG,
     ) -> FrameResult:
         capture.check_scale(scale)
         if window is not None:
@@ -134,8 +135,10 @@ class Screen:
         width, height = capture.scaled_size(raw, scale)
         if digest == have:
             return FrameResult(hash=digest, unchanged=True, width=width, height=height)
-        png = await loop.run_in_executor(self._png_pool, capture.encode_png, raw, scale, at)
-        return FrameResult(hash=digest, png=png, width=width, height=height)
+        image = await loop.run_in_executor(self._png_pool, capture.encode, raw, scale, at, encoding)
+        return FrameResult(
+            hash=digest, image=image, format=encoding.format, width=width, height=height
+        )
 
     async def wait_still(self, settle_ms: int, within_ms: int) -> Stillness:
         """Wait until the screen's pixels stay the same for `settle_ms`."""

@@ -18,7 +18,6 @@ import asyncio
 import base64
 import fnmatch
 import hashlib
-import io
 import json
 import pathlib
 import re
@@ -29,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 from msgspec.structs import replace
 from PIL import Image
 
+from holm.adapters.agent.encoding import image_bytes
 from holm.errors import (
     BadRequest,
     Failed,
@@ -95,8 +95,8 @@ from holm.wire.keys import normalized_chord, normalized_key_name, normalized_the
 from holm.wire.results import ActionResult, ExecResult, FileInfo, GrepMatch, WindowInfo
 from holm.wire.runtime import Capabilities, FrameResult, Held, Released, RuntimeBox, Started
 from holm.wire.spec import Placement, Spec, canonical_spec
+from holm.wire.values import PNG, Encoding, Region
 from holm.wire.values import Point as PointT
-from holm.wire.values import Region
 
 
 class _Screen:
@@ -562,8 +562,9 @@ class MemoryDesktop:
         window: str | None = None,
         region: Region | None = None,
         scale: int = 100,
+        encoding: Encoding = PNG,
     ) -> FrameResult:
-        return await self._frame(self._screen(screen), window, region, scale, have)
+        return await self._frame(self._screen(screen), window, region, scale, have, encoding)
 
     async def _frame(
         self,
@@ -572,6 +573,7 @@ class MemoryDesktop:
         region: Region | None,
         scale: int,
         have: str | None = None,
+        encoding: Encoding = PNG,
     ) -> FrameResult:
         width, height = (region.width, region.height) if region else (s.width, s.height)
         width, height = max(1, width * scale // 100), max(1, height * scale // 100)
@@ -579,8 +581,10 @@ class MemoryDesktop:
         frame_hash = "px:" + hashlib.blake2b(digest.encode(), digest_size=16).hexdigest()
         if frame_hash == have:
             return FrameResult(hash=frame_hash, unchanged=True, width=width, height=height)
-        png = await asyncio.to_thread(_png, width, height, s.changes)
-        return FrameResult(hash=frame_hash, png=png, width=width, height=height)
+        image = await asyncio.to_thread(_picture, width, height, s.changes, encoding)
+        return FrameResult(
+            hash=frame_hash, image=image, format=encoding.format, width=width, height=height
+        )
 
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
         frame = await self.frame(screen, have="")
@@ -640,12 +644,10 @@ class MemoryDesktop:
         pass
 
 
-def _png(width: int, height: int, changes: int) -> bytes:
+def _picture(width: int, height: int, changes: int, encoding: Encoding) -> bytes:
     shade = changes * 37 % 256
-    out = io.BytesIO()
     size = (min(width, 64), min(height, 64))
-    Image.new("RGB", size, (shade, 255 - shade, 128)).save(out, "PNG", compress_level=1)
-    return out.getvalue()
+    return image_bytes(Image.new("RGB", size, (shade, 255 - shade, 128)), encoding)
 
 
 def _is_number(text: str) -> bool:

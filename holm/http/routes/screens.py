@@ -16,7 +16,7 @@ from holm.wire.api import (
     FrameView,
 )
 from holm.wire.results import ClipboardView
-from holm.wire.values import Point, Region
+from holm.wire.values import Point, Region, encoding_of
 
 from ..routing import (
     Route,
@@ -47,6 +47,7 @@ async def get_frame(request: web.Request) -> web.Response:
         window=query.window,
         region=region_of(query),
         scale=query.scale,
+        encoding=encoding_of(query.format, query.quality),
     )
     return json_response(frame_view(frame))
 
