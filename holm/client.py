@@ -737,6 +737,14 @@ class HolmClient:
         _, png = await self.request("GET", f"/v1/boxes/{box_id}/trace/frames/{frame_hash}")
         return png
 
+    async def trace_view(self, box_id: str, *, beside: str | None = None) -> bytes:
+        """The trace as one self-contained HTML page (UTF-8); `beside`: a box whose trace
+        is shown beside it (a fork's source), steps aligned as in `diff`."""
+        _, page = await self.request(
+            "GET", f"/v1/boxes/{box_id}/trace/view", params={"with": beside}
+        )
+        return page
+
     async def diff(self, box_a: str, box_b: str) -> TraceDiff:
         """How close two boxes' traces are (a source and its fork): steps aligned by key,
         and the last frames compared pixel by pixel. Removed boxes too."""
@@ -936,6 +944,7 @@ class SyncHolmClient:
     traces = _Sync(HolmClient.traces)
     trace = _Sync(HolmClient.trace)
     trace_frame = _Sync(HolmClient.trace_frame)
+    trace_view = _Sync(HolmClient.trace_view)
     diff = _Sync(HolmClient.diff)
     events = _Sync(HolmClient.events)
     runtimes = _Sync(HolmClient.runtimes)

@@ -7,7 +7,7 @@ stored as (`--json`), or as figures (`--stats`).
                                       .jsonl files, each after a header line naming it
     holm trace ls [DIR|--url URL]     one line per trace (holm/cli/trace_ls.py)
     holm trace blob REF [DIR]         a blob's bytes (holm/cli/trace_blob.py)
-    holm trace view FILE              the trace as one HTML page
+    holm trace view BOX_ID|FILE       the trace as one HTML page (--with: another beside it)
 
 An argument that is an existing file or folder is read offline; anything else is a box ID.
 `ls`, `blob` and `view` are words, not box IDs (a folder named so is `./ls`).
@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 import click
 import msgspec
@@ -44,6 +44,9 @@ from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_note
 from holm.wire.access import state_dir_of
 from holm.wire.entries import kind_of
 
+if TYPE_CHECKING:
+    from holm.projections.trace_html import TraceSide
+
 # How often `--follow` looks at the file again once it has printed all there is.
 FOLLOW_POLL_SECS = 0.2
 
@@ -57,7 +60,7 @@ EXIT_NOT_FOUND = 5  # not_found
 _WORDS = {
     "ls": "ls [DIR | --url URL] [--json]",
     "blob": "blob sha256:HEX [DIR] [-o FILE]",
-    "view": "view FILE.jsonl [-o OUT.html]",
+    "view": "view BOX_ID|FILE.jsonl [--with SOURCE] [-o OUT.html]",
 }
 
 # The kinds after which a box's trace has nothing more to follow.
@@ -89,8 +92,15 @@ _kind_decoder = msgspec.json.Decoder(_Kind)
     "--out",
     "-o",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="With `view`: the HTML file to write (default: FILE with .html). With `blob`: the "
-    "file to write the bytes to (default or -: stdout).",
+    help="With `view`: the HTML file to write (default: FILE with .html, or BOX_ID.html). "
+    "With `blob`: the file to write the bytes to (default or -: stdout).",
+)
+@click.option(
+    "--with",
+    "beside",
+    metavar="SOURCE",
+    help="With `view`: a trace to show beside it, steps aligned as `holm diff` aligns them "
+    "(a fork's source): a box ID for a BOX_ID, a trace file for a FILE.",
 )
 @click.option("--after", type=int, help="Only the entries after this seq.")
 @click.option(
@@ -117,6 +127,7 @@ def trace(
     target: str,
     args: tuple[str, ...],
     out: Path | None,
+    beside: str | None,
     after: int | None,
     limit: int | None,
     as_json: bool,
@@ -138,7 +149,9 @@ def trace(
     (default as for `ls`): a value too big for its line, which the line names.
 
     `holm trace view FILE.jsonl [-o OUT.html]` writes the trace as one self-contained HTML
-    page (every entry, the frames kept in its state dir inline) and prints its path."""
+    page (every entry, the frames kept in its state dir inline) and prints its path;
+    `holm trace view BOX_ID` writes the page the server serves for the box (default
+    BOX_ID.html). `--with SOURCE` shows SOURCE's trace beside it, aligned step by step."""
     if target == "ls" and len(args) <= 1:
         _refuse_other_options("ls", {"as_json", "server_url", "token"})
         _list_traces(args[0] if args else None, server_url, token, as_json)
@@ -148,9 +161,10 @@ def trace(
         _write_blob(args[0], args[1] if len(args) == 2 else None, out)
         return
     if target == "view" and len(args) == 1:
-        _refuse_other_options("view", {"out"})
-        _write_view(Path(args[0]), out)
+        _write_view(args[0], beside, out, server_url, token)
         return
+    if beside is not None:
+        raise click.UsageError("--with goes with `trace view` only")
     if target in _WORDS:
         raise click.UsageError(f"usage: holm trace {_WORDS[target]}")
     if args:
@@ -258,16 +272,44 @@ def _write_blob(ref: str, folder: str | None, out: Path | None) -> None:
             out.write_bytes(data)
 
 
-def _write_view(path: Path, out: Path | None) -> None:
+def _write_view(
+    target: str, beside: str | None, out: Path | None, server_url: str | None, token: str | None
+) -> None:
+    """The page of a trace file (and a file beside it), or the one the server serves for a
+    box (and a box beside it), written to `out`; its path printed."""
     from holm.projections.trace_html import trace_html
+    from holm.replay.diff import side_by_side
 
+    path = Path(target)
+    if path.exists() or _looks_like_path(target):
+        _refuse_other_options("view", {"out", "beside"})
+        trace = _trace_side(path)
+        if beside is None:
+            page = trace_html(
+                f"Trace {trace.name}", trace.entries, trace.frame_png, incomplete=trace.incomplete
+            )
+        else:
+            page = side_by_side(_trace_side(Path(beside)), trace)
+        written = out or path.with_suffix(".html")
+        written.write_text(page, encoding="utf-8")
+    else:
+        _refuse_other_options("view", {"out", "beside", "server_url", "token"})
+        with connected(server_url, token, False) as remote:
+            body = remote.client.trace_view(target, beside=beside)
+        written = out or Path(f"{target}.html")
+        written.write_bytes(body)
+    click.echo(str(written))
+
+
+def _trace_side(path: Path) -> TraceSide:
+    """A trace file read whole, named by its stem (a box's ID, in a state dir), its frames
+    taken from the state dir beside it: <state>/frames/<trace>/<hash>.png."""
     if not path.is_file():
         _fail(f"not_found: no such trace file: {path}", EXIT_NOT_FOUND)
     try:
         read = read_trace_file(path)
     except CorruptLine as exc:
         _fail(f"bad_request: {exc}", EXIT_BAD_FILE)
-    # Frames live in the state dir beside `traces/`: <state>/frames/<trace>/<hash>.png.
     folders = [path.parent.parent / "frames" / path.stem, path.parent / "frames" / path.stem]
 
     def frame_png(frame_hash: str) -> bytes | None:
@@ -279,10 +321,9 @@ def _write_view(path: Path, out: Path | None) -> None:
                 return (folder / f"{frame_hash}.png").read_bytes()
         return None
 
-    page = trace_html(f"Trace {path.stem}", read.entries, frame_png, incomplete=read.incomplete)
-    target = out or path.with_suffix(".html")
-    target.write_text(page, encoding="utf-8")
-    click.echo(str(target))
+    from holm.projections.trace_html import TraceSide
+
+    return TraceSide(path.stem, read.entries, frame_png, read.incomplete)
 
 
 def _looks_like_path(target: str) -> bool:

@@ -12,11 +12,13 @@ import asyncio
 import difflib
 import io
 from collections.abc import Awaitable, Callable, Sequence
+from typing import NamedTuple
 
 from msgspec.structs import replace
 from PIL import Image, ImageChops, ImageStat
 
 from holm.errors import NotFound
+from holm.projections.trace_html import TraceSide, trace_pair_html
 from holm.replay.boxes import Boxes
 from holm.replay.plan import Step, plan_fork
 from holm.replay.reading import read_whole_trace
@@ -121,14 +123,46 @@ def fork_up_to(entries_b: Sequence[Entry], a: str) -> int | None:
     return None
 
 
-async def diff_traces(
-    a: str, b: str, read_entries: ReadEntries, read_frame: ReadFrame
-) -> TraceDiff:
-    entries_a, entries_b = await asyncio.gather(read_entries(a), read_entries(b))
+class Alignment(NamedTuple):
+    """Two traces' steps aligned: B forked from A up to `a_up_to` (None: B is no fork of
+    A), the matched pairs, A's steps B lacks and B's steps A lacks."""
+
+    a_up_to: int | None
+    pairs: list[MatchedStep]
+    missing: list[StepRef]
+    extra: list[StepRef]
+
+
+def align_traces(a: str, entries_a: Sequence[Entry], entries_b: Sequence[Entry]) -> Alignment:
+    """The steps of trace `a` (up to where B was forked from it, when B names `a` as its
+    source) and of B, aligned: what `holm diff` and the side-by-side trace page show."""
     up_to = fork_up_to(entries_b, a)
     pairs, missing, extra = align_steps(
         plan_fork(entries_a, up_to=up_to).steps, plan_fork(entries_b).steps
     )
+    return Alignment(up_to, pairs, missing, extra)
+
+
+def side_by_side(a: TraceSide, b: TraceSide) -> str:
+    """The trace page of A (named as B's `forked_from` names its source, for a fork) and B
+    side by side, their steps aligned as `holm diff` aligns them."""
+    aligned = align_traces(a.name, a.entries, b.entries)
+    return trace_pair_html(
+        f"{b.name} beside {a.name}",
+        a,
+        b,
+        aligned.pairs,
+        aligned.missing,
+        aligned.extra,
+        a_up_to=aligned.a_up_to,
+    )
+
+
+async def diff_traces(
+    a: str, b: str, read_entries: ReadEntries, read_frame: ReadFrame
+) -> TraceDiff:
+    entries_a, entries_b = await asyncio.gather(read_entries(a), read_entries(b))
+    up_to, pairs, missing, extra = align_traces(a, entries_a, entries_b)
     frames_a, frames_b = last_frames(entries_a), last_frames(entries_b)
     screens = sorted(set(frames_a) | set(frames_b)) or [0]
     frames = [
@@ -166,6 +200,7 @@ async def diff_boxes(boxes: Boxes, a: str, b: str) -> TraceDiff:
 
 
 __all__ = [
+    "Alignment",
     "FrameComparison",
     "MatchedStep",
     "ReadEntries",
@@ -173,8 +208,10 @@ __all__ = [
     "StepRef",
     "TraceDiff",
     "align_steps",
+    "align_traces",
     "compare_pngs",
     "diff_boxes",
     "diff_traces",
     "last_frames",
+    "side_by_side",
 ]

@@ -262,6 +262,13 @@ class TraceQuery(_Request):
     limit: Annotated[int, Meta(ge=1, le=PAGE_MAX)] = PAGE_MAX
 
 
+class TraceViewQuery(_Request):
+    """`with`: a box whose trace is shown beside this one (its source, for a fork), steps
+    aligned as `holm diff` aligns them."""
+
+    with_: str | None = msgspec.field(default=None, name="with")
+
+
 class TracePage(_Response):
     """A page of a trace. Send `next` as `after` to read on; `more` says there is more now.
     `incomplete` says a writer died mid-line (the torn line is not served). `first_seq` is
@@ -653,6 +660,7 @@ __all__ = [
     "TracePage",
     "TraceQuery",
     "TraceView",
+    "TraceViewQuery",
     "ViewerMode",
     "ViewersView",
     "WorkspaceList",

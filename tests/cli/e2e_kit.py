@@ -166,6 +166,17 @@ def holmd() -> Iterator[Holmd]:
 
 
 @pytest.fixture(scope="module")
+def memory_holmd() -> Iterator[Holmd]:
+    """A holmd of its own for one module, on the in-memory runtime: no desktop."""
+    server = Holmd(HOLM_TEST_RUNTIME="memory", HOLM_DEFAULT_RUNTIME="memory")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
 def box(holmd: Holmd) -> Iterator[str]:
     """A box with the defaults for the tests of one module; removed after them."""
     box_id = holmd.create()

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_kit import HOLM, TOKEN, Holmd
+from e2e_kit import HOLM, TOKEN, Holmd, memory_holmd
 
 from holm.cli.remote import EXIT_CODES
 from holm.client import SyncHolmClient
@@ -126,14 +125,7 @@ def test_ls_and_blob_refuse_wrong_arguments_before_reading_anything() -> None:
 # A real holmd
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Holmd]:
-    holmd = Holmd(HOLM_TEST_RUNTIME="memory", HOLM_DEFAULT_RUNTIME="memory")
-    holmd.start()
-    try:
-        yield holmd
-    finally:
-        holmd.stop()
+server = memory_holmd
 
 
 def test_ls_over_url_lists_a_box_its_fork_and_a_removed_box_as_the_state_dir_does(

@@ -6,32 +6,20 @@ from __future__ import annotations
 
 import base64
 import shutil
-import subprocess
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import pytest_asyncio
+from trace_page_kit import Chromium, chromium, click, needs_chromium, panel, run_holm
 
 from holm.events.local import read_trace_file
 from holm.wire.entries import Entry, FrameSeen, kind_of
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "security"))
-from test_http_guards import CHROMIUM, Chromium, clean_env
-
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "traces" / "recorded"
-# The `holm` command, run from the worktree's code (clean_env's PYTHONPATH).
-HOLM = [sys.executable, "-c", "from holm.cli import main; main()"]
 # The virtual key codes of the arrows, as a keyboard sends them.
 KEY_CODES = {"ArrowUp": 38, "ArrowDown": 40}
 
-pytestmark = [
-    pytest.mark.desktop,
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium"),
-]
+pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module"), needs_chromium]
+__all__ = ["chromium"]
 
 
 def written_page(tmp: Path, name: str) -> Path:
@@ -41,15 +29,7 @@ def written_page(tmp: Path, name: str) -> Path:
     shutil.copy(RECORDED / f"{name}.jsonl", tmp / "traces" / f"{name}.jsonl")
     shutil.copytree(RECORDED / "frames" / name, tmp / "frames" / name)
     page = tmp / "page.html"
-    done = subprocess.run(
-        [*HOLM, "trace", "view", f"traces/{name}.jsonl", "-o", str(page)],
-        cwd=tmp,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    run_holm("trace", "view", f"traces/{name}.jsonl", "-o", str(page), cwd=tmp)
     return page
 
 
@@ -62,42 +42,6 @@ def shown_frame(entries: list[Entry], chosen: Entry) -> FrameSeen:
         if isinstance(e, FrameSeen) and screen in (None, e.screen)
     ]
     return seen[-1]
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def chromium(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Chromium]:
-    async with Chromium(tmp_path_factory.mktemp("chromium")) as browser:
-        await browser.call("Network.enable")
-        yield browser
-
-
-async def click(chromium: Chromium, selector: str) -> None:
-    """A person's click: the row scrolled into view, the mouse pressed on its middle."""
-    box = await chromium.evaluate(
-        f"(() => {{ const row = document.querySelector({selector!r});"
-        " row.scrollIntoView({block: 'center'}); const r = row.getBoundingClientRect();"
-        " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
-    )
-    for kind in ("mousePressed", "mouseReleased"):
-        await chromium.call(
-            "Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1
-        )
-
-
-async def frame_on_screen(chromium: Chromium) -> dict[str, Any]:
-    """The chosen row and the picture beside it, once the browser has decoded it."""
-    shown = await chromium.evaluate(
-        "(async () => { const img = document.getElementById('frame');"
-        " if (!img.hidden && img.src) await img.decode();"
-        " const row = document.querySelector('.row.chosen');"
-        " return {seq: row && Number(row.dataset.seq), hidden: img.hidden,"
-        " width: img.naturalWidth, height: img.naturalHeight,"
-        " drawn: img.getBoundingClientRect().width,"
-        " src: img.getAttribute('src') || '',"
-        " caption: document.getElementById('caption').textContent}; })()"
-    )
-    assert isinstance(shown, dict)
-    return shown
 
 
 @pytest.mark.parametrize("name", ["browser_form", "xterm_session"])
@@ -119,12 +63,12 @@ async def test_the_page_lists_every_entry_and_shows_the_frame_of_a_chosen_step(
     chosen = next(e for e in reversed(entries) if not isinstance(e, FrameSeen))
     frame = shown_frame(entries, chosen)
     await click(chromium, f'.row[data-seq="{chosen.seq}"]')
-    shown = await frame_on_screen(chromium)
+    shown = await panel(chromium)
     png = (RECORDED / "frames" / name / f"{frame.frame}.png").read_bytes()
     assert shown["seq"] == chosen.seq and not shown["hidden"]
     assert (shown["width"], shown["height"]) == (frame.width, frame.height)
     assert shown["src"] == "data:image/png;base64," + base64.b64encode(png).decode()
-    assert shown["drawn"] > 0
+    assert shown["img"]["width"] > 0
     assert f"step {chosen.seq}: the screen as step {frame.seq} saw it" == shown["caption"]
 
     # Nothing was fetched but the file itself: the frames are in it.
@@ -143,7 +87,7 @@ async def test_the_arrow_keys_step_through_the_entries(chromium: Chromium, tmp_p
     frames = [e for e in entries if isinstance(e, FrameSeen)]
     first = entries.index(frames[0])
     await click(chromium, f'.row[data-seq="{entries[first - 1].seq}"]')
-    before = await frame_on_screen(chromium)
+    before = await panel(chromium)
     assert before["hidden"] and "no frame kept" in before["caption"]
 
     for key, step in (("ArrowDown", first), ("ArrowDown", first + 1), ("ArrowUp", first)):
@@ -155,7 +99,7 @@ async def test_the_arrow_keys_step_through_the_entries(chromium: Chromium, tmp_p
                 code=key,
                 windowsVirtualKeyCode=KEY_CODES[key],
             )
-        shown = await frame_on_screen(chromium)
+        shown = await panel(chromium)
         assert shown["seq"] == entries[step].seq
         frame = shown_frame(entries, entries[step])
         assert (shown["width"], shown["height"]) == (frame.width, frame.height)

@@ -39,12 +39,13 @@ def test_holm_trace_view_writes_one_page_with_the_frames_it_has(tmp_path: Path) 
     assert result.output == f"{out}\n"
     page = out.read_text()
     assert page.count(" data-seq=") == len(lines)
-    # The one frame kept is in the page once, however many steps show it.
-    assert f'id="frames">["{base64.b64encode(PNG).decode()}"]<' in page
+    # The one frame kept is in the page once (with its size), however many steps show it.
+    assert f'id="frames">[[1280,800,"{base64.b64encode(PNG).decode()}"]]<' in page
     assert page.count("(frame not kept)") == len(frames) - 1
-    assert "takeover_started" in page and 'class="row person taken"' in page
-    # The page's own script and its frames, no more; the policy runs that script only.
-    assert page.count("<script") == 2 and "script-src 'sha256-" in page
+    assert "takeover_started" in page and 'class="row single person taken"' in page
+    # The page's own script, its frames and the steps' details, no more; the policy runs
+    # that script only.
+    assert page.count("<script") == 3 and "script-src 'sha256-" in page
 
 
 def test_a_missing_file_is_not_found(tmp_path: Path) -> None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from holm.engine import Engine
 from holm.errors import NotFound
-from holm.projections.trace_html import CONTENT_SECURITY_POLICY, trace_html
-from holm.replay.diff import diff_boxes
-from holm.wire.api import TraceList, TracePage, TraceQuery
+from holm.projections.trace_html import CONTENT_SECURITY_POLICY, TraceSide, trace_html
+from holm.replay.diff import diff_boxes, side_by_side
+from holm.wire.api import TraceList, TracePage, TraceQuery, TraceViewQuery
 from holm.wire.diff import TraceDiff
 from holm.wire.entries import Entry, FrameSeen
 
@@ -34,10 +35,8 @@ async def read_frame(request: web.Request) -> web.Response:
     return web.Response(body=png, content_type="image/png")
 
 
-async def view_trace(request: web.Request) -> web.Response:
-    """The whole trace as one HTML page, frames inline (docs/trace.md)."""
-    engine = engine_of(request)
-    box_id = request.match_info["id"]
+async def _whole_trace(engine: Engine, box_id: str) -> TraceSide:
+    """A box's whole trace and the frames it keeps, for its page."""
     entries: list[Entry] = []
     after: int | None = None
     incomplete = False
@@ -55,7 +54,22 @@ async def view_trace(request: web.Request) -> web.Response:
                 frames[entry.frame] = await engine.trace_frame(box_id, entry.frame)
             except NotFound:
                 frames[entry.frame] = None
-    body = trace_html(f"Trace of {box_id}", entries, frames.get, incomplete=incomplete)
+    return TraceSide(box_id, entries, frames.get, incomplete)
+
+
+async def view_trace(request: web.Request) -> web.Response:
+    """The whole trace as one HTML page, frames inline; with `?with=SOURCE`, SOURCE's trace
+    beside it, steps aligned as `holm diff` aligns them (docs/trace.md)."""
+    engine = engine_of(request)
+    query = query_of(request, TraceViewQuery)
+    trace = await _whole_trace(engine, request.match_info["id"])
+    if query.with_ is None:
+        body = trace_html(
+            f"Trace of {trace.name}", trace.entries, trace.frame_png, incomplete=trace.incomplete
+        )
+    else:
+        source = await _whole_trace(engine, query.with_)
+        body = side_by_side(source, trace)
     headers = {
         "Content-Security-Policy": CONTENT_SECURITY_POLICY,
         "X-Content-Type-Options": "nosniff",
@@ -96,7 +110,9 @@ ROUTES = [
         "GET",
         f"{BOX}/trace/view",
         view_trace,
-        "The trace as one self-contained HTML page, frames inline",
+        "The trace as one self-contained HTML page, frames inline; `with`: another box's "
+        "trace beside it (a fork's source), steps aligned as in the diff",
+        query=TraceViewQuery,
         content_type="text/html",
     ),
     Route(
