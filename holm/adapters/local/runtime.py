@@ -365,6 +365,7 @@ class LocalRuntime:
             chromium=self.chromium,
             apps=spec.apps,
             box_uid=self.box_uid,
+            server_id=self.server_id,
         )
 
         def attach_network(init_pid: int) -> network.Attaching:

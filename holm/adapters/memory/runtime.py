@@ -96,6 +96,9 @@ from holm.wire.spec import Placement, Spec, canonical_spec
 from holm.wire.values import Point as PointT
 from holm.wire.values import Region
 
+# How often `await_change` looks at a screen's count of changes.
+CHANGE_POLL_SECS = 0.01
+
 
 class _Screen:
     def __init__(self, width: int, height: int) -> None:
@@ -541,6 +544,15 @@ class MemoryDesktop:
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
         frame = await self.frame(screen, have="")
         return frame.hash, frame.width, frame.height
+
+    async def await_change(self, screen: int, after: int, within_ms: int) -> int:
+        # The screen's own count of changes, looked at now and then: no X server here to
+        # tell when it moves.
+        s = self._screen(screen)
+        deadline = time.monotonic() + within_ms / 1000
+        while s.changes <= after and time.monotonic() < deadline:
+            await asyncio.sleep(CHANGE_POLL_SECS)
+        return s.changes
 
     async def _exec(self, argv: list[str], timeout_ms: int) -> ExecResult:
         match argv:
