@@ -21,6 +21,7 @@ from Xlib.display import Display
 from Xlib.error import ConnectionClosedError
 from Xlib.ext import damage
 
+from holm.adapters.agent.change_count import ChangeCount
 from holm.adapters.agent.tiles import subscribe
 
 log = logging.getLogger("holm.agent")
@@ -30,9 +31,8 @@ CLOSE_WAIT_S = 2.0
 
 class DamageWatch:
     def __init__(self, display_name: str, loop: asyncio.AbstractEventLoop) -> None:
-        self.count = 0
+        self.count = ChangeCount()
         self._loop = loop
-        self._changed = asyncio.Event()
         self._conn = Display(display_name)
         self._thread = threading.Thread(
             target=self._listen, name=f"damage-{display_name}", daemon=True
@@ -50,26 +50,10 @@ class DamageWatch:
                 if event.type == notify:
                     self._conn.damage_subtract(self._damage)
                     self._conn.flush()
-                    self._loop.call_soon_threadsafe(self._bump)
+                    self._loop.call_soon_threadsafe(self.count.bump)
         # RuntimeError: the event loop is closed, the agent is ending.
         except (ConnectionClosedError, OSError, RuntimeError) as exc:
             log.info("the damage watch of %s ended: %s", self._conn.get_display_name(), exc)
-
-    def _bump(self) -> None:
-        self.count += 1
-        self._changed.set()
-        self._changed = asyncio.Event()
-
-    async def wait(self, after: int, within_ms: int) -> int:
-        """The count as soon as it is past `after`, or as it is after `within_ms`."""
-        deadline = self._loop.time() + within_ms / 1000
-        while self.count <= after:
-            remaining = deadline - self._loop.time()
-            if remaining <= 0:
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
-        return self.count
 
     def close(self) -> None:
         # The thread waits in recv(): shut the socket down under it (python-xlib's close

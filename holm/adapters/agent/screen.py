@@ -186,7 +186,7 @@ class Screen:
 
     async def await_change(self, after: int, within_ms: int) -> int:
         """The screen's count of changes once it is past `after` (damage_watch.py)."""
-        return await self._up(self._damage).wait(after, within_ms)
+        return await self._up(self._damage).count.wait_past(after, within_ms)
 
     async def wait_still(self, settle_ms: int, within_ms: int) -> Stillness:
         """Wait until the screen's pixels stay the same for `settle_ms`."""

@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 from msgspec.structs import replace
 from PIL import Image
 
+from holm.adapters.agent.change_count import ChangeCount
 from holm.errors import (
     BadRequest,
     Failed,
@@ -96,16 +97,13 @@ from holm.wire.spec import Placement, Spec, canonical_spec
 from holm.wire.values import Point as PointT
 from holm.wire.values import Region
 
-# How often `await_change` looks at a screen's count of changes.
-CHANGE_POLL_SECS = 0.01
-
 
 class _Screen:
     def __init__(self, width: int, height: int) -> None:
         self.width = width
         self.height = height
         self.cursor = PointT(x=0, y=0)
-        self.changes = 0
+        self.changes = ChangeCount()
         self.windows: list[WindowInfo] = [
             WindowInfo(id="0x100001", title="about:blank", class_="chromium", active=True)
         ]
@@ -117,7 +115,7 @@ class _Screen:
         self.keys: set[str] = set()
 
     def picture(self) -> str:
-        return f"px:{self.width}x{self.height}:{self.changes}"
+        return f"px:{self.width}x{self.height}:{self.changes.value}"
 
 
 class MemoryBox:
@@ -272,7 +270,7 @@ class MemoryDesktop:
         if at is not None:
             screen.cursor = at
         if self.box.state == "running":
-            screen.changes += 1
+            screen.changes.bump()
 
     async def act(self, screen: int, action: Action) -> ActionResult:
         match action:
@@ -538,7 +536,7 @@ class MemoryDesktop:
         frame_hash = "px:" + hashlib.blake2b(digest.encode(), digest_size=16).hexdigest()
         if frame_hash == have:
             return FrameResult(hash=frame_hash, unchanged=True, width=width, height=height)
-        png = await asyncio.to_thread(_png, width, height, s.changes)
+        png = await asyncio.to_thread(_png, width, height, s.changes.value)
         return FrameResult(hash=frame_hash, png=png, width=width, height=height)
 
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
@@ -546,13 +544,7 @@ class MemoryDesktop:
         return frame.hash, frame.width, frame.height
 
     async def await_change(self, screen: int, after: int, within_ms: int) -> int:
-        # The screen's own count of changes, looked at now and then: no X server here to
-        # tell when it moves.
-        s = self._screen(screen)
-        deadline = time.monotonic() + within_ms / 1000
-        while s.changes <= after and time.monotonic() < deadline:
-            await asyncio.sleep(CHANGE_POLL_SECS)
-        return s.changes
+        return await self._screen(screen).changes.wait_past(after, within_ms)
 
     async def _exec(self, argv: list[str], timeout_ms: int) -> ExecResult:
         match argv:
