@@ -16,6 +16,8 @@ from Xlib.display import Display
 from Xlib.xobject.drawable import Window
 
 from holm.adapters.agent import desktop_up, processes
+from holm.adapters.agent.__main__ import parse
+from holm.adapters.agent.command import agent_command, frame_key
 from holm.adapters.agent.screen import Screen
 from holm.adapters.agent.tiles import READS, TILE, FrameHasher, Reads
 from holm.wire.values import Region
@@ -156,3 +158,15 @@ async def test_hashes_are_the_keys_own() -> None:
 
     assert one.picture(pixels, TILE, TILE) == FrameHasher(KEY).picture(pixels, TILE, TILE)
     assert one.picture(pixels, TILE, TILE) != other.picture(pixels, TILE, TILE)
+
+
+def test_every_box_of_a_server_hashes_with_its_key() -> None:
+    argv = agent_command(
+        ["python3"], "/run/holm", screens=1, width=640, height=480, server_id="srv_a"
+    )
+    options, _ = parse(argv[argv.index("--run-dir") :])
+
+    assert options.frame_key == frame_key("srv_a") != frame_key("srv_b")
+    assert "--frame-key" not in agent_command(
+        ["python3"], "/run/holm", screens=1, width=9, height=9
+    )
