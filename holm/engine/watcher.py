@@ -121,17 +121,17 @@ class FrameWatchers:
                     if waiting.done():
                         count, waiting = waiting.result(), None
                     await asyncio.sleep(self.coalesce_secs)
-                except HolmError as exc:
-                    log.debug("frames of %s/%s: %s", box_id, screen, exc)
-                    count, waiting = None, None
-                    await asyncio.sleep(BACKOFF_SECS)
-                except Exception:
-                    log.exception("frames of %s/%s", box_id, screen)
+                except Exception as exc:
+                    if isinstance(exc, HolmError):
+                        log.debug("frames of %s/%s: %s", box_id, screen, exc)
+                    else:
+                        log.exception("frames of %s/%s", box_id, screen)
+                    # Counted anew on the desktop as it is after the pause.
+                    _drop(waiting)
                     count, waiting = None, None
                     await asyncio.sleep(BACKOFF_SECS)
         finally:
-            if waiting is not None:
-                waiting.cancel()
+            _drop(waiting)
 
     async def _look(self, state: BoxState, screen: int) -> bool:
         """Record the screen if it changed; say whether it did."""
@@ -169,6 +169,11 @@ class FrameWatchers:
             ],
         )
         return True
+
+
+def _drop(waiting: asyncio.Task[int] | None) -> None:
+    if waiting is not None:
+        waiting.cancel()
 
 
 async def _first(waiting: asyncio.Task[int], nudged: asyncio.Event) -> None:
