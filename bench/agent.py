@@ -1,11 +1,16 @@
 """Figures of the in-box agent, on real Xvfb displays (:218 and up). Prints, asserts nothing.
 
-    .venv/bin/python bench/agent.py [--rounds 200] [--starts 3]
+    .venv/bin/python bench/agent.py [--rounds 200] [--starts 3] [--idle-seconds 10]
 
 - click round trip (client → agent → XTEST + sync → answer), p50/p95, beside an `xdotool
   click` subprocess on the same display in the same run;
 - typing 10 characters, p50;
-- a 1280x800 frame: unchanged (grab + hash, no PNG) and changed (grab + hash + PNG), p50;
+- a 1280x800 frame: unchanged (from the tile hashes DAMAGE keeps: no pixel read) beside
+  the same screen read and hashed whole (a whole-screen region: what every unchanged frame
+  cost before DAMAGE), and changed (hash + PNG), p50;
+- the CPU the agent's box uses on a still Chromium page for `--idle-seconds`, while a
+  watcher waits on `await_change` (now) and while one polls a whole-screen hash once a
+  second (the idle watcher before DAMAGE; four times a second while "hot");
 - desktop ready time (agent start → ready), p50, with and without Chromium.
 """
 
@@ -26,9 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from proc_cpu import cpu_seconds  # noqa: E402
+
 from holm.adapters.agent import AgentDesktop  # noqa: E402
 from holm.wire import actions as a  # noqa: E402
-from holm.wire.values import Point  # noqa: E402
+from holm.wire.values import Point, Region  # noqa: E402
 
 DISPLAY_BASE = "218"
 
@@ -74,6 +81,34 @@ async def time_calls(rounds: int, call: object) -> list[float]:
     return samples
 
 
+async def idle_cpu(
+    desktop: AgentDesktop, agent: int, seconds: float, whole: Region, have: str
+) -> None:
+    async def waiting() -> None:
+        count = await desktop.await_change(0, -1, 0)
+        while True:
+            count = await desktop.await_change(0, count, 600_000)
+            await desktop.frame_hash(0)
+
+    async def polling(every: float) -> None:
+        while True:
+            await desktop.frame(0, region=whole, have=have)
+            await asyncio.sleep(every)
+
+    shares = []
+    for watcher in (waiting(), polling(1.0), polling(0.25)):
+        task = asyncio.create_task(watcher)
+        began, (used, _) = time.monotonic(), cpu_seconds([agent])
+        await asyncio.sleep(seconds)
+        shares.append((cpu_seconds([agent])[0] - used) / (time.monotonic() - began) * 100)
+        task.cancel()
+    print(
+        f"idle box, Chromium on a still page, {seconds:.0f} s each: {shares[0]:.2f} % of a "
+        f"core waiting for DAMAGE; before: {shares[1]:.2f} % polling once a second, "
+        f"{shares[2]:.2f} % four times a second"
+    )
+
+
 async def ready_time(tmp: Path, *args: str) -> float:
     t = time.perf_counter()
     proc, sock = start(tmp, "--display-base", DISPLAY_BASE, *args)
@@ -91,6 +126,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--starts", type=int, default=3)
+    parser.add_argument("--idle-seconds", type=float, default=10)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="holm-bench-agent-"))
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -130,15 +166,25 @@ async def main() -> None:
 
             first = await desktop.frame(0)
             unchanged = await time_calls(args.rounds, lambda i: desktop.frame(0, have=first.hash))
+            whole = Region(0, 0, first.width, first.height)
+            read = await desktop.frame(0, region=whole)
+            read_whole = await time_calls(
+                args.rounds, lambda i: desktop.frame(0, region=whole, have=read.hash)
+            )
             changed = await time_calls(
                 max(10, args.rounds // 4), lambda i: desktop.frame(0, have="px:other")
             )
             size = f"{first.width}x{first.height}"
             print(f"frame {size} unchanged p50 {ms(unchanged, 0.5)}  p95 {ms(unchanged, 0.95)}")
             print(
+                f"  read and hashed whole (before) p50 {ms(read_whole, 0.5)}"
+                f"  p95 {ms(read_whole, 0.95)}"
+            )
+            print(
                 f"frame {size} changed   p50 {ms(changed, 0.5)}  p95 {ms(changed, 0.95)}"
                 f"  (PNG {len(first.png or b'') // 1024} KiB)"
             )
+            await idle_cpu(desktop, proc.pid, args.idle_seconds, whole, read.hash)
             await desktop.close()
         finally:
             stop(proc)

@@ -1,6 +1,7 @@
 """Benchmarks of holmd's REST API; prints figures, asserts nothing.
 
-    .venv/bin/python bench/http.py [--clicks 500] [--seconds 30] [--clients 64] [--boxes 8]
+    .venv/bin/python bench/http_api.py [--clicks 500] [--seconds 30] [--clients 64] [--boxes 8]
+        [--frames 300] [--idle-seconds 20] [--chromium] [--breakdown]
 
 The server runs in its own process (this script started with `--serve`), on 127.0.0.1,
 with the local runtime (real boxes, X displays from :240) and the durable local store in a
@@ -13,6 +14,12 @@ temporary state dir; the load comes from this process over loopback.
 2. Many clients on a few boxes for a bounded time: errors (must be 0), requests/s, and that
    every trace is contiguous afterwards.
 3. `GET /v1/health` requests/s with one server process.
+4. An unchanged frame (`GET …/frame?have=`, target: p50 ≤ 1 ms), answered from the tile
+   hashes DAMAGE keeps, beside the same screen read and hashed whole (a whole-screen
+   region, as every unchanged frame was before DAMAGE) in the same run.
+5. What idle boxes cost: the CPU of holmd and every process of its boxes over
+   `--idle-seconds`, per box (target: under 1 % of a core for a box with Chromium on a
+   still page).
 """
 
 from __future__ import annotations
@@ -213,7 +220,59 @@ async def health_rate(session: aiohttp.ClientSession, base: str, seconds: float)
     )
 
 
-async def bench(args: argparse.Namespace, base: str) -> None:
+async def frame_latency(session: aiohttp.ClientSession, base: str, box: str, rounds: int) -> None:
+    url = f"{base}/v1/boxes/{box}/screens/0/frame"
+
+    async def unchanged(extra: dict[str, str | int]) -> list[float]:
+        async with session.get(url, params=extra) as response:
+            have = (await response.json())["hash"]
+        times = []
+        for n in range(rounds + 20):
+            began = time.perf_counter()
+            async with session.get(url, params={**extra, "have": have}) as response:
+                answer = await response.json()
+            if n >= 20:
+                times.append((time.perf_counter() - began) * 1000)
+        assert answer.get("unchanged"), answer
+        return times
+
+    async with session.get(f"{base}/v1/boxes/{box}") as response:
+        desktop = (await response.json())["spec"]["desktop"]
+    size = desktop.get("width") or 1280, desktop.get("height") or 800
+    whole = {"x": 0, "y": 0, "width": size[0], "height": size[1]}
+    tiles, read_whole = await unchanged({}), await unchanged(whole)
+    print(
+        f"an unchanged frame through HTTP: p50 {statistics.median(tiles):.2f} ms, "
+        f"p95 {percentile(tiles, 0.95):.2f} ms (DAMAGE: no pixel read); read and hashed "
+        f"whole (before): p50 {statistics.median(read_whole):.2f} ms, "
+        f"p95 {percentile(read_whole, 0.95):.2f} ms ({rounds} frames each)"
+    )
+
+
+async def idle_cpu(
+    server: int, state_dir: Path, boxes: int, seconds: float, chromium: bool
+) -> None:
+    from holm.adapters.local.records import read_records
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from proc_cpu import cpu_seconds
+
+    # A moment for the watchers' first frames and the pages to settle.
+    await asyncio.sleep(3)
+    # The boxes outlive holmd, so they are not all under it: each from its outer bwrap.
+    roots = [server] + [r.bwrap_pid for r in read_records(state_dir / "boxes") if r.bwrap_pid]
+    before, _ = cpu_seconds(roots)
+    await asyncio.sleep(seconds)
+    after, processes = cpu_seconds(roots)
+    share = (after - before) / seconds * 100
+    desktop = "Chromium on a still page" if chromium else "no Chromium"
+    print(
+        f"idle: holmd and its {boxes} boxes ({desktop}, {processes} processes) used "
+        f"{share:.2f} % of a core over {seconds:.0f} s: {share / boxes:.2f} % a box"
+    )
+
+
+async def bench(args: argparse.Namespace, base: str, server: int, state_dir: Path) -> None:
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
         for _ in range(200):
@@ -233,6 +292,8 @@ async def bench(args: argparse.Namespace, base: str) -> None:
                     boxes.append(created["id"])
             desktop = "with Chromium" if args.chromium else "no Chromium"
             print(f"{args.boxes} boxes ({desktop}) ready in {time.perf_counter() - began:.1f} s")
+            await idle_cpu(server, state_dir, args.boxes, args.idle_seconds, args.chromium)
+            await frame_latency(session, base, boxes[0], args.frames)
             await click_latency(session, base, boxes[0], args.clicks, args.breakdown)
             await many_clients(session, base, boxes, args.clients, args.seconds)
             await health_rate(session, base, min(args.seconds, 10))
@@ -248,6 +309,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--boxes", type=int, default=8)
+    parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--idle-seconds", type=float, default=20)
     parser.add_argument(
         "--chromium",
         action="store_true",
@@ -274,7 +337,7 @@ def main() -> None:
     try:
         print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         asyncio.run(click_without_desktop(args.clicks))
-        asyncio.run(bench(args, f"http://127.0.0.1:{port}"))
+        asyncio.run(bench(args, f"http://127.0.0.1:{port}", server.pid, state_dir))
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)

@@ -26,8 +26,8 @@ class Desktop(Protocol):
     capture on one screen never waits for an action on another.
 
     Every in-box operation is an action (`holm.wire.actions`): `act` does it and answers
-    its `Result`. Frames are apart because the frame watcher polls them many times a
-    second and an unchanged one must cost no PNG."""
+    its `Result`. Frames are apart because the frame watcher asks for them whenever a
+    screen changed and an unchanged one must cost no PNG."""
 
     async def act(self, screen: int, action: Action) -> ActionResult:
         """Do one action (a batch step or a single operation) and return its result.
@@ -54,6 +54,12 @@ class Desktop(Protocol):
 
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
         """The hash of the whole screen now, with its width and height; no PNG."""
+        ...
+
+    async def await_change(self, screen: int, after: int, within_ms: int) -> int:
+        """The screen's count of changes as soon as it is past `after`, or as it is after
+        `within_ms`. A count names no picture: the frame watcher waits on it, then compares
+        hashes."""
         ...
 
     async def close(self) -> None: ...

@@ -1,11 +1,14 @@
-"""Frame watchers: one task per screen of each ready box polls the screen's pixel hash and,
-when it changed, captures the PNG, keeps it in the store and appends a `frame` entry whose
-actor is whoever has the screen. They run beside the requests, never on a batch's path.
+"""Frame watchers: one task per screen of each ready box waits until the screen changed,
+then compares its hash with the last frame recorded and, when it differs, captures the
+PNG, keeps it in the store and appends a `frame` entry whose actor is whoever has the
+screen. They run beside the requests, never on a batch's path.
 
-A poll is not free (the agent reads the whole screen to hash it), so a watcher polls a few
-times a second (`poll_secs`) only while the screen is busy: for `HOT_SECS` after the server
-did something on it (`nudge`) or after it last changed; otherwise once every
-`IDLE_POLL_SECS`, which still catches what a person or an animation changes.
+The desktop tells when a screen changed (`Desktop.await_change`: the agent counts the X
+server's DAMAGE reports), so a still screen costs nothing: the watcher's call waits in
+the agent until something is drawn (`IDLE_SECS` at most; then it looks once, which reads
+no pixel of an unchanged screen). Changes are coalesced: the watcher looks `coalesce_secs`
+after it was woken, so a burst of drawing is one look and an animation a look per window.
+`nudge` (the server did something on the screen) wakes it as a change does.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
 from holm.adapters.base import Desktop
@@ -29,8 +31,9 @@ log = logging.getLogger(__name__)
 
 # After an error (a box going away, a desktop restarting) a watcher waits this much longer.
 BACKOFF_SECS = 2.0
-HOT_SECS = 3.0
-IDLE_POLL_SECS = 1.0
+# The longest a watcher waits without looking, should a desktop fail to tell a change.
+IDLE_SECS = 10.0
+WAITING = "waiting for a change"
 
 
 class FrameWatchers:
@@ -39,17 +42,17 @@ class FrameWatchers:
         journal: Journal,
         store: TraceStore,
         desktop_of: Callable[[str], Awaitable[Desktop]],
-        poll_secs: float,
+        coalesce_secs: float,
+        idle_secs: float = IDLE_SECS,
     ) -> None:
         self.journal = journal
         self.store = store
         self.desktop_of = desktop_of
-        self.poll_secs = poll_secs
-        self.idle_poll_secs = max(poll_secs, IDLE_POLL_SECS)
+        self.coalesce_secs = coalesce_secs
+        self.idle_secs = idle_secs
         self._tasks: dict[str, list[asyncio.Task[None]]] = {}
-        # Per watched screen: set to look now; and until when to poll fast.
+        # Per watched screen: set to look soon.
         self._nudged: dict[tuple[str, int], asyncio.Event] = {}
-        self._hot_until: dict[tuple[str, int], float] = {}
 
     def watching(self, box_id: str) -> bool:
         """Whether the box's screens are watched (a ready box's are; a paused one's not)."""
@@ -57,11 +60,9 @@ class FrameWatchers:
 
     def nudge(self, box_id: str, screen: int | None = None) -> None:
         """The server did something that may change the screen (all screens when None):
-        look soon and keep looking fast for a while. Costs nothing when not watched."""
-        until = time.monotonic() + HOT_SECS
+        look soon. Costs nothing when not watched."""
         for (box, number), event in self._nudged.items():
             if box == box_id and screen in (None, number):
-                self._hot_until[(box, number)] = until
                 event.set()
 
     def start(self, box_id: str) -> None:
@@ -72,7 +73,6 @@ class FrameWatchers:
             return
         for screen in range(state.screens):
             self._nudged[(box_id, screen)] = asyncio.Event()
-            self._hot_until[(box_id, screen)] = time.monotonic() + HOT_SECS
         self._tasks[box_id] = [
             asyncio.create_task(self._watch(box_id, screen), name=f"frames {box_id}/{screen}")
             for screen in range(state.screens)
@@ -84,7 +84,6 @@ class FrameWatchers:
         tasks = self._tasks.pop(box_id, [])
         for key in [key for key in self._nudged if key[0] == box_id]:
             del self._nudged[key]
-            self._hot_until.pop(key, None)
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -96,35 +95,43 @@ class FrameWatchers:
             await self.stop(box_id)
 
     async def _watch(self, box_id: str, screen: int) -> None:
-        while True:
-            state = self.journal.state(box_id)
-            if state is None or state.removed or state.state != "ready":
-                return
-            key = (box_id, screen)
-            try:
-                if await self._look(state, screen):
-                    self._hot_until[key] = time.monotonic() + HOT_SECS
-                await self._pause(key, 0.0)
-            except HolmError as exc:
-                log.debug("frames of %s/%s: %s", box_id, screen, exc)
-                await self._pause(key, BACKOFF_SECS)
-            except Exception:
-                log.exception("frames of %s/%s", box_id, screen)
-                await self._pause(key, BACKOFF_SECS)
-
-    async def _pause(self, key: tuple[str, int], extra: float) -> None:
-        """Wait for the next poll: soon while the screen is busy, else until the idle
-        interval ends or the server nudges."""
-        if time.monotonic() < self._hot_until.get(key, 0.0):
-            await asyncio.sleep(self.poll_secs + extra)
-            return
-        event = self._nudged.get(key)
-        if event is None:
-            await asyncio.sleep(self.idle_poll_secs + extra)
-            return
-        event.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), self.idle_poll_secs + extra)
+        key = (box_id, screen)
+        nudged = self._nudged.get(key) or asyncio.Event()
+        # The screen's count of changes when the last look began: a change after it is
+        # one that look may have missed.
+        count: int | None = None
+        waiting: asyncio.Task[int] | None = None
+        try:
+            while True:
+                state = self.journal.state(box_id)
+                if state is None or state.removed or state.state != "ready":
+                    return
+                try:
+                    desktop = await boundary(self.desktop_of(box_id), "reaching the desktop")
+                    if count is None:
+                        count = await boundary(desktop.await_change(screen, -1, 0), WAITING)
+                    nudged.clear()
+                    await self._look(state, screen)
+                    if waiting is None:
+                        within_ms = round(self.idle_secs * 1000)
+                        waiting = asyncio.create_task(
+                            boundary(desktop.await_change(screen, count, within_ms), WAITING)
+                        )
+                    await _first(waiting, nudged)
+                    if waiting.done():
+                        count, waiting = waiting.result(), None
+                    await asyncio.sleep(self.coalesce_secs)
+                except Exception as exc:
+                    if isinstance(exc, HolmError):
+                        log.debug("frames of %s/%s: %s", box_id, screen, exc)
+                    else:
+                        log.exception("frames of %s/%s", box_id, screen)
+                    # Counted anew on the desktop as it is after the pause.
+                    _drop(waiting)
+                    count, waiting = None, None
+                    await asyncio.sleep(BACKOFF_SECS)
+        finally:
+            _drop(waiting)
 
     async def _look(self, state: BoxState, screen: int) -> bool:
         """Record the screen if it changed; say whether it did."""
@@ -162,3 +169,17 @@ class FrameWatchers:
             ],
         )
         return True
+
+
+def _drop(waiting: asyncio.Task[int] | None) -> None:
+    if waiting is not None:
+        waiting.cancel()
+
+
+async def _first(waiting: asyncio.Task[int], nudged: asyncio.Event) -> None:
+    """Until the desktop tells of a change or the server nudges."""
+    woken = asyncio.ensure_future(nudged.wait())
+    try:
+        await asyncio.wait({waiting, woken}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        woken.cancel()

@@ -1,5 +1,6 @@
 """`python3 -m holm.adapters.agent --run-dir DIR --screens N --width W --height H
-[--display-base B] [--no-chromium] [--features F,…] [--apps-json JSON]`: the in-box agent."""
+[--display-base B] [--no-chromium] [--features F,…] [--apps-json JSON] [--home PATH]
+[--frame-key HEX]`: the in-box agent."""
 
 from __future__ import annotations
 
@@ -33,10 +34,15 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
         "--apps-json", default="{}", help="the spec's `apps`, as JSON, added to the catalog"
     )
     parser.add_argument("--home", help="the box's home (default: $HOME)")
+    parser.add_argument("--frame-key", default="", help="the server's key for frame hashes, in hex")
     args = parser.parse_args(argv)
     for name in ("width", "height"):
         if not 64 <= getattr(args, name) <= 8192:
             parser.error(f"--{name} must be 64 to 8192")
+    try:
+        frame_key = bytes.fromhex(args.frame_key)
+    except ValueError:
+        parser.error("--frame-key must be hex digits")
     try:
         apps = msgspec.json.decode(args.apps_json, type=dict[str, AppDefinition])
     except msgspec.DecodeError as exc:
@@ -49,6 +55,7 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
         display_base=args.display_base,
         chromium=not args.no_chromium,
         features=[f for f in args.features.split(",") if f],
+        frame_key=frame_key,
     )
     if args.home:
         options.home = args.home

@@ -26,6 +26,7 @@ from holm.adapters.agent.catalog import AppCatalog
 from holm.adapters.agent.pages import Pages
 from holm.adapters.agent.recording import Recorder
 from holm.adapters.agent.screen import Screen
+from holm.adapters.agent.tiles import FrameHasher
 from holm.errors import BadRequest, Failed, ScreenUnavailable, Timeout, Unsupported
 from holm.wire.actions import RecordWhat
 from holm.wire.results import ExecResult, FileInfo, GrepMatch, Recording, WindowInfo
@@ -48,6 +49,9 @@ class Options(msgspec.Struct, kw_only=True):
     # The spec's features (holm.wire.spec.Feature); those that start something are
     # started by features_up.py.
     features: list[str] = msgspec.field(default_factory=list)
+    # The server's key for frame hashes (tiles.py): the same pixels hash the same in every
+    # box of one server.
+    frame_key: bytes = b""
     home: str = msgspec.field(default_factory=lambda: os.environ.get("HOME", "/root"))
 
 
@@ -59,8 +63,10 @@ class Agent:
         self._png_pool = ThreadPoolExecutor(2, thread_name_prefix="png")
         # exec and files: each call blocks a thread for as long as it runs.
         self._work_pool = ThreadPoolExecutor(64, thread_name_prefix="work")
+        hasher = FrameHasher(options.frame_key)
         self.screens = [
-            Screen(i, options.width, options.height, self._png_pool) for i in range(options.screens)
+            Screen(i, options.width, options.height, self._png_pool, hasher)
+            for i in range(options.screens)
         ]
         self.catalog = AppCatalog(self.home, options.width, options.height)
         self.recorders = [Recorder(i, self.home, self.run_dir) for i in range(options.screens)]
@@ -331,6 +337,8 @@ class Agent:
                 )
             case p.FrameHash(screen=screen):
                 return await self.screen(screen).frame_hash()
+            case p.AwaitChange(screen=screen, after=after, within_ms=within_ms):
+                return await self.screen(screen).await_change(after, within_ms)
             case p.DefineApps(apps=apps):
                 self.catalog.define(apps)
                 return [app.name for app in self.catalog.names()]

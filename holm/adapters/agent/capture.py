@@ -1,13 +1,13 @@
 """Frames: raw pixels from the X server, their hash, and a PNG (or the JPEG or WebP a reader
 asked for) only when one is needed.
 
-A frame's hash covers its raw pixels, its size and how it was shown (scale, pointer), so
-equal hashes mean equal pictures, and checking "unchanged" never encodes a PNG.
+A frame's hash (`tiles.FrameHasher`) covers its raw pixels, its size and how it was shown
+(scale, pointer), so equal hashes mean equal pictures, and checking "unchanged" never
+encodes a PNG.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 
 import msgspec
@@ -18,12 +18,12 @@ from Xlib.error import XError
 
 from holm.adapters.agent.encoding import image_bytes
 from holm.adapters.agent.shm import SharedImage
+from holm.adapters.agent.tiles import READS
 from holm.errors import BadRequest
 from holm.wire.values import PNG, Encoding, Region
 
 log = logging.getLogger("holm.agent")
 
-HASH_PREFIX = "px:"
 MIN_SCALE, MAX_SCALE = 1, 400
 
 
@@ -51,6 +51,7 @@ class Grabber:
             )
 
     def grab(self, region: Region) -> Raw:
+        READS.pixels += region.width * region.height
         if self.shm is not None:
             return Raw(self.shm.get_image(region), region.width, region.height)
         root = self.conn.screen().root
@@ -76,24 +77,13 @@ def clip(region: Region, width: int, height: int) -> Region:
     return Region(x0, y0, x1 - x0, y1 - y0)
 
 
-def pixel_hash(raw: Raw, scale: int = 100, pointer: tuple[int, int] | None = None) -> str:
-    digest = hashlib.sha256(raw.data)
-    shown = f"|{raw.width}x{raw.height}"
-    if scale != 100:
-        shown += f"@{scale}%"
-    if pointer is not None:
-        shown += f"+pointer{pointer[0]},{pointer[1]}"
-    digest.update(shown.encode())
-    return HASH_PREFIX + digest.hexdigest()[:40]
-
-
 def check_scale(scale: int) -> None:
     if not MIN_SCALE <= scale <= MAX_SCALE:
         raise BadRequest(f"scale must be {MIN_SCALE} to {MAX_SCALE} (percent)")
 
 
-def scaled_size(raw: Raw, scale: int) -> tuple[int, int]:
-    return max(1, raw.width * scale // 100), max(1, raw.height * scale // 100)
+def scaled_size(size: Raw | Region, scale: int) -> tuple[int, int]:
+    return max(1, size.width * scale // 100), max(1, size.height * scale // 100)
 
 
 def encode(

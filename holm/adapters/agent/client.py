@@ -185,6 +185,10 @@ class AgentDesktop:
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
         return await self.call(p.FrameHash(id=self._id(), screen=screen), tuple[str, int, int])
 
+    async def await_change(self, screen: int, after: int, within_ms: int) -> int:
+        request = p.AwaitChange(id=self._id(), screen=screen, after=after, within_ms=within_ms)
+        return await self.call(request, int)
+
     async def close(self) -> None:
         if self._lost is None:
             self._reading.cancel()

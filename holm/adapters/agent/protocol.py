@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -23,6 +23,8 @@ from holm.wire.values import PNG, Encoding, Region
 # Big enough for a 64 MiB file read or write, base64 in its action or result (4/3 of it),
 # and its envelope.
 MAX_FRAME_BYTES = 96 * 1024 * 1024
+# How long one wait for a screen's change may be.
+MAX_WAIT_MS = 600_000
 _LENGTH = struct.Struct(">I")
 
 
@@ -69,6 +71,15 @@ class FrameHash(_Request, tag="frame_hash"):
     screen: int
 
 
+class AwaitChange(_Request, tag="await_change"):
+    """The screen's count of changes (DAMAGE reports) once it is past `after`, or as it
+    is after `within_ms`."""
+
+    screen: int
+    after: int
+    within_ms: Annotated[int, msgspec.Meta(ge=0, le=MAX_WAIT_MS)]
+
+
 class DefineApps(_Request, tag="define_apps"):
     """Add (or replace) the apps of a spec's `apps` in the catalog."""
 
@@ -77,7 +88,7 @@ class DefineApps(_Request, tag="define_apps"):
 
 # Every in-box operation is an `Act` of one action; the other requests are the agent's
 # own (bring-up, frames, the catalog), which no action restates.
-Request = Ping | Ready | Info | Act | EndBatch | Frame | FrameHash | DefineApps
+Request = Ping | Ready | Info | Act | EndBatch | Frame | FrameHash | AwaitChange | DefineApps
 
 
 class Ok(msgspec.Struct, tag="ok", tag_field="r"):
@@ -146,8 +157,10 @@ async def read_frame(reader: asyncio.StreamReader) -> bytes:
 
 __all__ = [
     "MAX_FRAME_BYTES",
+    "MAX_WAIT_MS",
     "Act",
     "AgentInfo",
+    "AwaitChange",
     "DefineApps",
     "EndBatch",
     "Err",

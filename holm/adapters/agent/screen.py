@@ -1,9 +1,10 @@
 """One screen of the box, as the event loop sees it.
 
 Each screen has its own X connections, each used by one thread only, so that nothing slow
-on one path holds up another: input (XTEST), capture (XGetImage and the pixel hash),
-queries (windows, pointer) and the clipboard. PNG encoding runs in a pool shared by the
-screens. Every method here is a coroutine that hands blocking work to the right thread.
+on one path holds up another: input (XTEST), capture (pixel reads and their hash, kept
+per tile from DAMAGE reports: tiles.py), queries (windows, pointer), the clipboard, and
+the damage watch (damage_watch.py). PNG encoding runs in a pool shared by the screens.
+Every method here is a coroutine that hands blocking work to the right thread.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from Xlib.display import Display
 from holm.adapters.agent import capture, windows
 from holm.adapters.agent.capture import Raw
 from holm.adapters.agent.clipboard import ClipboardOwner
+from holm.adapters.agent.damage_watch import DamageWatch
 from holm.adapters.agent.input import Input
+from holm.adapters.agent.tiles import FrameHasher, TileGrid
 from holm.adapters.agent.window_list import WindowTracker
 from holm.errors import BadRequest, ScreenUnavailable
 from holm.wire.actions import Arrange
@@ -35,7 +38,14 @@ WINDOW_POLL_S = 0.03
 
 
 class Screen:
-    def __init__(self, index: int, width: int, height: int, png_pool: ThreadPoolExecutor) -> None:
+    def __init__(
+        self,
+        index: int,
+        width: int,
+        height: int,
+        png_pool: ThreadPoolExecutor,
+        hasher: FrameHasher,
+    ) -> None:
         self.index = index
         self.width = width
         self.height = height
@@ -50,6 +60,9 @@ class Screen:
         self._query_thread = ThreadPoolExecutor(1, thread_name_prefix=f"query-{index}")
         self._input: Input | None = None
         self._grabber: capture.Grabber | None = None
+        self.hasher = hasher
+        self._grid: TileGrid | None = None
+        self._damage: DamageWatch | None = None
         self._query_conn: Display | None = None
         # Made on the query thread at the first listing.
         self._window_list: WindowTracker | None = None
@@ -68,6 +81,18 @@ class Screen:
             self._capture_thread,
             lambda: capture.Grabber(Display(display_name), self.width, self.height),
         )
+        grabber = self._grabber
+        self._grid = await loop.run_in_executor(
+            self._capture_thread,
+            lambda: TileGrid(
+                grabber.conn,
+                self.hasher,
+                self.width,
+                self.height,
+                lambda area: grabber.grab(area).data,
+            ),
+        )
+        self._damage = await asyncio.to_thread(DamageWatch, display_name, loop)
         self._query_conn = await loop.run_in_executor(self._query_thread, Display, display_name)
         self.clipboard = await asyncio.to_thread(ClipboardOwner, display_name)
 
@@ -102,10 +127,11 @@ class Screen:
         )
 
     async def frame_hash(self) -> tuple[str, int, int]:
-        raw = await self._grab(self._region(None))
-        loop = asyncio.get_running_loop()
-        digest = await loop.run_in_executor(self._capture_thread, capture.pixel_hash, raw)
-        return digest, raw.width, raw.height
+        grid = self._up(self._grid)
+        digest = await asyncio.get_running_loop().run_in_executor(
+            self._capture_thread, grid.frame_hash
+        )
+        return digest, self.width, self.height
 
     async def frame(
         self,
@@ -123,22 +149,47 @@ class Screen:
             found = await self.on_query(lambda c: windows.get_window(c, window))
             region = Region(found.x, found.y, found.width, found.height)
         area = self._region(region)
-        raw = await self._grab(area)
         at: tuple[int, int] | None = None
         if pointer:
             where = await self.cursor()
             at = (where.x - area.x, where.y - area.y)
         loop = asyncio.get_running_loop()
-        digest = await loop.run_in_executor(
-            self._capture_thread, capture.pixel_hash, raw, scale, at
-        )
-        width, height = capture.scaled_size(raw, scale)
-        if digest == have:
+        if region is None:
+            grid = self._up(self._grid)
+            digest, raw = await loop.run_in_executor(
+                self._capture_thread, self._whole, grid, have, scale, at
+            )
+        else:
+            raw = await self._grab(area)
+            digest = await loop.run_in_executor(
+                self._capture_thread,
+                self.hasher.picture,
+                raw.data,
+                raw.width,
+                raw.height,
+                scale,
+                at,
+            )
+        width, height = capture.scaled_size(area, scale)
+        if digest == have or raw is None:
             return FrameResult(hash=digest, unchanged=True, width=width, height=height)
         image = await loop.run_in_executor(self._png_pool, capture.encode, raw, scale, at, encoding)
         return FrameResult(
             hash=digest, image=image, format=encoding.format, width=width, height=height
         )
+
+    def _whole(
+        self, grid: TileGrid, have: str | None, scale: int, at: tuple[int, int] | None
+    ) -> tuple[str, Raw | None]:
+        """The whole screen's hash from the grid, and its pixels unless it is `have`."""
+        digest = grid.frame_hash(scale, at)
+        if digest == have:
+            return digest, None
+        return digest, Raw(grid.snapshot(), self.width, self.height)
+
+    async def await_change(self, after: int, within_ms: int) -> int:
+        """The screen's count of changes once it is past `after` (damage_watch.py)."""
+        return await self._up(self._damage).count.wait_past(after, within_ms)
 
     async def wait_still(self, settle_ms: int, within_ms: int) -> Stillness:
         """Wait until the screen's pixels stay the same for `settle_ms`."""
@@ -222,5 +273,7 @@ class Screen:
     def close(self) -> None:
         if self.clipboard is not None:
             self.clipboard.close()
+        if self._damage is not None:
+            self._damage.close()
         for pool in (self._input_thread, self._capture_thread, self._query_thread):
             pool.shutdown(wait=False, cancel_futures=True)

@@ -418,6 +418,7 @@ class DockerRuntime:
             chromium=self.chromium,
             apps=spec.apps,
             features=desktop.features or [],
+            server_id=self.server_id,
         )
         options: dict[str, Any] = {}
         if placement.memory is not None:

@@ -413,6 +413,7 @@ class LocalRuntime:
             apps=spec.apps,
             features=list(desktop.features or []),
             box_uid=self.box_uid,
+            server_id=self.server_id,
         )
 
         def attach_network(init_pid: int) -> network.Attaching:

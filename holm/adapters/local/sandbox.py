@@ -132,6 +132,8 @@ class SandboxPlan:
     site_dirs: Sequence[Path] = field(default_factory=agent_code_dirs)
     holm_dir: Path = field(default_factory=holm_package_dir)
     box_uid: int = BOX_UID
+    # Whose frame key the agent hashes with (command.py).
+    server_id: str | None = None
 
 
 def agent_argv(plan: SandboxPlan) -> list[str]:
@@ -145,6 +147,7 @@ def agent_argv(plan: SandboxPlan) -> list[str]:
         chromium=plan.chromium,
         apps=plan.apps,
         features=plan.features,
+        server_id=plan.server_id,
     )
 
 

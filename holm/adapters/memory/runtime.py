@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 from msgspec.structs import replace
 from PIL import Image
 
+from holm.adapters.agent.change_count import ChangeCount
 from holm.adapters.agent.encoding import image_bytes
 from holm.errors import (
     BadRequest,
@@ -104,7 +105,7 @@ class _Screen:
         self.width = width
         self.height = height
         self.cursor = PointT(x=0, y=0)
-        self.changes = 0
+        self.changes = ChangeCount()
         self.windows: list[WindowInfo] = [
             WindowInfo(id="0x100001", title="about:blank", class_="chromium", active=True)
         ]
@@ -117,7 +118,7 @@ class _Screen:
         self.recording = r.Recording(recording=False)
 
     def picture(self) -> str:
-        return f"px:{self.width}x{self.height}:{self.changes}"
+        return f"px:{self.width}x{self.height}:{self.changes.value}"
 
 
 class MemoryBox:
@@ -287,7 +288,7 @@ class MemoryDesktop:
         if at is not None:
             screen.cursor = at
         if self.box.state == "running":
-            screen.changes += 1
+            screen.changes.bump()
 
     async def act(self, screen: int, action: Action) -> ActionResult:
         match action:
@@ -581,7 +582,7 @@ class MemoryDesktop:
         frame_hash = "px:" + hashlib.blake2b(digest.encode(), digest_size=16).hexdigest()
         if frame_hash == have:
             return FrameResult(hash=frame_hash, unchanged=True, width=width, height=height)
-        image = await asyncio.to_thread(_picture, width, height, s.changes, encoding)
+        image = await asyncio.to_thread(_picture, width, height, s.changes.value, encoding)
         return FrameResult(
             hash=frame_hash, image=image, format=encoding.format, width=width, height=height
         )
@@ -589,6 +590,9 @@ class MemoryDesktop:
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
         frame = await self.frame(screen, have="")
         return frame.hash, frame.width, frame.height
+
+    async def await_change(self, screen: int, after: int, within_ms: int) -> int:
+        return await self._screen(screen).changes.wait_past(after, within_ms)
 
     async def _exec(self, argv: list[str], timeout_ms: int) -> ExecResult:
         match argv:
