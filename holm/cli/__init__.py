@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import click
 
-from holm.cli import actions, boxes, browser, history, images, inside, mcp_cmd, workspaces
+from holm.cli import (
+    actions,
+    boxes,
+    browser,
+    history,
+    images,
+    inside,
+    mcp_cmd,
+    widgets,
+    workspaces,
+)
 from holm.cli.replay_cmd import diff, replay
 from holm.cli.trace_cmd import trace
 
@@ -25,6 +35,7 @@ for command in (
     *actions.COMMANDS,
     *inside.COMMANDS,
     *browser.COMMANDS,
+    *widgets.COMMANDS,
     *history.COMMANDS,
     *images.COMMANDS,
     *mcp_cmd.COMMANDS,

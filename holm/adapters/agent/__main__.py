@@ -1,5 +1,5 @@
 """`python3 -m holm.adapters.agent --run-dir DIR --screens N --width W --height H
-[--display-base B] [--no-chromium] [--apps-json JSON]`: the in-box agent."""
+[--display-base B] [--no-chromium] [--features F,G] [--apps-json JSON]`: the in-box agent."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import msgspec
 
 from holm.adapters.agent.agent import Options
 from holm.adapters.agent.server import serve
-from holm.wire.spec import MAX_SCREENS, AppDefinition
+from holm.wire.spec import MAX_SCREENS, AppDefinition, Feature
 
 
 def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
@@ -27,6 +27,9 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
     )
     parser.add_argument("--no-chromium", action="store_true", help="bring up no Chromium")
     parser.add_argument(
+        "--features", default="", help="the spec's features, comma-separated (accessibility, …)"
+    )
+    parser.add_argument(
         "--apps-json", default="{}", help="the spec's `apps`, as JSON, added to the catalog"
     )
     parser.add_argument("--home", help="the box's home (default: $HOME)")
@@ -38,6 +41,11 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
         apps = msgspec.json.decode(args.apps_json, type=dict[str, AppDefinition])
     except msgspec.DecodeError as exc:
         parser.error(f"--apps-json: {exc}")
+    try:
+        names = [name for name in args.features.split(",") if name]
+        features = msgspec.convert(names, list[Feature])
+    except msgspec.ValidationError as exc:
+        parser.error(f"--features: {exc}")
     options = Options(
         run_dir=args.run_dir.absolute(),
         screens=args.screens,
@@ -45,6 +53,7 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
         height=args.height,
         display_base=args.display_base,
         chromium=not args.no_chromium,
+        features=features,
     )
     if args.home:
         options.home = args.home

@@ -244,10 +244,11 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             return await agent.pages(screen.index).cookies(what)
         case a.Dialog(accept=accept, text=prompt):
             return await agent.pages(screen.index).dialog(accept, prompt)
+        case a.OnNode(what=what):
+            # One bus for the box: a widget's bounds are on the screen its app shows on.
+            return await agent.widgets().act(what)
         case a.Record():
             raise Unsupported("recording needs the `video` feature, which this box does not have")
-        case a.OnNode():
-            raise Unsupported("native widgets need the `accessibility` feature")
         case _:
             raise Unsupported(f"{type(action).__name__} is not supported by this agent yet")
 

@@ -12,15 +12,17 @@ from typing import Any, TypeVar
 import aiohttp
 import msgspec
 
-from holm.adapters.agent import commands, desktop_up, devtools_bridge, files, processes
+from holm.adapters.agent import a11y_bus, commands, desktop_up, devtools_bridge, files, processes
 from holm.adapters.agent import protocol as p
 from holm.adapters.agent.acts import act
 from holm.adapters.agent.catalog import AppCatalog
 from holm.adapters.agent.pages import Pages
 from holm.adapters.agent.screen import Screen
+from holm.adapters.agent.widgets import Widgets
 from holm.errors import BadRequest, Failed, ScreenUnavailable, Timeout, Unsupported
 from holm.wire.results import ExecResult, FileInfo, GrepMatch, WindowInfo
 from holm.wire.runtime import Held, Released
+from holm.wire.spec import Feature
 
 log = logging.getLogger("holm.agent")
 T = TypeVar("T")
@@ -36,6 +38,7 @@ class Options(msgspec.Struct, kw_only=True):
     height: int
     display_base: int = 0
     chromium: bool = True
+    features: list[Feature] = msgspec.field(default_factory=list)
     home: str = msgspec.field(default_factory=lambda: os.environ.get("HOME", "/root"))
 
 
@@ -59,12 +62,26 @@ class Agent:
         # The first screen's DevTools, on a socket in the run folder (devtools_bridge.py).
         self._bridge: asyncio.AbstractServer | None = None
         self._display_lock = asyncio.Lock()
+        # The accessibility bus's variables for every program of the box, once it is up.
+        self._a11y_env: dict[str, str] = dict(a11y_bus.WITHOUT)
+        self._widgets: Widgets | None = None
 
     # Bring-up
 
     async def bring_up(self) -> None:
+        failures: list[str] = []
+        if "accessibility" in self.options.features:
+            # Before the screens: their programs find the bus by the address they start with.
+            try:
+                address = await asyncio.to_thread(a11y_bus.start, self.run_dir, self._env(None))
+            except a11y_bus.BusFailed as exc:
+                failures.append(str(exc))
+            else:
+                os.environ["DBUS_SESSION_BUS_ADDRESS"] = address
+                self._a11y_env = a11y_bus.env_with(address)
+                self._widgets = Widgets()
         await asyncio.gather(*(self._bring_up(s) for s in self.screens))
-        failures = [s.failure for s in self.screens if s.failure]
+        failures += [s.failure for s in self.screens if s.failure]
         self.failure = "; ".join(failures) if failures else None
         if self.failure:
             log.error("the desktop did not come up: %s", self.failure)
@@ -99,7 +116,14 @@ class Agent:
             if o.chromium:
                 part = "chromium"
                 chromium = await asyncio.to_thread(
-                    desktop_up.start_chromium, i, o.width, o.height, self.home, self.run_dir, env
+                    desktop_up.start_chromium,
+                    i,
+                    o.width,
+                    o.height,
+                    self.home,
+                    self.run_dir,
+                    env,
+                    accessibility=self._widgets is not None,
                 )
             part = "the viewer (x11vnc)"
             sock, vnc = await viewer
@@ -126,7 +150,7 @@ class Agent:
             screen.failure = f"screen {i}: {part} did not start: {type(exc).__name__}: {exc}"
 
     def _env(self, display: str | None) -> dict[str, str]:
-        return processes.box_env(self.home, display)
+        return processes.box_env(self.home, display, self._a11y_env)
 
     async def wait_ready(self, timeout_ms: int) -> None:
         if not 0 < timeout_ms <= MAX_READY_MS:
@@ -179,7 +203,14 @@ class Agent:
             self._pages[index] = Pages(self._session, screen.devtools_port)
         return self._pages[index]
 
+    def widgets(self) -> Widgets:
+        if self._widgets is None:
+            raise Unsupported("native widgets need a box with the `accessibility` feature")
+        return self._widgets
+
     async def close(self) -> None:
+        if self._widgets is not None:
+            self._widgets.close()
         if self._bridge is not None:
             self._bridge.close()
         if self._session is not None:

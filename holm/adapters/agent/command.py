@@ -3,9 +3,9 @@ runtime's sandbox and the docker runtime's container run the same program the sa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from holm.wire.spec import AppDefinition, canonical_json
+from holm.wire.spec import AppDefinition, Feature, canonical_json
 
 
 def agent_command(
@@ -18,6 +18,7 @@ def agent_command(
     display_base: int | None = None,
     chromium: bool = True,
     apps: Mapping[str, AppDefinition] | None = None,
+    features: Sequence[Feature] = (),
 ) -> list[str]:
     """`python -m holm.adapters.agent …` for a box of `screens` screens of width×height,
     serving its socket in `run_dir` (a path inside the box)."""
@@ -27,6 +28,8 @@ def agent_command(
         argv += ["--display-base", str(display_base)]
     if not chromium:
         argv.append("--no-chromium")
+    if features:
+        argv += ["--features", ",".join(features)]
     if apps:
         argv += ["--apps-json", canonical_json(dict(apps)).decode()]
     return argv

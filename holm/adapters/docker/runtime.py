@@ -372,6 +372,7 @@ class DockerRuntime:
             height=desktop.height or DEFAULT_HEIGHT,
             chromium=self.chromium,
             apps=spec.apps,
+            features=desktop.features or [],
         )
         options: dict[str, Any] = {}
         if placement.memory is not None:

@@ -30,6 +30,7 @@ from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import Desktop
 from holm.adapters.box_locks import BoxLocks
 from holm.adapters.local import network, procs
+from holm.adapters.local.host_features import refuse_missing
 from holm.adapters.local.limits import (
     DEFAULT_PIDS_MAX,
     Cgroups,
@@ -250,6 +251,7 @@ class LocalRuntime:
         refuse_what_no_runtime_runs(self.name, spec, placement, paths.vnc_socket(MAX_SCREENS - 1))
         if spec.desktop.packages:
             raise Unsupported("the local runtime cannot install packages; use the docker runtime")
+        refuse_missing(canonical_spec(spec).desktop.features or [])
         if placement.profile is not None:
             raise Unsupported(
                 "the local runtime cannot give a browser profile (container runtimes only);"
@@ -364,6 +366,7 @@ class LocalRuntime:
             display_base=base,
             chromium=self.chromium,
             apps=spec.apps,
+            features=desktop.features or [],
             box_uid=self.box_uid,
         )
 

@@ -18,6 +18,7 @@ from . import (
     states,
     unbuilt,
     viewer,
+    widgets,
     windows,
     workspaces,
 )
@@ -28,6 +29,7 @@ ALL_ROUTES: list[Route] = [
     *screens.ROUTES,
     *windows.ROUTES,
     *pages.ROUTES,
+    *widgets.ROUTES,
     *states.ROUTES,
     *cdp.ROUTES,
     *files.ROUTES,

@@ -23,7 +23,6 @@ _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
         ],
         "token",
     ),
-    ("native widgets", [("POST", f"{SCREEN}/desktop/node")], "token"),
     (
         "remote runtime vendors",
         [
