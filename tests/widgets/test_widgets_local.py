@@ -5,8 +5,10 @@ the feature refused."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
+import json
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,7 +16,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from click.testing import CliRunner, Result
 from PIL import Image, ImageChops
+
+from holm.cli import main
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "http"))
 
@@ -172,6 +177,50 @@ async def test_the_tree_of_chromium_on_a_form_page_lists_its_fields(
     assert ("push button", "Send") in widgets
     found = await node(server, box, {"op": "find", "node": {"query": "Street", "role": "text"}})
     assert [(n["role"], n["name"]) for n in found["nodes"]][:1] == [("entry", "Street")]
+
+
+async def test_set_types_into_a_page_field_that_takes_no_text_through_the_bus(
+    server: LocalServer, box: str
+) -> None:
+    street = {"query": "Street", "role": "text", "app": "chromium"}
+
+    done = await node(server, box, {"op": "set", "node": street, "value": "Elm Row"})
+
+    assert (done["node"]["name"], done["node"]["value"]) == ("Street", "Elm Row")
+    assert "focused" in done["node"]["states"]
+    [read] = await steps(
+        server,
+        box,
+        {"type": "evaluate", "what": {"expression": "document.getElementById('s').value"}},
+    )
+    assert read["value"]["value"] == "Elm Row"
+
+
+async def holm(server: LocalServer, *args: str) -> Result:
+    """The `holm` command against the test server (in a thread: the server runs on this
+    loop)."""
+    url = str(client_of(server).make_url("")).rstrip("/")
+    return await asyncio.to_thread(CliRunner().invoke, main, [*args, "--url", url])
+
+
+async def test_holm_node_sets_a_dialog_field_and_finds_it_again(
+    server: LocalServer, box: str
+) -> None:
+    await steps(server, box, {"type": "launch", "app": "who"})
+    street = ["--role", "text", "--app", "zenity"]
+
+    done = await holm(server, "node", box, "set", "Street", *street, "--value", "Elm Row")
+
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith('set text "Street" = "Elm Row"  zenity/')
+    found = await holm(server, "node", box, "find", "Street", *street, "--json")
+    assert found.exit_code == 0, found.output
+    [field] = json.loads(found.stdout)["nodes"]
+    assert (field["label"], field["value"]) == ("Street", "Elm Row")
+    missing = await holm(server, "node", box, "focus", "No such field", "--app", "zenity")
+    assert missing.exit_code == 5 and "No such field" in missing.stderr
+    closed = await holm(server, "node", box, "invoke", "Cancel", "--role", "button")
+    assert closed.exit_code == 0, closed.output
 
 
 async def test_a_box_without_the_feature_refuses_native_widgets(server: LocalServer) -> None:

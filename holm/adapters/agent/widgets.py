@@ -12,6 +12,7 @@ the application's tree keeps its shape.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
@@ -36,6 +37,17 @@ ROLE_ALIASES: dict[str, frozenset[str]] = {
 LABEL_ROLES = frozenset({"label", "static"})
 # A label this far (pixels) past a field's left edge is still left of it.
 LABEL_SLACK = 4
+# How long a typed value may take to show on the bus (Chromium updates it after a frame).
+TYPED_SHOWS_S = 2.0
+
+
+class TypeInstead(Exception):
+    """An editable text that takes no text through the bus (Chromium's fields): it has the
+    focus now, and the value is to be typed into it; `path` names it to read it again."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
 
 
 class Widgets:
@@ -47,6 +59,13 @@ class Widgets:
 
     async def act(self, what: a.NodeOp) -> r.NodeDone:
         return await asyncio.get_running_loop().run_in_executor(self._thread, run, what)
+
+    async def typed(self, path: str, value: str) -> r.NodeDone:
+        """A `set` done by typing: the widget at `path` read again, once it shows `value`
+        (or as it is after `TYPED_SHOWS_S`)."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._thread, _read_typed, path, value
+        )
 
     def close(self) -> None:
         self._thread.shutdown(wait=False, cancel_futures=True)
@@ -388,7 +407,20 @@ def _set(acc: Any, path: str, value: str) -> None:
         if not set_it(interface):
             raise Failed(f"the widget at {path} did not take the value")
         return
+    if acc.getState().contains(_pyatspi().STATE_EDITABLE):
+        if not _component(acc).grabFocus():
+            raise Failed(f"the widget at {path} did not take the focus")
+        raise TypeInstead(path)
     raise BadRequest(f"the {acc.getRoleName()} at {path} takes no value")
+
+
+def _read_typed(path: str, value: str) -> r.NodeDone:
+    deadline = time.monotonic() + TYPED_SHOWS_S
+    node = _node(_at_path(path), path)
+    while node.value != value and time.monotonic() < deadline:
+        time.sleep(0.05)
+        node = _node(_at_path(path), path)
+    return r.NodeDone(op="set", node=node)
 
 
 def _set_number(value_interface: Any, value: str) -> bool:
@@ -400,4 +432,12 @@ def _set_number(value_interface: Any, value: str) -> bool:
     return True
 
 
-__all__ = ["Widgets", "nearest_label", "role_matches", "run", "split_path", "text_rank"]
+__all__ = [
+    "TypeInstead",
+    "Widgets",
+    "nearest_label",
+    "role_matches",
+    "run",
+    "split_path",
+    "text_rank",
+]
