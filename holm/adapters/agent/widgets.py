@@ -35,6 +35,10 @@ ROLE_ALIASES: dict[str, frozenset[str]] = {
 }
 # Roles that name the widget beside them when it has no name of its own.
 LABEL_ROLES = frozenset({"label", "static"})
+# Roles of the widgets a label beside them names (a panel's neighbour names nothing).
+LABELLED_ROLES = frozenset(
+    {"text", "entry", "password text", "combo box", "spin button", "slider", "list", "list box"}
+)
 # A label this far (pixels) past a field's left edge is still left of it.
 LABEL_SLACK = 4
 # How long a typed value may take to show on the bus (Chromium updates it after a frame).
@@ -74,29 +78,29 @@ class Widgets:
 def run(what: a.NodeOp) -> r.NodeDone:
     """Do one widget operation (blocks)."""
     op = a.op_of(what)
+    labels = Labels()
     match what:
         case a.NodeTreeOp(app=app, depth=depth):
             budget = [a.MAX_NODES]
-            nodes = [_tree(acc, seg, depth, budget) for seg, acc in _apps(app)]
+            nodes = [_tree(acc, seg, depth, budget, labels) for seg, acc in _apps(app)]
             return r.NodeDone(op=op, nodes=nodes, cut=budget[0] < 0)
         case a.NodeFindOp(node=query, limit=limit):
-            found = _find(query)
-            return r.NodeDone(
-                op=op, nodes=[_node(h.acc, h.path) for h in found[:limit]], cut=len(found) > limit
-            )
+            found = _find(query, labels)
+            nodes = [_node(h.acc, h.path, labels) for h in found[:limit]]
+            return r.NodeDone(op=op, nodes=nodes, cut=len(found) > limit)
         case a.NodeFocusOp(node=query):
-            acc, path = _one(query)
+            acc, path = _one(query, labels)
             if not _component(acc).grabFocus():
                 raise Failed(f"the widget at {path} did not take the focus")
-            return r.NodeDone(op=op, node=_node(acc, path))
+            return r.NodeDone(op=op, node=_node(acc, path, labels))
         case a.NodeInvokeOp(node=query, action=name):
-            acc, path = _one(query)
+            acc, path = _one(query, labels)
             done = _invoke(acc, path, name)
-            return r.NodeDone(op=op, node=_node(acc, path), action=done)
+            return r.NodeDone(op=op, node=_node(acc, path, labels), action=done)
         case a.NodeSetOp(node=query, value=value):
-            acc, path = _one(query)
+            acc, path = _one(query, labels)
             _set(acc, path, value)
-            return r.NodeDone(op=op, node=_node(acc, path))
+            return r.NodeDone(op=op, node=_node(acc, path, labels))
     raise BadRequest(f"unknown widget operation {op!r}")
 
 
@@ -166,7 +170,7 @@ def _at_path(path: str) -> Any:
 # Describing a widget
 
 
-def _node(acc: Any, path: str, children: list[r.Node] | None = None) -> r.Node:
+def _node(acc: Any, path: str, labels: Labels, children: list[r.Node] | None = None) -> r.Node:
     role = acc.getRoleName()
     name = acc.name or ""
     states = [s.value_nick for s in acc.getState().getStates()]
@@ -174,7 +178,7 @@ def _node(acc: Any, path: str, children: list[r.Node] | None = None) -> r.Node:
         role=role,
         name=name,
         path=path,
-        label=None if name else (_label(acc) or None),
+        label=None if name else (labels.of(acc, path, role) or None),
         value=_value(acc, "editable" in states),
         states=states,
         bounds=_bounds(acc),
@@ -183,7 +187,7 @@ def _node(acc: Any, path: str, children: list[r.Node] | None = None) -> r.Node:
     )
 
 
-def _tree(acc: Any, path: str, depth: int, budget: list[int]) -> r.Node:
+def _tree(acc: Any, path: str, depth: int, budget: list[int], labels: Labels) -> r.Node:
     """`acc` and its widgets `depth` levels down; `budget` counts down the nodes left,
     below zero once some were left out."""
     budget[0] -= 1
@@ -195,8 +199,8 @@ def _tree(acc: Any, path: str, depth: int, budget: list[int]) -> r.Node:
                 break
             child = acc.getChildAtIndex(i)
             if child is not None:
-                children.append(_tree(child, f"{path}/{i}", depth - 1, budget))
-    return _node(acc, path, children)
+                children.append(_tree(child, f"{path}/{i}", depth - 1, budget, labels))
+    return _node(acc, path, labels, children)
 
 
 def _component(acc: Any) -> Any:
@@ -241,20 +245,34 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def _label(acc: Any) -> str:
+class Labels:
     """The text that names a widget without a name: the widgets it is labelled by, else
-    the nearest label left of it on its row, else the nearest one above it, among its
-    parent's children."""
-    pyatspi = _pyatspi()
-    for relation in acc.getRelationSet():
-        if relation.getRelationType() == pyatspi.RELATION_LABELLED_BY:
-            names = [relation.getTarget(i).name for i in range(relation.getNTargets())]
-            if any(names):
-                return " ".join(n for n in names if n)
-    parent = acc.parent
-    here = _bounds(acc)
-    if parent is None or here is None:
-        return ""
+    (for a field) the nearest label left of it on its row, else the nearest one above it,
+    among its parent's children. Each parent's labels are read once per operation: a
+    dialog of 200 fields would otherwise read its 400 children once for every field."""
+
+    def __init__(self) -> None:
+        self._by_parent: dict[str, list[tuple[str, Region]]] = {}
+
+    def of(self, acc: Any, path: str, role: str) -> str:
+        pyatspi = _pyatspi()
+        for relation in acc.getRelationSet():
+            if relation.getRelationType() == pyatspi.RELATION_LABELLED_BY:
+                names = [relation.getTarget(i).name for i in range(relation.getNTargets())]
+                if any(names):
+                    return " ".join(n for n in names if n)
+        parent_path = path.rpartition("/")[0]
+        if role not in LABELLED_ROLES or not parent_path or acc.parent is None:
+            return ""
+        here = _bounds(acc)
+        if here is None:
+            return ""
+        if parent_path not in self._by_parent:
+            self._by_parent[parent_path] = _labels_among(acc.parent)
+        return nearest_label(here, self._by_parent[parent_path])
+
+
+def _labels_among(parent: Any) -> list[tuple[str, Region]]:
     labels: list[tuple[str, Region]] = []
     for i in range(parent.childCount):
         sibling = parent.getChildAtIndex(i)
@@ -262,7 +280,7 @@ def _label(acc: Any) -> str:
             where = _bounds(sibling)
             if where is not None:
                 labels.append((sibling.name, where))
-    return nearest_label(here, labels)
+    return labels
 
 
 def nearest_label(field: Region, labels: list[tuple[str, Region]]) -> str:
@@ -332,7 +350,7 @@ def _walk(acc: Any, path: str, seen: list[int]) -> Iterator[tuple[Any, str]]:
                     stack.append((child, f"{at}/{i}", depth + 1))
 
 
-def _find(query: a.NodeQuery) -> list[Hit]:
+def _find(query: a.NodeQuery, labels: Labels) -> list[Hit]:
     """The widgets `query` names, best first: by its path, or those of its role whose name
     (or label) holds its text, showing ones first, then in the tree's order."""
     if query.path is not None:
@@ -343,27 +361,28 @@ def _find(query: a.NodeQuery) -> list[Hit]:
     seen = [0]
     for segment, app in _apps(query.app):
         for acc, path in _walk(app, segment, seen):
-            hit = _hit(acc, path, query, len(hits))
+            hit = _hit(acc, path, query, len(hits), labels)
             if hit is not None:
                 hits.append(hit)
     return sorted(hits)
 
 
-def _hit(acc: Any, path: str, query: a.NodeQuery, order: int) -> Hit | None:
-    if not role_matches(query.role, acc.getRoleName()):
+def _hit(acc: Any, path: str, query: a.NodeQuery, order: int, labels: Labels) -> Hit | None:
+    role = acc.getRoleName()
+    if not role_matches(query.role, role):
         return None
     text = acc.name or ""
     rank = text_rank(query.query, text)
     if rank is None and not text and query.query is not None:
-        rank = text_rank(query.query, _label(acc))
+        rank = text_rank(query.query, labels.of(acc, path, role))
     if rank is None:
         return None
     showing = acc.getState().contains(_pyatspi().STATE_SHOWING)
     return Hit((0 if showing else 1, rank, order), acc, path)
 
 
-def _one(query: a.NodeQuery) -> tuple[Any, str]:
-    hits = _find(query)
+def _one(query: a.NodeQuery, labels: Labels) -> tuple[Any, str]:
+    hits = _find(query, labels)
     if not hits:
         raise NotFound(f"no widget matches {_said(query)}")
     return hits[0].acc, hits[0].path
@@ -416,10 +435,10 @@ def _set(acc: Any, path: str, value: str) -> None:
 
 def _read_typed(path: str, value: str) -> r.NodeDone:
     deadline = time.monotonic() + TYPED_SHOWS_S
-    node = _node(_at_path(path), path)
+    node = _node(_at_path(path), path, Labels())
     while node.value != value and time.monotonic() < deadline:
         time.sleep(0.05)
-        node = _node(_at_path(path), path)
+        node = _node(_at_path(path), path, Labels())
     return r.NodeDone(op="set", node=node)
 
 
