@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.pages import FORM, ms, timed  # noqa: E402
+from bench.pages import FORM, ms, report  # noqa: E402
 from holm.adapters.local.runtime import LocalRuntime  # noqa: E402
 from holm.wire import actions as a  # noqa: E402
 from holm.wire import results as r  # noqa: E402
@@ -72,13 +72,7 @@ async def main(rounds: int) -> None:
             ("tree of the dialog (GTK)", a.OnNode(what=a.NodeTreeOp(app="zenity"))),
             ("find 'Field 150' (Chromium, 200)", find("Field 150", "text", "chromium")),
         ]
-        for name, action in cases:
-
-            async def work(action: a.Action = action) -> object:
-                return await desktop.act(0, action)
-
-            p50, p95 = await timed(rounds, work)
-            print(f"{name:34} p50 {p50:8.1f} ms   p95 {p95:8.1f} ms")
+        await report(desktop, rounds, cases)
     finally:
         await runtime.delete(box)
         await runtime.close()
