@@ -26,6 +26,7 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from holm.adapters.base import Desktop  # noqa: E402
 from holm.adapters.local.runtime import LocalRuntime  # noqa: E402
 from holm.wire import actions as a  # noqa: E402
 from holm.wire.spec import Placement, Spec  # noqa: E402
@@ -49,6 +50,17 @@ async def timed(rounds: int, work: Callable[[], Awaitable[object]]) -> tuple[flo
         times.append((time.perf_counter() - start) * 1000)
     times.sort()
     return statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)]
+
+
+async def report(desktop: Desktop, rounds: int, cases: list[tuple[str, a.Action]]) -> None:
+    """Each case's p50 and p95 over `rounds` runs on screen 0, a line each."""
+    for name, action in cases:
+
+        async def work(action: a.Action = action) -> object:
+            return await desktop.act(0, action)
+
+        p50, p95 = await timed(rounds, work)
+        print(f"{name:34} p50 {p50:8.1f} ms   p95 {p95:8.1f} ms")
 
 
 async def main(rounds: int) -> None:
@@ -75,13 +87,7 @@ async def main(rounds: int) -> None:
             ("evaluate document.title", a.Evaluate(what=a.EvaluateWhat(expression=TITLE))),
             ("page_shot png", a.PageShot()),
         ]
-        for name, action in cases:
-
-            async def work(action: a.Action = action) -> object:
-                return await desktop.act(0, action)
-
-            p50, p95 = await timed(rounds, work)
-            print(f"{name:32} p50 {p50:7.1f} ms   p95 {p95:7.1f} ms")
+        await report(desktop, rounds, cases)
     finally:
         await runtime.delete(box)
         await runtime.close()

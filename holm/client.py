@@ -55,6 +55,7 @@ from holm.wire.actions import (
     EvaluateWhat,
     ExecWhat,
     GrepWhat,
+    NodeOp,
     OpenUrl,
     PageShotWhat,
     PdfWhat,
@@ -125,6 +126,7 @@ from holm.wire.results import (
     FoundWindow,
     GlobResult,
     GrepResult,
+    NodeDone,
     PageCaptured,
     PageOpened,
     PageSnapshot,
@@ -588,6 +590,12 @@ class HolmClient:
         path = f"/v1/boxes/{box_id}/page/element"
         return await self._call(ElementDone, "POST", path, params=params, body=what)
 
+    async def node(self, box_id: str, what: NodeOp, *, screen: int = 0) -> NodeDone:
+        """One widget operation (`NodeFindOp(node=NodeQuery(query="Name", role="text"))`,
+        `NodeSetOp(...)`, …) through the box's accessibility bus."""
+        path = f"/v1/boxes/{box_id}/screens/{screen}/desktop/node"
+        return await self._call(NodeDone, "POST", path, body=what)
+
     async def evaluate(
         self,
         box_id: str,
@@ -923,6 +931,7 @@ class SyncHolmClient:
     find = _Sync(HolmClient.find)
     snapshot = _Sync(HolmClient.snapshot)
     element = _Sync(HolmClient.element)
+    node = _Sync(HolmClient.node)
     evaluate = _Sync(HolmClient.evaluate)
     page_screenshot = _Sync(HolmClient.page_screenshot)
     page_pdf = _Sync(HolmClient.page_pdf)

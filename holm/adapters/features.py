@@ -20,8 +20,9 @@ FEATURE_PACKAGES: dict[Feature, tuple[str, ...]] = {
     "dock": ("tint2",),
     # The classic X clients (xeyes, xclock, …); xterm is in every box, as a catalog app.
     "x11_apps": ("x11-apps",),
-    # The AT-SPI bus and its Python bindings, for native widgets (`…/desktop/node`).
-    "accessibility": ("at-spi2-core", "python3-pyatspi"),
+    # The AT-SPI bus and its Python bindings, for native widgets (`…/desktop/node`); the
+    # session bus it is found on is the box's own (agent/a11y_bus.py).
+    "accessibility": ("at-spi2-core", "dbus-daemon", "python3-pyatspi"),
 }
 
 

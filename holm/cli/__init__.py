@@ -64,6 +64,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "Pointer actions on BOX_ID: click, double-click, move, drag, scroll, down, up.",
     ),
     "new": LazyCommand(_BOXES, "Launch a box and print its ID."),
+    "node": LazyCommand(
+        "holm.cli.widgets",
+        "Read and drive the native widgets (GTK, Chromium, …) of box BOX_ID.",
+    ),
     "open": LazyCommand(_ACTIONS, "Open URL in the box's browser."),
     "pause": LazyCommand(_BOXES, "Pause a box; `resume` brings it back as it was."),
     "replay": LazyCommand(

@@ -225,10 +225,8 @@ def _action_hint(action: a.Action) -> str:
             return _clip(url) + (f" as {_clip(label)}" if label else "")
         case a.OnTab(tab=tab, close=close):
             return _clip(tab) + (" close" if close else "")
-        case a.OnPage(what=page_op):
-            return _operation(msgspec.to_builtins(page_op))
-        case a.OnNode(what=node_op):
-            return _operation(node_op)
+        case a.OnPage(what=op) | a.OnNode(what=op):
+            return _operation(msgspec.to_builtins(op))
         case a.Look(what=look):
             return _quoted(look.query)
         case a.Evaluate(what=what):
@@ -252,7 +250,8 @@ def _operation(what: dict[str, Any]) -> str:
     op = what.get("op")
     target = what.get("query", what.get("node"))
     if isinstance(target, dict):
-        target = target.get("query")
+        # A widget's query, or the path it was found at.
+        target = target.get("query") or target.get("path")
     return _words(
         _clip(str(op)) if op is not None else "",
         _quoted(target) if target else "",

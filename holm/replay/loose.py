@@ -58,6 +58,8 @@ def side_effect_free(action: Action) -> bool:
             return True
         case act.OnPage(what=act.WaitForOp() | act.OptionsOp()):
             return True
+        case act.OnNode(what=act.NodeTreeOp() | act.NodeFindOp()):
+            return True
         case act.Record(what=act.RecordWhat(do="status")):
             return True
         case _:

@@ -353,6 +353,8 @@ def _batch_touches_screen(steps: list[Step], n: int) -> bool:
 
 def _touches_screen(do: Do) -> bool:
     match do:
+        case DoAction(action=act.OnNode(what=what)):
+            return not isinstance(what, act.NODE_READS)
         case DoAction(action=action):
             return not isinstance(action, OFF_SCREEN)
         case DoLaunch():

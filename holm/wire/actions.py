@@ -415,7 +415,7 @@ ElementOp = (
 )
 
 
-def op_of(what: ElementOp) -> str:
+def op_of(what: ElementOp | NodeOp) -> str:
     return str(type(what).__struct_config__.tag)
 
 
@@ -605,8 +605,65 @@ class Dialog(_Action, tag="dialog"):
 # Native widgets
 
 
+MAX_NODE_DEPTH = 64
+MAX_NODES = 2000
+
+
+class NodeQuery(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """A widget: by `path` (as a node's `path` answered it), or the best of those whose
+    label holds `query` and whose role is `role`; `app` keeps to one application."""
+
+    query: str | None = None
+    role: str | None = None
+    app: str | None = None
+    path: str | None = None
+
+
+class _NodeOp(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, tag_field="op"):
+    pass
+
+
+class NodeTreeOp(_NodeOp, tag="tree"):
+    """The widgets of `app` (every application when None), `depth` levels down."""
+
+    app: str | None = None
+    depth: Annotated[int, Meta(ge=1, le=MAX_NODE_DEPTH)] = 32
+
+
+class NodeFindOp(_NodeOp, tag="find"):
+    node: NodeQuery
+    limit: Annotated[int, Meta(ge=1, le=MAX_NODES)] = 10
+
+
+class NodeFocusOp(_NodeOp, tag="focus"):
+    node: NodeQuery
+
+
+class NodeInvokeOp(_NodeOp, tag="invoke"):
+    """Do the widget's action named `action` (its first one when None)."""
+
+    node: NodeQuery
+    action: str | None = None
+
+
+class NodeSetOp(_NodeOp, tag="set"):
+    """Set a widget's text (an editable one) or its number (a slider, a spin button)."""
+
+    node: NodeQuery
+    value: str
+
+
+NodeOp = NodeTreeOp | NodeFindOp | NodeFocusOp | NodeInvokeOp | NodeSetOp
+# The widget operations that only read.
+NODE_READS = (NodeTreeOp, NodeFindOp)
+
+
 class OnNode(_Action, tag="on_node"):
-    what: dict[str, Any]
+    """A widget operation through the box's accessibility bus (AT-SPI)."""
+
+    Result = r.NodeDone
+
+    what: NodeOp
 
 
 # Files and commands
@@ -762,6 +819,8 @@ def reads_only(action: Action) -> bool:
         return action.text is None
     if isinstance(action, Record):
         return action.what.do == "status"
+    if isinstance(action, OnNode):
+        return isinstance(action.what, NODE_READS)
     return isinstance(action, _READS)
 
 

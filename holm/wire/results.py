@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from holm.errors import Internal
-from holm.wire.values import Point, Selection
+from holm.wire.values import Point, Region, Selection
 
 
 class _Result(msgspec.Struct, omit_defaults=True, kw_only=True):
@@ -228,6 +228,37 @@ class ElementDone(_Result):
     dialog: str | None = None
 
 
+class Node(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A native widget, as the box's accessibility bus (AT-SPI) tells it: its role (`push
+    button`, `text`, `entry`, …), its name, and when it has none the text of the label
+    that names it (`label`); its value (a field's text, a slider's number), its states
+    (`focused`, `editable`, `showing`, …), its rectangle on the screen, the actions it can
+    do, and `path`, which names it again in a later `node` query. `children` is filled by
+    `tree` only."""
+
+    role: str
+    name: str
+    path: str
+    label: str | None = None
+    value: str | None = None
+    states: list[str] = msgspec.field(default_factory=list)
+    bounds: Region | None = None
+    actions: list[str] = msgspec.field(default_factory=list)
+    children: list[Node] = msgspec.field(default_factory=list)
+
+
+class NodeDone(_Result):
+    """A widget operation: the widget it acted on (`focus`, `invoke`, `set`, read again
+    after), or the widgets found, best first (`find`), or the applications' trees
+    (`tree`); `cut` when a limit left some out."""
+
+    op: str
+    node: Node | None = None
+    nodes: list[Node] = msgspec.field(default_factory=list)
+    action: str | None = None
+    cut: bool = False
+
+
 class Found(_Result):
     """The elements a query found, best first; `total` counts all of them."""
 
@@ -393,6 +424,7 @@ ActionResult = (
     | TabList
     | TabDone
     | ElementDone
+    | NodeDone
     | Found
     | PageSnapshot
     | PageText
@@ -454,6 +486,8 @@ __all__ = [
     "KeyReleased",
     "Link",
     "NoResult",
+    "Node",
+    "NodeDone",
     "PageCaptured",
     "PageOpened",
     "PageSnapshot",

@@ -69,6 +69,7 @@ SAMPLES: list[a.Action] = [
     a.PagePdf(what=a.PdfWhat(path=f"{HERE}/page.pdf")),
     a.Cookies(what=a.CookiesWhat(do="get")),
     a.Console(),
+    a.OnNode(what=a.NodeFindOp(node=a.NodeQuery(role="frame"))),
     a.StateSave(),
     a.StateLoad(what=a.StateLoadWhat(session_json='{"cookies": [], "origins": []}')),
     a.Exec(what=a.ExecWhat(argv=["echo", "sample"])),

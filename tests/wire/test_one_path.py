@@ -55,13 +55,17 @@ def test_the_memory_double_does_every_built_action() -> None:
 
 def test_the_agent_protocol_restates_no_action() -> None:
     requests = {cls.__name__ for cls in protocol.Request.__args__}  # type: ignore[attr-defined]
-    own = {"Ping", "Ready", "Info", "Act", "EndBatch", "Frame", "FrameHash", "DefineApps"}
+    # AwaitChange: the watcher waits for the screen to be drawn on (DAMAGE), no action.
+    own = {
+        "Ping", "Ready", "Info", "Act", "EndBatch", "Frame", "FrameHash", "AwaitChange",
+        "DefineApps",
+    }  # fmt: skip
     assert requests == own
 
 
 def test_a_desktop_is_act_and_frames() -> None:
     members = {name for name in vars(Desktop) if not name.startswith("_")}
-    assert members == {"act", "end_batch", "frame", "frame_hash", "close"}
+    assert members == {"act", "end_batch", "frame", "frame_hash", "await_change", "close"}
 
 
 def test_the_engine_has_no_method_per_operation() -> None:

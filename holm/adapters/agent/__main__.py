@@ -14,7 +14,7 @@ import msgspec
 
 from holm.adapters.agent.agent import Options
 from holm.adapters.agent.server import serve
-from holm.wire.spec import MAX_SCREENS, AppDefinition
+from holm.wire.spec import MAX_SCREENS, AppDefinition, Feature
 
 
 def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
@@ -28,7 +28,9 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
     )
     parser.add_argument("--no-chromium", action="store_true", help="bring up no Chromium")
     parser.add_argument(
-        "--features", default="", help="the spec's features, comma-separated (audio, dock, …)"
+        "--features",
+        default="",
+        help="the spec's features, comma-separated (accessibility, audio, dock, …)",
     )
     parser.add_argument(
         "--apps-json", default="{}", help="the spec's `apps`, as JSON, added to the catalog"
@@ -47,6 +49,11 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
         apps = msgspec.json.decode(args.apps_json, type=dict[str, AppDefinition])
     except msgspec.DecodeError as exc:
         parser.error(f"--apps-json: {exc}")
+    try:
+        names = [name for name in args.features.split(",") if name]
+        features = msgspec.convert(names, list[Feature])
+    except msgspec.ValidationError as exc:
+        parser.error(f"--features: {exc}")
     options = Options(
         run_dir=args.run_dir.absolute(),
         screens=args.screens,
@@ -54,7 +61,7 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
         height=args.height,
         display_base=args.display_base,
         chromium=not args.no_chromium,
-        features=[f for f in args.features.split(",") if f],
+        features=features,
         frame_key=frame_key,
     )
     if args.home:

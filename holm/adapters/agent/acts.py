@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from holm.adapters.agent.input import Input
 from holm.adapters.agent.screen import Screen
+from holm.adapters.agent.widgets import TypeInstead
 from holm.errors import BadRequest, Unsupported
 from holm.wire import actions as a
 from holm.wire import results as r
@@ -246,10 +247,27 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             return await agent.pages(screen.index).dialog(accept, prompt)
         case a.Record(what=what):
             return await agent.record(screen.index, what)
-        case a.OnNode():
-            raise Unsupported("native widgets need the `accessibility` feature")
+        case a.OnNode(what=what):
+            return await _on_node(agent, screen, what)
         case _:
             raise Unsupported(f"{type(action).__name__} is not supported by this agent yet")
+
+
+async def _on_node(agent: Agent, screen: Screen, what: a.NodeOp) -> r.NodeDone:
+    """A widget operation. One bus serves the box: a widget's bounds are on the screen its
+    application shows on, and a value typed goes to this screen's keyboard."""
+    widgets = agent.widgets()
+    try:
+        return await widgets.act(what)
+    except TypeInstead as focused:
+        if not isinstance(what, a.NodeSetOp):
+            raise
+        path, value = focused.path, what.value
+    # The field has the focus: replace all its text with the value, as a person would.
+    select_all, erase = normalized_chord("ctrl+a"), normalized_then(["BackSpace"])
+    await screen.on_input(lambda i: i.press(select_all, erase, []))
+    await screen.on_input(lambda i: i.type_text(value, 0))
+    return await widgets.typed(path, value)
 
 
 async def _on_window(screen: Screen, window: str, what: a.WindowOp) -> r.WindowChanged:

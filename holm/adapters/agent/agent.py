@@ -13,6 +13,7 @@ import aiohttp
 import msgspec
 
 from holm.adapters.agent import (
+    a11y_bus,
     commands,
     desktop_up,
     devtools_bridge,
@@ -27,10 +28,12 @@ from holm.adapters.agent.pages import Pages
 from holm.adapters.agent.recording import Recorder
 from holm.adapters.agent.screen import Screen
 from holm.adapters.agent.tiles import FrameHasher
+from holm.adapters.agent.widgets import Widgets
 from holm.errors import BadRequest, Failed, ScreenUnavailable, Timeout, Unsupported
 from holm.wire.actions import RecordWhat
 from holm.wire.results import ExecResult, FileInfo, GrepMatch, Recording, WindowInfo
 from holm.wire.runtime import Held, Released
+from holm.wire.spec import Feature
 
 log = logging.getLogger("holm.agent")
 T = TypeVar("T")
@@ -46,9 +49,9 @@ class Options(msgspec.Struct, kw_only=True):
     height: int
     display_base: int = 0
     chromium: bool = True
-    # The spec's features (holm.wire.spec.Feature); those that start something are
-    # started by features_up.py.
-    features: list[str] = msgspec.field(default_factory=list)
+    # The spec's features; those that start something are started by features_up.py and
+    # a11y_bus.py.
+    features: list[Feature] = msgspec.field(default_factory=list)
     # The server's key for frame hashes (tiles.py): the same pixels hash the same in every
     # box of one server.
     frame_key: bytes = b""
@@ -79,12 +82,14 @@ class Agent:
         self._bridge: asyncio.AbstractServer | None = None
         self._display_lock = asyncio.Lock()
         # What every program of the box has in its environment besides box_env's (the
-        # sound server's address).
-        self._feature_env: dict[str, str] = {}
+        # sound server's address, the accessibility bus's, or that there is none).
+        self._feature_env: dict[str, str] = dict(a11y_bus.WITHOUT)
+        self._widgets: Widgets | None = None
 
     # Bring-up
 
     async def bring_up(self) -> None:
+        failures: list[str] = []
         if "wide_fonts" not in self.options.features:
             self._feature_env.update(features_up.hide_wide_fonts(self.run_dir))
         if "audio" in self.options.features:
@@ -95,12 +100,21 @@ class Agent:
                 )
                 self._feature_env.update(audio)
             except desktop_up.StartFailed as exc:
-                self.failure = str(exc)
-                log.error("the desktop did not come up: %s", self.failure)
-                self.ready.set()
-                return
+                failures.append(str(exc))
+        if "accessibility" in self.options.features:
+            # Before the screens: their programs find the bus by the address they start with.
+            try:
+                address = await asyncio.to_thread(a11y_bus.start, self.run_dir, self._env(None))
+            except a11y_bus.BusFailed as exc:
+                failures.append(str(exc))
+            else:
+                os.environ["DBUS_SESSION_BUS_ADDRESS"] = address
+                for name in a11y_bus.WITHOUT:
+                    self._feature_env.pop(name, None)
+                self._feature_env.update(a11y_bus.env_with(address))
+                self._widgets = Widgets()
         await asyncio.gather(*(self._bring_up(s) for s in self.screens))
-        failures = [s.failure for s in self.screens if s.failure]
+        failures += [s.failure for s in self.screens if s.failure]
         self.failure = "; ".join(failures) if failures else None
         if self.failure:
             log.error("the desktop did not come up: %s", self.failure)
@@ -138,7 +152,14 @@ class Agent:
             if o.chromium:
                 part = "chromium"
                 chromium = await asyncio.to_thread(
-                    desktop_up.start_chromium, i, o.width, o.height, self.home, self.run_dir, env
+                    desktop_up.start_chromium,
+                    i,
+                    o.width,
+                    o.height,
+                    self.home,
+                    self.run_dir,
+                    env,
+                    accessibility=self._widgets is not None,
                 )
             part = "the viewer (x11vnc)"
             sock, vnc = await viewer
@@ -218,9 +239,16 @@ class Agent:
             self._pages[index] = Pages(self._session, screen.devtools_port)
         return self._pages[index]
 
+    def widgets(self) -> Widgets:
+        if self._widgets is None:
+            raise Unsupported("native widgets need a box with the `accessibility` feature")
+        return self._widgets
+
     async def close(self) -> None:
         # Before the box's processes are ended: a recording stopped so ends its file cleanly.
         await asyncio.gather(*(asyncio.to_thread(r.close) for r in self.recorders))
+        if self._widgets is not None:
+            self._widgets.close()
         if self._bridge is not None:
             self._bridge.close()
         if self._session is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 
-from holm.wire.spec import AppDefinition, canonical_json
+from holm.wire.spec import AppDefinition, Feature, canonical_json
 
 
 def agent_command(
@@ -19,7 +19,7 @@ def agent_command(
     display_base: int | None = None,
     chromium: bool = True,
     apps: Mapping[str, AppDefinition] | None = None,
-    features: Sequence[str] = (),
+    features: Sequence[Feature] = (),
     server_id: str | None = None,
 ) -> list[str]:
     """`python -m holm.adapters.agent …` for a box of `screens` screens of width×height,

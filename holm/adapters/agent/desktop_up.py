@@ -52,10 +52,15 @@ def chromium_profile(home: str, screen: int) -> Path:
     return Path(home) / ".holm" / f"chromium-{screen}"
 
 
-def chromium_argv(home: str, screen: int, width: int, height: int) -> list[str]:
+def chromium_argv(
+    home: str, screen: int, width: int, height: int, accessibility: bool = False
+) -> list[str]:
+    # With the accessibility bus, the pages' widgets are on it too (a11y_bus.py).
+    a11y = ["--force-renderer-accessibility"] if accessibility else []
     return [
         "/usr/bin/chromium",
         *CHROMIUM_FLAGS,
+        *a11y,
         "--remote-debugging-port=0",
         f"--user-data-dir={chromium_profile(home, screen)}",
         "--window-position=0,0",
@@ -250,7 +255,14 @@ def quiet_carets(home: str) -> None:
 
 
 def start_chromium(
-    screen: int, width: int, height: int, home: str, run_dir: Path, env: dict[str, str]
+    screen: int,
+    width: int,
+    height: int,
+    home: str,
+    run_dir: Path,
+    env: dict[str, str],
+    *,
+    accessibility: bool = False,
 ) -> subprocess.Popen[bytes]:
     quiet_carets(home)
     profile = chromium_profile(home, screen)
@@ -258,7 +270,7 @@ def start_chromium(
     # A port file left by an earlier run would name a port nobody listens on.
     (profile / "DevToolsActivePort").unlink(missing_ok=True)
     proc = processes.spawn(
-        [*chromium_argv(home, screen, width, height), "about:blank"],
+        [*chromium_argv(home, screen, width, height, accessibility), "about:blank"],
         env=env,
         cwd=home,
         log_path=run_dir / f"chromium-{screen}.log",

@@ -43,7 +43,7 @@ from typing import IO, NamedTuple
 from holm.adapters.agent.command import agent_command
 from holm.adapters.local import procs
 from holm.adapters.local.network import Attaching, NetworkFailed
-from holm.wire.spec import AppDefinition
+from holm.wire.spec import AppDefinition, Feature
 
 BOX_HOME = "/home/box"
 BOX_RUN = "/run/holm"
@@ -128,7 +128,7 @@ class SandboxPlan:
     display_base: int
     chromium: bool = True
     apps: dict[str, AppDefinition] = field(default_factory=dict)
-    features: Sequence[str] = ()
+    features: Sequence[Feature] = ()
     site_dirs: Sequence[Path] = field(default_factory=agent_code_dirs)
     holm_dir: Path = field(default_factory=holm_package_dir)
     box_uid: int = BOX_UID

@@ -30,6 +30,7 @@ from PIL import Image
 
 from holm.adapters.agent.change_count import ChangeCount
 from holm.adapters.agent.encoding import image_bytes
+from holm.adapters.agent.widgets import role_matches, text_rank
 from holm.errors import (
     BadRequest,
     Failed,
@@ -67,6 +68,8 @@ from holm.wire.actions import (
     MouseDown,
     MouseUp,
     Move,
+    NodeOp,
+    OnNode,
     OnPage,
     OnTab,
     OnWindow,
@@ -498,6 +501,10 @@ class MemoryDesktop:
                 raise NotFound("no dialog is open on the page")
             case Record(what=what):
                 return self._record(s, what)
+            case OnNode(what=what):
+                if "accessibility" not in (canonical_spec(self.box.spec).desktop.features or []):
+                    raise Unsupported("native widgets need a box with the `accessibility` feature")
+                return _on_node(s, what)
         raise Unsupported(f"the memory runtime cannot do {type(action).__name__}")
 
     def _record(self, s: _Screen, what: RecordWhat) -> r.Recording:
@@ -691,6 +698,53 @@ def _has(page: r.Tab, query: str, exact: bool) -> bool:
     if exact:
         return query in [t.strip() for t in texts]
     return any(query.lower() in t.lower() for t in texts)
+
+
+def _widgets(s: _Screen) -> list[r.Node]:
+    """The model's widgets: each window is an application (named by its class) whose one
+    widget is its frame."""
+    return [
+        r.Node(
+            role="application",
+            name=w.class_,
+            path=w.class_,
+            children=[
+                r.Node(
+                    role="frame",
+                    name=w.title,
+                    path=f"{w.class_}/0",
+                    states=["showing", "visible"] + (["active"] if w.active else []),
+                    bounds=Region(w.x, w.y, w.width, w.height),
+                )
+            ],
+        )
+        for w in s.windows
+    ]
+
+
+def _on_node(s: _Screen, what: NodeOp) -> r.NodeDone:
+    op = a.op_of(what)
+    apps = _widgets(s)
+    if isinstance(what, a.NodeTreeOp):
+        return r.NodeDone(op=op, nodes=[n for n in apps if what.app in (None, n.name)])
+    q = what.node
+    hits = [
+        n
+        for app in apps
+        if q.app in (None, app.name)
+        for n in (app, *app.children)
+        if (q.path is None or n.path == q.path)
+        and role_matches(q.role, n.role)
+        and text_rank(q.query, n.name) is not None
+    ]
+    if isinstance(what, a.NodeFindOp):
+        return r.NodeDone(op=op, nodes=hits[: what.limit], cut=len(hits) > what.limit)
+    if not hits:
+        raise NotFound("no widget matches the query")
+    if isinstance(what, a.NodeFocusOp):
+        return r.NodeDone(op=op, node=hits[0])
+    kind = "has no action" if isinstance(what, a.NodeInvokeOp) else "takes no value"
+    raise BadRequest(f"the {hits[0].role} at {hits[0].path} {kind}")
 
 
 def _tab(s: _Screen, tab: str | None) -> r.Tab:

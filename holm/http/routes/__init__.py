@@ -19,6 +19,7 @@ from . import (
     states,
     unbuilt,
     viewer,
+    widgets,
     windows,
     workspaces,
 )
@@ -30,6 +31,7 @@ ALL_ROUTES: list[Route] = [
     *recording.ROUTES,
     *windows.ROUTES,
     *pages.ROUTES,
+    *widgets.ROUTES,
     *states.ROUTES,
     *cdp.ROUTES,
     *files.ROUTES,

@@ -14,7 +14,6 @@ BOX = "/v1/boxes/{id}"
 SCREEN = BOX + "/screens/{screen:\\d+}"
 
 _FEATURES: list[tuple[str, list[tuple[str, str]], Auth]] = [
-    ("native widgets", [("POST", f"{SCREEN}/desktop/node")], "token"),
     (
         "remote runtime vendors",
         [

@@ -1,0 +1,69 @@
+"""The rules of native widgets that need no bus: which label names a field, which roles a
+query's role means, how well a name answers a query, what a path says; and the local
+runtime's refusal of the feature on a host without its packages."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from holm.adapters.agent.widgets import nearest_label, role_matches, split_path, text_rank
+from holm.errors import BadRequest
+from holm.wire import actions as a
+from holm.wire.values import Region
+
+FIELD = Region(100, 50, 160, 30)
+
+
+def test_the_label_on_the_fields_row_and_left_of_it_names_it() -> None:
+    labels = [
+        ("Street", Region(40, 90, 50, 30)),
+        ("Name", Region(40, 50, 50, 30)),
+        ("Far", Region(0, 50, 30, 30)),
+        ("Title", Region(100, 10, 80, 20)),
+    ]
+    assert nearest_label(FIELD, labels) == "Name"
+
+
+def test_without_one_on_its_row_the_nearest_label_above_it_names_it() -> None:
+    labels = [
+        ("Heading", Region(100, 0, 80, 20)),
+        ("Name", Region(110, 25, 60, 20)),
+        ("Aside", Region(400, 25, 60, 20)),
+    ]
+    assert nearest_label(FIELD, labels) == "Name"
+    assert nearest_label(FIELD, [("Below", Region(100, 90, 60, 20))]) == ""
+
+
+def test_a_role_means_the_roles_each_toolkit_names_it() -> None:
+    assert role_matches("text", "entry") and role_matches("text", "text")
+    assert role_matches("button", "push button") and role_matches("push_button", "push button")
+    assert role_matches(None, "anything")
+    assert not role_matches("text", "label") and not role_matches("button", "check box")
+
+
+def test_names_that_equal_the_query_come_before_those_that_start_or_hold_it() -> None:
+    assert text_rank("name", " Name ") == 0
+    assert text_rank("Name", "Name of the street") == 1
+    assert text_rank("street", "Name of the street") == 2
+    assert text_rank("Name", "Street") is None and text_rank("Name", "") is None
+
+
+def test_a_path_is_an_application_and_child_indices() -> None:
+    assert split_path("zenity/0/2/1") == ("zenity", [0, 2, 1])
+    assert split_path("Chromium#2") == ("Chromium#2", [])
+    for bad in ("zenity/x", "/0/1", "zenity/-1"):
+        with pytest.raises(BadRequest):
+            split_path(bad)
+
+
+def test_a_node_operation_decodes_by_its_op_and_refuses_unknown_fields() -> None:
+    body = b'{"type":"on_node","what":{"op":"set","node":{"query":"Name"},"value":"Ada"}}'
+    action = msgspec.json.decode(body, type=a.Action)
+    assert action == a.OnNode(what=a.NodeSetOp(node=a.NodeQuery(query="Name"), value="Ada"))
+    assert not a.reads_only(action)
+    assert a.reads_only(a.OnNode(what=a.NodeTreeOp()))
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.json.decode(b'{"op":"tree","depth":0}', type=a.NodeOp)
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.json.decode(b'{"op":"find","node":{"name":"x"}}', type=a.NodeOp)

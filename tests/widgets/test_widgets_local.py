@@ -1,0 +1,241 @@
+"""Native widgets on a real local box (bubblewrap, Xvfb, Chromium, the box's own AT-SPI bus),
+through holmd's HTTP API: a GTK dialog's field found by its label and filled, the frame
+showing it; Chromium's tree of a form page; what a batch's `on_node` records; a box without
+the feature refused."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from click.testing import CliRunner, Result
+from PIL import Image, ImageChops
+
+from holm.cli import main
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "http"))
+
+from http_kit import error_of, ok_json, trace_entries
+from local_kit import LocalServer, client_of, started
+
+pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
+
+# The X displays of this module (the machine is shared with other test runs).
+DISPLAY_BASE = 530
+DIALOG = ["zenity", "--forms", "--title=Who", "--add-entry=Name", "--add-entry=Street"]
+FORM = (
+    "data:text/html,<title>form</title><form>"
+    "<label>Full name <input name=n></label><br>"
+    "<label for=s>Street</label><input id=s><br>"
+    "<select aria-label=Country><option>France</option></select>"
+    "<button type=button>Send</button></form>"
+)
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def server() -> AsyncIterator[LocalServer]:
+    async with started(display_base=DISPLAY_BASE, events_delay_ms=0) as running:
+        yield running
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def box(server: LocalServer) -> str:
+    """A box of the default features (accessibility among them), with a GTK dialog as an
+    app of its spec."""
+    spec = {"apps": {"who": {"command": DIALOG, "window_class": "zenity"}}}
+    created = await ok_json(await client_of(server).post("/v1/boxes", json={"spec": spec}))
+    return str(created["id"])
+
+
+async def steps(server: LocalServer, box: str, *actions: dict[str, Any]) -> list[Any]:
+    body = {"actions": list(actions)}
+    done = await ok_json(
+        await client_of(server).post(f"/v1/boxes/{box}/screens/0/actions", json=body)
+    )
+    assert done["stopped_at"] is None, done
+    return list(done["results"])
+
+
+async def node(server: LocalServer, box: str, what: dict[str, Any]) -> Any:
+    url = f"/v1/boxes/{box}/screens/0/desktop/node"
+    return await ok_json(await client_of(server).post(url, json=what))
+
+
+async def shot(server: LocalServer, box: str, bounds: dict[str, int]) -> Image.Image:
+    """The screen's pixels inside `bounds`."""
+    url = f"/v1/boxes/{box}/screens/0/frame"
+    frame = await ok_json(await client_of(server).get(url, params=bounds))
+    return Image.open(io.BytesIO(base64.b64decode(frame["png_base64"]))).convert("RGB")
+
+
+def flat(nodes: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for n in nodes:
+        yield n
+        yield from flat(n.get("children", []))
+
+
+async def test_find_names_a_gtk_field_by_its_label_and_set_fills_it(
+    server: LocalServer, box: str
+) -> None:
+    await steps(server, box, {"type": "launch", "app": "who"})
+    query = {"query": "Name", "role": "text", "app": "zenity"}
+
+    found = await node(server, box, {"op": "find", "node": query})
+
+    [field] = found["nodes"]
+    assert (field["role"], field["name"], field["label"]) == ("text", "", "Name")
+    assert field["value"] == "" and "editable" in field["states"]
+    street = (await node(server, box, {"op": "find", "node": {**query, "query": "Street"}}))[
+        "nodes"
+    ][0]
+    assert street["path"] != field["path"]
+    before = await shot(server, box, field["bounds"])
+    street_before = await shot(server, box, street["bounds"])
+
+    done = await node(server, box, {"op": "set", "node": query, "value": "Ada Lovelace"})
+
+    assert done["node"]["path"] == field["path"] and done["node"]["value"] == "Ada Lovelace"
+    # The frame shows it: the field's pixels changed, the other field's did not.
+    after = await shot(server, box, field["bounds"])
+    assert ImageChops.difference(before, after).getbbox() is not None
+    assert (
+        ImageChops.difference(street_before, await shot(server, box, street["bounds"])).getbbox()
+        is None
+    )
+    # Its path names it again; the toolkit's own text is what was set.
+    again = await node(server, box, {"op": "find", "node": {"path": field["path"]}})
+    assert [n["value"] for n in again["nodes"]] == ["Ada Lovelace"]
+
+
+async def test_a_batch_records_its_node_steps_and_the_route_records_nothing(
+    server: LocalServer, box: str
+) -> None:
+    client = client_of(server)
+    before = len(await trace_entries(client, box))
+    street = {"query": "Street", "role": "text", "app": "zenity"}
+    await node(server, box, {"op": "focus", "node": street})
+    after_route = await trace_entries(client, box)
+    assert [e for e in after_route[before:] if e["kind"] == "acted"] == []
+
+    [done] = await steps(
+        server, box, {"type": "on_node", "what": {"op": "set", "node": street, "value": "Main"}}
+    )
+
+    assert done["ok"] and done["value"]["node"]["value"] == "Main"
+    acted = [e for e in (await trace_entries(client, box)) if e["kind"] == "acted"]
+    assert acted[-1]["action"] == {
+        "type": "on_node",
+        "what": {"op": "set", "node": street, "value": "Main"},
+    }
+    assert acted[-1]["ok"] is True
+
+
+async def test_invoke_does_a_named_action_and_refuses_an_unknown_one(
+    server: LocalServer, box: str
+) -> None:
+    cancel = {"query": "Cancel", "role": "button", "app": "zenity"}
+    message = await error_of(
+        await client_of(server).post(
+            f"/v1/boxes/{box}/screens/0/desktop/node",
+            json={"op": "invoke", "node": cancel, "action": "fly"},
+        ),
+        400,
+        "bad_request",
+    )
+    assert "click" in message
+
+    done = await node(server, box, {"op": "invoke", "node": cancel, "action": "click"})
+
+    assert done["action"] == "click"
+    # The dialog ended with its button: its application leaves the bus.
+    for _ in range(50):
+        tree = await node(server, box, {"op": "tree", "depth": 1})
+        if "zenity" not in [n["name"] for n in tree["nodes"]]:
+            break
+    assert "zenity" not in [n["name"] for n in tree["nodes"]]
+
+
+async def test_the_tree_of_chromium_on_a_form_page_lists_its_fields(
+    server: LocalServer, box: str
+) -> None:
+    await steps(server, box, {"type": "open_url", "url": FORM})
+
+    tree = await node(server, box, {"op": "tree", "app": "chromium"})
+
+    [app] = tree["nodes"]
+    assert app["role"] == "application"
+    widgets = {(n["role"], n["name"]) for n in flat(tree["nodes"])}
+    assert {("entry", "Full name"), ("entry", "Street"), ("combo box", "Country")} <= widgets
+    assert ("push button", "Send") in widgets
+    found = await node(server, box, {"op": "find", "node": {"query": "Street", "role": "text"}})
+    assert [(n["role"], n["name"]) for n in found["nodes"]][:1] == [("entry", "Street")]
+
+
+async def test_set_types_into_a_page_field_that_takes_no_text_through_the_bus(
+    server: LocalServer, box: str
+) -> None:
+    street = {"query": "Street", "role": "text", "app": "chromium"}
+
+    done = await node(server, box, {"op": "set", "node": street, "value": "Elm Row"})
+
+    assert (done["node"]["name"], done["node"]["value"]) == ("Street", "Elm Row")
+    assert "focused" in done["node"]["states"]
+    [read] = await steps(
+        server,
+        box,
+        {"type": "evaluate", "what": {"expression": "document.getElementById('s').value"}},
+    )
+    assert read["value"]["value"] == "Elm Row"
+
+
+async def holm(server: LocalServer, *args: str) -> Result:
+    """The `holm` command against the test server (in a thread: the server runs on this
+    loop)."""
+    url = str(client_of(server).make_url("")).rstrip("/")
+    return await asyncio.to_thread(CliRunner().invoke, main, [*args, "--url", url])
+
+
+async def test_holm_node_sets_a_dialog_field_and_finds_it_again(
+    server: LocalServer, box: str
+) -> None:
+    await steps(server, box, {"type": "launch", "app": "who"})
+    street = ["--role", "text", "--app", "zenity"]
+
+    done = await holm(server, "node", box, "set", "Street", *street, "--value", "Elm Row")
+
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith('set text "Street" = "Elm Row"  zenity/')
+    found = await holm(server, "node", box, "find", "Street", *street, "--json")
+    assert found.exit_code == 0, found.output
+    [field] = json.loads(found.stdout)["nodes"]
+    assert (field["label"], field["value"]) == ("Street", "Elm Row")
+    missing = await holm(server, "node", box, "focus", "No such field", "--app", "zenity")
+    assert missing.exit_code == 5 and "No such field" in missing.stderr
+    closed = await holm(server, "node", box, "invoke", "Cancel", "--role", "button")
+    assert closed.exit_code == 0, closed.output
+
+
+async def test_a_box_without_the_feature_refuses_native_widgets(server: LocalServer) -> None:
+    client = client_of(server)
+    spec = {"desktop": {"features": []}}
+    created = await ok_json(await client.post("/v1/boxes", json={"spec": spec}))
+    try:
+        message = await error_of(
+            await client.post(
+                f"/v1/boxes/{created['id']}/screens/0/desktop/node",
+                json={"op": "tree"},
+            ),
+            400,
+            "unsupported",
+        )
+        assert "accessibility" in message
+    finally:
+        await client.delete(f"/v1/boxes/{created['id']}", headers={"x-holm-confirm-delete": "true"})
