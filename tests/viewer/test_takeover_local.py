@@ -152,8 +152,9 @@ async def test_the_trace_page_shows_the_takeover_and_the_frames(
     text = await page.text()
     entries = await trace_entries(client, box)
     assert text.count(" data-seq=") == len(entries)
-    assert "takeover_started" in text and 'class="row person taken"' in text
-    assert 'id="frames">["' in text and text.count("<script") == 2
+    assert "takeover_started" in text and 'class="row single person taken"' in text
+    # The frames and the steps' details as data, and the page's one script.
+    assert 'id="frames">[[' in text and text.count("<script") == 3
     await error_of(await client.get("/v1/boxes/box_none/trace/view"), 404, "not_found")
 
 

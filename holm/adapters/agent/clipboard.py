@@ -9,6 +9,7 @@ it and wait on a future.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -92,7 +93,10 @@ class ClipboardOwner:
         self._thread.join(2)
         os.close(self._wake_r)
         os.close(self._wake_w)
-        self.conn.close()
+        # The display may be gone first (the box ends all its processes at once): closing a
+        # dead connection must not end the agent before it has ended the rest in order.
+        with contextlib.suppress(ConnectionClosedError, OSError):
+            self.conn.close()
 
     def _post(self, work: Callable[[Future[Any]], None]) -> Future[Any]:
         future: Future[Any] = Future()

@@ -123,16 +123,18 @@ def wait_gone(pids: Iterable[int], starts: dict[int, int], timeout_s: float) -> 
 
 
 def end(root: int, start: int, grace_s: float) -> None:
-    """End the tree: SIGTERM to everything under the namespace init (so the agent can shut
-    its desktop down), then SIGKILL to the init, which makes the kernel kill every process
-    left in the namespace."""
+    """End the tree: SIGTERM to the namespace init's children (the agent), which shuts its
+    desktop down in order (a recording ends its file before the X server goes), then
+    SIGKILL to the init, which makes the kernel kill every process left in the namespace."""
     pids = tree(root, start)
     if not pids:
         return
-    starts = {stat.pid: stat.start for pid in pids if (stat := read_stat(pid)) is not None}
+    stats = [stat for pid in pids if (stat := read_stat(pid)) is not None]
+    starts = {stat.pid: stat.start for stat in stats}
     starts[root] = start
-    inner = pids[1:]
-    send(inner, signal.SIGTERM)
+    # Not every process at once: an X server ended with its clients loses what they were
+    # still writing (ffmpeg's last second of video).
+    send([stat.pid for stat in stats if stat.ppid == root], signal.SIGTERM)
     # A paused box keeps a SIGTERM pending until it runs again.
     send(pids, signal.SIGCONT)
     if not wait_gone([root], starts, grace_s):
