@@ -103,8 +103,13 @@ async def test_find_names_a_gtk_field_by_its_label_and_set_fills_it(
     done = await node(server, box, {"op": "set", "node": query, "value": "Ada Lovelace"})
 
     assert done["node"]["path"] == field["path"] and done["node"]["value"] == "Ada Lovelace"
-    # The frame shows it: the field's pixels changed, the other field's did not.
-    after = await shot(server, box, field["bounds"])
+    # The frame shows it: the field's pixels changed (once GTK has drawn it: a bounded
+    # wait for a state, not a timing), the other field's did not.
+    for _ in range(50):
+        after = await shot(server, box, field["bounds"])
+        if ImageChops.difference(before, after).getbbox() is not None:
+            break
+        await asyncio.sleep(0.1)
     assert ImageChops.difference(before, after).getbbox() is not None
     assert (
         ImageChops.difference(street_before, await shot(server, box, street["bounds"])).getbbox()
