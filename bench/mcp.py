@@ -90,15 +90,24 @@ async def bench(base: str, rounds: int) -> None:
                 at = {"x": 10 + n % 100, "y": 400}
                 return await mcp.call_tool("click", {"box": box, "at": at})
 
-            async with rest.get(f"{screen}/frame") as response:
-                have = (await response.json())["hash"]
+            have = ""
+            unchanged = 0
 
             async def rest_still(n: int) -> object:
+                nonlocal have, unchanged
+                if n == 0:
+                    # The screen as the clicks left it: what the still rounds must match.
+                    async with rest.get(f"{screen}/frame") as response:
+                        have = (await response.json())["hash"]
                 async with rest.get(f"{screen}/frame", params={"have": have}) as response:
-                    return await response.read()
+                    unchanged += (await response.json())["unchanged"]
+                return None
 
             async def mcp_still(n: int) -> object:
-                return await mcp.call_tool("screenshot", {"box": box, "have": have})
+                nonlocal unchanged
+                answer = await mcp.call_tool("screenshot", {"box": box, "have": have})
+                unchanged += '"unchanged":true' in str(answer.content[0]).replace(" ", "")
+                return answer
 
             # Interleaved in rounds, so that both see the same load.
             figures: dict[str, list[float]] = {}
@@ -112,6 +121,8 @@ async def bench(base: str, rounds: int) -> None:
                     figures.setdefault(name, []).extend(await timed(rounds // 3, work))
             for name, times in figures.items():
                 print(line(name, times))
+            still = sum(len(t) for name, t in figures.items() if "unchanged" in name)
+            print(f"answered unchanged: {unchanged} of {still + 2 * 30 * 3}")
         async with rest.delete(f"{base}/v1/boxes/{box}", headers=CONFIRM):
             pass
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -156,10 +155,10 @@ async def test_mcp_needs_the_token(tmp_path: Path) -> None:
         good = {**ACCEPT, "Authorization": f"Bearer {TOKEN}"}
         answer = await http.post(f"{url}/mcp", headers=good, json=INIT)
         assert answer.status_code == 200, answer.text
-        # The answer is an SSE stream of one message.
-        assert answer.headers["content-type"].startswith("text/event-stream")
-        data = [line for line in answer.text.splitlines() if line.startswith("data: {")]
-        assert json.loads(data[0][len("data: ") :])["result"]["serverInfo"]["name"] == "holm"
+        # The answer is one JSON body (no event stream: a tool sends nothing before its
+        # result).
+        assert answer.headers["content-type"].startswith("application/json")
+        assert answer.json()["result"]["serverInfo"]["name"] == "holm"
         # A body that is not JSON is refused as on every route (a page may send text/plain).
         plain = {**good, "Content-Type": "text/plain"}
         answer = await http.post(f"{url}/mcp", headers=plain, content=b"{}")
