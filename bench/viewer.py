@@ -186,14 +186,22 @@ async def measure(base: str, state_dir: Path, rounds: int, seconds: float) -> No
             )
 
         firsts = []
+        parts: list[tuple[float, float, float]] = []
         for _ in range(max(5, rounds // 3)):
             began = time.perf_counter()
             ws = await relayed()
+            opened = time.perf_counter()
             recv, send = ws_transport(ws)
             width, height = await handshake(recv, send)
+            shaken = time.perf_counter()
             await full_update(recv, send, width, height)
             firsts.append(time.perf_counter() - began)
+            parts.append((opened - began, shaken - opened, time.perf_counter() - shaken))
             await ws.close()
+        print(
+            "  of which ticket and socket, RFB handshake, whole frame (p50, ms): "
+            + ", ".join(f"{statistics.median(p) * 1000:.1f}" for p in zip(*parts, strict=True))
+        )
         p50 = statistics.median(firsts) * 1000
         print(f"ticket to first frame ({width}x{height} raw): p50 {p50:.1f} ms")
 
@@ -203,6 +211,25 @@ async def measure(base: str, state_dir: Path, rounds: int, seconds: float) -> No
         async def direct() -> tuple[Recv, Send, asyncio.StreamWriter]:
             reader, writer = await asyncio.open_unix_connection(str(vnc), limit=1 << 22)
             return *unix_transport(reader, writer), writer
+
+        straight_firsts = []
+        parts = []
+        for _ in range(max(5, rounds // 3)):
+            began = time.perf_counter()
+            recv, send, writer = await direct()
+            opened = time.perf_counter()
+            width, height = await handshake(recv, send)
+            shaken = time.perf_counter()
+            await full_update(recv, send, width, height)
+            straight_firsts.append(time.perf_counter() - began)
+            parts.append((opened - began, shaken - opened, time.perf_counter() - shaken))
+            writer.close()
+        print(
+            "  of which socket, RFB handshake, whole frame (p50, ms): "
+            + ", ".join(f"{statistics.median(p) * 1000:.1f}" for p in zip(*parts, strict=True))
+        )
+        p50 = statistics.median(straight_firsts) * 1000
+        print(f"the same straight on x11vnc's socket (no ticket, no relay): p50 {p50:.1f} ms")
 
         body = {"actions": [{"type": "open_url", "url": ANIMATION}]}
         await client.post(f"/v1/boxes/{box}/screens/0/actions", json=body)
