@@ -37,6 +37,18 @@ FORM = "data:text/html;charset=utf-8," + quote(
     f"<title>Bench</title><h1>Bench</h1>{FIELDS}<button onclick='1'>Continue</button>"
 )
 
+# An article of about 100 KB: headings, paragraphs with links, a list and a table.
+_SECTION = (
+    "<h2>Section {n}</h2>"
+    + "<p>"
+    + "Words of the article, one after another. " * 40
+    + "<a href='#s{n}'>a link</a></p><ul><li>one</li><li>two</li></ul>"
+    "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>"
+)
+ARTICLE = "data:text/html;charset=utf-8," + quote(
+    "<title>Article</title><h1>Article</h1>" + "".join(_SECTION.format(n=n) for n in range(56))
+)
+
 
 def ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000
@@ -88,6 +100,9 @@ async def main(rounds: int) -> None:
             ("page_shot png", a.PageShot()),
         ]
         await report(desktop, rounds, cases)
+        await desktop.act(0, a.OpenUrl(url=ARTICLE))
+        article = [("read markdown, a 100 KB article", a.Read(what=a.ReadWhat(limit=200_000)))]
+        await report(desktop, rounds, article)
     finally:
         await runtime.delete(box)
         await runtime.close()
