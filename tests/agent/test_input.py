@@ -24,7 +24,11 @@ document.addEventListener('keydown', e => {
   if (e.ctrlKey && e.key === 'b') document.title = 'chord:ctrl+b';
 });
 document.addEventListener('dblclick', e => { document.title = 'dblclick:' + e.screenX; });
-document.addEventListener('wheel', e => { document.title = 'wheel:' + Math.sign(e.deltaY); });
+// A wheel event of no vertical delta (Chromium may end a scroll with one) says nothing of
+// the direction.
+document.addEventListener('wheel', e => {
+  if (e.deltaY) document.title = 'wheel:' + Math.sign(e.deltaY);
+});
 </script></body></html>"""
 
 
