@@ -229,3 +229,17 @@ async def test_page_pointer_motion_follows_the_desktop_s_paths(desktop: Desktop)
     # The same seed from the same place: the same path; another seed: another.
     assert human == again and human != other
     assert human[-1] == instant[-1]
+
+
+async def test_read_gives_a_data_url_link_as_its_type_and_cuts_in_the_page(
+    desktop: Desktop,
+) -> None:
+    # A page made from a data: URL links to itself by its whole text: read out as such, it
+    # would repeat the page in every link.
+    long = page("<title>Long</title>" + "<p>word " * 2000 + "<a href='#end'>To the end</a>")
+    await desktop.act(0, a.OpenUrl(url=long))
+    md = expect(await desktop.act(0, a.Read()), r.PageText)
+    assert md.links == [r.Link(text="To the end", url="data:text/html;charset=utf-8,…#end")]
+    assert "[To the end](data:text/html;charset=utf-8,…#end)" in md.text
+    cut = expect(await desktop.act(0, a.Read(what=a.ReadWhat(limit=100))), r.PageText)
+    assert len(cut.text) == 100 and cut.cut

@@ -249,6 +249,11 @@ INSTALL = r"""
     const got = shown(scope, limit);
     return { controls: got.els.map(describe), cut: got.cut };
   };
+  // A link's address as read out: a `data:` URL is its type only (a page made from one
+  // links to itself by its whole text, which would repeat the page in every link).
+  const address = href => href.startsWith("data:")
+    ? href.slice(0, href.indexOf(",") + 1) + "…" + new URL(href).hash
+    : href.length > 2048 ? href.slice(0, 2048) + "…" : href;
   const read = (format, maxLinks) => {
     const links = [];
     const seen = new Set();
@@ -256,7 +261,7 @@ INSTALL = r"""
       if (links.length >= maxLinks) break;
       if (!visible(a) || seen.has(a.href)) continue;
       seen.add(a.href);
-      links.push({ text: norm(a.innerText) || norm(a.getAttribute("aria-label")), url: a.href });
+      links.push({ text: norm(a.innerText) || norm(a.getAttribute("aria-label")), url: address(a.href) });
     }
     if (format === "raw") return { text: document.documentElement.outerHTML, links };
     if (format === "text") return { text: (document.body ? document.body.innerText : ""), links };
@@ -270,7 +275,7 @@ INSTALL = r"""
       const inner = () => { const o = []; for (const c of el.childNodes) walk(c, o); return norm(o.join("")); };
       const t = el.tagName;
       if (/^H[1-6]$/.test(t)) { out.push("\n\n" + "#".repeat(Number(t[1])) + " " + inner() + "\n\n"); return; }
-      if (t === "A" && el.hasAttribute("href")) { out.push("[" + inner() + "](" + el.href + ")"); return; }
+      if (t === "A" && el.hasAttribute("href")) { out.push("[" + inner() + "](" + address(el.href) + ")"); return; }
       if (t === "LI") { out.push("\n- " + inner()); return; }
       if (t === "BR") { out.push("\n"); return; }
       if (t === "IMG") { const alt = norm(el.alt); if (alt) out.push("![" + alt + "]"); return; }

@@ -242,21 +242,23 @@ class Pages:
 
     async def read(self, what: a.ReadWhat) -> r.PageText:
         async with self._session(what.tab) as cdp:
+            # Cut in the page: only what is asked for crosses DevTools.
             body = """
               const got = H.read(A.format, A.max_links);
-              return {...got, url: location.href, title: document.title};
+              return {links: got.links, text: got.text.slice(0, A.limit),
+                cut: got.text.length > A.limit, url: location.href, title: document.title};
             """
-            got = await cdp.run(body, format=what.format, max_links=what.max_links)
+            args = dict(format=what.format, max_links=what.max_links, limit=what.limit)
+            got = await cdp.run(body, **args)
             tab = cdp.tab
-        text: str = got["text"]
         return r.PageText(
             tab=tab,
             url=got["url"],
             title=got["title"],
             format=what.format,
-            text=text[: what.limit],
+            text=got["text"],
             links=[r.Link(text=link["text"], url=link["url"]) for link in got["links"]],
-            cut=len(text) > what.limit,
+            cut=got["cut"],
         )
 
     async def evaluate(self, what: a.EvaluateWhat, tab: str | None) -> r.Evaluated:
