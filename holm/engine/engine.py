@@ -205,11 +205,17 @@ class Engine:
             first_seq=info.first_seq if info else 0,
         )
 
-    async def traces(self) -> list[TraceView]:
+    async def traces(self, seen_by: str | None = None) -> list[TraceView]:
         """Every trace the store keeps, removed boxes' and the server's own included, each
-        with the box its entries fold to."""
+        with the box its entries fold to; with `seen_by`, that workspace's boxes' only (the
+        server's own trace is the server token's)."""
         infos = await stored(self.store.traces())
-        return [trace_view(info, self.journal.state(info.trace)) for info in infos]
+        views = [(info, self.journal.state(info.trace)) for info in infos]
+        return [
+            trace_view(info, box)
+            for info, box in views
+            if seen_by is None or (box is not None and box.owner == seen_by)
+        ]
 
     async def trace_frame(self, box_id: str, frame_hash: str) -> bytes:
         png = await stored(self.store.get_frame(box_id, frame_hash))

@@ -102,6 +102,24 @@ async def test_a_key_sees_its_boxes_traces_frames_forks_and_events(tmp_path: Pat
         status, refused = await server.call("GET", f"/v1/boxes/{a.box}/diff/{b.box}", a.key)
         assert (status, refused["code"]) == (404, "not_found")
 
+        # Boxes named outside the path: the trace list, and a trace page's `with`.
+        traces = await server.ok("GET", "/v1/traces", a.key)
+        assert {t["trace"] for t in traces["traces"]} == {a.box, fork["id"]}
+        assert {t["trace"] for t in (await server.ok("GET", "/v1/traces", b.key))["traces"]} == {
+            b.box
+        }
+        everyone = {t["trace"] for t in (await server.ok("GET", "/v1/traces"))["traces"]}
+        assert everyone >= {a.box, fork["id"], b.box}
+        view = f"/v1/boxes/{b.box}/trace/view?with="
+        theirs = await server.call("GET", view + a.box, b.key)
+        absent = await server.call("GET", view + ABSENT, b.key)
+        assert theirs[0] == absent[0] == 404 and theirs[1]["code"] == "not_found"
+        assert anonymous(theirs[1], a.box) == anonymous(absent[1], ABSENT)
+        status, page = await server.call(
+            "GET", f"/v1/boxes/{fork['id']}/trace/view?with={a.box}", a.key
+        )
+        assert status == 200 and a.box.encode() in page
+
         # Events: each workspace reads its own; the server token reads both.
         def owners(page: dict[str, Any]) -> set[tuple[str | None, str | None]]:
             return {(event.get("owner"), event.get("box_id")) for event in page["events"]}
