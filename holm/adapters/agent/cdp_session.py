@@ -169,10 +169,6 @@ class Cdp:
             got = await self.js(call(body, **args))
         return got
 
-    async def wait_events(self, seconds: float) -> None:
-        """Let the page's events of the next `seconds` come in."""
-        await asyncio.sleep(seconds)
-
     async def until(self, methods: tuple[str, ...], seconds: float) -> bool:
         """Wait (at most `seconds`) until the main frame sends one of `methods`."""
         deadline = time.monotonic() + seconds

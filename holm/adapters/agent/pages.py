@@ -126,7 +126,7 @@ class Pages:
             await self._text(f"/json/activate/{page['id']}")
         else:
             page = await self._target(None)
-        async with self._session_of(page) as cdp:
+        async with self._session(page) as cdp:
             loaded = await _navigate(cdp, url)
         if label is not None:
             self._labels[label] = page["id"]
@@ -141,14 +141,10 @@ class Pages:
 
     # Page content, through the page's WebSocket.
 
-    def _session(self, tab: str | None) -> contextlib.AbstractAsyncContextManager[Cdp]:
-        """The kept session of the tab (an ID or a label; None: the front one)."""
-        return self._session_of(tab)
-
     @contextlib.asynccontextmanager
-    async def _session_of(self, tab: str | dict[str, Any] | None) -> AsyncIterator[Cdp]:
-        """The kept session of a tab, or of a DevTools target, for one operation at a
-        time."""
+    async def _session(self, tab: str | dict[str, Any] | None) -> AsyncIterator[Cdp]:
+        """The kept session of a tab (an ID or a label; None: the front one) or of a
+        DevTools target, for one operation at a time."""
         target = tab if isinstance(tab, dict) else await self._target(tab)
         async with self._opening:
             cdp = self._pages.get(target["id"])
@@ -405,7 +401,7 @@ class Pages:
             # Storage belongs to an origin: it is written from a page of that origin.
             page = dict(await self._json("PUT", "/json/new?" + quote("about:blank", safe="")))
             try:
-                async with self._session_of(page) as cdp:
+                async with self._session(page) as cdp:
                     await _navigate(cdp, origin + "/")
                     await cdp.run(
                         "for (const [k, v] of A.local) localStorage.setItem(k, v);"
@@ -587,6 +583,9 @@ async def _page(cdp: Cdp, body: str, **args: object) -> dict[str, Any] | None:
     return got if isinstance(got, dict) else None
 
 
+# The end of a load: the load event, or the main frame's "stopped loading", which comes
+# even where the load event is not sent.
+_LOADED = ("Page.loadEventFired", "Page.frameStoppedLoading")
 _STARTED = (
     "Page.frameRequestedNavigation",
     "Page.frameScheduledNavigation",
@@ -604,7 +603,7 @@ async def _settled(cdp: Cdp, settle_ms: int, first: str = "") -> dict[str, Any] 
         await asyncio.sleep(settle_ms / 1000)
     state = await _page(cdp, first + _TICK + _AFTER, limit=MAX_CHANGED)
     if cdp.saw(*_STARTED):
-        await cdp.until(("Page.loadEventFired", "Page.frameStoppedLoading"), LOAD_TIMEOUT_S)
+        await cdp.until(_LOADED, LOAD_TIMEOUT_S)
         state = await _page(cdp, _AFTER, limit=MAX_CHANGED)
     return state
 
@@ -955,9 +954,7 @@ async def _navigate(cdp: Cdp, url: str) -> bool:
     if not result.get("loaderId"):
         # A same-document navigation (a #fragment) has no load to wait for.
         return True
-    # The end of the load: the load event, or the main frame's "stopped loading", which
-    # comes even where the load event is not sent.
-    loaded = await cdp.until(("Page.loadEventFired", "Page.frameStoppedLoading"), LOAD_TIMEOUT_S)
+    loaded = await cdp.until(_LOADED, LOAD_TIMEOUT_S)
     with contextlib.suppress(Failed, Timeout):
         if loaded:
             # Until the new page has drawn a frame, Chromium keeps showing the old one
