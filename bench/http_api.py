@@ -34,6 +34,7 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -41,6 +42,8 @@ import statistics
 import subprocess
 import tempfile
 import time
+import urllib.request
+from collections.abc import Iterator
 
 import aiohttp
 
@@ -275,13 +278,6 @@ async def idle_cpu(
 async def bench(args: argparse.Namespace, base: str, server: int, state_dir: Path) -> None:
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
-        for _ in range(200):
-            try:
-                async with session.get(f"{base}/v1/health") as response:
-                    if response.status == 200:
-                        break
-            except aiohttp.ClientError:
-                await asyncio.sleep(0.1)
         boxes = []
         try:
             began = time.perf_counter()
@@ -326,23 +322,44 @@ def main() -> None:
     if args.serve:
         serve(Path(args.serve[0]), int(args.serve[1]), args.chromium, args.breakdown)
         return
-    state_dir = Path(tempfile.mkdtemp(prefix="h5a-bench-", dir="/tmp"))
+    flags = ["--chromium"] * args.chromium + ["--breakdown"] * args.breakdown
+    with served("h5a-bench-", flags) as (base, state_dir, pid):
+        asyncio.run(click_without_desktop(args.clicks))
+        asyncio.run(bench(args, base, pid, state_dir))
+
+
+@contextlib.contextmanager
+def served(prefix: str, flags: list[str]) -> Iterator[tuple[str, Path, int]]:
+    """holmd in its own process (this script with `--serve` and `flags`) on a fresh state
+    dir, once it answers: its URL, the state dir and its pid; ended after, with the boxes
+    it left. bench/mcp.py and bench/viewer.py measure against it too."""
+    state_dir = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(state_dir), str(port)]
-        + (["--chromium"] if args.chromium else [])
-        + (["--breakdown"] if args.breakdown else []),
+        [sys.executable, __file__, "--serve", str(state_dir), str(port), *flags],
         start_new_session=True,
     )
+    base = f"http://127.0.0.1:{port}"
     try:
         print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        asyncio.run(click_without_desktop(args.clicks))
-        asyncio.run(bench(args, f"http://127.0.0.1:{port}", server.pid, state_dir))
+        _wait_answering(base)
+        yield base, state_dir, server.pid
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
         _end_boxes(state_dir)
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _wait_answering(base: str) -> None:
+    for _ in range(300):
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(f"{base}/v1/health", timeout=5) as response,
+        ):
+            if response.status == 200:
+                return
+        time.sleep(0.1)
 
 
 def _free_port() -> int:

@@ -16,13 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -37,7 +32,7 @@ if sys.path and Path(sys.path[0]).resolve() == BENCH:
 sys.path.insert(0, str(BENCH.parent))
 sys.path.append(str(BENCH))
 
-from http_api import CONFIRM, _end_boxes, _free_port, percentile  # noqa: E402
+from http_api import CONFIRM, percentile, served  # noqa: E402
 
 Work = Callable[[int], Awaitable[object]]
 
@@ -63,14 +58,6 @@ async def bench(base: str, rounds: int) -> None:
     from mcp.client.streamable_http import streamable_http_client
 
     async with aiohttp.ClientSession() as rest:
-        for _ in range(300):
-            try:
-                async with rest.get(f"{base}/v1/health") as response:
-                    if response.status == 200:
-                        break
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.1)
         async with rest.post(f"{base}/v1/boxes", json={}) as response:
             box = (await response.json())["id"]
         screen = f"{base}/v1/boxes/{box}/screens/0"
@@ -131,27 +118,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=300)
     args = parser.parse_args()
-    state_dir = Path(tempfile.mkdtemp(prefix="h5m-bench-", dir="/tmp"))
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            str(BENCH / "http_api.py"),
-            "--serve",
-            str(state_dir),
-            str(port),
-            "--chromium",
-        ],
-        start_new_session=True,
-    )
-    try:
-        print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        asyncio.run(bench(f"http://127.0.0.1:{port}", args.rounds))
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
-        _end_boxes(state_dir)
-        shutil.rmtree(state_dir, ignore_errors=True)
+    with served("h5m-bench-", ["--chromium"]) as (base, _, _):
+        asyncio.run(bench(base, args.rounds))
 
 
 if __name__ == "__main__":

@@ -16,15 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
-import shutil
-import signal
 import statistics
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -34,7 +28,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH.parent), str(BENCH)]
 
 import aiohttp  # noqa: E402
-from http_api import CONFIRM, DISPLAY_BASE, _end_boxes, _free_port  # noqa: E402
+from http_api import CONFIRM, DISPLAY_BASE, served  # noqa: E402
 
 from holm.adapters.local.runtime import LocalRuntime  # noqa: E402
 
@@ -144,37 +138,12 @@ async def frames_per_second(recv: Recv, send: Send, seconds: float) -> float:
 
 
 def main(rounds: int, seconds: float) -> None:
-    state_dir = Path(tempfile.mkdtemp(prefix="h5v-bench-", dir="/tmp"))
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            str(BENCH / "http_api.py"),
-            "--serve",
-            str(state_dir),
-            str(port),
-            "--chromium",
-        ],
-        start_new_session=True,
-    )
-    try:
-        print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        asyncio.run(measure(f"http://127.0.0.1:{port}", state_dir, rounds, seconds))
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
-        _end_boxes(state_dir)
-        shutil.rmtree(state_dir, ignore_errors=True)
+    with served("h5v-bench-", ["--chromium"]) as (base, state_dir, _):
+        asyncio.run(measure(base, state_dir, rounds, seconds))
 
 
 async def measure(base: str, state_dir: Path, rounds: int, seconds: float) -> None:
     async with aiohttp.ClientSession(base) as client:
-        for _ in range(300):
-            with contextlib.suppress(aiohttp.ClientError):
-                async with client.get("/v1/health") as response:
-                    if response.status == 200:
-                        break
-            await asyncio.sleep(0.1)
         box = (await (await client.post("/v1/boxes", json={})).json())["id"]
         ticket_path = f"/v1/boxes/{box}/screens/0/viewer/ticket"
         socket_path = f"/v1/boxes/{box}/screens/0/viewer/socket"
