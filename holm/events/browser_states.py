@@ -59,11 +59,11 @@ class BrowserStates:
         return kept.session_json
 
     async def saved(self, owner: str | None) -> list[SavedState]:
+        space = _space(owner)
         if self.root is None:
-            space = _key(owner, "x")[0]
             kept = [k for (o, _), k in self._kept.items() if o == space]
         else:
-            kept = await asyncio.to_thread(self._read_all, self._path(owner, "x").parent)
+            kept = await asyncio.to_thread(self._read_all, self.root / space)
         return sorted((k.info for k in kept), key=lambda info: info.name)
 
     async def remove(self, owner: str | None, name: str) -> bool:
@@ -88,9 +88,13 @@ class BrowserStates:
         return [kept for kept in found if kept is not None]
 
 
+def _space(owner: str | None) -> str:
+    """The caller's folder: its workspace, or the server's; one harmless file name."""
+    return check_name("workspace", owner or "server")
+
+
 def _key(owner: str | None, name: str) -> tuple[str, str]:
-    """The caller's space and the state's name, each one harmless file name."""
-    return check_name("workspace", owner or "server"), check_name("state", name)
+    return _space(owner), check_name("state", name)
 
 
 def _read(path: Path) -> _Kept | None:
