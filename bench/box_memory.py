@@ -5,7 +5,10 @@ revision's code, measured in turns in one run (`bench/local.py --memory`).
 A box is every process under its outer bwrap (the sandbox, the agent and all it starts)
 and its pasta. PSS shares each page among the processes that map it, so a box's figure
 falls as more boxes (or other Chromiums) run beside it; USS (its private pages) is what
-each more box adds at the least.
+each more box adds at the least. What does not depend on its neighbours is the box's own
+set of pages: each physical page that any of its processes maps, counted once (read from
+/proc/PID/pagemap, as root), which is what the box would hold alone on the machine, less
+what it shares with the host's own processes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import uuid
+from array import array
 from pathlib import Path
 
 from checkout import REPO, base_checkout, short
@@ -28,7 +33,12 @@ PAGE = "data:text/html,<title>Still</title><h1>A simple page</h1><p>Nothing move
 # processes it started for its start-up (and frees what they held) within a few seconds.
 IDLE_S = 10.0
 MACHINE_MIB = 24 * 1024
+OWN = "(own pages)"
 FIGURES = ("pss", "uss")
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+_PRESENT = 1 << 63
+_FILE = 1 << 61
+_FRAME = (1 << 55) - 1
 
 
 def smaps_rollup(pid: int) -> dict[str, int]:
@@ -44,6 +54,34 @@ def smaps_rollup(pid: int) -> dict[str, int]:
         return {}
     private = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
     return {"pss": fields.get("Pss", 0), "uss": private}
+
+
+def frames(pid: int) -> tuple[set[int], set[int]]:
+    """The physical pages that process `pid` maps: its anonymous ones and those of files
+    (page cache, which the kernel can drop and read again), none for a process that has
+    ended."""
+    anonymous: set[int] = set()
+    files: set[int] = set()
+    page = PAGE_KIB * 1024
+    try:
+        with open(f"/proc/{pid}/smaps") as smaps, open(f"/proc/{pid}/pagemap", "rb", 0) as pagemap:
+            span = (0, 0)
+            for line in smaps:
+                first = line.split(None, 1)[0]
+                if not first.endswith(":"):
+                    start, _, end = first.partition("-")
+                    span = (int(start, 16), int(end, 16))
+                elif first == "Rss:" and line.split()[1] != "0":
+                    # Only mappings with pages in memory: most of Chromium's are reserved
+                    # address space only.
+                    pagemap.seek(span[0] // page * 8)
+                    entries = array("Q", pagemap.read((span[1] - span[0]) // page * 8))
+                    for e in entries:
+                        if e & _PRESENT:
+                            (files if e & _FILE else anonymous).add(e & _FRAME)
+    except OSError:
+        return set(), set()
+    return anonymous, files
 
 
 def kind(pid: int) -> str:
@@ -100,7 +138,7 @@ async def one_box(display_base: int) -> dict[str, dict[str, int]]:
 
     state = Path(tempfile.mkdtemp(prefix="holm-bench-mem-", dir="/tmp"))
     runtime = LocalRuntime(state / "boxes", "bench", display_base=display_base, display_count=20)
-    box_id = "box_memory"
+    box_id = f"box_memory_{uuid.uuid4().hex[:8]}"
     try:
         # The runtime fills in the default features (dock, accessibility, …).
         await runtime.create(box_id, Spec(), Placement())
@@ -108,6 +146,8 @@ async def one_box(display_base: int) -> dict[str, dict[str, int]]:
         await desktop.act(0, OpenUrl(url=PAGE))
         await asyncio.sleep(IDLE_S)
         groups: dict[str, dict[str, int]] = {}
+        anonymous: set[int] = set()
+        files: set[int] = set()
         for pid in box_pids(runtime.boxes_dir, box_id):
             figures = smaps_rollup(pid)
             if figures:
@@ -115,6 +155,18 @@ async def one_box(display_base: int) -> dict[str, dict[str, int]]:
                 group["n"] += 1
                 for name in FIGURES:
                     group[name] += figures[name]
+                mine, cached = frames(pid)
+                anonymous |= mine
+                files |= cached
+        # Not a kind of process: the whole box's own pages (the report leaves it out of
+        # the sums of the kinds).
+        groups[OWN] = {
+            "pss": 0,
+            "uss": 0,
+            "n": 0,
+            "anon": len(anonymous) * PAGE_KIB,
+            "file": len(files) * PAGE_KIB,
+        }
         return groups
     finally:
         await runtime.delete(box_id)
@@ -164,7 +216,7 @@ def compare(base: str, rounds: int, display_base: int) -> None:
 
 def report(runs: dict[str, list[dict[str, dict[str, int]]]], rounds: int) -> None:
     sides = list(runs)
-    kinds = sorted({k for side in sides for run in runs[side] for k in run})
+    kinds = sorted({k for side in sides for run in runs[side] for k in run} - {OWN})
 
     def median(side: str, name: str, of: str | None = None) -> float:
         values = [
@@ -187,6 +239,9 @@ def report(runs: dict[str, list[dict[str, dict[str, int]]]], rounds: int) -> Non
     print(f"  {'of it, Chromium':<30}{chromium}")
     uss = "".join(f"{mib(median(side, 'uss')):>26}" for side in sides)
     print(f"{'USS MiB, whole box':<32}{uss}")
+    for name, what in (("anon", "anonymous"), ("file", "of files")):
+        own = "".join(f"{mib(median(side, name, OWN)):>26}" for side in sides)
+        print(f"{f'own pages MiB, {what}':<32}{own}")
     per_pss = "".join(f"{MACHINE_MIB * 1024 / median(side, 'pss'):>26.0f}" for side in sides)
     per_uss = "".join(f"{MACHINE_MIB * 1024 / median(side, 'uss'):>26.0f}" for side in sides)
     print(f"{'boxes per 24 GiB, by PSS':<32}{per_pss}")
