@@ -2,8 +2,8 @@
 `/json` endpoints and a page's WebSocket (RFC 6455, client side), on asyncio's streams.
 
 The standard library does this in little code, where an HTTP client library would cost
-every box its import (about 9 MiB of the agent's memory and a third of a second of its
-start: docs/agent.md, "Memory"). Only what DevTools needs is here: one request per
+every box its import (about 8 MiB of the agent's memory and a quarter of a second of CPU
+at its start: docs/agent.md, "Memory"). Only what DevTools needs is here: one request per
 connection (`Connection: close`), text messages of any size (fragmented or not), pings
 answered, and a close.
 """
