@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-import aiohttp
 import msgspec
 
 from holm.adapters.agent import (
@@ -75,7 +74,6 @@ class Agent:
         self.recorders = [Recorder(i, self.home, self.run_dir) for i in range(options.screens)]
         self.ready = asyncio.Event()
         self.failure: str | None = None
-        self._session: aiohttp.ClientSession | None = None
         self._pages: dict[int, Pages] = {}
         self._warming: set[asyncio.Task[None]] = set()
         # The first screen's DevTools, on a socket in the run folder (devtools_bridge.py).
@@ -233,10 +231,8 @@ class Agent:
             if not self.options.chromium:
                 raise Unsupported("this box runs no Chromium (--no-chromium)")
             raise ScreenUnavailable(f"screen {index}'s Chromium is not up")
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
         if index not in self._pages:
-            self._pages[index] = Pages(self._session, screen.devtools_port)
+            self._pages[index] = Pages(screen.devtools_port)
         return self._pages[index]
 
     def widgets(self) -> Widgets:
@@ -251,8 +247,7 @@ class Agent:
             self._widgets.close()
         if self._bridge is not None:
             self._bridge.close()
-        if self._session is not None:
-            await self._session.close()
+        await asyncio.gather(*(pages.close() for pages in self._pages.values()))
         for s in self.screens:
             s.close()
         self._png_pool.shutdown(wait=False, cancel_futures=True)

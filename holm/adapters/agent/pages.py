@@ -19,9 +19,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import aiohttp
 import msgspec
 
+from holm.adapters.agent import devtools_wire
 from holm.adapters.agent.cdp_session import COMMAND_TIMEOUT_S, Cdp, thrown
 from holm.adapters.agent.motion import plan as motion_plan
 from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
@@ -35,15 +35,14 @@ _TWO_FRAMES = {
     "expression": "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))",
     "awaitPromise": True,
 }
-HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
+HTTP_TIMEOUT_S = 10.0
 
 
 class Pages:
     """One screen's Chromium, reached on 127.0.0.1:`port` (inside the box)."""
 
-    def __init__(self, session: aiohttp.ClientSession, port: int) -> None:
-        self.session = session
-        self.base = f"http://127.0.0.1:{port}"
+    def __init__(self, port: int) -> None:
+        self.port = port
         self._ids = itertools.count(1)
         # Labels given by `open_url`, to tab IDs.
         self._labels: dict[str, str] = {}
@@ -54,16 +53,19 @@ class Pages:
         self._pages: dict[str, Cdp] = {}
         self._opening = asyncio.Lock()
 
-    async def _json(self, method: str, path: str) -> Any:
+    async def _request(self, method: str, path: str) -> tuple[int, bytes]:
         try:
-            async with self.session.request(method, self.base + path, timeout=HTTP_TIMEOUT) as r:
-                if r.status == 404:
-                    raise NotFound(f"DevTools has no {path}")
-                if r.status >= 400:
-                    raise Failed(f"DevTools answered {r.status} to {path}: {await r.text()}")
-                return await r.json(content_type=None)
-        except aiohttp.ClientError as exc:
+            return await devtools_wire.request(self.port, method, path, HTTP_TIMEOUT_S)
+        except devtools_wire.Unreachable as exc:
             raise Transport(f"could not reach the screen's Chromium: {exc}") from None
+
+    async def _json(self, method: str, path: str) -> Any:
+        status, body = await self._request(method, path)
+        if status == 404:
+            raise NotFound(f"DevTools has no {path}")
+        if status >= 400:
+            raise Failed(f"DevTools answered {status} to {path}: {body.decode(errors='replace')}")
+        return json.loads(body)
 
     async def tabs(self) -> list[Tab]:
         targets = await self._json("GET", "/json/list")
@@ -110,13 +112,10 @@ class Pages:
         return TabDone(tab=target["id"], closed=close)
 
     async def _text(self, path: str) -> str:
-        try:
-            async with self.session.get(self.base + path, timeout=HTTP_TIMEOUT) as r:
-                if r.status >= 400:
-                    raise NotFound(f"DevTools answered {r.status} to {path}")
-                return await r.text()
-        except aiohttp.ClientError as exc:
-            raise Transport(f"could not reach the screen's Chromium: {exc}") from None
+        status, body = await self._request("GET", path)
+        if status >= 400:
+            raise NotFound(f"DevTools answered {status} to {path}")
+        return body.decode(errors="replace")
 
     async def open_url(self, url: str, target: str, label: str | None = None) -> PageOpened:
         if not url:
@@ -149,9 +148,7 @@ class Pages:
         async with self._opening:
             cdp = self._pages.get(target["id"])
             if cdp is None or cdp.closed:
-                cdp = await Cdp.open(
-                    self.session, target["webSocketDebuggerUrl"], self._ids, target["id"]
-                )
+                cdp = await Cdp.open(target["webSocketDebuggerUrl"], self._ids, target["id"])
                 self._pages[target["id"]] = cdp
         async with cdp.lock:
             cdp.begin()
@@ -163,7 +160,7 @@ class Pages:
         """A session of its own, closed after: for what a new session is told (the console
         log so far) and a kept one is not."""
         target = await self._target(tab)
-        cdp = await Cdp.open(self.session, target["webSocketDebuggerUrl"], self._ids, target["id"])
+        cdp = await Cdp.open(target["webSocketDebuggerUrl"], self._ids, target["id"])
         try:
             yield cdp
         finally:
@@ -462,6 +459,9 @@ class Pages:
         cdp = self._pages.pop(tab, None)
         if cdp is not None:
             await cdp.close()
+
+    async def close(self) -> None:
+        await asyncio.gather(*(self.forget(tab) for tab in list(self._pages)))
 
 
 MAX_CHANGED = 50
