@@ -20,7 +20,7 @@ from holm.adapters.agent import protocol as p
 from holm.errors import ERRORS_BY_CODE, HolmError, Internal, Timeout, Transport
 from holm.wire.actions import Action
 from holm.wire.results import ActionResult
-from holm.wire.runtime import FrameResult, Held, Released
+from holm.wire.runtime import BatchEnd, FrameResult
 from holm.wire.spec import AppDefinition
 from holm.wire.values import PNG, Encoding, Region
 
@@ -158,8 +158,8 @@ class AgentDesktop:
         result: ActionResult = await self.call(request, type(action).Result)
         return result
 
-    async def end_batch(self, screen: int) -> tuple[Released, Held]:
-        return await self.call(p.EndBatch(id=self._id(), screen=screen), tuple[Released, Held])
+    async def end_batch(self, screen: int) -> BatchEnd:
+        return await self.call(p.EndBatch(id=self._id(), screen=screen), BatchEnd)
 
     async def frame(
         self,

@@ -15,7 +15,7 @@ import itertools
 import json
 import struct
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -24,6 +24,7 @@ import msgspec
 
 from holm.adapters.agent.cdp_session import COMMAND_TIMEOUT_S, Cdp, thrown
 from holm.adapters.agent.motion import plan as motion_plan
+from holm.adapters.agent.tab_watch import TabWatch
 from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
 from holm.wire import actions as a
 from holm.wire import results as r
@@ -41,9 +42,23 @@ HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
 class Pages:
     """One screen's Chromium, reached on 127.0.0.1:`port` (inside the box)."""
 
-    def __init__(self, session: aiohttp.ClientSession, port: int) -> None:
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        port: int,
+        window_changes: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.session = session
         self.base = f"http://127.0.0.1:{port}"
+        # The tab listing is kept while nothing that can change it happened since: no
+        # target event (tab_watch.py), no operation of ours on a tab (`_touched`), and no
+        # change of the screen's windows (`window_changes`: a tab brought to the front
+        # retitles Chromium's window, and DevTools lists the front tab first).
+        self._watch = TabWatch()
+        self._watching: asyncio.Task[None] | None = None
+        self._touched = 0
+        self._window_changes = window_changes
+        self._listed: tuple[tuple[int, int, int], list[Tab]] | None = None
         self._ids = itertools.count(1)
         # Labels given by `open_url`, to tab IDs.
         self._labels: dict[str, str] = {}
@@ -54,7 +69,13 @@ class Pages:
         self._pages: dict[str, Cdp] = {}
         self._opening = asyncio.Lock()
 
+    def _touch(self) -> None:
+        """Something of ours may change the tabs: the next listing is a fresh one."""
+        self._touched += 1
+
     async def _json(self, method: str, path: str) -> Any:
+        if method != "GET":
+            self._touch()
         try:
             async with self.session.request(method, self.base + path, timeout=HTTP_TIMEOUT) as r:
                 if r.status == 404:
@@ -66,6 +87,15 @@ class Pages:
             raise Transport(f"could not reach the screen's Chromium: {exc}") from None
 
     async def tabs(self) -> list[Tab]:
+        """The tabs, front first: the last listing when nothing changed since."""
+        key = (self._watch.changes, self._touched, self._window_changes())
+        if self._watch.live and self._listed is not None and self._listed[0] == key:
+            return self._listed[1]
+        listed = await self._list_tabs()
+        self._listed = (key, listed) if self._watch.live else None
+        return listed
+
+    async def _list_tabs(self) -> list[Tab]:
         targets = await self._json("GET", "/json/list")
         # DevTools' /json escapes titles as HTML (`->` comes as `-&gt;`).
         names = {tab: label for label, tab in self._labels.items()}
@@ -95,7 +125,10 @@ class Pages:
 
     async def warm(self) -> None:
         """Open the front tab's session before any operation needs it (at bring-up), so the
-        first one does not pay for it; a failure is the first operation's to report."""
+        first one does not pay for it; a failure is the first operation's to report.
+        The tab watch starts here too."""
+        if self._watching is None:
+            self._watching = asyncio.create_task(self._watch.watch(self.session, self.base))
         with contextlib.suppress(Failed, Transport, Timeout, NotFound):
             async with self._session(None):
                 pass
@@ -110,6 +143,7 @@ class Pages:
         return TabDone(tab=target["id"], closed=close)
 
     async def _text(self, path: str) -> str:
+        self._touch()
         try:
             async with self.session.get(self.base + path, timeout=HTTP_TIMEOUT) as r:
                 if r.status >= 400:
@@ -130,6 +164,7 @@ class Pages:
             loaded = await _navigate(cdp, url)
         if label is not None:
             self._labels[label] = page["id"]
+            self._touch()
         final = next((t for t in await self.tabs() if t.tab == page["id"]), None)
         return PageOpened(
             tab=page["id"],
@@ -146,6 +181,8 @@ class Pages:
         """The kept session of a tab (an ID or a label; None: the front one) or of a
         DevTools target, for one operation at a time."""
         target = tab if isinstance(tab, dict) else await self._target(tab)
+        # An operation on a page may navigate it.
+        self._touch()
         async with self._opening:
             cdp = self._pages.get(target["id"])
             if cdp is None or cdp.closed:
@@ -156,7 +193,10 @@ class Pages:
         async with cdp.lock:
             cdp.begin()
             cdp.tab_url = target.get("url", "")
-            yield cdp
+            try:
+                yield cdp
+            finally:
+                self._touch()
 
     @contextlib.asynccontextmanager
     async def _fresh_session(self, tab: str | None) -> AsyncIterator[Cdp]:
@@ -458,6 +498,7 @@ class Pages:
 
     async def forget(self, tab: str) -> None:
         self._labels = {label: t for label, t in self._labels.items() if t != tab}
+        self._touch()
         self._snapshots.pop(tab, None)
         cdp = self._pages.pop(tab, None)
         if cdp is not None:
