@@ -88,6 +88,7 @@ class Pages:
 
     async def tabs(self) -> list[Tab]:
         """The tabs, front first: the last listing when nothing changed since."""
+        self._follow_tabs()
         key = (self._watch.changes, self._touched, self._window_changes())
         if self._watch.live and self._listed is not None and self._listed[0] == key:
             return self._listed[1]
@@ -127,11 +128,16 @@ class Pages:
         """Open the front tab's session before any operation needs it (at bring-up), so the
         first one does not pay for it; a failure is the first operation's to report.
         The tab watch starts here too."""
-        if self._watching is None:
-            self._watching = asyncio.create_task(self._watch.watch(self.session, self.base))
+        self._follow_tabs()
         with contextlib.suppress(Failed, Transport, Timeout, NotFound):
             async with self._session(None):
                 pass
+
+    def _follow_tabs(self) -> None:
+        """Start the tab watch, or start it again when its session ended (a Chromium that
+        restarted, or was not answering yet)."""
+        if self._watching is None or self._watching.done():
+            self._watching = asyncio.create_task(self._watch.watch(self.session, self.base))
 
     async def on_tab(self, tab: str, close: bool) -> TabDone:
         target = await self._target(tab)

@@ -5,12 +5,12 @@ targets (a tab created, gone, navigated or retitled: `Target.targetCreated`,
 changed since is answered as it was, without asking DevTools' `/json/list` (every batch's
 answer carries the tabs: pages.py lists them afresh when this says they changed).
 
-When the session cannot be opened or closes, `live` is False and every listing is fresh.
+When the session cannot be opened or closes, `live` is False and every listing is fresh
+(pages.py opens it again at the next listing).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 
@@ -27,7 +27,6 @@ class TabWatch:
         # A count of the changes told; a listing made at one count holds until the next.
         self.changes = 0
         self.live = False
-        self._ws: aiohttp.ClientWebSocketResponse | None = None
 
     async def watch(self, session: aiohttp.ClientSession, base: str) -> None:
         """Follow the browser's targets until its session closes (run as a task)."""
@@ -35,7 +34,6 @@ class TabWatch:
             async with session.get(base + "/json/version", timeout=HTTP_TIMEOUT) as response:
                 url = (await response.json(content_type=None))["webSocketDebuggerUrl"]
             async with session.ws_connect(url, max_msg_size=0) as ws:
-                self._ws = ws
                 await ws.send_str(json.dumps(_DISCOVER))
                 async for message in ws:
                     if message.type != aiohttp.WSMsgType.TEXT:
@@ -46,16 +44,18 @@ class TabWatch:
                         self.live = "error" not in data
                     elif str(data.get("method", "")).startswith("Target."):
                         self.changes += 1
-        except (aiohttp.ClientError, OSError, KeyError, ValueError) as exc:
+        # RuntimeError: the agent's HTTP session is closed, the agent is ending.
+        except (
+            aiohttp.ClientError,
+            OSError,
+            TimeoutError,
+            KeyError,
+            ValueError,
+            RuntimeError,
+        ) as exc:
             log.info("the tab watch of %s ended: %s", base, exc)
         finally:
             self.live = False
-            self._ws = None
-
-    async def close(self) -> None:
-        if self._ws is not None:
-            with contextlib.suppress(aiohttp.ClientError, OSError):
-                await self._ws.close()
 
 
 __all__ = ["TabWatch"]

@@ -19,6 +19,7 @@ reached the agent before it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -120,7 +121,9 @@ class WindowWatch:
         os.write(self._wake_w, b"x")
         if self._thread.is_alive():
             self._thread.join(CLOSE_WAIT_S)
-        self._conn.close()
+        # A display already gone cannot be said goodbye to, which is fine.
+        with contextlib.suppress(ConnectionClosedError, OSError):
+            self._conn.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
 
