@@ -8,16 +8,21 @@ and takes one answer more."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import msgspec
 from desktop_kit import close_window, launch
 from Xlib.display import Display
 
 from holm.adapters.agent import AgentDesktop
+from holm.adapters.agent import protocol as p
 from holm.adapters.agent import windows as w
+from holm.wire import actions as a
 from holm.wire.runtime import BatchEnd
 
 from .conftest import RunningAgent, write_page
@@ -142,3 +147,51 @@ async def test_a_tab_opened_and_navigated_by_another_devtools_client_shows_in_th
 
         await until(gone)
         assert tab not in {t.tab for t in (await ended(desktop, SCREEN)).tabs}
+
+
+async def test_an_agent_from_before_batch_end_still_answers_windows_and_tabs(
+    agent: RunningAgent, tmp_path: Path
+) -> None:
+    """A box started by an older holmd outlives it: its agent answers `end_batch` with
+    `[Released, Held]` only. Here the real agent, behind a relay that gives its answers
+    that older shape."""
+    ending: set[int] = set()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_unix_connection(
+            str(agent.socket), limit=p.MAX_FRAME_BYTES
+        )
+
+        async def down() -> None:
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                while True:
+                    body = await p.read_frame(up_reader)
+                    reply = p.response_decoder.decode(body)
+                    if isinstance(reply, p.RawOk) and reply.id in ending:
+                        ended = msgspec.msgpack.decode(reply.value, type=BatchEnd)
+                        body = p.encoder.encode(p.Ok(reply.id, [ended.released, ended.held]))
+                    writer.write(len(body).to_bytes(4, "big") + body)
+
+        answering = asyncio.create_task(down())
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                body = await p.read_frame(reader)
+                request = p.request_decoder.decode(body)
+                if isinstance(request, p.EndBatch):
+                    ending.add(request.id)
+                up_writer.write(p.frame(request))
+        answering.cancel()
+        up_writer.close()
+
+    path = tmp_path / "older.sock"
+    server = await asyncio.start_unix_server(relay, path=str(path), limit=p.MAX_FRAME_BYTES)
+    try:
+        older = await AgentDesktop.connect(path)
+        await older.act(0, a.KeyDown(key="shift"))
+        ended = await older.end_batch(0)
+        await older.close()
+    finally:
+        server.close()
+    assert ending and ended.released.keys == ["shift"]
+    assert any(found.class_ == "Chromium" for found in ended.windows)
+    assert ended.tabs
