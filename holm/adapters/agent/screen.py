@@ -125,8 +125,8 @@ class Screen:
         """`Input.end_batch` on the input thread, or at once when nothing is down: only the
         batch's steps, all done by now, put a button or key down (a hold running out only
         lets one up), so a batch that put none down has nothing to release."""
-        conn = self._up(self._input)
-        if not conn.buttons and not conn.keys:
+        down = self._up(self._input)
+        if not down.buttons and not down.keys:
             return [], [], [], [], None
         return await self.on_input(lambda i: i.end_batch())
 
