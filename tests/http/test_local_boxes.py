@@ -47,6 +47,10 @@ async def batch(client: Client, box: str, body: dict[str, Any], screen: int = 0)
     return await ok_json(await client.post(f"/v1/boxes/{box}/screens/{screen}/actions", json=body))
 
 
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
 def png_size(data: bytes) -> tuple[int, int]:
     with Image.open(io.BytesIO(data)) as image:
         return image.size
@@ -133,6 +137,51 @@ async def test_a_batch_drives_the_screen_and_records_each_step(
     # The screen may have changed since (a caret blinks); when it did not, no image comes.
     if again["frame"]["hash"] == frame["hash"]:
         assert again["frame"]["unchanged"] is True and "png_base64" not in again["frame"]
+
+
+async def test_batch_answers_follow_windows_and_tabs_the_box_changes_itself(
+    server: LocalServer, box: str
+) -> None:
+    """The windows and tabs of a batch's answer are kept by the agent between batches; a
+    window a program opens, renames and closes, and a tab whose page navigates itself,
+    show in the answers that come after."""
+    client = client_of(server)
+    nothing: dict[str, Any] = {"actions": []}
+    await batch(client, box, nothing)
+    script = "sleep 1; printf '\\033]2;renamed\\007'; sleep 4"
+    argv = ["sh", "-c", f'xterm -T opened -e sh -c "{script}" >/dev/null 2>&1 &']
+    await batch(client, box, {"actions": [{"type": "exec", "what": {"argv": argv}}]})
+
+    async def titled(title: str) -> bool:
+        answer = await batch(client, box, nothing)
+        return any(w["title"] == title for w in answer["windows"])
+
+    async def no_xterm() -> bool:
+        answer = await batch(client, box, nothing)
+        return all(w["class"] != "XTerm" for w in answer["windows"])
+
+    assert await until(lambda: titled("renamed"))
+    assert await until(no_xterm)
+
+    # A page that goes to another a moment after it loads.
+    pages = {
+        "first.html": "<script>setTimeout(() => location.href = 'moved.html', 500)</script>",
+        "moved.html": "<title>moved</title>moved",
+    }
+    writes = [
+        {"type": "write_file", "what": {"path": name, "contents_base64": b64(body)}}
+        for name, body in pages.items()
+    ]
+    await batch(client, box, {"actions": writes})
+    first = "file:///home/box/first.html"
+    await batch(client, box, {"actions": [{"type": "open_url", "url": first}]})
+
+    async def navigated() -> bool:
+        answer = await batch(client, box, nothing)
+        moved = "file:///home/box/moved.html"
+        return any(t["url"] == moved and t["title"] == "moved" for t in answer["tabs"])
+
+    assert await until(navigated)
 
 
 async def test_launch_and_the_windows_routes(server: LocalServer, box: str) -> None:

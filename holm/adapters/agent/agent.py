@@ -28,10 +28,10 @@ from holm.adapters.agent.recording import Recorder
 from holm.adapters.agent.screen import Screen
 from holm.adapters.agent.tiles import FrameHasher
 from holm.adapters.agent.widgets import Widgets
-from holm.errors import BadRequest, Failed, ScreenUnavailable, Timeout, Unsupported
+from holm.errors import BadRequest, Failed, HolmError, ScreenUnavailable, Timeout, Unsupported
 from holm.wire.actions import RecordWhat
-from holm.wire.results import ExecResult, FileInfo, GrepMatch, Recording, WindowInfo
-from holm.wire.runtime import Held, Released
+from holm.wire.results import ExecResult, FileInfo, GrepMatch, Recording, Tab, WindowInfo
+from holm.wire.runtime import BatchEnd, Held, Released
 from holm.wire.spec import Feature
 
 log = logging.getLogger("holm.agent")
@@ -232,7 +232,7 @@ class Agent:
                 raise Unsupported("this box runs no Chromium (--no-chromium)")
             raise ScreenUnavailable(f"screen {index}'s Chromium is not up")
         if index not in self._pages:
-            self._pages[index] = Pages(screen.devtools_port)
+            self._pages[index] = Pages(screen.devtools_port, screen.window_changes)
         return self._pages[index]
 
     def widgets(self) -> Widgets:
@@ -367,15 +367,24 @@ class Agent:
                 return [app.name for app in self.catalog.names()]
         raise BadRequest(f"unknown request {type(request).__name__}")
 
-    async def end_batch(self, index: int) -> tuple[Released, Held]:
+    async def end_batch(self, index: int) -> BatchEnd:
         screen = self.screen(index)
-        buttons, keys, held_buttons, held_keys, release_at = await screen.on_input(
-            lambda i: i.end_batch()
+        (buttons, keys, held_buttons, held_keys, release_at), windows, tabs = await asyncio.gather(
+            screen.end_input_batch(), screen.windows(), self._tabs(index)
         )
-        return (
-            Released(buttons=buttons, keys=keys),
-            Held(buttons=held_buttons, keys=held_keys, release_at_ms=release_at),
+        return BatchEnd(
+            released=Released(buttons=buttons, keys=keys),
+            held=Held(buttons=held_buttons, keys=held_keys, release_at_ms=release_at),
+            windows=windows,
+            tabs=tabs,
         )
+
+    async def _tabs(self, index: int) -> list[Tab]:
+        try:
+            return await self.pages(index).tabs()
+        except HolmError:
+            # A screen with no Chromium (or one not up) has no tabs to list.
+            return []
 
 
 def _number(screen: Screen) -> int:
