@@ -1,5 +1,6 @@
 """The rules of native widgets that need no bus: which label names a field, which roles a
-query's role means, how well a name answers a query, what a path says; and the local
+query's role means, how well a name answers a query, what a path says, which display a
+process's `DISPLAY` names; and the local
 runtime's refusal of the feature on a host without its packages."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from holm.adapters.agent.app_screens import WhereShown, same_display
 from holm.adapters.agent.widgets import nearest_label, role_matches, split_path, text_rank
 from holm.errors import BadRequest
 from holm.wire import actions as a
@@ -67,3 +69,19 @@ def test_a_node_operation_decodes_by_its_op_and_refuses_unknown_fields() -> None
         msgspec.json.decode(b'{"op":"tree","depth":0}', type=a.NodeOp)
     with pytest.raises(msgspec.ValidationError):
         msgspec.json.decode(b'{"op":"find","node":{"name":"x"}}', type=a.NodeOp)
+
+
+def test_a_display_variable_names_its_display_however_it_is_written() -> None:
+    assert same_display(":5", ":5") and same_display(":5.0", ":5")
+    assert same_display("unix:5", ":5")
+    assert not same_display(":50", ":5") and not same_display(":5", ":50")
+    assert not same_display("otherhost:5", ":5") and not same_display("", ":5")
+
+
+def test_a_process_with_windows_on_a_display_shows_there_only() -> None:
+    shown = WhereShown([])
+    shown.windows = {":1": {10}, ":2": {20}}
+    assert shown.on(10, ":1") and not shown.on(10, ":2")
+    assert shown.on(20, ":2") and not shown.on(20, ":1")
+    # Nothing tells of an unknown process: it is on every screen.
+    assert shown.on(None, ":1") and shown.on(None, ":2")

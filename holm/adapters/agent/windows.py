@@ -95,6 +95,20 @@ def client_ids(conn: Display) -> list[int]:
     return [int(w) for w in value] if value is not None else []
 
 
+def window_pids(conn: Display) -> set[int]:
+    """The processes (`_NET_WM_PID`, which GTK, Qt and Chromium set) of the display's
+    windows."""
+    pids: set[int] = set()
+    for wid in client_ids(conn):
+        try:
+            value = _property(conn, conn.create_resource_object("window", wid), "_NET_WM_PID")
+        except error.BadWindow:
+            continue
+        if value is not None and len(value):
+            pids.add(int(value[0]))
+    return pids
+
+
 def active_id(conn: Display) -> int | None:
     value = _property(conn, conn.screen().root, "_NET_ACTIVE_WINDOW")
     return int(value[0]) if value is not None and len(value) and value[0] else None
@@ -338,5 +352,6 @@ __all__ = [
     "get_window",
     "no_window",
     "parse_id",
+    "window_pids",
     "wm_running",
 ]
