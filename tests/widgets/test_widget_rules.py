@@ -8,7 +8,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from holm.adapters.agent.app_screens import WhereShown, same_display
+from holm.adapters.agent.app_screens import DisplayWindows, WhereShown, same_display
 from holm.adapters.agent.widgets import nearest_label, role_matches, split_path, text_rank
 from holm.errors import BadRequest
 from holm.wire import actions as a
@@ -79,7 +79,7 @@ def test_a_display_variable_names_its_display_however_it_is_written() -> None:
 
 
 def test_a_process_with_windows_on_a_display_shows_there_only() -> None:
-    shown = WhereShown([])
+    shown = WhereShown([], DisplayWindows())
     shown.windows = {":1": {10}, ":2": {20}}
     assert shown.on(10, ":1") and not shown.on(10, ":2")
     assert shown.on(20, ":2") and not shown.on(20, ":1")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from holm.adapters.agent.input import Input
 from holm.adapters.agent.screen import Screen
-from holm.adapters.agent.widgets import TypeInstead, Where
+from holm.adapters.agent.widgets import TypeInstead
 from holm.errors import BadRequest, Unsupported
 from holm.wire import actions as a
 from holm.wire import results as r
@@ -257,7 +257,7 @@ async def _on_node(agent: Agent, screen: Screen, what: a.NodeOp) -> r.NodeDone:
     """A widget operation among this screen's applications (one bus serves the box's
     screens); a value typed goes to this screen's keyboard."""
     widgets = agent.widgets()
-    where = Where(screen.display_name, tuple(s.display_name for s in agent.screens))
+    where = widgets.where(screen.display_name, (s.display_name for s in agent.screens))
     try:
         return await widgets.act(what, where)
     except TypeInstead as focused:

@@ -13,6 +13,7 @@ Everything here blocks; the widgets' thread runs it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
 
 from Xlib import error
@@ -21,12 +22,38 @@ from Xlib.display import Display
 from holm.adapters.agent.windows import window_pids
 
 
+class DisplayWindows:
+    """Connections to the box's displays, kept open: opening one costs tens of
+    milliseconds, more than the rest of a short operation. Used from the widgets' thread
+    only."""
+
+    def __init__(self) -> None:
+        self._conns: dict[str, Display] = {}
+
+    def pids(self, display: str) -> set[int]:
+        """The processes with windows on `display` now (none when it cannot be reached)."""
+        try:
+            conn = self._conns.get(display)
+            if conn is None:
+                conn = self._conns[display] = Display(display)
+            return window_pids(conn)
+        except (error.DisplayError, error.ConnectionClosedError, OSError):
+            self._drop(display)
+            return set()
+
+    def _drop(self, display: str) -> None:
+        conn = self._conns.pop(display, None)
+        if conn is not None:
+            with suppress(Exception):
+                conn.close()
+
+
 class WhereShown:
     """The processes with windows on each display, as they were when it was read (once an
     operation)."""
 
-    def __init__(self, displays: Iterable[str]) -> None:
-        self.windows: dict[str, set[int]] = {d: _pids_on(d) for d in displays}
+    def __init__(self, displays: Iterable[str], windows: DisplayWindows) -> None:
+        self.windows: dict[str, set[int]] = {d: windows.pids(d) for d in displays}
 
     def on(self, pid: int | None, display: str) -> bool:
         if pid is None:
@@ -37,17 +64,6 @@ class WhereShown:
             return False
         named = environ_display(pid)
         return named is None or same_display(named, display)
-
-
-def _pids_on(display: str) -> set[int]:
-    try:
-        conn = Display(display)
-    except (error.DisplayError, OSError):
-        return set()
-    try:
-        return window_pids(conn)
-    finally:
-        conn.close()
 
 
 def environ_display(pid: int) -> str | None:
@@ -69,4 +85,4 @@ def same_display(named: str, display: str) -> bool:
     return host in ("", "unix") and f":{rest.split('.', 1)[0]}" == display
 
 
-__all__ = ["WhereShown", "environ_display", "same_display"]
+__all__ = ["DisplayWindows", "WhereShown", "environ_display", "same_display"]

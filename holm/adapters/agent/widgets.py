@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
 
-from holm.adapters.agent.app_screens import WhereShown
+from holm.adapters.agent.app_screens import DisplayWindows, WhereShown
 from holm.errors import BadRequest, Failed, NotFound
 from holm.wire import actions as a
 from holm.wire import results as r
@@ -59,10 +59,12 @@ class TypeInstead(Exception):
 
 
 class Where(NamedTuple):
-    """The screen of an operation: its X display (`:N`), among the box's."""
+    """The screen of an operation: its X display (`:N`), among the box's (whose windows
+    `windows` reads)."""
 
     display: str
     displays: tuple[str, ...]
+    windows: DisplayWindows
 
 
 class Widgets:
@@ -70,6 +72,11 @@ class Widgets:
 
     def __init__(self) -> None:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="atspi")
+        self._windows = DisplayWindows()
+
+    def where(self, display: str, displays: Iterable[str]) -> Where:
+        """The screen on X display `display`, among the box's `displays`."""
+        return Where(display, tuple(displays), self._windows)
 
     async def act(self, what: a.NodeOp, where: Where) -> r.NodeDone:
         return await asyncio.get_running_loop().run_in_executor(self._thread, run, what, where)
@@ -82,6 +89,7 @@ class Widgets:
         )
 
     def close(self) -> None:
+        # The displays' connections end with the agent (this is its end).
         self._thread.shutdown(wait=False, cancel_futures=True)
 
 
@@ -154,7 +162,7 @@ def _screen_apps(where: Where) -> list[Any]:
     if len(where.displays) < 2:
         # One screen: every application is on it, and nothing need be asked.
         return apps
-    shown = WhereShown(where.displays)
+    shown = WhereShown(where.displays, where.windows)
     return [a for a in apps if shown.on(_pid(a), where.display)]
 
 

@@ -78,7 +78,8 @@ def parse_id(window: str) -> int:
 
 
 def _atom(conn: Display, name: str) -> int:
-    return int(conn.intern_atom(name))
+    # Kept by the connection after the first ask: an atom's number never changes.
+    return int(conn.get_atom(name))
 
 
 def _property(conn: Display, window: Any, name: str) -> Any:
