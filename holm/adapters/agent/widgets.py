@@ -137,29 +137,32 @@ def _pyatspi() -> Any:
 def _apps(where: Where, only: str | None = None) -> list[tuple[str, Any]]:
     """Each application of the screen `where`, with its path segment; `only` keeps those
     of that name."""
+    every = _bus_apps()
+    named = [a for a in every if only is None or (a.name or "").casefold() == only.casefold()]
     seen: dict[str, int] = {}
     apps: list[tuple[str, Any]] = []
-    every = _screen_apps(where)
-    for acc in every:
+    # By name first: which screen an application is on costs more to tell than its name.
+    for acc in _on_screen(named, where):
         name = acc.name or ""
         seen[name] = seen.get(name, 0) + 1
-        segment = quote(name, safe=" ") + (f"#{seen[name]}" if seen[name] > 1 else "")
-        if only is None or name.casefold() == only.casefold():
-            apps.append((segment, acc))
+        apps.append((quote(name, safe=" ") + (f"#{seen[name]}" if seen[name] > 1 else ""), acc))
     if only is not None and not apps:
-        names = ", ".join(repr(acc.name) for acc in every) or "none"
+        names = ", ".join(repr(acc.name) for acc in _on_screen(every, where)) or "none"
         raise NotFound(
             f"no application {only!r} on this screen's accessibility bus (it has {names})"
         )
     return apps
 
 
-def _screen_apps(where: Where) -> list[Any]:
+def _bus_apps() -> list[Any]:
     desktop = _pyatspi().Registry.getDesktop(0)
     every = (desktop.getChildAtIndex(i) for i in range(desktop.childCount))
     # Not by truth: an application without widgets has a length of 0.
-    apps = [a for a in every if a is not None]
-    if len(where.displays) < 2:
+    return [a for a in every if a is not None]
+
+
+def _on_screen(apps: list[Any], where: Where) -> list[Any]:
+    if len(where.displays) < 2 or not apps:
         # One screen: every application is on it, and nothing need be asked.
         return apps
     shown = WhereShown(where.displays, where.windows)
