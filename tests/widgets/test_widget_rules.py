@@ -5,6 +5,8 @@ runtime's refusal of the feature on a host without its packages."""
 
 from __future__ import annotations
 
+import subprocess
+
 import msgspec
 import pytest
 
@@ -78,10 +80,31 @@ def test_a_display_variable_names_its_display_however_it_is_written() -> None:
     assert not same_display("otherhost:5", ":5") and not same_display("", ":5")
 
 
-def test_a_process_with_windows_on_a_display_shows_there_only() -> None:
-    shown = WhereShown([], DisplayWindows())
-    shown.windows = {":1": {10}, ":2": {20}}
-    assert shown.on(10, ":1") and not shown.on(10, ":2")
-    assert shown.on(20, ":2") and not shown.on(20, ":1")
+class Windows(DisplayWindows):
+    """Displays whose windows are those given, with no X server."""
+
+    def __init__(self, pids: dict[str, set[int]]) -> None:
+        super().__init__()
+        self.given = pids
+
+    def pids(self, display: str) -> set[int]:
+        return self.given[display]
+
+
+def test_a_process_that_names_no_display_shows_where_its_windows_are() -> None:
+    # Pids no process has: their environment cannot be read, as Chromium's tells nothing.
+    shown = WhereShown([":1", ":2"], Windows({":1": {1 << 30}, ":2": {(1 << 30) + 1}}))
+    assert shown.on(1 << 30, ":1") and not shown.on(1 << 30, ":2")
+    assert shown.on((1 << 30) + 1, ":2") and not shown.on((1 << 30) + 1, ":1")
     # Nothing tells of an unknown process: it is on every screen.
-    assert shown.on(None, ":1") and shown.on(None, ":2")
+    assert shown.on(None, ":1") and shown.on((1 << 30) + 2, ":2")
+
+
+def test_a_process_shows_on_the_display_its_environment_names() -> None:
+    with subprocess.Popen(["sleep", "30"], env={"DISPLAY": ":7.0"}) as started:
+        try:
+            # Its environment tells, so the displays' windows are not even read.
+            shown = WhereShown([":7", ":8"], Windows({}))
+            assert shown.on(started.pid, ":7") and not shown.on(started.pid, ":8")
+        finally:
+            started.kill()

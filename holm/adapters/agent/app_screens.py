@@ -1,11 +1,12 @@
 """Which screen an application on the box's accessibility bus shows on.
 
 The bus is the box's: every screen's applications are on it, and AT-SPI says of each only
-its process. Each screen is an X display of its own, so a process shows on the display
-that holds its windows (`_NET_WM_PID`); a process with no window there (or none that names
-it) shows on the display its `DISPLAY` names, as every program the box starts has its
-screen's. Chromium writes its command line over its environment, so for it the windows are
-what tells. A process neither tells of is on every screen: nothing says which it is on.
+its process. Each screen is an X display of its own, and every program the box starts has
+its screen's in `DISPLAY`: a process shows on the display its environment names, read
+from /proc, with no round trip to anything. Chromium writes its command line over its
+environment; a process whose environment names no display shows on the display that holds
+its windows (`_NET_WM_PID`). A process neither tells of is on every screen: nothing says
+which it is on.
 
 Everything here blocks; the widgets' thread runs it.
 """
@@ -49,21 +50,30 @@ class DisplayWindows:
 
 
 class WhereShown:
-    """The processes with windows on each display, as they were when it was read (once an
-    operation)."""
+    """Which display each process shows on, for one operation: the displays' windows are
+    read once, and only if a process's environment does not tell."""
 
     def __init__(self, displays: Iterable[str], windows: DisplayWindows) -> None:
-        self.windows: dict[str, set[int]] = {d: windows.pids(d) for d in displays}
+        self._displays = list(displays)
+        self._windows = windows
+        self._read: dict[str, set[int]] | None = None
+
+    @property
+    def windows(self) -> dict[str, set[int]]:
+        """The processes with windows on each display."""
+        if self._read is None:
+            self._read = {d: self._windows.pids(d) for d in self._displays}
+        return self._read
 
     def on(self, pid: int | None, display: str) -> bool:
         if pid is None:
             return True
+        named = environ_display(pid)
+        if named is not None:
+            return same_display(named, display)
         if pid in self.windows.get(display, set()):
             return True
-        if any(pid in pids for d, pids in self.windows.items() if d != display):
-            return False
-        named = environ_display(pid)
-        return named is None or same_display(named, display)
+        return not any(pid in pids for d, pids in self.windows.items() if d != display)
 
 
 def environ_display(pid: int) -> str | None:
