@@ -60,8 +60,12 @@ async def timed(rounds: int, work: Callable[[], Awaitable[object]]) -> tuple[flo
         start = time.perf_counter()
         await work()
         times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    return statistics.median(times), times[max(0, int(len(times) * 0.95) - 1)]
+    return p50_p95(times)
+
+
+def p50_p95(times: list[float]) -> tuple[float, float]:
+    ordered = sorted(times)
+    return statistics.median(ordered), ordered[max(0, int(len(ordered) * 0.95) - 1)]
 
 
 async def report(desktop: Desktop, rounds: int, cases: list[tuple[str, a.Action]]) -> None:

@@ -5,32 +5,21 @@ stops, and a recording killed outright is still playable."""
 
 from __future__ import annotations
 
-import io
 import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e_kit import RunHolm, RunHolmProcess
-from PIL import Image, ImageChops
+from PIL import ImageChops
+from video_kit import ANIMATED, frame_at, probe
 
 from holm.cli.remote import EXIT_CODES
 
 pytestmark = pytest.mark.desktop
 
 REPO = Path(__file__).resolve().parents[2]
-
-# A page whose colour and text change every frame, never coming back to an earlier one.
-ANIMATED = (
-    "data:text/html,<title>moving</title><body style='margin:0'><h1 id=t>0</h1><script>"
-    "const t0 = performance.now();"
-    "const step = () => { const s = (performance.now() - t0) / 1000;"
-    "document.body.style.background = `hsl(${(s * 40) %25 360}, 80%25, 50%25)`;"
-    "document.getElementById('t').textContent = s.toFixed(2);"
-    "requestAnimationFrame(step); }; step();</script></body>"
-)
 
 
 def record(holm_process: RunHolmProcess, *args: str) -> dict[str, Any]:
@@ -53,37 +42,6 @@ def fetch(holm: RunHolm, box: str, path: str, local: Path) -> Path:
     got = holm("file", "get", box, path, str(local))
     assert got.exit_code == 0, got.output
     return local
-
-
-def probe(video: Path) -> dict[str, Any]:
-    """What ffprobe reads of the file's one video stream and its container."""
-    done = subprocess.run(
-        [
-            "ffprobe",
-            "-v",
-            "error",
-            "-show_entries",
-            "format=format_name,duration:stream=codec_name,width,height",
-            "-of",
-            "json",
-            str(video),
-        ],
-        capture_output=True,
-        check=True,
-    )
-    found: dict[str, Any] = json.loads(done.stdout)
-    (stream,) = found["streams"]
-    return {**stream, **found["format"], "duration": float(found["format"]["duration"])}
-
-
-def frame_at(video: Path, seconds: float) -> Image.Image:
-    one_png = ["-frames:v", "1", "-f", "image2pipe", "-c:v", "png", "-"]
-    done = subprocess.run(
-        ["ffmpeg", "-v", "error", "-ss", str(seconds), "-i", str(video), *one_png],
-        capture_output=True,
-        check=True,
-    )
-    return Image.open(io.BytesIO(done.stdout)).convert("RGB")
 
 
 def test_three_seconds_of_an_animated_page_are_an_mp4_of_three_seconds_at_the_screen_size(

@@ -18,6 +18,7 @@ from holm.adapters.docker.runtime import DockerRuntime, container_name
 from holm.wire.spec import Placement, Policy, Spec
 
 from .conftest import SECRET, SECRET_NAME, Box, FarHost, Loop
+from .test_box_servers import SERVERS, assert_private
 from .test_local_box import CONNECT, FETCH, FORK_LOOP, PIDS_MAX
 
 pytestmark = pytest.mark.docker
@@ -57,9 +58,10 @@ def runtime(engine: docker.DockerClient, state_dir: Path, loop: Loop) -> Iterato
     loop.run(made.close())
 
 
-def create(runtime: DockerRuntime, loop: Loop, *, network: bool) -> Box:
+def create(runtime: DockerRuntime, loop: Loop, *, network: bool, spec: Spec | None = None) -> Box:
     box_id = f"box_{secrets.token_hex(6)}"
-    loop.run(runtime.create(box_id, Spec(policy=Policy(network=network)), Placement()))
+    spec = spec or Spec(policy=Policy(network=network))
+    loop.run(runtime.create(box_id, spec, Placement()), timeout_s=1800)
     return Box(runtime, box_id, loop)
 
 
@@ -146,3 +148,14 @@ def test_a_docker_box_without_the_network_has_only_its_loopback(
 ) -> None:
     assert offline.sh("tail -n +3 /proc/net/dev | cut -d: -f1").split() == ["lo"]
     assert connect(offline, test_host.address, test_host.http_port).startswith("refused")
+
+
+def test_a_docker_box_reaches_no_bus_and_no_sound_server_of_another(
+    runtime: DockerRuntime, loop: Loop
+) -> None:
+    a, b = (create(runtime, loop, network=False, spec=SERVERS) for _ in range(2))
+    try:
+        assert_private(a, b, {"/run/holm": runtime.boxes_dir / b.box_id / "run"})
+    finally:
+        for box in (a, b):
+            loop.run(runtime.delete(box.box_id))

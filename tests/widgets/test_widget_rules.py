@@ -1,12 +1,16 @@
 """The rules of native widgets that need no bus: which label names a field, which roles a
-query's role means, how well a name answers a query, what a path says; and the local
+query's role means, how well a name answers a query, what a path says, which display a
+process's `DISPLAY` names; and the local
 runtime's refusal of the feature on a host without its packages."""
 
 from __future__ import annotations
 
+import subprocess
+
 import msgspec
 import pytest
 
+from holm.adapters.agent.app_screens import DisplayWindows, WhereShown, same_display
 from holm.adapters.agent.widgets import nearest_label, role_matches, split_path, text_rank
 from holm.errors import BadRequest
 from holm.wire import actions as a
@@ -67,3 +71,40 @@ def test_a_node_operation_decodes_by_its_op_and_refuses_unknown_fields() -> None
         msgspec.json.decode(b'{"op":"tree","depth":0}', type=a.NodeOp)
     with pytest.raises(msgspec.ValidationError):
         msgspec.json.decode(b'{"op":"find","node":{"name":"x"}}', type=a.NodeOp)
+
+
+def test_a_display_variable_names_its_display_however_it_is_written() -> None:
+    assert same_display(":5", ":5") and same_display(":5.0", ":5")
+    assert same_display("unix:5", ":5")
+    assert not same_display(":50", ":5") and not same_display(":5", ":50")
+    assert not same_display("otherhost:5", ":5") and not same_display("", ":5")
+
+
+class Windows(DisplayWindows):
+    """Displays whose windows are those given, with no X server."""
+
+    def __init__(self, pids: dict[str, set[int]]) -> None:
+        super().__init__()
+        self.given = pids
+
+    def pids(self, display: str) -> set[int]:
+        return self.given[display]
+
+
+def test_a_process_that_names_no_display_shows_where_its_windows_are() -> None:
+    # Pids no process has: their environment cannot be read, as Chromium's tells nothing.
+    shown = WhereShown([":1", ":2"], Windows({":1": {1 << 30}, ":2": {(1 << 30) + 1}}))
+    assert shown.on(1 << 30, ":1") and not shown.on(1 << 30, ":2")
+    assert shown.on((1 << 30) + 1, ":2") and not shown.on((1 << 30) + 1, ":1")
+    # Nothing tells of an unknown process: it is on every screen.
+    assert shown.on(None, ":1") and shown.on((1 << 30) + 2, ":2")
+
+
+def test_a_process_shows_on_the_display_its_environment_names() -> None:
+    with subprocess.Popen(["sleep", "30"], env={"DISPLAY": ":7.0"}) as started:
+        try:
+            # Its environment tells, so the displays' windows are not even read.
+            shown = WhereShown([":7", ":8"], Windows({}))
+            assert shown.on(started.pid, ":7") and not shown.on(started.pid, ":8")
+        finally:
+            started.kill()

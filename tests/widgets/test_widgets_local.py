@@ -31,6 +31,8 @@ pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 # The X displays of this module (the machine is shared with other test runs).
 DISPLAY_BASE = 530
 DIALOG = ["zenity", "--forms", "--title=Who", "--add-entry=Name", "--add-entry=Street"]
+# The applications, without their widgets.
+TOP = {"op": "tree", "depth": 1}
 FORM = (
     "data:text/html,<title>form</title><form>"
     "<label>Full name <input name=n></label><br>"
@@ -55,17 +57,19 @@ async def box(server: LocalServer) -> str:
     return str(created["id"])
 
 
-async def steps(server: LocalServer, box: str, *actions: dict[str, Any]) -> list[Any]:
+async def steps(
+    server: LocalServer, box: str, *actions: dict[str, Any], screen: int = 0
+) -> list[Any]:
     body = {"actions": list(actions)}
     done = await ok_json(
-        await client_of(server).post(f"/v1/boxes/{box}/screens/0/actions", json=body)
+        await client_of(server).post(f"/v1/boxes/{box}/screens/{screen}/actions", json=body)
     )
     assert done["stopped_at"] is None, done
     return list(done["results"])
 
 
-async def node(server: LocalServer, box: str, what: dict[str, Any]) -> Any:
-    url = f"/v1/boxes/{box}/screens/0/desktop/node"
+async def node(server: LocalServer, box: str, what: dict[str, Any], screen: int = 0) -> Any:
+    url = f"/v1/boxes/{box}/screens/{screen}/desktop/node"
     return await ok_json(await client_of(server).post(url, json=what))
 
 
@@ -199,6 +203,52 @@ async def test_set_types_into_a_page_field_that_takes_no_text_through_the_bus(
         {"type": "evaluate", "what": {"expression": "document.getElementById('s').value"}},
     )
     assert read["value"]["value"] == "Elm Row"
+
+
+async def test_each_screen_lists_and_finds_the_widgets_of_its_own_applications_only(
+    server: LocalServer,
+) -> None:
+    client = client_of(server)
+    spec = {
+        "desktop": {"screens": 2},
+        "apps": {"who": {"command": DIALOG, "window_class": "zenity"}},
+    }
+    created = await ok_json(await client.post("/v1/boxes", json={"spec": spec}))
+    two = str(created["id"])
+    try:
+        await steps(server, two, {"type": "open_url", "url": FORM}, screen=0)
+        await steps(server, two, {"type": "launch", "app": "who"}, screen=1)
+
+        apps = [
+            [n["name"].casefold() for n in (await node(server, two, TOP, i))["nodes"]]
+            for i in (0, 1)
+        ]
+
+        # Each screen has a Chromium of its own, and the dialog shows on the second only.
+        assert apps[0].count("chromium") == 1 and "zenity" not in apps[0], apps
+        assert apps[1].count("chromium") == 1 and "zenity" in apps[1], apps
+        name = {"query": "Name", "role": "text", "app": "zenity"}
+        missing = await client.post(
+            f"/v1/boxes/{two}/screens/0/desktop/node", json={"op": "find", "node": name}
+        )
+        assert "zenity" in await error_of(missing, 404, "not_found")
+        [field] = (await node(server, two, {"op": "find", "node": name}, 1))["nodes"]
+        assert field["label"] == "Name" and field["path"].startswith("zenity/")
+        page = {"query": "Street", "role": "text", "app": "chromium"}
+        street = {"op": "find", "node": page}
+        assert (await node(server, two, street, 1)).get("nodes", []) == []
+        [page_field, *_] = (await node(server, two, street, 0))["nodes"]
+        assert (page_field["name"], page_field["path"].split("/")[0]) == ("Street", "Chromium")
+        # A path names a widget of its screen: the second screen's Chromium is `Chromium`
+        # there too, not the box's second (`Chromium#2`).
+        [other] = (await node(server, two, {**TOP, "app": "chromium"}, 1))["nodes"]
+        assert other["path"] == "Chromium"
+        again = await node(server, two, {"op": "find", "node": {"path": field["path"]}}, 1)
+        assert [n["label"] for n in again["nodes"]] == ["Name"]
+        done = await node(server, two, {"op": "set", "node": name, "value": "Ada"}, 1)
+        assert done["node"]["value"] == "Ada"
+    finally:
+        await client.delete(f"/v1/boxes/{two}", headers={"x-holm-confirm-delete": "true"})
 
 
 async def holm(server: LocalServer, *args: str) -> Result:

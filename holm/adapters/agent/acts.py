@@ -254,11 +254,12 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
 
 
 async def _on_node(agent: Agent, screen: Screen, what: a.NodeOp) -> r.NodeDone:
-    """A widget operation. One bus serves the box: a widget's bounds are on the screen its
-    application shows on, and a value typed goes to this screen's keyboard."""
+    """A widget operation among this screen's applications (one bus serves the box's
+    screens); a value typed goes to this screen's keyboard."""
     widgets = agent.widgets()
+    where = widgets.where(screen.display_name, (s.display_name for s in agent.screens))
     try:
-        return await widgets.act(what)
+        return await widgets.act(what, where)
     except TypeInstead as focused:
         if not isinstance(what, a.NodeSetOp):
             raise
@@ -267,7 +268,7 @@ async def _on_node(agent: Agent, screen: Screen, what: a.NodeOp) -> r.NodeDone:
     select_all, erase = normalized_chord("ctrl+a"), normalized_then(["BackSpace"])
     await screen.on_input(lambda i: i.press(select_all, erase, []))
     await screen.on_input(lambda i: i.type_text(value, 0))
-    return await widgets.typed(path, value)
+    return await widgets.typed(path, value, where)
 
 
 async def _on_window(screen: Screen, window: str, what: a.WindowOp) -> r.WindowChanged:

@@ -4,20 +4,24 @@ shows them, through pyatspi.
 pyatspi's calls block on D-Bus and it is not made for threads: every operation runs in one
 thread of its own, one after another, never on the agent's loop.
 
-A widget's `path` is its application (its name; `name#2` for the second of that name) and
-the index of each child down to it: `zenity/0/0/1/2`. It names the widget again as long as
-the application's tree keeps its shape.
+The bus is the box's; an operation sees only the applications of its screen
+(app_screens.py says which those are).
+
+A widget's `path` is its application (its name; `name#2` for the second of that name on
+the screen) and the index of each child down to it: `zenity/0/0/1/2`. It names the widget
+again, on that screen, as long as the application's tree keeps its shape.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
 
+from holm.adapters.agent.app_screens import DisplayWindows, WhereShown
 from holm.errors import BadRequest, Failed, NotFound
 from holm.wire import actions as a
 from holm.wire import results as r
@@ -54,51 +58,66 @@ class TypeInstead(Exception):
         self.path = path
 
 
+class Where(NamedTuple):
+    """The screen of an operation: its X display (`:N`), among the box's (whose windows
+    `windows` reads)."""
+
+    display: str
+    displays: tuple[str, ...]
+    windows: DisplayWindows
+
+
 class Widgets:
-    """The `on_node` operations of one box: the box has one accessibility bus, whichever
-    screen an application shows on."""
+    """The `on_node` operations of one box, each on the applications of one screen."""
 
     def __init__(self) -> None:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="atspi")
+        self._windows = DisplayWindows()
 
-    async def act(self, what: a.NodeOp) -> r.NodeDone:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, run, what)
+    def where(self, display: str, displays: Iterable[str]) -> Where:
+        """The screen on X display `display`, among the box's `displays`."""
+        return Where(display, tuple(displays), self._windows)
 
-    async def typed(self, path: str, value: str) -> r.NodeDone:
+    async def act(self, what: a.NodeOp, where: Where) -> r.NodeDone:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, run, what, where)
+
+    async def typed(self, path: str, value: str, where: Where) -> r.NodeDone:
         """A `set` done by typing: the widget at `path` read again, once it shows `value`
         (or as it is after `TYPED_SHOWS_S`)."""
         return await asyncio.get_running_loop().run_in_executor(
-            self._thread, _read_typed, path, value
+            self._thread, _read_typed, path, value, where
         )
 
     def close(self) -> None:
+        # The displays' connections end with the agent (this is its end).
         self._thread.shutdown(wait=False, cancel_futures=True)
 
 
-def run(what: a.NodeOp) -> r.NodeDone:
-    """Do one widget operation (blocks)."""
+def run(what: a.NodeOp, where: Where) -> r.NodeDone:
+    """Do one widget operation among the applications of the screen `where` (blocks)."""
     op = a.op_of(what)
     labels = Labels()
     match what:
         case a.NodeTreeOp(app=app, depth=depth):
             budget = [a.MAX_NODES]
-            nodes = [_tree(acc, seg, depth, budget, labels) for seg, acc in _apps(app)]
+            apps = _apps(where, app)
+            nodes = [_tree(acc, seg, depth, budget, labels) for seg, acc in apps]
             return r.NodeDone(op=op, nodes=nodes, cut=budget[0] < 0)
         case a.NodeFindOp(node=query, limit=limit):
-            found = _find(query, labels)
+            found = _find(query, labels, where)
             nodes = [_node(h.acc, h.path, labels) for h in found[:limit]]
             return r.NodeDone(op=op, nodes=nodes, cut=len(found) > limit)
         case a.NodeFocusOp(node=query):
-            acc, path = _one(query, labels)
+            acc, path = _one(query, labels, where)
             if not _component(acc).grabFocus():
                 raise Failed(f"the widget at {path} did not take the focus")
             return r.NodeDone(op=op, node=_node(acc, path, labels))
         case a.NodeInvokeOp(node=query, action=name):
-            acc, path = _one(query, labels)
+            acc, path = _one(query, labels, where)
             done = _invoke(acc, path, name)
             return r.NodeDone(op=op, node=_node(acc, path, labels), action=done)
         case a.NodeSetOp(node=query, value=value):
-            acc, path = _one(query, labels)
+            acc, path = _one(query, labels, where)
             _set(acc, path, value)
             return r.NodeDone(op=op, node=_node(acc, path, labels))
     raise BadRequest(f"unknown widget operation {op!r}")
@@ -115,29 +134,46 @@ def _pyatspi() -> Any:
     return pyatspi
 
 
-def _apps(only: str | None = None) -> list[tuple[str, Any]]:
-    """Each application on the bus with its path segment; `only` keeps those of that name."""
-    desktop = _pyatspi().Registry.getDesktop(0)
+def _apps(where: Where, only: str | None = None) -> list[tuple[str, Any]]:
+    """Each application of the screen `where`, with its path segment; `only` keeps those
+    of that name."""
+    every = _bus_apps()
+    named = [a for a in every if only is None or (a.name or "").casefold() == only.casefold()]
     seen: dict[str, int] = {}
     apps: list[tuple[str, Any]] = []
-    for i in range(desktop.childCount):
-        acc = desktop.getChildAtIndex(i)
-        if acc is None:
-            continue
+    # By name first: which screen an application is on costs more to tell than its name.
+    for acc in _on_screen(named, where):
         name = acc.name or ""
         seen[name] = seen.get(name, 0) + 1
-        segment = quote(name, safe=" ") + (f"#{seen[name]}" if seen[name] > 1 else "")
-        if only is None or name.casefold() == only.casefold():
-            apps.append((segment, acc))
+        apps.append((quote(name, safe=" ") + (f"#{seen[name]}" if seen[name] > 1 else ""), acc))
     if only is not None and not apps:
-        raise NotFound(f"no application {only!r} on the accessibility bus (it has {_names()})")
+        names = ", ".join(repr(acc.name) for acc in _on_screen(every, where)) or "none"
+        raise NotFound(
+            f"no application {only!r} on this screen's accessibility bus (it has {names})"
+        )
     return apps
 
 
-def _names() -> str:
+def _bus_apps() -> list[Any]:
     desktop = _pyatspi().Registry.getDesktop(0)
-    names = [desktop.getChildAtIndex(i).name for i in range(desktop.childCount)]
-    return ", ".join(repr(n) for n in names) or "none"
+    every = (desktop.getChildAtIndex(i) for i in range(desktop.childCount))
+    # Not by truth: an application without widgets has a length of 0.
+    return [a for a in every if a is not None]
+
+
+def _on_screen(apps: list[Any], where: Where) -> list[Any]:
+    if len(where.displays) < 2 or not apps:
+        # One screen: every application is on it, and nothing need be asked.
+        return apps
+    shown = WhereShown(where.displays, where.windows)
+    return [a for a in apps if shown.on(_pid(a), where.display)]
+
+
+def _pid(app: Any) -> int | None:
+    try:
+        return int(app.get_process_id())
+    except Exception:  # GLib.Error (pyatspi's only): the bus knows no process of it
+        return None
 
 
 def split_path(path: str) -> tuple[str, list[int]]:
@@ -156,9 +192,9 @@ def app_name(segment: str) -> str:
     return unquote(segment.split("#", 1)[0])
 
 
-def _at_path(path: str) -> Any:
+def _at_path(path: str, where: Where) -> Any:
     segment, indices = split_path(path)
-    app = next((acc for seg, acc in _apps(app_name(segment)) if seg == segment), None)
+    app = next((acc for seg, acc in _apps(where, app_name(segment)) if seg == segment), None)
     acc = app
     for i in indices:
         acc = acc.getChildAtIndex(i) if acc is not None and i < acc.childCount else None
@@ -350,16 +386,16 @@ def _walk(acc: Any, path: str, seen: list[int]) -> Iterator[tuple[Any, str]]:
                     stack.append((child, f"{at}/{i}", depth + 1))
 
 
-def _find(query: a.NodeQuery, labels: Labels) -> list[Hit]:
+def _find(query: a.NodeQuery, labels: Labels, where: Where) -> list[Hit]:
     """The widgets `query` names, best first: by its path, or those of its role whose name
     (or label) holds its text, showing ones first, then in the tree's order."""
     if query.path is not None:
-        return [Hit((0, 0, 0), _at_path(query.path), query.path)]
+        return [Hit((0, 0, 0), _at_path(query.path, where), query.path)]
     if query.query is None and query.role is None:
         raise BadRequest("a node query needs `query`, `role` or `path`")
     hits: list[Hit] = []
     seen = [0]
-    for segment, app in _apps(query.app):
+    for segment, app in _apps(where, query.app):
         for acc, path in _walk(app, segment, seen):
             hit = _hit(acc, path, query, len(hits), labels)
             if hit is not None:
@@ -381,8 +417,8 @@ def _hit(acc: Any, path: str, query: a.NodeQuery, order: int, labels: Labels) ->
     return Hit((0 if showing else 1, rank, order), acc, path)
 
 
-def _one(query: a.NodeQuery, labels: Labels) -> tuple[Any, str]:
-    hits = _find(query, labels)
+def _one(query: a.NodeQuery, labels: Labels, where: Where) -> tuple[Any, str]:
+    hits = _find(query, labels, where)
     if not hits:
         raise NotFound(f"no widget matches {_said(query)}")
     return hits[0].acc, hits[0].path
@@ -433,12 +469,12 @@ def _set(acc: Any, path: str, value: str) -> None:
     raise BadRequest(f"the {acc.getRoleName()} at {path} takes no value")
 
 
-def _read_typed(path: str, value: str) -> r.NodeDone:
+def _read_typed(path: str, value: str, where: Where) -> r.NodeDone:
     deadline = time.monotonic() + TYPED_SHOWS_S
-    node = _node(_at_path(path), path, Labels())
+    node = _node(_at_path(path, where), path, Labels())
     while node.value != value and time.monotonic() < deadline:
         time.sleep(0.05)
-        node = _node(_at_path(path), path, Labels())
+        node = _node(_at_path(path, where), path, Labels())
     return r.NodeDone(op="set", node=node)
 
 
@@ -453,6 +489,7 @@ def _set_number(value_interface: Any, value: str) -> bool:
 
 __all__ = [
     "TypeInstead",
+    "Where",
     "Widgets",
     "nearest_label",
     "role_matches",

@@ -78,7 +78,8 @@ def parse_id(window: str) -> int:
 
 
 def _atom(conn: Display, name: str) -> int:
-    return int(conn.intern_atom(name))
+    # Kept by the connection after the first ask: an atom's number never changes.
+    return int(conn.get_atom(name))
 
 
 def _property(conn: Display, window: Any, name: str) -> Any:
@@ -93,6 +94,20 @@ def wm_running(conn: Display) -> bool:
 def client_ids(conn: Display) -> list[int]:
     value = _property(conn, conn.screen().root, "_NET_CLIENT_LIST")
     return [int(w) for w in value] if value is not None else []
+
+
+def window_pids(conn: Display) -> set[int]:
+    """The processes (`_NET_WM_PID`, which GTK, Qt and Chromium set) of the display's
+    windows."""
+    pids: set[int] = set()
+    for wid in client_ids(conn):
+        try:
+            value = _property(conn, conn.create_resource_object("window", wid), "_NET_WM_PID")
+        except error.BadWindow:
+            continue
+        if value is not None and len(value):
+            pids.add(int(value[0]))
+    return pids
 
 
 def active_id(conn: Display) -> int | None:
@@ -338,5 +353,6 @@ __all__ = [
     "get_window",
     "no_window",
     "parse_id",
+    "window_pids",
     "wm_running",
 ]
