@@ -57,7 +57,8 @@ def serve(state_dir: Path, port: int, chromium: bool, breakdown: bool) -> None:
     from aiohttp import web
 
     if breakdown:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        # At the end of the path: bench/mcp.py would shadow the `mcp` package.
+        sys.path.append(str(Path(__file__).resolve().parent))
         import breakdown as parts
 
         parts.instrument()
@@ -329,15 +330,24 @@ def main() -> None:
 
 
 @contextlib.contextmanager
-def served(prefix: str, flags: list[str]) -> Iterator[tuple[str, Path, int]]:
+def served(
+    prefix: str, flags: list[str], checkout: Path | None = None
+) -> Iterator[tuple[str, Path, int]]:
     """holmd in its own process (this script with `--serve` and `flags`) on a fresh state
     dir, once it answers: its URL, the state dir and its pid; ended after, with the boxes
-    it left. bench/mcp.py and bench/viewer.py measure against it too."""
+    it left. bench/mcp.py and bench/viewer.py measure against it too. With `checkout` (a
+    worktree of another commit), that checkout's holmd serves, to set old code beside new
+    in one run."""
     state_dir = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     port = _free_port()
+    script, env = Path(__file__), None
+    if checkout is not None:
+        script = checkout.resolve() / "bench" / script.name
+        env = {**os.environ, "PYTHONPATH": str(checkout.resolve())}
     server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(state_dir), str(port), *flags],
+        [sys.executable, str(script), "--serve", str(state_dir), str(port), *flags],
         start_new_session=True,
+        env=env,
     )
     base = f"http://127.0.0.1:{port}"
     try:
