@@ -69,8 +69,8 @@ async def asgi_handler(
 
     A POST or a DELETE is answered once (the session manager answers JSON): the app runs in
     this handler's task, and an answer the app sends whole becomes one `web.Response`,
-    written with its headers in one go. A separate task and a stream cost an MCP click
-    0.1 ms more (bench/mcp.py --breakdown). A GET is the SDK's event stream, which stays
+    written with its headers in one go (a task of its own cost each call a turn of the event
+    loop each way, and a stream a second write). A GET is the SDK's event stream, which stays
     open: a client that drops it makes aiohttp cancel the handler (when the server cancels
     handlers, as the test server does), and the app is not cancelled with it, as no ASGI
     server would: it runs in a task of its own, `receive` tells it `http.disconnect`, and
@@ -82,8 +82,6 @@ async def asgi_handler(
             await _apart(run, exchange)
         else:
             await run
-    except asyncio.CancelledError:
-        raise
     except Exception:
         if exchange.response is None:
             raise  # answered as any route's error
