@@ -59,15 +59,23 @@ async def timed(rounds: int, work: Work) -> list[float]:
 
 def line(name: str, times: list[float]) -> str:
     p50, p95 = statistics.median(times), percentile(times, 0.95)
-    return f"{name:44} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
+    return f"{name:60} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
+
+
+def own_cpu(pid: int) -> float:
+    """The CPU seconds process `pid` itself (not its children: the box) has spent."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Target:
     """One holmd under test: a box on it, a REST session and an MCP session to it."""
 
-    def __init__(self, label: str, base: str) -> None:
+    def __init__(self, label: str, base: str, pid: int) -> None:
         self.label = label
         self.base = base
+        self.pid = pid
         self.have = ""
         self.unchanged = 0
 
@@ -134,13 +142,25 @@ async def bench(targets: list[Target], rounds: int, breakdown: bool) -> None:
             await stack.enter_async_context(target.opened())
         # Interleaved in rounds, so that every figure sees the same load.
         figures: dict[str, list[float]] = {}
+        # The CPU time holmd's own process and this one (the client) spent per call: what
+        # the load of other processes on the machine hardly moves.
+        cpu: dict[str, list[float]] = {}
         for _ in range(3):
             for target in targets:
                 for name, work in target.works():
                     label = f"{target.label}: {name}" if len(targets) > 1 else name
+                    served, client = own_cpu(target.pid), time.process_time()
                     figures.setdefault(label, []).extend(await timed(rounds // 3, work))
+                    spent = cpu.setdefault(label, [0.0, 0.0, 0])
+                    spent[0] += own_cpu(target.pid) - served
+                    spent[1] += time.process_time() - client
+                    spent[2] += rounds // 3 + 30
         for name, times in figures.items():
-            print(line(name, times))
+            served, client, calls = cpu[name]
+            print(
+                f"{line(name, times)}   CPU/call: holmd {served / calls * 1000:5.2f} ms, "
+                f"client {client / calls * 1000:5.2f} ms"
+            )
         for target in targets:
             still = 2 * 3 * (rounds // 3 + 30)
             print(f"{target.label}: answered unchanged: {target.unchanged} of {still}")
@@ -310,11 +330,11 @@ def main() -> None:
     args = parser.parse_args()
     flags = ["--chromium"] + ["--breakdown"] * args.breakdown
     with contextlib.ExitStack() as stack:
-        base, _, _ = stack.enter_context(served("h5m-bench-", flags))
-        targets = [Target("this", base)]
+        base, _, pid = stack.enter_context(served("h5m-bench-", flags))
+        targets = [Target("this", base, pid)]
         if args.against is not None:
-            other, _, _ = stack.enter_context(served("h5m-bench-", ["--chromium"], args.against))
-            targets.append(Target(str(args.against), other))
+            other = stack.enter_context(served("h5m-bench-", ["--chromium"], args.against))
+            targets.append(Target(args.against.resolve().name, other[0], other[2]))
         asyncio.run(bench(targets, args.rounds, args.breakdown))
         print(f"load average after: {os.getloadavg()[0]:.1f}")
 
