@@ -140,21 +140,22 @@ async def bench(targets: list[Target], rounds: int, breakdown: bool) -> None:
     async with contextlib.AsyncExitStack() as stack:
         for target in targets:
             await stack.enter_async_context(target.opened())
-        # Interleaved in rounds, so that every figure sees the same load.
+        # Interleaved in rounds of about 100 calls, so that every figure sees the same load.
+        turns = max(3, rounds // 100)
         figures: dict[str, list[float]] = {}
         # The CPU time holmd's own process and this one (the client) spent per call: what
         # the load of other processes on the machine hardly moves.
         cpu: dict[str, list[float]] = {}
-        for _ in range(3):
+        for _ in range(turns):
             for target in targets:
                 for name, work in target.works():
                     label = f"{target.label}: {name}" if len(targets) > 1 else name
                     served, client = own_cpu(target.pid), time.process_time()
-                    figures.setdefault(label, []).extend(await timed(rounds // 3, work))
+                    figures.setdefault(label, []).extend(await timed(rounds // turns, work))
                     spent = cpu.setdefault(label, [0.0, 0.0, 0])
                     spent[0] += own_cpu(target.pid) - served
                     spent[1] += time.process_time() - client
-                    spent[2] += rounds // 3 + 30
+                    spent[2] += rounds // turns + 30
         for name, times in figures.items():
             served, client, calls = cpu[name]
             print(
@@ -162,7 +163,7 @@ async def bench(targets: list[Target], rounds: int, breakdown: bool) -> None:
                 f"client {client / calls * 1000:5.2f} ms"
             )
         for target in targets:
-            still = 2 * 3 * (rounds // 3 + 30)
+            still = 2 * turns * (rounds // turns + 30)
             print(f"{target.label}: answered unchanged: {target.unchanged} of {still}")
         if breakdown:
             await where_the_time_goes(targets[0], rounds)

@@ -68,13 +68,13 @@ async def asgi_handler(
     sends.
 
     A POST or a DELETE is answered once (the session manager answers JSON): the app runs in
-    this handler's task, and an answer the app sends whole becomes one `web.Response`,
-    written with its headers in one go (a task of its own cost each call a turn of the event
-    loop each way, and a stream a second write). A GET is the SDK's event stream, which stays
-    open: a client that drops it makes aiohttp cancel the handler (when the server cancels
-    handlers, as the test server does), and the app is not cancelled with it, as no ASGI
-    server would: it runs in a task of its own, `receive` tells it `http.disconnect`, and
-    what it still sends is dropped."""
+    this handler's task, and an answer the app sends whole is one `web.Response`, written
+    with its headers in one go as soon as it is sent (a task of its own cost each call a
+    turn of the event loop each way, and a stream a second write). A GET is the SDK's event
+    stream, which stays open: a client that drops it makes aiohttp cancel the handler (when
+    the server cancels handlers, as the test server does), and the app is not cancelled
+    with it, as no ASGI server would: it runs in a task of its own, `receive` tells it
+    `http.disconnect`, and what it still sends is dropped."""
     exchange = _Exchange(request, await request.read())
     run = app(scope_of(request, state), exchange.receive, exchange.send)
     try:
@@ -127,10 +127,14 @@ class _Exchange:
         body: bytes = message.get("body", b"")
         more: bool = message.get("more_body", False)
         if self.response is None and not more:
-            # The whole answer at once: returned by the handler, headers and body together.
-            self.response = web.Response(
+            # The whole answer at once: written now, headers and body together, so that the
+            # client has it while the SDK finishes the request.
+            whole = web.Response(
                 status=self._status(), body=body, headers=self._headers(length=False)
             )
+            self.response = whole
+            await whole.prepare(self.request)
+            await whole.write_eof()
             self.finished.set()
             return
         if self.response is None:
