@@ -62,6 +62,32 @@ def instrument() -> None:
     AgentDesktop.frame_hash = _timed("watcher: frame hash (the agent)", AgentDesktop.frame_hash)  # type: ignore[method-assign]
     FrameWatchers.record = _timed("watcher: record a frame", FrameWatchers.record)  # type: ignore[method-assign]
     screens.json_response = _timed_sync("response encode", screens.json_response)  # type: ignore[assignment]
+    _instrument_mcp()
+
+
+def _instrument_mcp() -> None:
+    """The layers an MCP tool call passes through, outermost first: the bridge, the SDK's
+    session manager and transport, its dispatcher's task for the request, its runner (the
+    request's context and checks, the handler, the result shaped for the wire), holm's
+    decoding of the arguments. Some are the SDK's private methods: only this bench reads
+    them."""
+    from mcp.server.runner import ServerRunner
+    from mcp.server.streamable_http import StreamableHTTPServerTransport
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+
+    from holm.http.mcp import server, tools
+
+    layers: list[tuple[Any, str, str]] = [
+        (server, "asgi_handler", "mcp 1 bridge (asgi_handler)"),
+        (StreamableHTTPSessionManager, "handle_request", "mcp 2 SDK session manager"),
+        (StreamableHTTPServerTransport, "_handle_post_request", "mcp 3 SDK transport: the POST"),
+        (JSONRPCDispatcher, "_handle_request", "mcp 4 SDK dispatcher: the request's task"),
+        (ServerRunner, "_on_request", "mcp 5 SDK runner: checks, handler, result"),
+    ]
+    for owner, name, label in layers:
+        setattr(owner, name, _timed(label, getattr(owner, name)))
+    tools.Tool.decode = _timed_sync("mcp 6 holm: the arguments decoded", tools.Tool.decode)  # type: ignore[method-assign]
 
 
 @web.middleware
@@ -71,7 +97,7 @@ async def timing_middleware(request: web.Request, handler: Any) -> web.StreamRes
     try:
         return await handler(request)
     finally:
-        if request.path.endswith("/actions"):
+        if request.path.endswith("/actions") or request.path == "/mcp":
             SPENT["server: the request, middlewares included"].append(time.perf_counter() - began)
 
 

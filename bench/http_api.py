@@ -57,6 +57,7 @@ def serve(state_dir: Path, port: int, chromium: bool, breakdown: bool) -> None:
     from aiohttp import web
 
     if breakdown:
+        # At the end of the path: bench/mcp.py would shadow the `mcp` package.
         sys.path.append(str(Path(__file__).resolve().parent))
         import breakdown as parts
 

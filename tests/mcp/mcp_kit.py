@@ -36,8 +36,11 @@ ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 @contextlib.asynccontextmanager
-async def holmd(state_dir: Path, runtime: Runtime | None = None) -> AsyncIterator[str]:
-    """Serve holmd's app on 127.0.0.1 (a free port) with a bearer token; yield its URL."""
+async def holmd(
+    state_dir: Path, runtime: Runtime | None = None, **settings: Any
+) -> AsyncIterator[str]:
+    """Serve holmd's app on 127.0.0.1 (a free port) with a bearer token (and `settings` of
+    its config); yield its URL."""
     from holm.http.app import create_app
 
     config = load_config(
@@ -46,6 +49,7 @@ async def holmd(state_dir: Path, runtime: Runtime | None = None) -> AsyncIterato
         default_runtime=runtime.name if runtime else "memory",
         schedule="external",
         server_token=TOKEN,
+        **settings,
     )
     runtime = runtime or MemoryRuntime(server_id=server_id_of(state_dir))
     store = MemoryStore()

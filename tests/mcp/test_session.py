@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,26 @@ async def test_mcp_needs_the_token(tmp_path: Path) -> None:
             f"{url}/mcp", headers={**good, "Origin": "https://evil.example"}, json=INIT
         )
         assert answer.status_code == 403
+
+
+async def test_a_body_over_the_limit_is_refused(tmp_path: Path) -> None:
+    """The bridge reads a body whole before the SDK sees it: one sent in chunks, with no
+    length announced, is stopped at HOLM_MAX_BODY_BYTES as on every route."""
+    async with holmd(tmp_path, max_body_bytes=4096) as url, httpx2.AsyncClient() as http:
+        good = {**ACCEPT, "Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "'
+            for _ in range(8):
+                yield b"x" * 1024
+            yield b'"}}'
+
+        answer = await http.post(f"{url}/mcp", headers=good, content=chunks())
+        assert answer.status_code == 413, answer.text
+        assert answer.json()["code"] == "bad_request"
+        # A body within the limit still opens a session.
+        answer = await http.post(f"{url}/mcp", headers=good, json=INIT)
+        assert answer.status_code == 200, answer.text
 
 
 async def test_trace_pages_and_batch_shows_its_frame(tmp_path: Path) -> None:

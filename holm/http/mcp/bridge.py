@@ -2,8 +2,8 @@
 
 The SDK speaks ASGI (`StreamableHTTPSessionManager.handle_request(scope, receive, send)`).
 `asgi_handler` turns an aiohttp request into an ASGI `http` scope, feeds its body through
-`receive`, and streams what the SDK `send`s back through a `web.StreamResponse`: a JSON
-answer, or an SSE stream that stays open while the SDK writes to it. The request has
+`receive`, and answers what the SDK `send`s: a JSON answer as one `web.Response`, an SSE
+stream, which stays open while the SDK writes to it, through a `web.StreamResponse`. The request has
 already passed holmd's middlewares (Host, origin, bearer token, JSON body, size) when it
 gets here, so `/mcp` is guarded exactly as the REST API is.
 
@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mutab
 from typing import Any
 
 from aiohttp import web
+from multidict import CIMultiDict
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +30,6 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 AsgiApp = Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]]
-
-# What one `http.request` message carries at most.
-CHUNK = 64 * 1024
 
 
 def scope_of(request: web.Request, state: dict[str, Any]) -> Scope:
@@ -69,63 +67,111 @@ async def asgi_handler(
     """Run the ASGI `app` for `request` (its scope's `state` is `state`) and answer what it
     sends.
 
-    A client may drop the connection once it has what it wanted (an SSE answer's one
-    message); aiohttp then cancels the handler. The app is not cancelled with it, as no ASGI
-    server would: it runs in a task of its own, `receive` tells it `http.disconnect`, and
-    what it still sends is dropped."""
-    response: web.StreamResponse | None = None
-    finished = asyncio.Event()
-    body_done = False
+    A POST or a DELETE is answered once (the session manager answers JSON): the app runs in
+    this handler's task, and an answer the app sends whole is one `web.Response`, written
+    with its headers in one go as soon as it is sent (a task of its own cost each call a
+    turn of the event loop each way, and a stream a second write). A GET is the SDK's event
+    stream, which stays open: a client that drops it makes aiohttp cancel the handler (when
+    the server cancels handlers, as the test server does), and the app is not cancelled
+    with it, as no ASGI server would: it runs in a task of its own, `receive` tells it
+    `http.disconnect`, and what it still sends is dropped."""
+    exchange = _Exchange(request, await request.read())
+    run = app(scope_of(request, state), exchange.receive, exchange.send)
+    try:
+        if request.method == "GET":
+            await _apart(run, exchange)
+        else:
+            await run
+    except Exception:
+        if exchange.response is None:
+            raise  # answered as any route's error
+        # The answer is under way (or whole): it can only be cut short.
+        log.exception("the MCP transport failed while answering %s /mcp", request.method)
+    finally:
+        exchange.finished.set()
+    if exchange.response is None:
+        raise web.HTTPInternalServerError(reason="the MCP transport sent no answer")
+    return exchange.response
 
-    async def receive() -> Message:
-        nonlocal body_done
-        if not body_done:
-            chunk = await request.content.read(CHUNK)
-            body_done = request.content.at_eof()
-            return {"type": "http.request", "body": chunk, "more_body": not body_done}
+
+class _Exchange:
+    """One HTTP exchange as the ASGI app sees it: its body, read once (aiohttp bounds it by
+    the app's `client_max_size`), and what the app answers."""
+
+    def __init__(self, request: web.Request, body: bytes) -> None:
+        self.request = request
+        self.body: bytes | None = body
+        self.start: Message | None = None
+        # Set once the app sent a whole answer, or began streaming one.
+        self.response: web.StreamResponse | None = None
+        self.finished = asyncio.Event()
+
+    async def receive(self) -> Message:
+        if self.body is not None:
+            body, self.body = self.body, None
+            return {"type": "http.request", "body": body, "more_body": False}
         # The body was read: what is left to say is that the exchange ended. An SSE
         # response listens for this to stop its stream.
-        await finished.wait()
+        await self.finished.wait()
         return {"type": "http.disconnect"}
 
-    async def send(message: Message) -> None:
-        nonlocal response
-        if finished.is_set():
+    async def send(self, message: Message) -> None:
+        if self.finished.is_set():
             return
         kind = message["type"]
         if kind == "http.response.start":
-            response = web.StreamResponse(status=message["status"])
-            for name, value in message.get("headers", []):
-                response.headers.add(name.decode("latin-1"), value.decode("latin-1"))
-            await response.prepare(request)
-        elif kind == "http.response.body":
-            assert response is not None, "the body comes after the start of the response"
-            body = message.get("body", b"")
-            if body:
-                await response.write(body)
-            if not message.get("more_body", False):
-                await response.write_eof()
-                finished.set()
+            self.start = message
+            return
+        if kind != "http.response.body":
+            return
+        body: bytes = message.get("body", b"")
+        more: bool = message.get("more_body", False)
+        if self.response is None and not more:
+            # The whole answer at once: written now, headers and body together, so that the
+            # client has it while the SDK finishes the request.
+            whole = web.Response(
+                status=self._status(), body=body, headers=self._headers(length=False)
+            )
+            self.response = whole
+            await whole.prepare(self.request)
+            await whole.write_eof()
+            self.finished.set()
+            return
+        if self.response is None:
+            self.response = web.StreamResponse(status=self._status(), headers=self._headers())
+            await self.response.prepare(self.request)
+        if body:
+            await self.response.write(body)
+        if not more:
+            await self.response.write_eof()
+            self.finished.set()
 
-    task = asyncio.create_task(app(scope_of(request, state), receive, send), name="mcp request")
+    def _status(self) -> int:
+        assert self.start is not None, "the body comes after the start of the response"
+        return int(self.start["status"])
+
+    def _headers(self, length: bool = True) -> CIMultiDict[str]:
+        """The app's headers; without its `content-length` when aiohttp sets it."""
+        assert self.start is not None, "the body comes after the start of the response"
+        headers: CIMultiDict[str] = CIMultiDict()
+        for name, value in self.start.get("headers", []):
+            if length or name.lower() != b"content-length":
+                headers.add(name.decode("latin-1"), value.decode("latin-1"))
+        return headers
+
+
+async def _apart(run: Coroutine[Any, Any, None], exchange: _Exchange) -> None:
+    """Run the app in a task of its own, which the handler's cancellation does not end:
+    the app hears a disconnect instead."""
+    task = asyncio.create_task(run, name="mcp request")
     try:
         await asyncio.shield(task)
     except asyncio.CancelledError:
         # The client went away: the app hears it as a disconnect and ends on its own.
-        finished.set()
+        exchange.finished.set()
         _running.add(task)
         task.add_done_callback(_ended)
         raise
-    except Exception:
-        if response is None or not response.prepared:
-            raise  # answered as any route's error
-        # The answer is under way: it can only be cut short.
-        log.exception("the MCP transport failed while answering %s /mcp", request.method)
-    finally:
-        finished.set()
-    if response is None:
-        raise web.HTTPInternalServerError(reason="the MCP transport sent no answer")
-    return response
 
 
 # Apps still ending after their client left (kept, so that they are not collected).

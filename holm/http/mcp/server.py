@@ -93,13 +93,17 @@ def mcp_server(app: web.Application) -> Server[Any]:
             return _error(f"{exc.code}: {exc.message}")
         return types.CallToolResult(content=list(content))
 
-    return Server(
+    server: Server[Any] = Server(
         "holm",
         version=_version(),
         instructions=INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+    # The SDK's one default middleware opens an OpenTelemetry span per message; holmd runs
+    # no exporter, so the span only cost each call time (bench/mcp.py --breakdown).
+    server.middleware.clear()
+    return server
 
 
 def _caller(ctx: ServerRequestContext[Any]) -> Caller | None:
