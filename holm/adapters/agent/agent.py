@@ -71,7 +71,7 @@ class Agent:
             Screen(i, options.width, options.height, self._png_pool, hasher)
             for i in range(options.screens)
         ]
-        self.catalog = AppCatalog(self.home, options.width, options.height)
+        self.catalog = AppCatalog(self.home)
         self.recorders = [Recorder(i, self.home, self.run_dir) for i in range(options.screens)]
         self.ready = asyncio.Event()
         self.failure: str | None = None
@@ -154,8 +154,6 @@ class Agent:
                 chromium = await asyncio.to_thread(
                     desktop_up.start_chromium,
                     i,
-                    o.width,
-                    o.height,
                     self.home,
                     self.run_dir,
                     env,

@@ -43,6 +43,16 @@ CHROMIUM_FLAGS = (
     "--hide-crash-restore-bubble",
 )
 
+# Window geometry: maximised, and given no size. Chromium maximises a window only when no
+# --window-size names its bounds; with them (the screen's size) it opened a restored
+# window one pixel short of the screen, which Chromium draws with its own frame (a border
+# and a shadow margin). In that window the toolbar's rounded top-left corner came out
+# antialiased a level or two differently at each repaint (a navigation, a title change),
+# so a fork of a browser run ended on other pixels than its source. Maximised, the window
+# has no frame of its own, fills the screen (or the work area beside a dock) and repaints
+# that corner the same every time.
+CHROMIUM_WINDOW_FLAGS = ("--start-maximized",)
+
 
 class StartFailed(Exception):
     """A part of the desktop did not come up; the message names it."""
@@ -52,9 +62,7 @@ def chromium_profile(home: str, screen: int) -> Path:
     return Path(home) / ".holm" / f"chromium-{screen}"
 
 
-def chromium_argv(
-    home: str, screen: int, width: int, height: int, accessibility: bool = False
-) -> list[str]:
+def chromium_argv(home: str, screen: int, accessibility: bool = False) -> list[str]:
     # With the accessibility bus, the pages' widgets are on it too (a11y_bus.py).
     a11y = ["--force-renderer-accessibility"] if accessibility else []
     return [
@@ -63,9 +71,7 @@ def chromium_argv(
         *a11y,
         "--remote-debugging-port=0",
         f"--user-data-dir={chromium_profile(home, screen)}",
-        "--window-position=0,0",
-        f"--window-size={width},{height}",
-        "--start-maximized",
+        *CHROMIUM_WINDOW_FLAGS,
     ]
 
 
@@ -256,8 +262,6 @@ def quiet_carets(home: str) -> None:
 
 def start_chromium(
     screen: int,
-    width: int,
-    height: int,
     home: str,
     run_dir: Path,
     env: dict[str, str],
@@ -270,7 +274,7 @@ def start_chromium(
     # A port file left by an earlier run would name a port nobody listens on.
     (profile / "DevToolsActivePort").unlink(missing_ok=True)
     proc = processes.spawn(
-        [*chromium_argv(home, screen, width, height, accessibility), "about:blank"],
+        [*chromium_argv(home, screen, accessibility), "about:blank"],
         env=env,
         cwd=home,
         log_path=run_dir / f"chromium-{screen}.log",
