@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 from Xlib import X, display
+from Xlib.error import XError
 
 from holm.adapters.agent import processes
-from holm.adapters.agent.windows import client_windows, wm_running
+from holm.adapters.agent.windows import ClientWindow, client_windows, wm_running
 
 log = logging.getLogger("holm.agent")
 
@@ -290,7 +291,8 @@ def wait_chromium(
     proc: subprocess.Popen[bytes],
     run_dir: Path,
 ) -> int:
-    """Wait for Chromium's DevTools port and for its window to be mapped; return the port."""
+    """Wait for Chromium's DevTools port and for its window to be mapped and drawn; return
+    the port."""
     port_file = chromium_profile(home, screen) / "DevToolsActivePort"
     log_file = run_dir / f"chromium-{screen}.log"
     deadline = time.monotonic() + CHROMIUM_START_S
@@ -300,19 +302,26 @@ def wait_chromium(
         while True:
             if port is None:
                 port = read_devtools_port(port_file)
-            mapped = any(
-                w.class_.lower() == "chromium"
+            windows = [
+                w
                 for w in client_windows(conn)
-                if w.map_state == X.IsViewable
-            )
-            if port is not None and mapped:
+                if w.class_.lower() == "chromium" and w.map_state == X.IsViewable
+            ]
+            drawn = any(_drawn(conn, w) for w in windows)
+            if port is not None and drawn:
                 return port
             if proc.poll() is not None:
                 raise StartFailed(
                     f"screen {screen}: chromium ended with {proc.returncode} (see {log_file})"
                 )
             if time.monotonic() > deadline:
-                missing = "its window was not mapped" if port else "no DevTools port"
+                missing = (
+                    "no DevTools port"
+                    if port is None
+                    else "its window was not drawn"
+                    if windows
+                    else "its window was not mapped"
+                )
                 raise StartFailed(
                     f"screen {screen}: chromium did not come up within "
                     f"{CHROMIUM_START_S:.0f} s: {missing} (see {log_file})"
@@ -320,6 +329,30 @@ def wait_chromium(
             time.sleep(0.05)
     finally:
         conn.close()
+
+
+# How many rows at the top of Chromium's window tell whether it has been drawn: its tab strip.
+DRAWN_ROWS = 40
+
+
+def _drawn(conn: display.Display, window: ClientWindow) -> bool:
+    """Whether Chromium has drawn its window: a new one shows one plain colour (the window's
+    background) for a second or two after it is mapped, before the tab strip and toolbar
+    appear. A box is ready only once they have: until then, every capture is a picture of
+    that moment, and a run that never touches the screen (commands only) would end on one
+    picture or the other depending on how fast it ran, so its forks would not end on its
+    pixels."""
+    rows = min(window.height, DRAWN_ROWS)
+    try:
+        data = (
+            conn.create_resource_object("window", window.id)
+            .get_image(0, 0, window.width, rows, X.ZPixmap, 0xFFFFFFFF)
+            .data
+        )
+    except XError:
+        # Unmapped or resized meanwhile: look again on the next round.
+        return False
+    return bool(data) and data != data[:4] * (len(data) // 4)
 
 
 def read_devtools_port(port_file: Path) -> int | None:
