@@ -32,6 +32,10 @@ sys.path.insert(0, str(_HERE.parent / "tests" / "cli"))
 
 from e2e_kit import HOLM, Holmd  # noqa: E402
 
+# After the standard library's folders, so that only names it lacks come from here.
+sys.path.append(str(_HERE))
+from checkout import base_checkout, merge_base, short  # noqa: E402
+
 from holm.client import HolmClient, SyncHolmClient  # noqa: E402
 from holm.wire.actions import Move  # noqa: E402
 from holm.wire.values import Point  # noqa: E402
@@ -61,19 +65,9 @@ def cpu_and_wall(args: list[str], env: dict[str, str]) -> tuple[float, float]:
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
 
 
-def base_checkout(rev: str, into: Path) -> None:
-    """The `holm` package of REV, written out of git without touching any worktree."""
-    tar = subprocess.run(
-        ["git", "archive", rev, "holm"], cwd=_HERE.parent, capture_output=True, check=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=tar, check=True)
-
-
 def startup_figures(base: str, rounds: int) -> None:
     repo = _HERE.parent
-    rev = subprocess.run(
-        ["git", "rev-parse", "--short", base], cwd=repo, capture_output=True, check=True, text=True
-    ).stdout.strip()
+    rev = short(base)
     trace_file = repo / "fixtures" / "traces" / "spec_example.jsonl"
     commands = {"holm --help": ["--help"], "holm trace FILE.jsonl": ["trace", str(trace_file)]}
     with tempfile.TemporaryDirectory(prefix="holm-base-") as old:
@@ -143,7 +137,7 @@ def main() -> None:
     parser.add_argument("--base", help="The code to compare the start with (a git revision).")
     options = parser.parse_args()
     rounds = options.rounds
-    base = options.base or _merge_base()
+    base = options.base or merge_base()
     startup_figures(base, rounds)
     if options.startup:
         return
@@ -162,16 +156,6 @@ def main() -> None:
         sync_figures(server, box, rounds)
     finally:
         server.stop()
-
-
-def _merge_base() -> str:
-    return subprocess.run(
-        ["git", "merge-base", "HEAD", "main"],
-        cwd=_HERE.parent,
-        capture_output=True,
-        check=True,
-        text=True,
-    ).stdout.strip()
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def serve(state_dir: Path, port: int, chromium: bool, breakdown: bool) -> None:
     from aiohttp import web
 
     if breakdown:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        sys.path.append(str(Path(__file__).resolve().parent))
         import breakdown as parts
 
         parts.instrument()
@@ -257,7 +257,7 @@ async def idle_cpu(
 ) -> None:
     from holm.adapters.local.records import read_records
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.append(str(Path(__file__).resolve().parent))
     from proc_cpu import cpu_seconds
 
     # A moment for the watchers' first frames and the pages to settle.
@@ -329,15 +329,24 @@ def main() -> None:
 
 
 @contextlib.contextmanager
-def served(prefix: str, flags: list[str]) -> Iterator[tuple[str, Path, int]]:
+def served(
+    prefix: str, flags: list[str], checkout: Path | None = None
+) -> Iterator[tuple[str, Path, int]]:
     """holmd in its own process (this script with `--serve` and `flags`) on a fresh state
     dir, once it answers: its URL, the state dir and its pid; ended after, with the boxes
-    it left. bench/mcp.py and bench/viewer.py measure against it too."""
+    it left. bench/mcp.py and bench/viewer.py measure against it too. With `checkout` (a
+    git worktree of other code), that checkout's holmd and agent, for a before/after in
+    one run."""
     state_dir = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     port = _free_port()
+    script, env = Path(__file__).resolve(), None
+    if checkout is not None:
+        script = checkout.resolve() / "bench" / script.name
+        env = {**os.environ, "PYTHONPATH": str(checkout.resolve())}
     server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(state_dir), str(port), *flags],
+        [sys.executable, str(script), "--serve", str(state_dir), str(port), *flags],
         start_new_session=True,
+        env=env,
     )
     base = f"http://127.0.0.1:{port}"
     try:

@@ -13,15 +13,23 @@ box starts, and how long the runtime still waits for it is timed around `Attachi
 
 The same file runs against another checkout of holm (PYTHONPATH=<that checkout>), so
 that two versions are measured in one sitting.
+
+    .venv/bin/python bench/local.py --memory [--base REV] [--rounds N]
+
+prints instead what an idle box of the default spec costs in memory (box_memory.py): PSS
+by kind of process, the whole box's PSS and USS, and how many such boxes 24 GiB holds,
+for the code of REV (default: where this branch left main) beside this checkout's, their
+boxes started in turns (default 3 rounds).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -170,13 +178,34 @@ async def main(n: int, display_base: int) -> None:
         shutil.rmtree(state, ignore_errors=True)
 
 
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("count", type=int, nargs="?", default=5)
+    parser.add_argument("display_base", type=int, nargs="?", default=220)
+    parser.add_argument("--offline", action="store_true")
+    parser.add_argument("--memory", action="store_true", help="only the memory figures")
+    parser.add_argument("--base", help="with --memory: the code to compare with (a git rev)")
+    parser.add_argument("--rounds", type=int, default=3)
+    # One box measured, for --memory, with the code on PYTHONPATH; prints JSON.
+    parser.add_argument("--memory-box", type=int, metavar="DISPLAY_BASE", help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    count = int(args[0]) if args else 5
-    base = int(args[1]) if len(args) > 1 else 220
-    if "--offline" in sys.argv:
-        SPEC = Spec(policy=Policy(network=False))
-    print(f"holm from {Path(runtime_module.__file__).resolve().parents[3]}")
-    print(f"boxes with policy.network {SPEC.policy.network}")
-    time_the_sandbox()
-    asyncio.run(main(count, base))
+    options = parse()
+    if options.memory_box is not None:
+        import box_memory
+
+        print(json.dumps(asyncio.run(box_memory.one_box(options.memory_box))))
+    elif options.memory:
+        import box_memory
+        from checkout import merge_base
+
+        box_memory.compare(options.base or merge_base(), options.rounds, options.display_base)
+    else:
+        if options.offline:
+            SPEC = Spec(policy=Policy(network=False))
+        print(f"holm from {Path(runtime_module.__file__).resolve().parents[3]}")
+        print(f"boxes with policy.network {SPEC.policy.network}")
+        time_the_sandbox()
+        asyncio.run(main(options.count, options.display_base))

@@ -5,10 +5,11 @@
 holmd runs in its own process (bench/http_api.py's server: the local runtime, Chromium on
 the screen, 127.0.0.1), so the relay does not share a core's time with this client:
 - ticket to first frame: POST …/viewer/ticket, open the socket, RFB handshake, and one
-  whole 1280x800 raw framebuffer update, p50;
+  whole 1280x800 raw framebuffer update, p50; and the same straight on x11vnc's Unix
+  socket, the two taking turns, each after a random pause;
 - frames a viewer receives per second while the page animates (incremental update
   requests, the next sent as each update arrives, as a VNC viewer does), through holmd's
-  WebSocket relay and straight on x11vnc's Unix socket, one after the other in one run;
+  WebSocket relay and straight on x11vnc's Unix socket, taking turns;
 - whole-screen raw updates per second (non-incremental requests), both ways.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import statistics
 import struct
 import sys
@@ -34,6 +36,8 @@ from holm.adapters.local.runtime import LocalRuntime  # noqa: E402
 
 Recv = Callable[[int], Awaitable[bytes]]
 Send = Callable[[bytes], Awaitable[None]]
+# recv, send and close of a connection to the screen's VNC server.
+Opened = tuple[Recv, Send, Callable[[], Awaitable[None]]]
 
 
 async def handshake(recv: Recv, send: Send) -> tuple[int, int]:
@@ -86,7 +90,10 @@ def ws_transport(ws: aiohttp.ClientWebSocketResponse) -> tuple[Recv, Send]:
     async def recv(n: int) -> bytes:
         while len(buffer) < n:
             buffer.extend(await ws.receive_bytes())
-        taken = bytes(buffer[:n])
+        # One copy, as StreamReader.readexactly makes for the direct way (a slice of the
+        # bytearray would be a second).
+        with memoryview(buffer) as view:
+            taken = bytes(view[:n])
         del buffer[:n]
         return taken
 
@@ -147,84 +154,86 @@ async def measure(base: str, state_dir: Path, rounds: int, seconds: float) -> No
         box = (await (await client.post("/v1/boxes", json={})).json())["id"]
         ticket_path = f"/v1/boxes/{box}/screens/0/viewer/ticket"
         socket_path = f"/v1/boxes/{box}/screens/0/viewer/socket"
-
-        async def relayed() -> aiohttp.ClientWebSocketResponse:
-            ticket = (await (await client.post(ticket_path, json={})).json())["ticket"]
-            return await client.ws_connect(
-                f"{socket_path}?ticket={ticket}&mode=view", protocols=("binary",)
-            )
-
-        firsts = []
-        parts: list[tuple[float, float, float]] = []
-        for _ in range(max(5, rounds // 3)):
-            began = time.perf_counter()
-            ws = await relayed()
-            opened = time.perf_counter()
-            recv, send = ws_transport(ws)
-            width, height = await handshake(recv, send)
-            shaken = time.perf_counter()
-            await full_update(recv, send, width, height)
-            firsts.append(time.perf_counter() - began)
-            parts.append((opened - began, shaken - opened, time.perf_counter() - shaken))
-            await ws.close()
-        print(
-            "  of which ticket and socket, RFB handshake, whole frame (p50, ms): "
-            + ", ".join(f"{statistics.median(p) * 1000:.1f}" for p in zip(*parts, strict=True))
-        )
-        p50 = statistics.median(firsts) * 1000
-        print(f"ticket to first frame ({width}x{height} raw): p50 {p50:.1f} ms")
-
         runtime = LocalRuntime(state_dir / "boxes", "bench-viewer", display_base=DISPLAY_BASE)
         vnc = await runtime.viewer_socket(box, 0)
 
-        async def direct() -> tuple[Recv, Send, asyncio.StreamWriter]:
-            reader, writer = await asyncio.open_unix_connection(str(vnc), limit=1 << 22)
-            return *unix_transport(reader, writer), writer
+        async def relayed() -> Opened:
+            ticket = (await (await client.post(ticket_path, json={})).json())["ticket"]
+            ws = await client.ws_connect(
+                f"{socket_path}?ticket={ticket}&mode=view", protocols=("binary",)
+            )
+            return *ws_transport(ws), ws.close
 
-        straight_firsts = []
-        parts = []
+        async def direct() -> Opened:
+            reader, writer = await asyncio.open_unix_connection(str(vnc), limit=1 << 22)
+
+            async def close() -> None:
+                writer.close()
+
+            return *unix_transport(reader, writer), close
+
+        ways = {"relay": relayed, "direct": direct}
+        firsts: dict[str, list[tuple[float, float, float]]] = {way: [] for way in ways}
         for _ in range(max(5, rounds // 3)):
-            began = time.perf_counter()
-            recv, send, writer = await direct()
-            opened = time.perf_counter()
-            width, height = await handshake(recv, send)
-            shaken = time.perf_counter()
-            await full_update(recv, send, width, height)
-            straight_firsts.append(time.perf_counter() - began)
-            parts.append((opened - began, shaken - opened, time.perf_counter() - shaken))
-            writer.close()
-        print(
-            "  of which socket, RFB handshake, whole frame (p50, ms): "
-            + ", ".join(f"{statistics.median(p) * 1000:.1f}" for p in zip(*parts, strict=True))
-        )
-        p50 = statistics.median(straight_firsts) * 1000
-        print(f"the same straight on x11vnc's socket (no ticket, no relay): p50 {p50:.1f} ms")
+            for way, opened in ways.items():
+                # x11vnc without a client looks at its socket every 200 ms; a viewer comes
+                # at any moment of that. Back to back, each way's rounds met the same moment
+                # of it (the relay's just after x11vnc began a wait, +190 ms).
+                await asyncio.sleep(random.uniform(0.25, 0.45))
+                firsts[way].append(await first_frame(opened))
+        for way, label in (
+            ("relay", "ticket to first frame"),
+            ("direct", "the same straight on x11vnc's socket (no ticket, no relay)"),
+        ):
+            parts = ", ".join(
+                f"{statistics.median(p) * 1000:.1f}" for p in zip(*firsts[way], strict=True)
+            )
+            total = statistics.median(sum(p) for p in firsts[way]) * 1000
+            print(f"  of which opening, RFB handshake, whole frame (p50, ms): {parts}")
+            print(f"{label} (1280x800 raw): p50 {total:.1f} ms")
 
         body = {"actions": [{"type": "open_url", "url": ANIMATION}]}
         await client.post(f"/v1/boxes/{box}/screens/0/actions", json=body)
-        ws = await relayed()
-        through = await frames_per_second(*ws_transport(ws), seconds)
-        await ws.close()
-        recv, send, writer = await direct()
-        straight = await frames_per_second(recv, send, seconds)
-        writer.close()
-        print(
-            f"frames/s while the page animates: relay {through:.1f}, direct {straight:.1f} "
-            f"({through / straight * 100:.0f} %)"
-        )
-
-        ws = await relayed()
-        whole_relayed = await updates_per_second(*ws_transport(ws), rounds)
-        await ws.close()
-        recv, send, writer = await direct()
-        whole_direct = await updates_per_second(recv, send, rounds)
-        writer.close()
-        print(
-            f"whole-screen raw updates/s: relay {whole_relayed:.1f}, direct {whole_direct:.1f} "
-            f"({whole_relayed / whole_direct * 100:.0f} %)"
-        )
+        animated = await alternately(ways, lambda r, s: frames_per_second(r, s, seconds))
+        print_both("frames/s while the page animates", animated)
+        whole = await alternately(ways, lambda r, s: updates_per_second(r, s, rounds))
+        print_both("whole-screen raw updates/s", whole)
         await runtime.close()
         await client.delete(f"/v1/boxes/{box}", headers=CONFIRM)
+
+
+def print_both(label: str, got: dict[str, float]) -> None:
+    relay, direct = got["relay"], got["direct"]
+    print(f"{label}: relay {relay:.1f}, direct {direct:.1f} ({relay / direct * 100:.0f} %)")
+
+
+async def first_frame(opened: Callable[[], Awaitable[Opened]]) -> tuple[float, float, float]:
+    """Seconds to open the connection, to shake hands, and to get a whole raw frame."""
+    began = time.perf_counter()
+    recv, send, close = await opened()
+    opening = time.perf_counter()
+    width, height = await handshake(recv, send)
+    shaken = time.perf_counter()
+    await full_update(recv, send, width, height)
+    done = time.perf_counter()
+    await close()
+    return opening - began, shaken - opening, done - shaken
+
+
+async def alternately(
+    ways: dict[str, Callable[[], Awaitable[Opened]]],
+    measure: Callable[[Recv, Send], Awaitable[float]],
+    turns: int = 3,
+) -> dict[str, float]:
+    """The mean of `measure` over `turns` connections each way, the ways taking turns, so
+    that a change in the machine's load falls on both."""
+    got: dict[str, list[float]] = {way: [] for way in ways}
+    for _ in range(turns):
+        for way, opened in ways.items():
+            recv, send, close = await opened()
+            got[way].append(await measure(recv, send))
+            await close()
+    return {way: statistics.mean(values) for way, values in got.items()}
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 from holm.wire.actions import Action
 from holm.wire.api import ImageInfo
 from holm.wire.results import ActionResult
-from holm.wire.runtime import Capabilities, FrameResult, Held, Released, RuntimeBox, Started
+from holm.wire.runtime import BatchEnd, Capabilities, FrameResult, RuntimeBox, Started
 from holm.wire.spec import Placement, Spec
 from holm.wire.values import PNG, Encoding, Region
 
@@ -34,8 +34,10 @@ class Desktop(Protocol):
         Actions that do not use a screen (exec, files, apps) ignore `screen`."""
         ...
 
-    async def end_batch(self, screen: int) -> tuple[Released, Held]:
-        """Release what a batch left down without a `hold_ms`; tell what stays down."""
+    async def end_batch(self, screen: int) -> BatchEnd:
+        """Release what a batch left down without a `hold_ms`; tell what stays down, and
+        the screen's windows and tabs as they are now (what every batch answers with: one
+        round trip for all three)."""
         ...
 
     async def frame(

@@ -14,7 +14,7 @@ import msgspec
 
 from holm.adapters.base import Desktop
 from holm.errors import BadRequest, HolmError
-from holm.wire.actions import NOT_IN_BATCH, Action, Cursor, Launch, Tabs, Windows, type_of
+from holm.wire.actions import NOT_IN_BATCH, Action, Cursor, Launch, type_of
 from holm.wire.api import ActionsRequest, ActionsResult, FrameView, Holding, StepResult
 from holm.wire.entries import (
     Acted,
@@ -29,13 +29,9 @@ from holm.wire.results import (
     ActionResult,
     ExecResult,
     FoundWindow,
-    Tab,
-    TabList,
-    WindowInfo,
-    WindowList,
     expect,
 )
-from holm.wire.runtime import FrameResult, Held, Released
+from holm.wire.runtime import BatchEnd, FrameResult, Held
 from holm.wire.values import Point, encoding_of
 
 from .guards import boundary
@@ -136,12 +132,13 @@ async def run_steps(
         raise appended
     if isinstance(after, BaseException):
         raise after
-    (released, held), windows, frame, cursor, tabs = after
+    ended, frame, cursor = after
+    released, held = ended.released, ended.held
     return ActionsResult(
         results=results,
         stopped_at=stopped_at,
-        windows=windows,
-        tabs=tabs,
+        windows=ended.windows,
+        tabs=ended.tabs,
         released=released.buttons,
         released_keys=released.keys,
         holding=_holding(held.buttons, held),
@@ -163,22 +160,12 @@ async def _step(
 
 async def _after_batch(
     desktop: Desktop, screen: int, request: ActionsRequest
-) -> tuple[tuple[Released, Held], list[WindowInfo], FrameResult | None, Point | None, list[Tab]]:
+) -> tuple[BatchEnd, FrameResult | None, Point | None]:
     async def nothing() -> None:
         return None
 
-    async def windows() -> list[WindowInfo]:
-        return expect(await desktop.act(screen, Windows()), WindowList).windows
-
     async def cursor() -> Point:
         return expect(await desktop.act(screen, Cursor()), Point)
-
-    async def tabs() -> list[Tab]:
-        try:
-            return expect(await desktop.act(screen, Tabs()), TabList).tabs
-        except HolmError:
-            # A screen with no Chromium (or one not up) has no tabs to list.
-            return []
 
     frame = (
         desktop.frame(
@@ -191,7 +178,7 @@ async def _after_batch(
     )
     where = cursor() if "cursor" in request.want else nothing()
     return await boundary(
-        asyncio.gather(desktop.end_batch(screen), windows(), frame, where, tabs()),
+        asyncio.gather(desktop.end_batch(screen), frame, where),
         "reading the screen after a batch",
     )
 

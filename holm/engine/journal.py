@@ -58,6 +58,19 @@ class Journal:
     def state(self, box_id: str) -> BoxState | None:
         return self._states.get(box_id)
 
+    def state_ahead(self, box_id: str) -> BoxState | None:
+        """The box's state once everything submitted for it so far is folded in: what an
+        entry submitted now comes after. `state` lags behind by the entries not yet
+        durable, so an entry whose fields depend on the state (a frame's actor is whoever
+        holds the screen) is built from this one, or it could contradict an entry queued
+        before it (a takeover)."""
+        state = self._states.get(box_id)
+        writer = self._writers.get(box_id)
+        pending = writer.pending() if writer is not None else []
+        if pending:
+            state, _ = fold_known(pending, state)
+        return state
+
     def states(self) -> Iterator[BoxState]:
         return iter(list(self._states.values()))
 
@@ -115,7 +128,13 @@ class _TraceWriter:
         self.journal = journal
         self.trace = trace
         self.queue: list[tuple[list[Entry], asyncio.Future[list[Entry]]]] = []
+        # Taken from the queue and being written: not folded yet either.
+        self.writing: list[Entry] = []
         self.flushing: asyncio.Task[None] | None = None
+
+    def pending(self) -> list[Entry]:
+        """The entries submitted and not yet folded in, in order."""
+        return self.writing + [item for entries, _ in self.queue for item in entries]
 
     def submit(self, entries: Sequence[Entry]) -> asyncio.Future[list[Entry]]:
         future: asyncio.Future[list[Entry]] = asyncio.get_running_loop().create_future()
@@ -132,14 +151,16 @@ class _TraceWriter:
         try:
             while self.queue:
                 batch, self.queue = self.queue, []
-                flat = [item for entries, _ in batch for item in entries]
+                flat = self.writing = [item for entries, _ in batch for item in entries]
                 try:
                     written = await stored(self.journal.store.append(self.trace, flat))
                 except HolmError as exc:
+                    self.writing = []
                     for _, future in batch:
                         if not future.done():
                             future.set_exception(exc)
                     continue
+                self.writing = []
                 try:
                     self.journal._fold(self.trace, written)
                 except Exception:
@@ -153,6 +174,7 @@ class _TraceWriter:
                     start += len(entries)
         finally:
             self.flushing = None
+            self.writing = []
             for _, future in self.queue:
                 if not future.done():
                     future.set_exception(Unavailable("the server is stopping"))

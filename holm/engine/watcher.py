@@ -153,7 +153,8 @@ class FrameWatchers:
         if frame.png is None:
             return False
         await self.store.put_frame(state.id, frame.hash, frame.png)
-        current = self.journal.state(state.id) or state
+        # Of the state ahead: a takeover queued before this frame makes it the person's.
+        current = self.journal.state_ahead(state.id) or state
         holder = current.held_by[screen] if screen < len(current.held_by) else "agent"
         await self.journal.append(
             state.id,

@@ -23,7 +23,7 @@ from holm.replay.boxes import Boxes
 from holm.replay.plan import Step, plan_fork
 from holm.replay.reading import read_whole_trace
 from holm.wire.diff import FrameComparison, MatchedStep, StepRef, TraceDiff
-from holm.wire.entries import Entry, ForkedFrom, FrameSeen
+from holm.wire.entries import BoxCreated, Entry, ForkedFrom, FrameSeen
 from holm.wire.values import Region
 
 ReadEntries = Callable[[str], Awaitable[Sequence[Entry]]]
@@ -135,8 +135,11 @@ class Alignment(NamedTuple):
 
 def align_traces(a: str, entries_a: Sequence[Entry], entries_b: Sequence[Entry]) -> Alignment:
     """The steps of trace `a` (up to where B was forked from it, when B names `a` as its
-    source) and of B, aligned: what `holm diff` and the side-by-side trace page show."""
-    up_to = fork_up_to(entries_b, a)
+    source) and of B, aligned: what `holm diff` and the side-by-side trace page show.
+    A is known by the box its trace created, when it has its start: a trace file's name
+    (a path) is not what a fork's `forked_from` names."""
+    created = next((e for e in entries_a if isinstance(e, BoxCreated)), None)
+    up_to = fork_up_to(entries_b, a if created is None else created.box_id)
     pairs, missing, extra = align_steps(
         plan_fork(entries_a, up_to=up_to).steps, plan_fork(entries_b).steps
     )

@@ -7,6 +7,7 @@ from typing import Literal
 
 import msgspec
 
+from holm.wire.results import Tab, WindowInfo
 from holm.wire.spec import Placement, Spec
 from holm.wire.values import ImageFormat
 
@@ -87,4 +88,22 @@ class Released(msgspec.Struct, kw_only=True):
     keys: list[str] = msgspec.field(default_factory=list)
 
 
-__all__ = ["Capabilities", "FrameResult", "Held", "Released", "RuntimeBox", "Started"]
+class BatchEnd(msgspec.Struct, kw_only=True):
+    """What the end of a batch tells, in one answer: what it released, what stays down,
+    and the screen's windows and tabs after it (every batch's answer carries both)."""
+
+    released: Released
+    held: Held
+    windows: list[WindowInfo] = msgspec.field(default_factory=list)
+    tabs: list[Tab] = msgspec.field(default_factory=list)
+
+
+__all__ = [
+    "BatchEnd",
+    "Capabilities",
+    "FrameResult",
+    "Held",
+    "Released",
+    "RuntimeBox",
+    "Started",
+]

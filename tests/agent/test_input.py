@@ -117,12 +117,13 @@ async def test_mouse_down_is_released_after_hold_ms(
         await desktop.act(0, a.MouseDown(at=Point(x=600, y=500), hold_ms=300)), r.ButtonHeld
     )
     assert down.at == Point(x=600, y=500) and down.seed is None and down.release_at_ms > 0
-    released, held = await desktop.end_batch(0)
+    ended = await desktop.end_batch(0)
+    released, held = ended.released, ended.held
     assert released.buttons == [] and held.buttons == ["left"]
     assert held.release_at_ms == down.release_at_ms
     # Nobody sends mouse_up: the page sees the button go up when the hold runs out.
     assert await page_title(desktop, 0, "mousedown,mouseup") == "mousedown,mouseup"
-    _, held = await desktop.end_batch(0)
+    held = (await desktop.end_batch(0)).held
     assert held.buttons == []
 
 
@@ -131,11 +132,13 @@ async def test_end_batch_releases_what_has_no_hold_ms(desktop: AgentDesktop) -> 
     await desktop.act(1, a.KeyDown(key="shift"))
     ctrl = r.expect(await desktop.act(1, a.KeyDown(key="ctrl", hold_ms=60_000)), r.KeyHeld)
     assert ctrl.key == "ctrl"
-    released, held = await desktop.end_batch(1)
+    ended = await desktop.end_batch(1)
+    released, held = ended.released, ended.held
     assert released.buttons == ["middle"] and released.keys == ["shift"]
     assert held.keys == ["ctrl"] and held.release_at_ms == ctrl.release_at_ms
     assert await desktop.act(1, a.KeyUp(key="ctrl")) == r.KeyReleased(key="ctrl")
-    released, held = await desktop.end_batch(1)
+    ended = await desktop.end_batch(1)
+    released, held = ended.released, ended.held
     assert (released.keys, held.keys) == ([], [])
 
 
@@ -216,5 +219,6 @@ async def test_drag_and_path_press_move_and_release_with_modifiers(
     assert await page_title(desktop, 0, "drag:200,600->600,600:true:shift") == (
         "drag:200,600->600,600:true:shift"
     )
-    released, held = await desktop.end_batch(0)
+    ended = await desktop.end_batch(0)
+    released, held = ended.released, ended.held
     assert (released.buttons, released.keys, held.buttons, held.keys) == ([], [], [], [])

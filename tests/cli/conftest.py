@@ -24,6 +24,9 @@ box = e2e_kit.box
 
 # What a test waits for a `holm` subprocess at the most (a fork can take a while).
 PROCESS_TIMEOUT_S = 240
+# The checkout under test, ahead of the installed one: the console script imports `holm`
+# from wherever the virtualenv was installed from, which in a second worktree is not here.
+CHECKOUT = str(Path(__file__).resolve().parents[2])
 
 
 @pytest.fixture
@@ -50,7 +53,12 @@ def holm_process(holmd: Holmd) -> RunHolmProcess:
             [str(HOLM), *args],
             input=stdin,
             capture_output=True,
-            env={"PATH": "/usr/bin:/bin", **holmd.client_env, **(env or {})},
+            env={
+                "PATH": "/usr/bin:/bin",
+                "PYTHONPATH": CHECKOUT,
+                **holmd.client_env,
+                **(env or {}),
+            },
             timeout=PROCESS_TIMEOUT_S,
             check=False,
         )

@@ -82,7 +82,9 @@ def test_the_source_holds_the_agent_code_and_its_libraries() -> None:
     assert not any(path.startswith(server_side) for path in paths)
     assert not {"wire/api.py", "wire/entries.py", "wire/feed.py"} & set(paths)
     names = {lib.split("==")[0].lower() for lib in source.python_libraries}
-    assert {"msgspec", "aiohttp", "pillow", "python-xlib", "six", "yarl"} <= names
+    assert {"msgspec", "pillow", "python-xlib", "six"} <= names
+    # The agent reaches DevTools with the standard library (devtools_wire.py).
+    assert "aiohttp" not in names
 
 
 def test_the_tag_names_the_key() -> None:

@@ -15,7 +15,7 @@ from holm.errors import Unavailable
 from holm.events import MemoryStore
 from holm.projections.box_state import fold
 from holm.projections.events_feed import EventsFeed
-from holm.wire.entries import Entry, FileRead
+from holm.wire.entries import Entry, FileRead, TakeoverStarted
 from holm.wire.spec import Placement, Spec
 
 
@@ -52,3 +52,16 @@ async def test_a_failing_store_answers_unavailable() -> None:
     with pytest.raises(Unavailable, match="No space left"):
         await journal.append("box_x", [entry(FileRead, "agent", path="/a", bytes=1)])
     assert journal.state("box_x") is None
+
+
+async def test_the_state_ahead_includes_what_is_queued(engine: Engine) -> None:
+    """An entry built from the state while a takeover waits to be written comes after the
+    takeover: its fields must agree with it (the frame watcher's actor)."""
+    box = await engine.create_box(Spec(), Placement())
+    queued = engine.journal.submit(box.id, [entry(TakeoverStarted, "person", screen=0)])
+    lagging, ahead = engine.journal.state(box.id), engine.journal.state_ahead(box.id)
+    assert lagging is not None and lagging.held_by == ("agent",)
+    assert ahead is not None and ahead.held_by == ("person",)
+    await queued
+    assert engine.journal.state(box.id) == engine.journal.state_ahead(box.id)
+    assert (await engine.box(box.id)).held_by == ("person",)

@@ -10,6 +10,7 @@ import asyncio
 import base64
 import io
 import itertools
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -44,6 +45,10 @@ async def box(server: LocalServer) -> str:
 
 async def batch(client: Client, box: str, body: dict[str, Any], screen: int = 0) -> Any:
     return await ok_json(await client.post(f"/v1/boxes/{box}/screens/{screen}/actions", json=body))
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -134,6 +139,51 @@ async def test_a_batch_drives_the_screen_and_records_each_step(
         assert again["frame"]["unchanged"] is True and "png_base64" not in again["frame"]
 
 
+async def test_batch_answers_follow_windows_and_tabs_the_box_changes_itself(
+    server: LocalServer, box: str
+) -> None:
+    """The windows and tabs of a batch's answer are kept by the agent between batches; a
+    window a program opens, renames and closes, and a tab whose page navigates itself,
+    show in the answers that come after."""
+    client = client_of(server)
+    nothing: dict[str, Any] = {"actions": []}
+    await batch(client, box, nothing)
+    script = "sleep 1; printf '\\033]2;renamed\\007'; sleep 4"
+    argv = ["sh", "-c", f'xterm -T opened -e sh -c "{script}" >/dev/null 2>&1 &']
+    await batch(client, box, {"actions": [{"type": "exec", "what": {"argv": argv}}]})
+
+    async def titled(title: str) -> bool:
+        answer = await batch(client, box, nothing)
+        return any(w["title"] == title for w in answer["windows"])
+
+    async def no_xterm() -> bool:
+        answer = await batch(client, box, nothing)
+        return all(w["class"] != "XTerm" for w in answer["windows"])
+
+    assert await until(lambda: titled("renamed"))
+    assert await until(no_xterm)
+
+    # A page that goes to another a moment after it loads.
+    pages = {
+        "first.html": "<script>setTimeout(() => location.href = 'moved.html', 500)</script>",
+        "moved.html": "<title>moved</title>moved",
+    }
+    writes = [
+        {"type": "write_file", "what": {"path": name, "contents_base64": b64(body)}}
+        for name, body in pages.items()
+    ]
+    await batch(client, box, {"actions": writes})
+    first = "file:///home/box/first.html"
+    await batch(client, box, {"actions": [{"type": "open_url", "url": first}]})
+
+    async def navigated() -> bool:
+        answer = await batch(client, box, nothing)
+        moved = "file:///home/box/moved.html"
+        return any(t["url"] == moved and t["title"] == "moved" for t in answer["tabs"])
+
+    assert await until(navigated)
+
+
 async def test_launch_and_the_windows_routes(server: LocalServer, box: str) -> None:
     client = client_of(server)
     launched = await batch(client, box, {"actions": [{"type": "launch", "app": "xterm"}]})
@@ -180,15 +230,20 @@ async def test_launch_and_the_windows_routes(server: LocalServer, box: str) -> N
 async def test_frames_are_recorded_when_the_screen_changes(server: LocalServer, box: str) -> None:
     client = client_of(server)
     before = (await trace_entries(client, box))[-1]["seq"]
-    launched = await batch(client, box, {"actions": [{"type": "launch", "app": "xterm"}]})
-    assert launched["results"][0]["ok"]
+    # Text never shown before: an xterm alone could look exactly like the one of an
+    # earlier test, whose frame may be the last recorded (a screen that comes back within
+    # the watcher's coalescing window is not a change).
+    text = f"echo {uuid.uuid4().hex}"
+    steps = [{"type": "launch", "app": "xterm"}, {"type": "type", "text": text}]
+    launched = await batch(client, box, {"actions": steps})
+    assert all(result["ok"] for result in launched["results"])
 
     async def frame_after_launch() -> Any:
         # A poll may see the window as it maps, before the step's `acted` entry lands.
         entries = await trace_entries(client, box)
         return [e for e in entries if e["kind"] == "frame" and e["seq"] > before]
 
-    # The xterm stays on the screen, so a watcher poll sees the change.
+    # The xterm stays on the screen, so the watcher sees the change.
     (after, *_) = await until(frame_after_launch)
     frames = [e for e in await trace_entries(client, box) if e["kind"] == "frame"]
     assert all(

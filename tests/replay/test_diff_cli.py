@@ -57,6 +57,31 @@ def test_two_different_runs_differ_in_steps_and_pixels() -> None:
     assert "screen 0: distance" in text.stdout and "missing: A seq" in text.stdout
 
 
+def test_a_fork_file_is_matched_to_its_source_file_by_box_id(tmp_path: Path) -> None:
+    """Offline, A is a path; the fork's `forked_from` names A's box, which is what counts."""
+    source = RECORDED / "browser_form.jsonl"
+    lines = [json.loads(line) for line in source.read_text().splitlines()]
+    up_to = 10
+    created = {**lines[0], "box_id": "box_fork", "at_ms": lines[-1]["at_ms"] + 1}
+    forked = {"kind": "forked_from", "seq": 1, "at_ms": created["at_ms"], "actor": "agent"}
+    forked |= {"source": lines[0]["box_id"], "up_to": up_to}
+    steps = [e for e in lines[1:] if e["seq"] <= up_to and e["kind"] in ("acted", "executed")]
+    fork = tmp_path / "box_fork.jsonl"
+    fork.write_text(
+        "".join(
+            json.dumps({**line, "seq": seq}) + "\n"
+            for seq, line in enumerate([created, forked, *steps])
+        )
+    )
+
+    result, report = holm_diff(str(source), str(fork))
+
+    assert report["a_up_to"] == up_to, result.stdout
+    # Steps past `up_to` are the source's own, not steps the fork lacks.
+    assert report["missing"] == report["extra"] == []
+    assert report["matched"] == len(steps)
+
+
 def test_a_file_and_a_box_id_are_not_compared() -> None:
     result = CliRunner().invoke(main, ["diff", str(RECORDED / "exec_files.jsonl"), "box_x"])
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import aiohttp
 from http_kit import MakeClient, error_of, new_box, ok_json
 
 from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
+from holm.http.viewer.relay import SERVER_VERSION
 
 
 async def test_a_runtime_without_viewers_says_so(make_client: MakeClient) -> None:
@@ -44,6 +48,33 @@ class SocketRuntime(MemoryRuntime):
         return self.socket_path
 
 
+@contextlib.asynccontextmanager
+async def relayed_to(
+    serve: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    make_client: MakeClient,
+    world: MemoryWorld,
+    tmp_path: Path,
+) -> AsyncIterator[aiohttp.ClientWebSocketResponse]:
+    """A viewer WebSocket, through the relay, to a VNC server that `serve` plays."""
+    path = tmp_path / "vnc.sock"
+    server = await asyncio.start_unix_server(serve, str(path))
+    runtime = SocketRuntime(server_id="srv", world=world)
+    runtime.socket_path = path
+    client = await make_client(runtime=runtime)
+    box = await new_box(client)
+    made = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/viewer/ticket", json={}))
+    ws = await client.ws_connect(
+        f"/v1/boxes/{box}/screens/0/viewer/socket?ticket={made['ticket']}",
+        protocols=("binary",),
+        autoclose=False,
+    )
+    try:
+        yield ws
+    finally:
+        await ws.close()
+        server.close()
+
+
 async def test_a_viewer_that_does_not_read_holds_back_the_box_not_holdmd_s_memory(
     make_client: MakeClient, world: MemoryWorld, tmp_path: Path
 ) -> None:
@@ -57,6 +88,8 @@ async def test_a_viewer_that_does_not_read_holds_back_the_box_not_holdmd_s_memor
         nonlocal sent
         chunk = b"\0" * 65536
         try:
+            # The greeting the relay checks (and drops), then a flood.
+            writer.write(SERVER_VERSION)
             while True:
                 writer.write(chunk)
                 await writer.drain()
@@ -66,19 +99,7 @@ async def test_a_viewer_that_does_not_read_holds_back_the_box_not_holdmd_s_memor
         finally:
             plateau.set()
 
-    path = tmp_path / "vnc.sock"
-    server = await asyncio.start_unix_server(flood, str(path))
-    runtime = SocketRuntime(server_id="srv", world=world)
-    runtime.socket_path = path
-    client = await make_client(runtime=runtime)
-    box = await new_box(client)
-    made = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/viewer/ticket", json={}))
-    ws = await client.ws_connect(
-        f"/v1/boxes/{box}/screens/0/viewer/socket?ticket={made['ticket']}",
-        protocols=("binary",),
-        autoclose=False,
-    )
-    try:
+    async with relayed_to(flood, make_client, world, tmp_path):
         # Poll (bounded) until what the server sent stops growing.
         last = -1
         for _ in range(200):
@@ -87,6 +108,40 @@ async def test_a_viewer_that_does_not_read_holds_back_the_box_not_holdmd_s_memor
                 break
             last = sent
         assert 0 < sent < 32 * 1024 * 1024, sent
-    finally:
-        await ws.close()
-        server.close()
+
+
+async def test_the_relay_greets_the_viewer_before_the_server_does(
+    make_client: MakeClient, world: MemoryWorld, tmp_path: Path
+) -> None:
+    """A server that, like LibVNCServer, would rather hear its client's first bytes before
+    it greets: the viewer gets RFB 3.8 at once, its answer reaches the server, and from then
+    on both see each other's bytes, the server's own greeting dropped."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heard = await reader.readexactly(12)
+        writer.write(SERVER_VERSION + b"\x01\x01heard " + heard)
+        await writer.drain()
+        await reader.read()
+
+    async with relayed_to(serve, make_client, world, tmp_path) as ws:
+        assert await ws.receive_bytes(timeout=10) == SERVER_VERSION
+        await ws.send_bytes(b"RFB 003.008\n")
+        got = b""
+        while len(got) < 20:
+            got += await ws.receive_bytes(timeout=10)
+        assert got == b"\x01\x01heard RFB 003.008\n"
+
+
+async def test_a_server_of_another_rfb_version_is_cut_off(
+    make_client: MakeClient, world: MemoryWorld, tmp_path: Path
+) -> None:
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"RFB 003.003\n\x00\x00\x00\x01")
+        await writer.drain()
+        await reader.read()
+
+    async with relayed_to(serve, make_client, world, tmp_path) as ws:
+        assert await ws.receive_bytes(timeout=10) == SERVER_VERSION
+        await ws.send_bytes(b"RFB 003.008\n")
+        closing = await ws.receive(timeout=10)
+        assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)

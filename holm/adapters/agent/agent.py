@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-import aiohttp
 import msgspec
 
 from holm.adapters.agent import (
@@ -29,10 +28,10 @@ from holm.adapters.agent.recording import Recorder
 from holm.adapters.agent.screen import Screen
 from holm.adapters.agent.tiles import FrameHasher
 from holm.adapters.agent.widgets import Widgets
-from holm.errors import BadRequest, Failed, ScreenUnavailable, Timeout, Unsupported
+from holm.errors import BadRequest, Failed, HolmError, ScreenUnavailable, Timeout, Unsupported
 from holm.wire.actions import RecordWhat
-from holm.wire.results import ExecResult, FileInfo, GrepMatch, Recording, WindowInfo
-from holm.wire.runtime import Held, Released
+from holm.wire.results import ExecResult, FileInfo, GrepMatch, Recording, Tab, WindowInfo
+from holm.wire.runtime import BatchEnd, Held, Released
 from holm.wire.spec import Feature
 
 log = logging.getLogger("holm.agent")
@@ -83,7 +82,6 @@ class Agent:
         self.recorders = [Recorder(i, self.home, self.run_dir) for i in range(options.screens)]
         self.ready = asyncio.Event()
         self.failure: str | None = None
-        self._session: aiohttp.ClientSession | None = None
         self._pages: dict[int, Pages] = {}
         self._warming: set[asyncio.Task[None]] = set()
         # The first screen's DevTools, on a socket in the run folder (devtools_bridge.py).
@@ -240,10 +238,8 @@ class Agent:
             if not self.options.chromium:
                 raise Unsupported("this box runs no Chromium (--no-chromium)")
             raise ScreenUnavailable(f"screen {index}'s Chromium is not up")
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
         if index not in self._pages:
-            self._pages[index] = Pages(self._session, screen.devtools_port)
+            self._pages[index] = Pages(screen.devtools_port, screen.window_changes)
         return self._pages[index]
 
     def widgets(self) -> Widgets:
@@ -258,8 +254,7 @@ class Agent:
             self._widgets.close()
         if self._bridge is not None:
             self._bridge.close()
-        if self._session is not None:
-            await self._session.close()
+        await asyncio.gather(*(pages.close() for pages in self._pages.values()))
         for s in self.screens:
             s.close()
         self._png_pool.shutdown(wait=False, cancel_futures=True)
@@ -379,15 +374,24 @@ class Agent:
                 return [app.name for app in self.catalog.names()]
         raise BadRequest(f"unknown request {type(request).__name__}")
 
-    async def end_batch(self, index: int) -> tuple[Released, Held]:
+    async def end_batch(self, index: int) -> BatchEnd:
         screen = self.screen(index)
-        buttons, keys, held_buttons, held_keys, release_at = await screen.on_input(
-            lambda i: i.end_batch()
+        (buttons, keys, held_buttons, held_keys, release_at), windows, tabs = await asyncio.gather(
+            screen.end_input_batch(), screen.windows(), self._tabs(index)
         )
-        return (
-            Released(buttons=buttons, keys=keys),
-            Held(buttons=held_buttons, keys=held_keys, release_at_ms=release_at),
+        return BatchEnd(
+            released=Released(buttons=buttons, keys=keys),
+            held=Held(buttons=held_buttons, keys=held_keys, release_at_ms=release_at),
+            windows=windows,
+            tabs=tabs,
         )
+
+    async def _tabs(self, index: int) -> list[Tab]:
+        try:
+            return await self.pages(index).tabs()
+        except HolmError:
+            # A screen with no Chromium (or one not up) has no tabs to list.
+            return []
 
 
 def _number(screen: Screen) -> int:

@@ -13,8 +13,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import aiohttp
-
+from holm.adapters.agent.devtools_wire import Unreachable, WebSocket
 from holm.adapters.agent.page_js import INSTALL, MISSING, call
 from holm.errors import Failed, Timeout, Transport
 
@@ -25,9 +24,7 @@ MAX_EVENTS = 2000
 
 
 class Cdp:
-    def __init__(
-        self, ws: aiohttp.ClientWebSocketResponse, ids: itertools.count[int], tab: str
-    ) -> None:
+    def __init__(self, ws: WebSocket, ids: itertools.count[int], tab: str) -> None:
         self.ws = ws
         self.ids = ids
         self.tab = tab
@@ -48,12 +45,10 @@ class Cdp:
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def open(
-        cls, session: aiohttp.ClientSession, ws_url: str, ids: itertools.count[int], tab: str
-    ) -> Cdp:
+    async def open(cls, ws_url: str, ids: itertools.count[int], tab: str) -> Cdp:
         try:
-            ws = await session.ws_connect(ws_url, max_msg_size=0)
-        except aiohttp.ClientError as exc:
+            ws = await WebSocket.connect(ws_url)
+        except Unreachable as exc:
             raise Transport(f"could not reach the page: {exc}") from None
         cdp = cls(ws, ids, tab)
         await cdp.call("Page.enable")
@@ -71,9 +66,7 @@ class Cdp:
     async def _read(self) -> None:
         try:
             async for message in self.ws:
-                if message.type != aiohttp.WSMsgType.TEXT:
-                    break
-                data = json.loads(message.data)
+                data = json.loads(message)
                 answered = self._waiting.pop(data.get("id", -1), None)
                 if answered is not None:
                     if not answered.done():
@@ -119,7 +112,10 @@ class Cdp:
         self, command_id: int, message: dict[str, Any], waiting: asyncio.Future[dict[str, Any]]
     ) -> dict[str, Any]:
         try:
-            await self.ws.send_str(json.dumps(message))
+            try:
+                await self.ws.send_str(json.dumps(message))
+            except (Unreachable, OSError):
+                raise Transport("the page's DevTools session closed") from None
             return await waiting
         finally:
             # Answered, or given up on (a timeout): nothing waits for it any more.

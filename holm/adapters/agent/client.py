@@ -18,15 +18,17 @@ import msgspec
 
 from holm.adapters.agent import protocol as p
 from holm.errors import ERRORS_BY_CODE, HolmError, Internal, Timeout, Transport
-from holm.wire.actions import Action
-from holm.wire.results import ActionResult
-from holm.wire.runtime import FrameResult, Held, Released
+from holm.wire.actions import Action, Tabs, Windows
+from holm.wire.results import ActionResult, TabList, WindowList
+from holm.wire.runtime import BatchEnd, FrameResult, Held, Released
 from holm.wire.spec import AppDefinition
 from holm.wire.values import PNG, Encoding, Region
 
 T = TypeVar("T")
 
 _decoders: dict[Any, msgspec.msgpack.Decoder[Any]] = {}
+# What `end_batch` answers: a `BatchEnd`, or an older agent's `[Released, Held]`.
+_BATCH_END: Any = BatchEnd | tuple[Released, Held]
 
 
 def _decode(raw: msgspec.Raw, kind: type[T]) -> T:
@@ -158,8 +160,20 @@ class AgentDesktop:
         result: ActionResult = await self.call(request, type(action).Result)
         return result
 
-    async def end_batch(self, screen: int) -> tuple[Released, Held]:
-        return await self.call(p.EndBatch(id=self._id(), screen=screen), tuple[Released, Held])
+    async def end_batch(self, screen: int) -> BatchEnd:
+        request = p.EndBatch(id=self._id(), screen=screen)
+        ended: BatchEnd | tuple[Released, Held] = await self.call(request, _BATCH_END)
+        if isinstance(ended, BatchEnd):
+            return ended
+        # An agent from before `BatchEnd` (a box an older holmd started, which outlives it
+        # and is adopted) tells only what it released and holds: the lists are asked for.
+        released, held = ended
+        windows = await self.call(p.Act(id=self._id(), screen=screen, action=Windows()), WindowList)
+        try:
+            tabs = await self.call(p.Act(id=self._id(), screen=screen, action=Tabs()), TabList)
+        except HolmError:
+            tabs = TabList(tabs=[])  # no Chromium on the screen, or not up
+        return BatchEnd(released=released, held=held, windows=windows.windows, tabs=tabs.tabs)
 
     async def frame(
         self,

@@ -44,6 +44,25 @@ CHROMIUM_FLAGS = (
     "--hide-crash-restore-bubble",
 )
 
+# --- Memory: what an idle box's Chromium need not hold (bench/local.py --memory) ---
+# Each flag here was measured on its own and kept only where it saved memory and no
+# capability went with it (docs/agent.md, "Memory"). Box pages get no WebGL under Xvfb
+# either way, so the GPU process has nothing to do but composite in software. Chromium
+# takes one --disable-features and one --enable-features (the last): a feature to turn
+# off for another reason goes into this list, not into a second flag.
+MEMORY_FLAGS = (
+    # The address bar's popup drawn by Views instead of a WebUI page, which Chromium keeps
+    # preloaded in a renderer of its own (~36 MiB); no spare renderer kept for a next tab.
+    "--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,"
+    "SpareRendererForSitePerProcess",
+    # The network service as a thread of the browser process, not a process of its own.
+    "--enable-features=NetworkServiceInProcess2",
+    # No GPU, no SwiftShader: the GPU process composites in software only.
+    "--disable-gpu",
+    "--disable-software-rasterizer",
+)
+# --- end of the memory flags ---
+
 # Window geometry: maximised, and given no size. Chromium maximises a window only when no
 # --window-size names its bounds; with them (the screen's size) it opened a restored
 # window one pixel short of the screen, which Chromium draws with its own frame (a border
@@ -69,6 +88,7 @@ def chromium_argv(home: str, screen: int, accessibility: bool = False) -> list[s
     return [
         "/usr/bin/chromium",
         *CHROMIUM_FLAGS,
+        *MEMORY_FLAGS,
         *a11y,
         "--remote-debugging-port=0",
         f"--user-data-dir={chromium_profile(home, screen)}",

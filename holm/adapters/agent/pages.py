@@ -15,15 +15,16 @@ import itertools
 import json
 import struct
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-import aiohttp
 import msgspec
 
+from holm.adapters.agent import devtools_wire
 from holm.adapters.agent.cdp_session import COMMAND_TIMEOUT_S, Cdp, thrown
 from holm.adapters.agent.motion import plan as motion_plan
+from holm.adapters.agent.tab_watch import TabWatch
 from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
 from holm.wire import actions as a
 from holm.wire import results as r
@@ -35,15 +36,23 @@ _TWO_FRAMES = {
     "expression": "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))",
     "awaitPromise": True,
 }
-HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
+HTTP_TIMEOUT_S = 10.0
 
 
 class Pages:
     """One screen's Chromium, reached on 127.0.0.1:`port` (inside the box)."""
 
-    def __init__(self, session: aiohttp.ClientSession, port: int) -> None:
-        self.session = session
-        self.base = f"http://127.0.0.1:{port}"
+    def __init__(self, port: int, window_changes: Callable[[], int] = lambda: 0) -> None:
+        self.port = port
+        # The tab listing is kept while nothing that can change it happened since: no
+        # target event (tab_watch.py), no operation of ours on a tab (`_touched`), and no
+        # change of the screen's windows (`window_changes`: a tab brought to the front
+        # retitles Chromium's window, and DevTools lists the front tab first).
+        self._watch = TabWatch()
+        self._watching: asyncio.Task[None] | None = None
+        self._touched = 0
+        self._window_changes = window_changes
+        self._listed: tuple[tuple[int, int, int], list[Tab]] | None = None
         self._ids = itertools.count(1)
         # Labels given by `open_url`, to tab IDs.
         self._labels: dict[str, str] = {}
@@ -54,18 +63,37 @@ class Pages:
         self._pages: dict[str, Cdp] = {}
         self._opening = asyncio.Lock()
 
-    async def _json(self, method: str, path: str) -> Any:
+    def _touch(self) -> None:
+        """Something of ours may change the tabs: the next listing is a fresh one."""
+        self._touched += 1
+
+    async def _request(self, method: str, path: str) -> tuple[int, bytes]:
+        if method != "GET":
+            self._touch()
         try:
-            async with self.session.request(method, self.base + path, timeout=HTTP_TIMEOUT) as r:
-                if r.status == 404:
-                    raise NotFound(f"DevTools has no {path}")
-                if r.status >= 400:
-                    raise Failed(f"DevTools answered {r.status} to {path}: {await r.text()}")
-                return await r.json(content_type=None)
-        except aiohttp.ClientError as exc:
+            return await devtools_wire.request(self.port, method, path, HTTP_TIMEOUT_S)
+        except devtools_wire.Unreachable as exc:
             raise Transport(f"could not reach the screen's Chromium: {exc}") from None
 
+    async def _json(self, method: str, path: str) -> Any:
+        status, body = await self._request(method, path)
+        if status == 404:
+            raise NotFound(f"DevTools has no {path}")
+        if status >= 400:
+            raise Failed(f"DevTools answered {status} to {path}: {body.decode(errors='replace')}")
+        return json.loads(body)
+
     async def tabs(self) -> list[Tab]:
+        """The tabs, front first: the last listing when nothing changed since."""
+        self._follow_tabs()
+        key = (self._watch.changes, self._touched, self._window_changes())
+        if self._watch.live and self._listed is not None and self._listed[0] == key:
+            return self._listed[1]
+        listed = await self._list_tabs()
+        self._listed = (key, listed) if self._watch.live else None
+        return listed
+
+    async def _list_tabs(self) -> list[Tab]:
         targets = await self._json("GET", "/json/list")
         # DevTools' /json escapes titles as HTML (`->` comes as `-&gt;`).
         names = {tab: label for label, tab in self._labels.items()}
@@ -95,10 +123,18 @@ class Pages:
 
     async def warm(self) -> None:
         """Open the front tab's session before any operation needs it (at bring-up), so the
-        first one does not pay for it; a failure is the first operation's to report."""
+        first one does not pay for it; a failure is the first operation's to report.
+        The tab watch starts here too."""
+        self._follow_tabs()
         with contextlib.suppress(Failed, Transport, Timeout, NotFound):
             async with self._session(None):
                 pass
+
+    def _follow_tabs(self) -> None:
+        """Start the tab watch, or start it again when its session ended (a Chromium that
+        restarted, or was not answering yet)."""
+        if self._watching is None or self._watching.done():
+            self._watching = asyncio.create_task(self._watch.watch(self.port))
 
     async def on_tab(self, tab: str, close: bool) -> TabDone:
         target = await self._target(tab)
@@ -110,13 +146,11 @@ class Pages:
         return TabDone(tab=target["id"], closed=close)
 
     async def _text(self, path: str) -> str:
-        try:
-            async with self.session.get(self.base + path, timeout=HTTP_TIMEOUT) as r:
-                if r.status >= 400:
-                    raise NotFound(f"DevTools answered {r.status} to {path}")
-                return await r.text()
-        except aiohttp.ClientError as exc:
-            raise Transport(f"could not reach the screen's Chromium: {exc}") from None
+        self._touch()
+        status, body = await self._request("GET", path)
+        if status >= 400:
+            raise NotFound(f"DevTools answered {status} to {path}")
+        return body.decode(errors="replace")
 
     async def open_url(self, url: str, target: str, label: str | None = None) -> PageOpened:
         if not url:
@@ -130,6 +164,7 @@ class Pages:
             loaded = await _navigate(cdp, url)
         if label is not None:
             self._labels[label] = page["id"]
+            self._touch()
         final = next((t for t in await self.tabs() if t.tab == page["id"]), None)
         return PageOpened(
             tab=page["id"],
@@ -146,24 +181,27 @@ class Pages:
         """The kept session of a tab (an ID or a label; None: the front one) or of a
         DevTools target, for one operation at a time."""
         target = tab if isinstance(tab, dict) else await self._target(tab)
+        # An operation on a page may navigate it.
+        self._touch()
         async with self._opening:
             cdp = self._pages.get(target["id"])
             if cdp is None or cdp.closed:
-                cdp = await Cdp.open(
-                    self.session, target["webSocketDebuggerUrl"], self._ids, target["id"]
-                )
+                cdp = await Cdp.open(target["webSocketDebuggerUrl"], self._ids, target["id"])
                 self._pages[target["id"]] = cdp
         async with cdp.lock:
             cdp.begin()
             cdp.tab_url = target.get("url", "")
-            yield cdp
+            try:
+                yield cdp
+            finally:
+                self._touch()
 
     @contextlib.asynccontextmanager
     async def _fresh_session(self, tab: str | None) -> AsyncIterator[Cdp]:
         """A session of its own, closed after: for what a new session is told (the console
         log so far) and a kept one is not."""
         target = await self._target(tab)
-        cdp = await Cdp.open(self.session, target["webSocketDebuggerUrl"], self._ids, target["id"])
+        cdp = await Cdp.open(target["webSocketDebuggerUrl"], self._ids, target["id"])
         try:
             yield cdp
         finally:
@@ -458,10 +496,18 @@ class Pages:
 
     async def forget(self, tab: str) -> None:
         self._labels = {label: t for label, t in self._labels.items() if t != tab}
+        self._touch()
         self._snapshots.pop(tab, None)
         cdp = self._pages.pop(tab, None)
         if cdp is not None:
             await cdp.close()
+
+    async def close(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watching
+        await asyncio.gather(*(self.forget(tab) for tab in list(self._pages)))
 
 
 MAX_CHANGED = 50

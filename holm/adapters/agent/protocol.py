@@ -55,6 +55,9 @@ class Act(_Request, tag="act"):
 
 
 class EndBatch(_Request, tag="end_batch"):
+    """Release what the batch left down; the answer is a `BatchEnd`, with the screen's
+    windows and tabs."""
+
     screen: int
 
 

@@ -24,6 +24,7 @@ from holm.adapters.agent.damage_watch import DamageWatch
 from holm.adapters.agent.input import Input
 from holm.adapters.agent.tiles import FrameHasher, TileGrid
 from holm.adapters.agent.window_list import WindowTracker
+from holm.adapters.agent.window_watch import WindowWatch
 from holm.errors import BadRequest, ScreenUnavailable
 from holm.wire.actions import Arrange
 from holm.wire.results import Stillness, WindowInfo
@@ -66,6 +67,9 @@ class Screen:
         self._query_conn: Display | None = None
         # Made on the query thread at the first listing.
         self._window_list: WindowTracker | None = None
+        self.window_watch: WindowWatch | None = None
+        # The last listing and the watch's count it was made at.
+        self._listed: tuple[int, list[WindowInfo]] | None = None
         self.clipboard: ClipboardOwner | None = None
 
     async def connect(self, display_name: str) -> None:
@@ -94,6 +98,7 @@ class Screen:
         )
         self._damage = await asyncio.to_thread(DamageWatch, display_name, loop)
         self._query_conn = await loop.run_in_executor(self._query_thread, Display, display_name)
+        self.window_watch = await asyncio.to_thread(WindowWatch, display_name)
         self.clipboard = await asyncio.to_thread(ClipboardOwner, display_name)
 
     def _up(self, conn: C | None) -> C:
@@ -113,6 +118,17 @@ class Screen:
         return await asyncio.get_running_loop().run_in_executor(
             self._query_thread, lambda: work(conn)
         )
+
+    async def end_input_batch(
+        self,
+    ) -> tuple[list[str], list[str], list[str], list[str], int | None]:
+        """`Input.end_batch` on the input thread, or at once when nothing is down: only the
+        batch's steps, all done by now, put a button or key down (a hold running out only
+        lets one up), so a batch that put none down has nothing to release."""
+        down = self._up(self._input)
+        if not down.buttons and not down.keys:
+            return [], [], [], [], None
+        return await self.on_input(lambda i: i.end_batch())
 
     # Frames
 
@@ -218,12 +234,27 @@ class Screen:
         return await self.on_query(query)
 
     async def windows(self) -> list[WindowInfo]:
-        def listing(conn: Display) -> list[WindowInfo]:
-            if self._window_list is None or self._window_list.conn is not conn:
-                self._window_list = WindowTracker(conn)
-            return self._window_list.listing()
+        """The screen's windows: the last listing while the window watch has told of no
+        change since (window_watch.py), else a listing on the query thread."""
+        watch, listed = self.window_watch, self._listed
+        if watch is None:
+            return await self.on_query(self._listing)
+        if listed is not None and listed[0] == watch.changes and watch.settled():
+            return listed[1]
+        # The count before the listing: a change told during it makes the next one fresh.
+        changes = watch.changes
+        listing = await self.on_query(self._listing)
+        self._listed = (changes, listing)
+        return listing
 
-        return await self.on_query(listing)
+    def window_changes(self) -> int:
+        """The window watch's count of changes (0 before it is up)."""
+        return 0 if self.window_watch is None else self.window_watch.changes
+
+    def _listing(self, conn: Display) -> list[WindowInfo]:
+        if self._window_list is None or self._window_list.conn is not conn:
+            self._window_list = WindowTracker(conn)
+        return self._window_list.listing()
 
     async def active_window(self) -> WindowInfo | None:
         return await self.on_query(windows.active_window)
@@ -275,5 +306,7 @@ class Screen:
             self.clipboard.close()
         if self._damage is not None:
             self._damage.close()
+        if self.window_watch is not None:
+            self.window_watch.close()
         for pool in (self._input_thread, self._capture_thread, self._query_thread):
             pool.shutdown(wait=False, cancel_futures=True)

@@ -23,7 +23,7 @@ from holm.adapters.agent import windows
 from holm.wire.results import WindowInfo
 
 # The properties of a client window that its listing shows.
-_SHOWN = ("_NET_WM_NAME", "WM_NAME", "WM_CLASS", "_NET_WM_STATE")
+SHOWN = ("_NET_WM_NAME", "WM_NAME", "WM_CLASS", "_NET_WM_STATE")
 
 
 class WindowTracker:
@@ -31,7 +31,7 @@ class WindowTracker:
         self.conn = conn
         self.root = conn.screen().root
         self.root.change_attributes(event_mask=X.SubstructureNotifyMask | X.PropertyChangeMask)
-        self._shown = {int(conn.intern_atom(name)) for name in _SHOWN}
+        self._shown = {int(conn.intern_atom(name)) for name in SHOWN}
         self._client_list = int(conn.intern_atom("_NET_CLIENT_LIST"))
         self._ids: list[int] | None = None
         self._read: dict[int, windows.ClientWindow] = {}

@@ -78,7 +78,7 @@ AGENT_PATHS = (
     "adapters/agent",
 )
 # The agent's libraries; their own dependencies come along.
-AGENT_LIBRARIES = ("msgspec", "aiohttp", "pillow", "python-xlib")
+AGENT_LIBRARIES = ("msgspec", "pillow", "python-xlib")
 
 _PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9+.:-]*", re.IGNORECASE)
 

@@ -97,7 +97,15 @@ from holm.wire.actions import (
 from holm.wire.catalog import CATALOG
 from holm.wire.keys import normalized_chord, normalized_key_name, normalized_then
 from holm.wire.results import ActionResult, ExecResult, FileInfo, GrepMatch, WindowInfo
-from holm.wire.runtime import Capabilities, FrameResult, Held, Released, RuntimeBox, Started
+from holm.wire.runtime import (
+    BatchEnd,
+    Capabilities,
+    FrameResult,
+    Held,
+    Released,
+    RuntimeBox,
+    Started,
+)
 from holm.wire.spec import Placement, Spec, canonical_spec
 from holm.wire.values import PNG, Encoding, Region
 from holm.wire.values import Point as PointT
@@ -555,12 +563,18 @@ class MemoryDesktop:
             target.minimised = how.how == "minimise"
         return r.WindowChanged(id=window, window=replace(target))
 
-    async def end_batch(self, screen: int) -> tuple[Released, Held]:
+    async def end_batch(self, screen: int) -> BatchEnd:
         s = self._screen(screen)
         released = Released(buttons=sorted(s.buttons), keys=sorted(s.keys))
         s.buttons.clear()
         s.keys.clear()
-        return released, Held()
+        # Copies, as the agent's answers are: a later change must not reach them.
+        return BatchEnd(
+            released=released,
+            held=Held(),
+            windows=[replace(w) for w in s.windows],
+            tabs=[replace(t) for t in s.tabs],
+        )
 
     async def frame(
         self,

@@ -1,0 +1,167 @@
+"""The plainest REST actions on a Chromium screen, and where a click's time goes; prints
+figures, asserts nothing.
+
+    .venv/bin/python bench/click_path.py [--rounds 300] [--against DIR]
+
+holmd runs in its own process (bench/http_api.py's `served`, durable local store) with one
+box showing a page with a text field; the client sends, one at a time on one keep-alive
+connection, batches of one `move`, one `click` and one `type` of 10 characters, and prints
+each one's p50 and p95 (targets: move ≤ 1 ms, click ≤ 2 ms, type ≤ 3 ms), then the
+breakdown of the clicks (bench/breakdown.py).
+
+With `--against DIR`, a second holmd runs the code of the checkout DIR (e.g. a git worktree
+of main: `git worktree add /tmp/before main`) with a box of its own, and every round goes
+to both, in turns that swap each round, so that both see the same load: the figures of the
+two columns are comparable, whatever else the machine is doing.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This folder leaves the import path before anything imports `http` (see http_api.py).
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+    sys.path.append(str(Path(__file__).resolve().parent))
+
+import argparse
+import asyncio
+import contextlib
+import os
+import statistics
+import time
+from typing import Any
+
+import aiohttp
+from http_api import CONFIRM, percentile, served
+
+PAGE = (
+    "data:text/html,<title>bench</title>"
+    "<textarea style='position:fixed;inset:0;width:100%;height:100%'></textarea>"
+)
+# Inside the text field, below Chromium's toolbar.
+AT = (400, 400)
+
+
+def actions(n: int) -> dict[str, dict[str, Any]]:
+    x, y = AT[0] + n % 100, AT[1] + n % 50
+    return {
+        "move": {"type": "move", "to": {"x": x, "y": y}},
+        "click": {"type": "click", "at": {"x": x, "y": y}},
+        "type": {"type": "type", "text": "abcdefghij"},
+    }
+
+
+class Side:
+    """One holmd and its box."""
+
+    def __init__(self, name: str, base: str, session: aiohttp.ClientSession) -> None:
+        self.name = name
+        self.base = base
+        self.session = session
+        self.box = ""
+        self.times: dict[str, list[float]] = {kind: [] for kind in actions(0)}
+
+    async def batch(self, *steps: dict[str, Any]) -> Any:
+        url = f"{self.base}/v1/boxes/{self.box}/screens/0/actions"
+        async with self.session.post(url, json={"actions": list(steps)}) as response:
+            body = await response.json()
+            assert response.status == 200, body
+        return body
+
+    async def start(self) -> None:
+        async with self.session.post(f"{self.base}/v1/boxes", json={}) as response:
+            created = await response.json()
+            assert response.status == 200, created
+        self.box = created["id"]
+        await self.batch({"type": "open_url", "url": PAGE})
+        await self.batch({"type": "click", "at": {"x": AT[0], "y": AT[1]}})
+
+    async def timed(self, kind: str, n: int, keep: bool) -> None:
+        began = time.perf_counter()
+        await self.batch(actions(n)[kind])
+        if keep:
+            self.times[kind].append((time.perf_counter() - began) * 1000)
+
+    async def breakdown(self, clicks: int = 1) -> dict[str, Any]:
+        query = {"clicks": clicks}
+        async with self.session.get(f"{self.base}/bench/breakdown", params=query) as response:
+            parts: dict[str, Any] = await response.json()
+        return parts
+
+    async def end(self) -> None:
+        if self.box:
+            url = f"{self.base}/v1/boxes/{self.box}"
+            async with self.session.delete(url, headers=CONFIRM):
+                pass
+
+
+async def rounds(sides: list[Side], kinds: list[str], count: int, warm: int) -> None:
+    for n in range(warm + count):
+        # Each round in the other order: neither side always runs right after the other.
+        for side in sides if n % 2 else sides[::-1]:
+            for kind in kinds:
+                await side.timed(kind, n, n >= warm)
+
+
+async def bench(args: argparse.Namespace, bases: list[tuple[str, str]]) -> None:
+    async with aiohttp.ClientSession() as session:
+        sides = [Side(name, base, session) for name, base in bases]
+        try:
+            for side in sides:
+                await side.start()
+            # The clicks alone first, for a breakdown of clicks only.
+            await rounds(sides, ["click"], 0, 50)
+            for side in sides:
+                await side.breakdown()
+            await rounds(sides, ["click"], args.rounds, 0)
+            parts = [await side.breakdown(args.rounds) for side in sides]
+            await rounds(sides, ["move", "type"], args.rounds, 20)
+            report(sides, parts)
+        finally:
+            for side in sides:
+                await side.end()
+
+
+def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
+    names = "".join(f"{side.name:>24}" for side in sides)
+    print(f"\nREST on a Chromium screen, p50 / p95 ms, one request at a time{'':6}{names}")
+    for kind in sides[0].times:
+        cells = "".join(
+            f"{statistics.median(s.times[kind]):>15.2f} / {percentile(s.times[kind], 0.95):5.2f}"
+            for s in sides
+        )
+        print(f"  {kind + (' 10 characters' if kind == 'type' else ''):64}{cells}")
+    print(f"\nwhere one click's time goes inside holmd, ms per click (calls){'':7}{names}")
+    for part in sorted({name for p in parts for name in p}):
+        cells = ""
+        for p in parts:
+            got = p.get(part)
+            cells += (
+                f"{got['ms_per_click']:>16.3f} ({got['calls_per_click']:4.2f})"
+                if got
+                else f"{'-':>24}"
+            )
+        print(f"  {part:64}{cells}")
+    print(f"load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument(
+        "--against", type=Path, help="a checkout of other code to measure beside this one"
+    )
+    args = parser.parse_args()
+    flags = ["--chromium", "--breakdown"]
+    with contextlib.ExitStack() as stack:
+        bases = [("this checkout", stack.enter_context(served("h5c-bench-", flags))[0])]
+        if args.against is not None:
+            other = served("h5c-before-", flags, args.against)
+            bases.append((args.against.name, stack.enter_context(other)[0]))
+        asyncio.run(bench(args, bases))
+
+
+if __name__ == "__main__":
+    main()

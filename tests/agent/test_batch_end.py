@@ -1,0 +1,197 @@
+"""A batch's end answers the screen's windows and tabs from what the agent keeps (the
+window watch, the tab watch) rather than asking X and DevTools each time: a change made by
+anyone (the box's programs, a person, another DevTools client) shows in the next answer.
+Each test first takes an answer, so that what it checks comes from the kept listing, then
+makes the change outside the agent, waits until the X server or DevTools itself shows it,
+and takes one answer more."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import msgspec
+from desktop_kit import close_window, launch
+from Xlib.display import Display
+
+from holm.adapters.agent import AgentDesktop
+from holm.adapters.agent import protocol as p
+from holm.adapters.agent import windows as w
+from holm.wire import actions as a
+from holm.wire.runtime import BatchEnd
+
+from .conftest import RunningAgent, write_page
+
+SCREEN = 1
+
+
+async def display_of(desktop: AgentDesktop, screen: int) -> str:
+    return (await desktop.info()).screens[screen].display
+
+
+async def until(check: Callable[[], Awaitable[bool]]) -> None:
+    """Poll `check` (bounded) until it is true: the change has happened for X or DevTools,
+    seen from outside the agent."""
+    for _ in range(200):
+        if await check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the change never happened")
+
+
+def on_x(check: Callable[[], bool]) -> Callable[[], Awaitable[bool]]:
+    return lambda: asyncio.to_thread(check)
+
+
+def title_of(display: str, window: str) -> str:
+    conn = Display(display)
+    try:
+        found = w.read_window(conn, w.parse_id(window))
+        return "" if found is None else found.title
+    finally:
+        conn.close()
+
+
+def client_ids(display: str) -> set[str]:
+    conn = Display(display)
+    try:
+        return {w.format_id(i) for i in w.client_ids(conn)}
+    finally:
+        conn.close()
+
+
+async def ended(desktop: AgentDesktop, screen: int) -> BatchEnd:
+    return await desktop.end_batch(screen)
+
+
+async def test_a_window_opened_retitled_and_closed_shows_in_the_next_answer(
+    desktop: AgentDesktop,
+) -> None:
+    display = await display_of(desktop, SCREEN)
+    await ended(desktop, SCREEN)
+    term = await launch(desktop, SCREEN, "xterm")
+    try:
+        assert term.id in {found.id for found in (await ended(desktop, SCREEN)).windows}
+
+        # A program (not the agent) renames its window.
+        env = {"DISPLAY": display, "PATH": "/usr/bin:/bin"}
+        subprocess.run(
+            ["xdotool", "set_window", "--name", "renamed by xdotool", str(int(term.id, 16))],
+            env=env,
+            check=True,
+        )
+        await until(on_x(lambda: title_of(display, term.id) == "renamed by xdotool"))
+        listed = {found.id: found for found in (await ended(desktop, SCREEN)).windows}
+        assert listed[term.id].title == "renamed by xdotool"
+    finally:
+        await close_window(desktop, SCREEN, term.id)
+    await until(on_x(lambda: term.id not in client_ids(display)))
+    assert term.id not in {found.id for found in (await ended(desktop, SCREEN)).windows}
+
+
+async def devtools(desktop: AgentDesktop, screen: int) -> str:
+    port = (await desktop.info()).screens[screen].devtools_port
+    assert port is not None
+    return f"http://127.0.0.1:{port}"
+
+
+async def page_targets(session: aiohttp.ClientSession, base: str) -> list[dict[str, Any]]:
+    async with session.get(f"{base}/json/list") as response:
+        targets = await response.json(content_type=None)
+    return [t for t in targets if t.get("type") == "page"]
+
+
+async def test_a_tab_opened_and_navigated_by_another_devtools_client_shows_in_the_next_answer(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    first = write_page(agent, "tab-first.html", "<title>first</title>first")
+    second = write_page(agent, "tab-second.html", "<title>second</title>second")
+    base = await devtools(desktop, SCREEN)
+    await ended(desktop, SCREEN)
+    async with aiohttp.ClientSession() as session:
+        # Another DevTools client (not the agent) opens a tab...
+        async with session.put(f"{base}/json/new?{first}") as response:
+            tab = (await response.json(content_type=None))["id"]
+        try:
+            assert tab in {t.tab for t in (await ended(desktop, SCREEN)).tabs}
+
+            async def loaded(url: str) -> bool:
+                return any(
+                    t["id"] == tab and t["url"] == url for t in await page_targets(session, base)
+                )
+
+            await until(lambda: loaded(first))
+            listed = {t.tab: t for t in (await ended(desktop, SCREEN)).tabs}
+            assert listed[tab].url == first
+
+            # ...and navigates it, through its own session on the page.
+            target = next(t for t in await page_targets(session, base) if t["id"] == tab)
+            async with session.ws_connect(target["webSocketDebuggerUrl"]) as ws:
+                await ws.send_json({"id": 1, "method": "Page.navigate", "params": {"url": second}})
+                while (await ws.receive_json()).get("id") != 1:
+                    pass
+            await until(lambda: loaded(second))
+            listed = {t.tab: t for t in (await ended(desktop, SCREEN)).tabs}
+            assert listed[tab].url == second
+        finally:
+            async with session.get(f"{base}/json/close/{tab}"):
+                pass
+
+        async def gone() -> bool:
+            return all(t["id"] != tab for t in await page_targets(session, base))
+
+        await until(gone)
+        assert tab not in {t.tab for t in (await ended(desktop, SCREEN)).tabs}
+
+
+async def test_an_agent_from_before_batch_end_still_answers_windows_and_tabs(
+    agent: RunningAgent, tmp_path: Path
+) -> None:
+    """A box started by an older holmd outlives it: its agent answers `end_batch` with
+    `[Released, Held]` only. Here the real agent, behind a relay that gives its answers
+    that older shape."""
+    ending: set[int] = set()
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_unix_connection(
+            str(agent.socket), limit=p.MAX_FRAME_BYTES
+        )
+
+        async def down() -> None:
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                while True:
+                    body = await p.read_frame(up_reader)
+                    reply = p.response_decoder.decode(body)
+                    if isinstance(reply, p.RawOk) and reply.id in ending:
+                        ended = msgspec.msgpack.decode(reply.value, type=BatchEnd)
+                        body = p.encoder.encode(p.Ok(reply.id, [ended.released, ended.held]))
+                    writer.write(len(body).to_bytes(4, "big") + body)
+
+        answering = asyncio.create_task(down())
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                body = await p.read_frame(reader)
+                request = p.request_decoder.decode(body)
+                if isinstance(request, p.EndBatch):
+                    ending.add(request.id)
+                up_writer.write(p.frame(request))
+        answering.cancel()
+        up_writer.close()
+
+    path = tmp_path / "older.sock"
+    server = await asyncio.start_unix_server(relay, path=str(path), limit=p.MAX_FRAME_BYTES)
+    try:
+        older = await AgentDesktop.connect(path)
+        await older.act(0, a.KeyDown(key="shift"))
+        ended = await older.end_batch(0)
+        await older.close()
+    finally:
+        server.close()
+    assert ending and ended.released.keys == ["shift"]
+    assert any(found.class_ == "Chromium" for found in ended.windows)
+    assert ended.tabs

@@ -1,0 +1,150 @@
+"""The agent's DevTools client (devtools_wire.py) against aiohttp's server, an independent
+WebSocket and HTTP implementation: messages of every length class both ways, pings, a
+server's close, fragments, and the HTTP endpoints' answers. Real Chromium is driven through
+it by tests/pages."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+from aiohttp import WSMsgType, web
+
+from holm.adapters.agent.devtools_wire import Unreachable, WebSocket, request
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Serve = Callable[[dict[str, Handler]], Awaitable[int]]
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Serve]:
+    runners: list[web.AppRunner] = []
+
+    async def start(routes: dict[str, Handler]) -> int:
+        app = web.Application()
+        for path, handler in routes.items():
+            app.router.add_route("*", path, handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        port: int = runner.addresses[0][1]
+        return port
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+async def echo(request: web.Request) -> web.WebSocketResponse:
+    ws = web.WebSocketResponse(max_msg_size=0)
+    await ws.prepare(request)
+    async for message in ws:
+        if message.type == WSMsgType.TEXT:
+            await ws.send_str(message.data)
+    return ws
+
+
+SIZES = [0, 1, 125, 126, 65535, 65536, 3 * 1024 * 1024 + 7]
+
+
+async def test_text_of_every_length_goes_and_comes_back(serve: Serve) -> None:
+    port = await serve({"/ws": echo})
+    ws = await WebSocket.connect(f"ws://127.0.0.1:{port}/ws")
+    messages = aiter(ws)
+    for size in SIZES:
+        # Not ASCII only: lengths are of the UTF-8 bytes.
+        text = ("é" * size)[: size // 2] + "x" * (size - size // 2)
+        await ws.send_str(text)
+        assert await anext(messages) == text
+    await ws.close()
+
+
+async def test_a_ping_is_answered_and_a_close_ends_the_messages(serve: Serve) -> None:
+    seen: list[tuple[WSMsgType, bytes]] = []
+
+    async def pinger(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=False)
+        await ws.prepare(request)
+        await ws.ping(b"are you there")
+        message = await ws.receive()
+        seen.append((message.type, message.data))
+        await ws.send_str(json.dumps({"id": 1}))
+        await ws.close()
+        return ws
+
+    port = await serve({"/ws": pinger})
+    ws = await WebSocket.connect(f"ws://127.0.0.1:{port}/ws")
+    assert [json.loads(m) async for m in ws] == [{"id": 1}]
+    assert seen == [(WSMsgType.PONG, b"are you there")]
+    await ws.close()
+
+
+async def test_a_fragmented_message_is_one_message() -> None:
+    async def fragments(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode()
+        key = next(
+            line.split(":", 1)[1].strip()
+            for line in head.split("\r\n")
+            if line.lower().startswith("sec-websocket-key:")
+        )
+        accept = base64.b64encode(
+            hashlib.sha1(key.encode() + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()
+        ).decode()
+        writer.write(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept.encode() + b"\r\n\r\n"
+        )
+        # A text frame that is not final, a pong between (control frames may come between
+        # fragments), then the final continuation; then a close.
+        writer.write(struct.pack("!BB", 0x01, 6) + b'{"id":')
+        writer.write(struct.pack("!BB", 0x8A, 0))
+        writer.write(struct.pack("!BB", 0x80, 3) + b" 7}")
+        writer.write(struct.pack("!BBH", 0x88, 2, 1000))
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    server = await asyncio.start_server(fragments, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        ws = await WebSocket.connect(f"ws://127.0.0.1:{port}/devtools/page/X")
+        assert [json.loads(m) async for m in ws] == [{"id": 7}]
+        await ws.close()
+
+
+async def test_http_answers_come_with_their_status(serve: Serve) -> None:
+    async def targets(request: web.Request) -> web.Response:
+        if request.method != "PUT" and request.path == "/json/new":
+            return web.Response(status=405, text="Using unsafe HTTP verb GET")
+        return web.json_response([{"id": "A", "path": request.path_qs}])
+
+    port = await serve({"/json/list": targets, "/json/new": targets})
+    status, body = await request(port, "GET", "/json/list", timeout=5)
+    assert (status, json.loads(body)) == (200, [{"id": "A", "path": "/json/list"}])
+    status, body = await request(port, "PUT", "/json/new?about%3Ablank", timeout=5)
+    assert (status, json.loads(body)[0]["path"]) == (200, "/json/new?about%3Ablank")
+    assert (await request(port, "GET", "/json/new", timeout=5))[0] == 405
+    assert (await request(port, "GET", "/nothing", timeout=5))[0] == 404
+
+
+async def test_nobody_listening_is_unreachable(serve: Serve) -> None:
+    port = await serve({})
+    # A port that was just free: nobody listens there.
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    free = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    with pytest.raises(Unreachable):
+        await request(free, "GET", "/json/list", timeout=5)
+    with pytest.raises(Unreachable):
+        await WebSocket.connect(f"ws://127.0.0.1:{free}/devtools/page/X")
+    # An HTTP server that refuses the upgrade.
+    with pytest.raises(Unreachable, match="refused"):
+        await WebSocket.connect(f"ws://127.0.0.1:{port}/ws")
