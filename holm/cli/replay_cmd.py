@@ -62,8 +62,8 @@ frame_tolerance_option = click.option(
     type=click.FloatRange(0, 1),
     default=FRAME_TOLERANCE,
     show_default=True,
-    help="The mean pixel difference (0-1) two frames may have and still match; 0 asks for "
-    "the same pixels.",
+    help="The mean pixel difference (0-1) two frames may have and still match; 0 (the "
+    "default) asks for the same pixels.",
 )
 
 

@@ -6,9 +6,9 @@ strict replay checks against the recording.
 - `StrictPolicy` (golden replays, `holm replay --strict`): the cursor must meet every recorded
   step with the same outcome: it succeeded; an exec's exit code, stdout, stderr and time-out
   are equal; and, where the source recorded the screen settled after a step, the new screen
-  reaches the same pixels, or pixels within `frame_tolerance` of them (the frame check can
-  be turned off per run with `compare_frames=False`, for screens that are not deterministic:
-  animations, clocks, carets).
+  reaches the same pixels (or, when a run asks for a `frame_tolerance`, pixels that close to
+  them; the frame check can be turned off per run with `compare_frames=False`, for screens
+  that are not deterministic: animations, clocks, carets).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from holm.replay.plan import SETTLED_MS, ExpectedFrame, Step
 from holm.wire.api import Outcome
 from holm.wire.results import ExecResult
 
-FRAME_TOLERANCE = 1e-6
+# The same pixels, by default: a deterministic run replays to them exactly (Chromium's window
+# is maximised for that, desktop_up.py), so any difference is a divergence worth seeing.
+FRAME_TOLERANCE = 0.0
 
 
 class Divergence(msgspec.Struct, kw_only=True):
@@ -92,9 +94,6 @@ class StrictPolicy(msgspec.Struct, kw_only=True):
     # A recorded frame counts as the settled screen after a step when it stayed this long.
     settled_ms: int = SETTLED_MS
     frame_within_ms: int = 5000
-    # About one pixel of a 1280x800 screen changed completely: enough to pass the one-level
-    # antialiasing wobble Chromium has at its toolbar's corner, far too little for a
-    # character typed or missing (hundreds of pixels).
     frame_tolerance: float = FRAME_TOLERANCE
 
     def judge(self, step: Step, outcome: Outcome) -> Divergence | None:

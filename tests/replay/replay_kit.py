@@ -155,6 +155,21 @@ def trace_fixture_files() -> list[Path]:
     )
 
 
+RECORDED = REPO / "fixtures" / "traces" / "recorded"
+
+
+async def put_recorded(engine: Engine, name: str) -> str:
+    """A recorded fixture in the engine's store, with its frames, as if its box had run
+    there (and been removed): a source to fork. Its box ID."""
+    entries = read_trace_lines(RECORDED / f"{name}.jsonl")
+    source = next(e.box_id for e in entries if isinstance(e, BoxCreated))
+    await engine.journal.append(source, entries)
+    for frame in {e.frame for e in entries if isinstance(e, FrameSeen)}:
+        png = (RECORDED / "frames" / name / f"{frame}.png").read_bytes()
+        await engine.store.put_frame(source, frame, png)
+    return source
+
+
 # The X displays these tests may use (the machine is shared).
 DISPLAY_BASE = 280
 DISPLAY_COUNT = 20

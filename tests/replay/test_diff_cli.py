@@ -21,7 +21,6 @@ from holm.cli import main
 from holm.client import SyncHolmClient
 from holm.config import load_config
 from holm.http.app import create_app
-from holm.replay.strict import FRAME_TOLERANCE
 from holm.wire.actions import OpenUrl, Press, Type, WaitStill
 
 RECORDED = REPO / "fixtures" / "traces" / "recorded"
@@ -174,11 +173,10 @@ def test_a_box_and_its_fork_through_holmd_are_the_same(holmd: ServedHolmd) -> No
 
         assert (report["a"], report["b"], report["matched"]) == (source, fork, 7)
         assert report["missing"] == report["extra"] == []
-        # The source's last frame is the watcher's, the fork's its final capture: they
-        # agree, but for the antialiasing wobble of Chromium's toolbar corner (see
-        # test_fork_local.py), within the default tolerance.
+        # The source's last frame is the watcher's, the fork's its final capture: the same
+        # pixels, which is what `holm diff` asks for by default.
         (frame,) = report["frames"]
-        assert frame["pixels_equal"] or frame["distance"] <= FRAME_TOLERANCE, json.dumps(frame)
+        assert frame["pixels_equal"], json.dumps(frame)
         assert result.exit_code == 0
     finally:
         for box in made:

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from replay_kit import FORM, TraceBuilder, write_file_argv
+from replay_kit import FORM, TraceBuilder, put_recorded, write_file_argv
 
 from holm.engine import Engine
 from holm.errors import Unsupported
@@ -16,7 +16,6 @@ from holm.replay import fork_box, fork_run
 from holm.replay.diff import diff_boxes
 from holm.replay.interpreter import record_final_frames
 from holm.replay.reading import read_whole_trace
-from holm.replay.strict import FRAME_TOLERANCE
 from holm.wire.actions import (
     Action,
     Clipboard,
@@ -116,11 +115,27 @@ async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
 
     assert (fidelity.matched, fidelity.missing, fidelity.extra) == (1 + len(FILL_FORM), [], [])
     (frame,) = fidelity.frames
-    # The page is the same to the pixel; Chromium's own toolbar is not quite: the corner
-    # where it meets the tab strip is antialiased a level or two differently in some runs
-    # (2 pixels). The strict tolerance is there for that.
-    assert frame.pixels_equal or frame.distance <= FRAME_TOLERANCE, frame
-    assert fidelity.same(FRAME_TOLERANCE)
+    # To the pixel, Chromium's toolbar included (its window is maximised for that).
+    assert frame.pixels_equal, frame
+    assert fidelity.same()
+
+
+@pytest.mark.parametrize("name", ["browser_form", "xterm_session"])
+async def test_a_fork_of_a_recorded_run_ends_on_its_pixels(desktops: Any, name: str) -> None:
+    """A fork of a run recorded by another holm (scripts/record_fixtures.py, its own frame
+    key: the hashes cannot match, the pictures are compared) ends on the same pixels, with
+    the exact check a strict replay makes by default."""
+    engine = desktops.engine()
+    source = await put_recorded(engine, name)
+
+    run = await fork_run(engine, source, ForkRequest())
+
+    fidelity = await diff_boxes(engine, source, run.box.id)
+    assert (fidelity.missing, fidelity.extra) == ([], [])
+    (frame,) = fidelity.frames
+    assert frame.a != frame.b
+    assert (frame.pixels_equal, frame.distance, frame.changed) == (True, 0.0, None), frame
+    assert fidelity.same()
 
 
 async def test_an_exec_run_forks_with_the_same_output_and_up_to_a_step(desktops: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 from click.testing import CliRunner, Result
+from PIL import Image
 from replay_kit import DISPLAY_BASE, DISPLAY_COUNT, REPO
 
 from holm.adapters.base import Runtime
@@ -116,13 +117,36 @@ def test_an_edited_frame_diverges_unless_frames_are_not_compared(tmp_path: Path)
     divergence = report["divergence"]
     assert divergence["what"] == "frame"
     assert divergence["expected"] == {"screen": 0, "hash": "px:" + "0" * 40, "seq": settled.seq}
-    # The fixtures were recorded before frame hashes were keyed per server (tiles.py), so
-    # the live hash is never the recorded one: the replay compared the pictures instead.
+    # The fixtures were recorded by another server ID (frame hashes are keyed per server,
+    # tiles.py), so the live hash is never the recorded one: the replay compared pictures.
     assert divergence["actual"]["hash"].startswith("px:")
     assert divergence["actual"]["hash"] not in (frame.frame, "px:" + "0" * 40)
     unframed, report = replay(str(path), "--strict", "--no-frames")
     assert unframed.exit_code == 0, unframed.stdout
     assert report["compare_frames"] is False
+
+
+def test_frames_must_have_the_same_pixels_unless_a_tolerance_is_given(tmp_path: Path) -> None:
+    path, entries = edited_copy(tmp_path, "xterm_session")
+    # One pixel of every recorded picture a few levels off: far less than any text, as
+    # little as an antialiasing wobble.
+    for png in (tmp_path / "frames" / "xterm_session").glob("*.png"):
+        with Image.open(png) as image:
+            picture = image.convert("RGB")
+        red, green, blue = picture.getpixel((900, 500))
+        picture.putpixel((900, 500), (red ^ 4, green, blue))
+        picture.save(png)
+    write(path, entries)
+
+    exact, report = replay(str(path), "--strict")
+
+    assert exact.exit_code == 1
+    divergence = report["divergence"]
+    assert divergence["what"] == "frame"
+    assert 0 < divergence["actual"]["distance"] < 1e-8
+    tolerant, report = replay(str(path), "--strict", "--frame-tolerance", "1e-6")
+    assert tolerant.exit_code == 0, tolerant.stdout
+    assert report["divergence"] is None
 
 
 def test_a_file_that_is_not_a_trace_is_refused(tmp_path: Path) -> None:

@@ -38,6 +38,14 @@ log = logging.getLogger("holm.agent")
 T = TypeVar("T")
 
 LAUNCH_WITHIN_MS = 30_000
+# A new Chromium, once drawn, still loads its blank page ("Loading…", a stop button) and
+# animates the tab's icon in; a screen is up once that is over and the screen has stayed the
+# same this long (or, for a screen that never rests, after START_STILL_WITHIN_MS). Otherwise
+# a box's first frames, and the last frame of a run of commands only, would be whichever
+# moment of that start the run happened to end on, and its forks would not end on its
+# pixels.
+START_STILL_MS = 500
+START_STILL_WITHIN_MS = 5_000
 MAX_READY_MS = 600_000
 
 
@@ -70,7 +78,7 @@ class Agent:
             Screen(i, options.width, options.height, self._png_pool, hasher)
             for i in range(options.screens)
         ]
-        self.catalog = AppCatalog(self.home, options.width, options.height)
+        self.catalog = AppCatalog(self.home)
         self.recorders = [Recorder(i, self.home, self.run_dir) for i in range(options.screens)]
         self.ready = asyncio.Event()
         self.failure: str | None = None
@@ -152,8 +160,6 @@ class Agent:
                 chromium = await asyncio.to_thread(
                     desktop_up.start_chromium,
                     i,
-                    o.width,
-                    o.height,
                     self.home,
                     self.run_dir,
                     env,
@@ -170,6 +176,7 @@ class Agent:
                 )
                 if i == 0 and screen.devtools_port is not None:
                     self._bridge = await devtools_bridge.bridge(self.run_dir, screen.devtools_port)
+                await screen.wait_still(START_STILL_MS, START_STILL_WITHIN_MS)
             screen.up.set()
             if screen.devtools_port is not None:
                 # In the background: the box is ready without it, and its first page

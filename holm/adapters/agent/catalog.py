@@ -10,10 +10,8 @@ from holm.wire.spec import AppDefinition
 
 
 class AppCatalog:
-    def __init__(self, home: str, width: int, height: int) -> None:
+    def __init__(self, home: str) -> None:
         self.home = home
-        self.width = width
-        self.height = height
         self.apps: dict[str, App] = dict(CATALOG)
 
     def define(self, apps: dict[str, AppDefinition]) -> None:
@@ -43,7 +41,7 @@ class AppCatalog:
             # The screen's own profile: the running Chromium opens the window and this
             # process hands over and ends.
             return [
-                *chromium_argv(self.home, screen, self.width, self.height),
+                *chromium_argv(self.home, screen),
                 "--new-window",
                 *(args or ["about:blank"]),
             ]

@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 from Xlib import X, display
+from Xlib.error import XError
 
 from holm.adapters.agent import processes
-from holm.adapters.agent.windows import client_windows, wm_running
+from holm.adapters.agent.windows import ClientWindow, client_windows, wm_running
 
 log = logging.getLogger("holm.agent")
 
@@ -62,6 +63,16 @@ MEMORY_FLAGS = (
 )
 # --- end of the memory flags ---
 
+# Window geometry: maximised, and given no size. Chromium maximises a window only when no
+# --window-size names its bounds; with them (the screen's size) it opened a restored
+# window one pixel short of the screen, which Chromium draws with its own frame (a border
+# and a shadow margin). In that window the toolbar's rounded top-left corner came out
+# antialiased a level or two differently at each repaint (a navigation, a title change),
+# so a fork of a browser run ended on other pixels than its source. Maximised, the window
+# has no frame of its own, fills the screen (or the work area beside a dock) and repaints
+# that corner the same every time.
+CHROMIUM_WINDOW_FLAGS = ("--start-maximized",)
+
 
 class StartFailed(Exception):
     """A part of the desktop did not come up; the message names it."""
@@ -71,9 +82,7 @@ def chromium_profile(home: str, screen: int) -> Path:
     return Path(home) / ".holm" / f"chromium-{screen}"
 
 
-def chromium_argv(
-    home: str, screen: int, width: int, height: int, accessibility: bool = False
-) -> list[str]:
+def chromium_argv(home: str, screen: int, accessibility: bool = False) -> list[str]:
     # With the accessibility bus, the pages' widgets are on it too (a11y_bus.py).
     a11y = ["--force-renderer-accessibility"] if accessibility else []
     return [
@@ -83,9 +92,7 @@ def chromium_argv(
         *a11y,
         "--remote-debugging-port=0",
         f"--user-data-dir={chromium_profile(home, screen)}",
-        "--window-position=0,0",
-        f"--window-size={width},{height}",
-        "--start-maximized",
+        *CHROMIUM_WINDOW_FLAGS,
     ]
 
 
@@ -276,8 +283,6 @@ def quiet_carets(home: str) -> None:
 
 def start_chromium(
     screen: int,
-    width: int,
-    height: int,
     home: str,
     run_dir: Path,
     env: dict[str, str],
@@ -290,7 +295,7 @@ def start_chromium(
     # A port file left by an earlier run would name a port nobody listens on.
     (profile / "DevToolsActivePort").unlink(missing_ok=True)
     proc = processes.spawn(
-        [*chromium_argv(home, screen, width, height, accessibility), "about:blank"],
+        [*chromium_argv(home, screen, accessibility), "about:blank"],
         env=env,
         cwd=home,
         log_path=run_dir / f"chromium-{screen}.log",
@@ -306,7 +311,8 @@ def wait_chromium(
     proc: subprocess.Popen[bytes],
     run_dir: Path,
 ) -> int:
-    """Wait for Chromium's DevTools port and for its window to be mapped; return the port."""
+    """Wait for Chromium's DevTools port and for its window to be mapped and drawn; return
+    the port."""
     port_file = chromium_profile(home, screen) / "DevToolsActivePort"
     log_file = run_dir / f"chromium-{screen}.log"
     deadline = time.monotonic() + CHROMIUM_START_S
@@ -316,19 +322,26 @@ def wait_chromium(
         while True:
             if port is None:
                 port = read_devtools_port(port_file)
-            mapped = any(
-                w.class_.lower() == "chromium"
+            windows = [
+                w
                 for w in client_windows(conn)
-                if w.map_state == X.IsViewable
-            )
-            if port is not None and mapped:
+                if w.class_.lower() == "chromium" and w.map_state == X.IsViewable
+            ]
+            drawn = any(_drawn(conn, w) for w in windows)
+            if port is not None and drawn:
                 return port
             if proc.poll() is not None:
                 raise StartFailed(
                     f"screen {screen}: chromium ended with {proc.returncode} (see {log_file})"
                 )
             if time.monotonic() > deadline:
-                missing = "its window was not mapped" if port else "no DevTools port"
+                missing = (
+                    "no DevTools port"
+                    if port is None
+                    else "its window was not drawn"
+                    if windows
+                    else "its window was not mapped"
+                )
                 raise StartFailed(
                     f"screen {screen}: chromium did not come up within "
                     f"{CHROMIUM_START_S:.0f} s: {missing} (see {log_file})"
@@ -336,6 +349,30 @@ def wait_chromium(
             time.sleep(0.05)
     finally:
         conn.close()
+
+
+# How many rows at the top of Chromium's window tell whether it has been drawn: its tab strip.
+DRAWN_ROWS = 40
+
+
+def _drawn(conn: display.Display, window: ClientWindow) -> bool:
+    """Whether Chromium has drawn its window: a new one shows one plain colour (the window's
+    background) for a second or two after it is mapped, before the tab strip and toolbar
+    appear. A box is ready only once they have: until then, every capture is a picture of
+    that moment, and a run that never touches the screen (commands only) would end on one
+    picture or the other depending on how fast it ran, so its forks would not end on its
+    pixels."""
+    rows = min(window.height, DRAWN_ROWS)
+    try:
+        data = (
+            conn.create_resource_object("window", window.id)
+            .get_image(0, 0, window.width, rows, X.ZPixmap, 0xFFFFFFFF)
+            .data
+        )
+    except XError:
+        # Unmapped or resized meanwhile: look again on the next round.
+        return False
+    return bool(data) and data != data[:4] * (len(data) // 4)
 
 
 def read_devtools_port(port_file: Path) -> int | None:
