@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import docker
 import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
-from PIL import Image, ImageChops
+from PIL import ImageChops
 from video_kit import ANIMATED, frame_at, probe
 
 from holm.adapters.docker.runtime import DockerRuntime
@@ -29,7 +28,7 @@ from holm.wire.api import ImageInfo
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "http"))
 
-from http_kit import Client, app_config, ok_json
+from http_kit import Client, app_config, ok_json, shot, shot_once_changed
 
 pytestmark = [pytest.mark.docker, pytest.mark.asyncio(loop_scope="module")]
 
@@ -104,12 +103,6 @@ async def test_three_seconds_recorded_in_the_box_are_an_mp4_of_three_seconds_at_
     assert ImageChops.difference(first, last).getbbox() is not None
 
 
-async def shot(client: Client, box: str, bounds: dict[str, int]) -> Image.Image:
-    """The screen's pixels inside `bounds`."""
-    frame = await ok_json(await client.get(f"/v1/boxes/{box}/screens/0/frame", params=bounds))
-    return Image.open(io.BytesIO(base64.b64decode(frame["png_base64"]))).convert("RGB")
-
-
 async def test_a_page_field_found_on_the_boxs_bus_is_filled_and_the_frame_shows_it(
     client: Client, box: str
 ) -> None:
@@ -127,12 +120,8 @@ async def test_a_page_field_found_on_the_boxs_bus_is_filled_and_the_frame_shows_
     )
 
     assert done["ok"] and done["value"]["node"]["value"] == "Elm Row"
-    # The frame shows it once Chromium has drawn it (a bounded wait for a state).
-    for _ in range(50):
-        after = await shot(client, box, field["bounds"])
-        if ImageChops.difference(before, after).getbbox() is not None:
-            break
-        await asyncio.sleep(0.1)
+    # The frame shows it once Chromium has drawn it.
+    after = await shot_once_changed(client, box, field["bounds"], before)
     assert ImageChops.difference(before, after).getbbox() is not None
     [read] = await steps(
         client,

@@ -3,12 +3,16 @@ over a given runtime and store, and reading answers."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import io
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
+from PIL import Image, ImageChops
 
 from holm.config import Config, load_config
 from holm.engine import Engine
@@ -79,3 +83,22 @@ async def trace_entries(client: Client, box_id: str) -> list[dict[str, Any]]:
         if not page["more"]:
             return entries
         after = page["next"]
+
+
+async def shot(client: Client, box: str, bounds: dict[str, int]) -> Image.Image:
+    """Screen 0's pixels inside `bounds`."""
+    frame = await ok_json(await client.get(f"/v1/boxes/{box}/screens/0/frame", params=bounds))
+    return Image.open(io.BytesIO(base64.b64decode(frame["png_base64"]))).convert("RGB")
+
+
+async def shot_once_changed(
+    client: Client, box: str, bounds: dict[str, int], before: Image.Image
+) -> Image.Image:
+    """The pixels inside `bounds` once they differ from `before` (a program draws on its own
+    time: a bounded wait for a state, not a timing), or as they are when the wait ends."""
+    for _ in range(50):
+        after = await shot(client, box, bounds)
+        if ImageChops.difference(before, after).getbbox() is not None:
+            break
+        await asyncio.sleep(0.1)
+    return after

@@ -6,8 +6,6 @@ the feature refused."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import io
 import json
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -17,13 +15,13 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner, Result
-from PIL import Image, ImageChops
+from PIL import ImageChops
 
 from holm.cli import main
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "http"))
 
-from http_kit import error_of, ok_json, trace_entries
+from http_kit import error_of, ok_json, shot, shot_once_changed, trace_entries
 from local_kit import LocalServer, client_of, started
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
@@ -73,13 +71,6 @@ async def node(server: LocalServer, box: str, what: dict[str, Any], screen: int 
     return await ok_json(await client_of(server).post(url, json=what))
 
 
-async def shot(server: LocalServer, box: str, bounds: dict[str, int]) -> Image.Image:
-    """The screen's pixels inside `bounds`."""
-    url = f"/v1/boxes/{box}/screens/0/frame"
-    frame = await ok_json(await client_of(server).get(url, params=bounds))
-    return Image.open(io.BytesIO(base64.b64decode(frame["png_base64"]))).convert("RGB")
-
-
 def flat(nodes: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for n in nodes:
         yield n
@@ -101,24 +92,19 @@ async def test_find_names_a_gtk_field_by_its_label_and_set_fills_it(
         "nodes"
     ][0]
     assert street["path"] != field["path"]
-    before = await shot(server, box, field["bounds"])
-    street_before = await shot(server, box, street["bounds"])
+    client = client_of(server)
+    before = await shot(client, box, field["bounds"])
+    street_before = await shot(client, box, street["bounds"])
 
     done = await node(server, box, {"op": "set", "node": query, "value": "Ada Lovelace"})
 
     assert done["node"]["path"] == field["path"] and done["node"]["value"] == "Ada Lovelace"
-    # The frame shows it: the field's pixels changed (once GTK has drawn it: a bounded
-    # wait for a state, not a timing), the other field's did not.
-    for _ in range(50):
-        after = await shot(server, box, field["bounds"])
-        if ImageChops.difference(before, after).getbbox() is not None:
-            break
-        await asyncio.sleep(0.1)
+    # The frame shows it: the field's pixels changed (once GTK has drawn it), the other
+    # field's did not.
+    after = await shot_once_changed(client, box, field["bounds"], before)
     assert ImageChops.difference(before, after).getbbox() is not None
-    assert (
-        ImageChops.difference(street_before, await shot(server, box, street["bounds"])).getbbox()
-        is None
-    )
+    street_after = await shot(client, box, street["bounds"])
+    assert ImageChops.difference(street_before, street_after).getbbox() is None
     # Its path names it again; the toolkit's own text is what was set.
     again = await node(server, box, {"op": "find", "node": {"path": field["path"]}})
     assert [n["value"] for n in again["nodes"]] == ["Ada Lovelace"]
