@@ -1,6 +1,11 @@
 """Figures of the in-box agent, on real Xvfb displays (:218 and up). Prints, asserts nothing.
 
     .venv/bin/python bench/agent.py [--rounds 200] [--starts 3] [--idle-seconds 10]
+    .venv/bin/python bench/agent.py --against DIR [--rounds 200]
+
+With `--against DIR` (a checkout of other code, e.g. a git worktree), only the input round
+trips (move, click, type, and a request that does nothing) of this checkout's agent beside
+DIR's, each with Chromium on its own displays, in rounds that alternate.
 
 - click round trip (client → agent → XTEST + sync → answer), p50/p95, beside an `xdotool
   click` subprocess on the same display in the same run;
@@ -40,13 +45,14 @@ from holm.wire.values import Point, Region  # noqa: E402
 DISPLAY_BASE = "218"
 
 
-def start(tmp: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
+def start(tmp: Path, *args: str, code: Path = REPO) -> tuple[subprocess.Popen[bytes], Path]:
+    """An agent of the checkout `code`, its run dir and home in `tmp`."""
     site = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
     (tmp / "home").mkdir(parents=True, exist_ok=True)
     env = {
         "HOME": str(tmp / "home"),
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "PYTHONPATH": f"{REPO}:{site}",
+        "PYTHONPATH": f"{code}:{site}",
     }
     proc = subprocess.Popen(
         ["/usr/bin/python3", "-m", "holm.adapters.agent", "--run-dir", str(tmp / "run"), *args],
@@ -54,6 +60,8 @@ def start(tmp: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
         stdout=subprocess.DEVNULL,
         stderr=open(tmp / "agent.log", "wb"),  # noqa: SIM115
         start_new_session=True,
+        # `-m` puts the working directory first on the path: not a checkout's.
+        cwd=tmp,
     )
     return proc, tmp / "run" / "agent.sock"
 
@@ -122,13 +130,63 @@ async def ready_time(tmp: Path, *args: str) -> float:
     return elapsed
 
 
+INPUTS = {
+    "apps (no input: the round trip alone)": lambda i: a.Apps(),
+    "type 10 characters": lambda i: a.Type(text="abcdefghij"),
+    "move": lambda i: a.Move(to=Point(x=300 + i % 50, y=300)),
+    "click": lambda i: a.Click(at=Point(x=300 + i % 50, y=300)),
+}
+
+
+async def against(tmp: Path, other: Path, rounds: int) -> None:
+    """Input round trips of this checkout's agent beside `other`'s, each on its own
+    displays with Chromium, in rounds that alternate which goes first."""
+    sides: list[tuple[str, subprocess.Popen[bytes], AgentDesktop, dict[str, list[float]]]] = []
+    try:
+        for name, code, base in (("this checkout", REPO, "231"), (other.name, other, "241")):
+            proc, sock = start(tmp / name.replace(" ", "-"), "--display-base", base, code=code)
+            desktop = await AgentDesktop.connect_when_up(sock, 30)
+            sides.append((name, proc, desktop, {kind: [] for kind in INPUTS}))
+            await desktop.ready(60)
+        for i in range(rounds):
+            for _, _, desktop, times in sides if i % 2 else sides[::-1]:
+                for kind, action in INPUTS.items():
+                    began = time.perf_counter()
+                    await desktop.act(0, action(i))
+                    times[kind].append(time.perf_counter() - began)
+                # Keys sent within 100 ms of a click wait for it (docs/agent.md, Input): the
+                # next round's typing comes later.
+                await asyncio.sleep(0.11)
+        print(f"agent round trips, p50 / p95{'':22}" + "".join(f"{s[0]:>26}" for s in sides))
+        for kind in INPUTS:
+            cells = "".join(f"{ms(s[3][kind], 0.5):>14} / {ms(s[3][kind], 0.95)}" for s in sides)
+            print(f"  {kind:46}{cells}")
+    finally:
+        for _, proc, desktop, _ in sides:
+            await desktop.close()
+            stop(proc)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--idle-seconds", type=float, default=10)
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="only the input round trips, beside the agent of this other checkout",
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="holm-bench-agent-"))
+    if args.against is not None:
+        print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        try:
+            await against(tmp, args.against.resolve(), args.rounds)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
+        return
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     try:
         proc, sock = start(tmp / "main", "--display-base", DISPLAY_BASE)

@@ -4,10 +4,7 @@ Chromium: nothing draws but the test), the pixels it reads counted by `tiles.REA
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections.abc import Iterator
 
 import msgspec
 import pytest
@@ -15,32 +12,15 @@ from Xlib import X
 from Xlib.display import Display
 from Xlib.xobject.drawable import Window
 
-from holm.adapters.agent import desktop_up, processes
 from holm.adapters.agent.__main__ import parse
 from holm.adapters.agent.command import agent_command, frame_key
 from holm.adapters.agent.screen import Screen
 from holm.adapters.agent.tiles import READS, TILE, FrameHasher, Reads
 from holm.wire.values import Region
 
-WIDTH, HEIGHT = 640, 480
-DISPLAY_BASE = 350
-KEY = b"the server's key"
+from .own_screen import HEIGHT, KEY, WIDTH, display, screen
 
-
-@pytest.fixture
-def display(tmp_path: Path) -> Iterator[str]:
-    number, xvfb = desktop_up.start_xvfb(0, WIDTH, HEIGHT, DISPLAY_BASE, tmp_path, dict(os.environ))
-    yield f":{number}"
-    processes.kill_group(xvfb.pid)
-    xvfb.wait()
-
-
-@pytest.fixture
-async def screen(display: str) -> AsyncIterator[Screen]:
-    shown = Screen(0, WIDTH, HEIGHT, ThreadPoolExecutor(1), FrameHasher(KEY))
-    await shown.connect(display)
-    yield shown
-    shown.close()
+__all__ = ["display", "screen"]  # fixtures
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from holm.adapters.agent.input import Input
@@ -42,11 +43,28 @@ def _release_later(screen: Screen, kind: str, name: str, token: int, after_ms: i
     loop = asyncio.get_running_loop()
 
     def release() -> None:
-        task = loop.create_task(screen.on_input(lambda i: i.release_if(kind, name, token)))
+        task = loop.create_task(screen.on_input(lambda i: i.release_if(kind, name, token), _always))
         _pending.add(task)
         task.add_done_callback(_pending.discard)
 
     loop.call_later(after_ms / 1000, release)
+
+
+# Text up to this long is typed on the agent's loop (`Screen.on_input`): its key events
+# are queued without waiting for the X server, so even the longest blocks about a millisecond.
+INLINE_TEXT = 64
+
+
+def _inline(motion: Motion = "instant", keys: bool = False) -> Callable[[Input], bool] | None:
+    """When an input call may run on the agent's loop: when it cannot sleep, that is when
+    the pointer jumps (a human path pauses on its way) and no key waits for a click to land."""
+    if motion != "instant":
+        return None
+    return Input.keys_ready if keys else _always
+
+
+def _always(_: Input) -> bool:
+    return True
 
 
 def _seeded(seed: int | None, motion: Motion) -> int | None:
@@ -104,11 +122,17 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
     match action:
         case a.Move(to=to, motion=motion, seed=seed, pause_ms=pause_ms):
             seed = _seeded(seed, motion)
-            await screen.on_input(lambda i: i.move((to.x, to.y), motion, seed, pause_ms))
+            await screen.on_input(
+                lambda i: i.move((to.x, to.y), motion, seed, pause_ms),
+                _inline(motion) if pause_ms == 0 else None,
+            )
             return _pointed((to.x, to.y), motion, seed)
         case a.Click(at=at, button=button, held=held, motion=motion, seed=seed):
             seed = _seeded(seed, motion)
-            where = await screen.on_input(lambda i: i.click(_xy(at), button, held, motion, seed))
+            where = await screen.on_input(
+                lambda i: i.click(_xy(at), button, held, motion, seed),
+                _inline(motion, keys=bool(held)),
+            )
             return _pointed(where, motion, seed)
         case a.DoubleClick(at=at, button=button, motion=motion, seed=seed):
             seed = _seeded(seed, motion)
@@ -136,24 +160,28 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
                 where = i.button_down(_xy(at), button, motion, seed)
                 return where, i.hold(i.buttons, button, release_at, explicit)
 
-            where, token = await screen.on_input(down)
+            where, token = await screen.on_input(down, _inline(motion))
             _release_later(screen, "button", button, token, hold)
             pointed = _pointed(where, motion, seed)
             return r.ButtonHeld(at=pointed.at, seed=pointed.seed, release_at_ms=release_at)
         case a.MouseUp(at=at, button=button):
             return r.Pointed(
-                at=Point(*await screen.on_input(lambda i: i.button_up(_xy(at), button)))
+                at=Point(*await screen.on_input(lambda i: i.button_up(_xy(at), button), _always))
             )
         case a.Scroll(at=at, dx=dx, dy=dy):
-            where = await screen.on_input(lambda i: i.scroll(_xy(at), dx, dy))
+            where = await screen.on_input(lambda i: i.scroll(_xy(at), dx, dy), _always)
             return r.Pointed(at=Point(*where))
         case a.Type(text=text, delay_ms=delay_ms):
-            return r.Typed(typed=await screen.on_input(lambda i: i.type_text(text, delay_ms)))
+            quick = delay_ms == 0 and len(text) <= INLINE_TEXT
+            typed = await screen.on_input(
+                lambda i: i.type_text(text, delay_ms), _inline(keys=True) if quick else None
+            )
+            return r.Typed(typed=typed)
         case a.Press(chord=chord_in, then=then_in, held=held):
             chord, then = normalized_chord(chord_in), normalized_then(then_in)
             if not chord and not then:
                 raise BadRequest("press needs keys in `chord` or `then`")
-            await screen.on_input(lambda i: i.press(chord, then, held))
+            await screen.on_input(lambda i: i.press(chord, then, held), _inline(keys=True))
             return r.Pressed(pressed=[*chord, *then])
         case a.KeyDown(key=key_in, hold_ms=hold_ms):
             key = normalized_key_name(key_in)
@@ -164,12 +192,12 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
                 i.key_down(key)
                 return i.hold(i.keys, key, release_at, explicit)
 
-            token = await screen.on_input(key_down)
+            token = await screen.on_input(key_down, _inline(keys=True))
             _release_later(screen, "key", key, token, hold)
             return r.KeyHeld(key=key, release_at_ms=release_at)
         case a.KeyUp(key=key_in):
             up = normalized_key_name(key_in)
-            await screen.on_input(lambda i: i.key_up(up))
+            await screen.on_input(lambda i: i.key_up(up), _always)
             return r.KeyReleased(key=up)
         case a.WaitStill(settle_ms=settle_ms, within_ms=within_ms):
             # Both stop at 30 s (docs/api.md): a longer wait is capped, not refused.

@@ -1,8 +1,10 @@
 """Pointer and keyboard input through XTEST, in process, on the screen's input connection.
 
-An `Input` belongs to one screen's input thread: every method blocks and must be called
-from that thread only. Every action ends with `sync()`, so when it returns the X server has
-done it (the next capture or query on any connection sees its effect).
+An `Input` belongs to one screen: every method blocks, and no two calls run at once (the
+screen runs them on its input thread, or on the agent's loop when they cannot sleep and
+nothing is on that thread: `Screen.on_input`). Every action ends with `sync()`, so when it
+returns the X server has done it (the next capture or query on any connection sees its
+effect).
 """
 
 from __future__ import annotations
@@ -99,10 +101,17 @@ class Input:
         routes mouse events through a hit test that keyboard events skip, so the click
         that focuses an input can land after the first typed keys. Keys wait until a
         click is KEYS_AFTER_BUTTON_S old."""
-        wait = self._last_button + KEYS_AFTER_BUTTON_S - time.monotonic()
+        wait = self.keys_wait_s()
         if wait > 0:
             self.sync()
             time.sleep(wait)
+
+    def keys_wait_s(self) -> float:
+        """How long a key sent now would wait for the last click to land (0: none)."""
+        return max(0.0, self._last_button + KEYS_AFTER_BUTTON_S - time.monotonic())
+
+    def keys_ready(self) -> bool:
+        return self.keys_wait_s() == 0
 
     def sync(self) -> None:
         self.conn.sync()

@@ -1,0 +1,35 @@
+"""An agent `Screen` in this process, on a real Xvfb of its own (no window manager, no
+Chromium: nothing draws or reads input but the test), for the tests that look inside it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from holm.adapters.agent import desktop_up, processes
+from holm.adapters.agent.screen import Screen
+from holm.adapters.agent.tiles import FrameHasher
+
+WIDTH, HEIGHT = 640, 480
+DISPLAY_BASE = 350
+KEY = b"the server's key"
+
+
+@pytest.fixture
+def display(tmp_path: Path) -> Iterator[str]:
+    number, xvfb = desktop_up.start_xvfb(0, WIDTH, HEIGHT, DISPLAY_BASE, tmp_path, dict(os.environ))
+    yield f":{number}"
+    processes.kill_group(xvfb.pid)
+    xvfb.wait()
+
+
+@pytest.fixture
+async def screen(display: str) -> AsyncIterator[Screen]:
+    shown = Screen(0, WIDTH, HEIGHT, ThreadPoolExecutor(1), FrameHasher(KEY))
+    await shown.connect(display)
+    yield shown
+    shown.close()
