@@ -4,8 +4,9 @@
     .venv/bin/python bench/agent.py --against DIR [--rounds 200]
 
 With `--against DIR` (a checkout of other code, e.g. a git worktree), only the input round
-trips (move, click, type, and a request that does nothing) of this checkout's agent beside
-DIR's, each with Chromium on its own displays, in rounds that alternate.
+trips (move, click, type, and a request that does nothing) and an unchanged frame of this
+checkout's agent beside DIR's, each with Chromium on its own displays, in rounds that
+alternate.
 
 - click round trip (client → agent → XTEST + sync → answer), p50/p95, beside an `xdotool
   click` subprocess on the same display in the same run;
@@ -130,35 +131,42 @@ async def ready_time(tmp: Path, *args: str) -> float:
     return elapsed
 
 
-INPUTS = {
+ACTIONS = {
     "apps (no input: the round trip alone)": lambda i: a.Apps(),
     "type 10 characters": lambda i: a.Type(text="abcdefghij"),
     "move": lambda i: a.Move(to=Point(x=300 + i % 50, y=300)),
     "click": lambda i: a.Click(at=Point(x=300 + i % 50, y=300)),
 }
+UNCHANGED = "frame unchanged (have), screen settled"
 
 
 async def against(tmp: Path, other: Path, rounds: int) -> None:
     """Input round trips of this checkout's agent beside `other`'s, each on its own
     displays with Chromium, in rounds that alternate which goes first."""
+    kinds = [*ACTIONS, UNCHANGED]
     sides: list[tuple[str, subprocess.Popen[bytes], AgentDesktop, dict[str, list[float]]]] = []
     try:
         for name, code, base in (("this checkout", REPO, "231"), (other.name, other, "241")):
             proc, sock = start(tmp / name.replace(" ", "-"), "--display-base", base, code=code)
             desktop = await AgentDesktop.connect_when_up(sock, 30)
-            sides.append((name, proc, desktop, {kind: [] for kind in INPUTS}))
+            sides.append((name, proc, desktop, {kind: [] for kind in kinds}))
             await desktop.ready(60)
         for i in range(rounds):
             for _, _, desktop, times in sides if i % 2 else sides[::-1]:
-                for kind, action in INPUTS.items():
+                for kind, action in ACTIONS.items():
                     began = time.perf_counter()
                     await desktop.act(0, action(i))
                     times[kind].append(time.perf_counter() - began)
                 # Keys sent within 100 ms of a click wait for it (docs/agent.md, Input): the
-                # next round's typing comes later.
+                # next round's typing comes later. The screen settles meanwhile.
                 await asyncio.sleep(0.11)
+                have = (await desktop.frame_hash(0))[0]
+                began = time.perf_counter()
+                unchanged = await desktop.frame(0, have=have)
+                if unchanged.unchanged:
+                    times[UNCHANGED].append(time.perf_counter() - began)
         print(f"agent round trips, p50 / p95{'':22}" + "".join(f"{s[0]:>26}" for s in sides))
-        for kind in INPUTS:
+        for kind in kinds:
             cells = "".join(f"{ms(s[3][kind], 0.5):>14} / {ms(s[3][kind], 0.95)}" for s in sides)
             print(f"  {kind:46}{cells}")
     finally:

@@ -22,6 +22,7 @@ from holm.adapters.agent.capture import Raw
 from holm.adapters.agent.clipboard import ClipboardOwner
 from holm.adapters.agent.damage_watch import DamageWatch
 from holm.adapters.agent.input import Input
+from holm.adapters.agent.lane import Lane
 from holm.adapters.agent.tiles import FrameHasher, TileGrid
 from holm.adapters.agent.window_list import WindowTracker
 from holm.adapters.agent.window_watch import WindowWatch
@@ -56,12 +57,10 @@ class Screen:
         self.up = asyncio.Event()
         self.failure: str | None = None
         self._png_pool = png_pool
-        self._input_thread = ThreadPoolExecutor(1, thread_name_prefix=f"input-{index}")
-        self._capture_thread = ThreadPoolExecutor(1, thread_name_prefix=f"capture-{index}")
+        self.input_lane = Lane(f"input-{index}")
+        self.capture_lane = Lane(f"capture-{index}")
         self._query_thread = ThreadPoolExecutor(1, thread_name_prefix=f"query-{index}")
         self._input: Input | None = None
-        # Calls given to the input thread and not done yet (`on_input`).
-        self._input_busy = 0
         self._grabber: capture.Grabber | None = None
         self.hasher = hasher
         self._grid: TileGrid | None = None
@@ -82,14 +81,12 @@ class Screen:
         def open_input() -> Input:
             return Input(Display(display_name), self.width, self.height)
 
-        self._input = await loop.run_in_executor(self._input_thread, open_input)
-        self._grabber = await loop.run_in_executor(
-            self._capture_thread,
+        self._input = await self.input_lane.run(open_input)
+        self._grabber = await self.capture_lane.run(
             lambda: capture.Grabber(Display(display_name), self.width, self.height),
         )
         grabber = self._grabber
-        self._grid = await loop.run_in_executor(
-            self._capture_thread,
+        self._grid = await self.capture_lane.run(
             lambda: TileGrid(
                 grabber.conn,
                 self.hasher,
@@ -112,28 +109,11 @@ class Screen:
     async def on_input(
         self, work: Callable[[Input], T], inline_if: Callable[[Input], bool] | None = None
     ) -> T:
-        """Run `work` with the screen's input: on the input thread, or right here when
-        `inline_if` says it cannot sleep and the thread has nothing to do. A hop to a
-        thread and back costs about 0.4 ms on this machine's VMs, more than a click's
-        XTEST calls and their round trip to the X server (about 0.1 ms), which block this
-        loop no longer than a frame's hash does its thread. The thread stays for what
-        waits (a human path, a typing delay, keys after a click), so that nothing else
-        of the box's waits behind it, and no two calls ever use the connection at once."""
+        """Run `work` with the screen's input, on the agent's loop when `inline_if` says it
+        cannot sleep (lane.py), else on the input thread."""
         conn = self._up(self._input)
-        if inline_if is not None and not self._input_busy and inline_if(conn):
-            return work(conn)
-        loop = asyncio.get_running_loop()
-        done = self._input_thread.submit(work, conn)
-        self._input_busy += 1
-        # Counted down when the thread is done, not when the caller stops waiting: a
-        # cancelled caller leaves the work running on the connection.
-        done.add_done_callback(
-            lambda _: loop.is_closed() or loop.call_soon_threadsafe(self._input_done)
-        )
-        return await asyncio.wrap_future(done)
-
-    def _input_done(self) -> None:
-        self._input_busy -= 1
+        quick = None if inline_if is None else lambda: inline_if(conn)
+        return await self.input_lane.run(lambda: work(conn), quick)
 
     async def on_query(self, work: Callable[[Display], T]) -> T:
         conn = self._up(self._query_conn)
@@ -161,15 +141,14 @@ class Screen:
 
     async def _grab(self, region: Region) -> Raw:
         grabber = self._up(self._grabber)
-        return await asyncio.get_running_loop().run_in_executor(
-            self._capture_thread, grabber.grab, region
-        )
+        return await self.capture_lane.run(lambda: grabber.grab(region))
 
     async def frame_hash(self) -> tuple[str, int, int]:
         grid = self._up(self._grid)
-        digest = await asyncio.get_running_loop().run_in_executor(
-            self._capture_thread, grid.frame_hash
-        )
+        # A screen nobody drew on is answered here, without the hop to the capture thread.
+        digest = self.capture_lane.here(grid.hash_if_clean)
+        if digest is None:
+            digest = await self.capture_lane.run(grid.frame_hash)
         return digest, self.width, self.height
 
     async def frame(
@@ -193,21 +172,21 @@ class Screen:
             where = await self.cursor()
             at = (where.x - area.x, where.y - area.y)
         loop = asyncio.get_running_loop()
+        raw: Raw | None
         if region is None:
             grid = self._up(self._grid)
-            digest, raw = await loop.run_in_executor(
-                self._capture_thread, self._whole, grid, have, scale, at
-            )
+            kept = self.capture_lane.here(lambda: grid.hash_if_clean(scale, at))
+            if kept is not None and kept == have:
+                digest, raw = kept, None
+            else:
+                digest, raw = await self.capture_lane.run(
+                    lambda: self._whole(grid, have, scale, at)
+                )
         else:
             raw = await self._grab(area)
-            digest = await loop.run_in_executor(
-                self._capture_thread,
-                self.hasher.picture,
-                raw.data,
-                raw.width,
-                raw.height,
-                scale,
-                at,
+            shot = raw
+            digest = await self.capture_lane.run(
+                lambda: self.hasher.picture(shot.data, shot.width, shot.height, scale, at)
             )
         width, height = capture.scaled_size(area, scale)
         if digest == have or raw is None:
@@ -331,5 +310,6 @@ class Screen:
             self._damage.close()
         if self.window_watch is not None:
             self.window_watch.close()
-        for pool in (self._input_thread, self._capture_thread, self._query_thread):
-            pool.shutdown(wait=False, cancel_futures=True)
+        self.input_lane.shutdown()
+        self.capture_lane.shutdown()
+        self._query_thread.shutdown(wait=False, cancel_futures=True)

@@ -125,6 +125,15 @@ class TileGrid:
         self.refresh()
         return self.hasher.frame(self.hashes, self.width, self.height, scale, pointer)
 
+    def hash_if_clean(self, scale: int = 100, pointer: tuple[int, int] | None = None) -> str | None:
+        """The frame's hash when nothing was drawn since the last refresh, from the hashes
+        kept (asking the X server what is pending is a round trip; no pixel is read); None
+        when tiles must be read again first (`frame_hash`)."""
+        self._collect()
+        if self._marked:
+            return None
+        return self.hasher.frame(self.hashes, self.width, self.height, scale, pointer)
+
     def refresh(self) -> None:
         """Read and hash again the tiles drawn on since the last refresh."""
         self._collect()

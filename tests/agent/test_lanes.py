@@ -1,6 +1,7 @@
-"""Where a screen's input calls run (`Screen.on_input`): on the agent's loop when they cannot
-sleep and the input thread is idle, else on that thread, one after another. On a `Screen`
-of this process over a real Xvfb (own_screen.py)."""
+"""Where a screen's X work runs (lane.py): input on the agent's loop when it cannot sleep and
+the input thread is idle, else on that thread, one call after another; a still screen's hash
+on the loop, tiles to read on the capture thread. On a `Screen` of this process over a real
+Xvfb (own_screen.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+
+from Xlib import X
+from Xlib.display import Display
 
 from holm.adapters.agent.acts import _inline
 from holm.adapters.agent.input import Input
@@ -66,3 +70,28 @@ async def test_a_quick_call_waits_for_the_thread_to_be_done(screen: Screen) -> N
     # Once the thread is idle again, the next quick call is back on the loop.
     await screen.on_input(traced(click, log), _inline("instant"))
     assert log[-1][0] == threading.current_thread().name
+
+
+async def test_a_still_screen_is_answered_without_the_capture_thread(
+    screen: Screen, display: str
+) -> None:
+    first, _, _ = await screen.frame_hash()
+    handed = screen.capture_lane.handed
+    again, _, _ = await screen.frame_hash()
+    unchanged = await screen.frame(have=first)
+    assert again == first and unchanged.unchanged
+    assert screen.capture_lane.handed == handed
+
+    painter = Display(display)
+    try:
+        shown = painter.screen().root.create_window(
+            5, 5, 20, 20, 0, X.CopyFromParent, background_pixel=0xFF0000, override_redirect=True
+        )
+        shown.map()
+        painter.sync()
+        changed, _, _ = await screen.frame_hash()
+    finally:
+        painter.close()
+    # Drawn on: its tiles are read on the thread, and the hash is new.
+    assert changed != first
+    assert screen.capture_lane.handed == handed + 1
