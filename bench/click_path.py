@@ -5,9 +5,10 @@ figures, asserts nothing.
 
 holmd runs in its own process (bench/http_api.py's `served`, durable local store) with one
 box showing a page with a text field; the client sends, one at a time on one keep-alive
-connection, batches of one `move`, one `click` and one `type` of 10 characters, and prints
-each one's p50 and p95 (targets: move ≤ 1 ms, click ≤ 2 ms, type ≤ 3 ms), then the
-breakdown of the clicks (bench/breakdown.py).
+connection, batches of one `move`, one `click` and one `type` of 10 characters, then
+unchanged frames (`GET …/frame?have=`), and prints each one's p50 and p95 (targets: move
+≤ 1 ms, click ≤ 2 ms, type ≤ 3 ms, unchanged frame ≤ 1 ms), then the breakdown of the
+clicks (bench/breakdown.py).
 
 With `--against DIR`, a second holmd runs the code of the checkout DIR (e.g. a git worktree
 of main: `git worktree add /tmp/before main`) with a box of its own, and every round goes
@@ -42,6 +43,7 @@ PAGE = (
 )
 # Inside the text field, below Chromium's toolbar.
 AT = (400, 400)
+UNCHANGED = "frame, unchanged (have)"
 
 
 def actions(n: int) -> dict[str, dict[str, Any]]:
@@ -61,7 +63,7 @@ class Side:
         self.base = base
         self.session = session
         self.box = ""
-        self.times: dict[str, list[float]] = {kind: [] for kind in actions(0)}
+        self.times: dict[str, list[float]] = {kind: [] for kind in [*actions(0), UNCHANGED]}
 
     async def batch(self, *steps: dict[str, Any]) -> Any:
         url = f"{self.base}/v1/boxes/{self.box}/screens/0/actions"
@@ -83,6 +85,18 @@ class Side:
         await self.batch(actions(n)[kind])
         if keep:
             self.times[kind].append((time.perf_counter() - began) * 1000)
+
+    async def unchanged_frame(self, keep: bool) -> None:
+        """An unchanged frame (`have` the hash just read); a screen still settling after
+        the last action gives no figure."""
+        url = f"{self.base}/v1/boxes/{self.box}/screens/0/frame"
+        async with self.session.get(url) as response:
+            have = (await response.json())["hash"]
+        began = time.perf_counter()
+        async with self.session.get(url, params={"have": have}) as response:
+            answer = await response.json()
+        if keep and answer.get("unchanged"):
+            self.times[UNCHANGED].append((time.perf_counter() - began) * 1000)
 
     async def breakdown(self, clicks: int = 1) -> dict[str, Any]:
         query = {"clicks": clicks}
@@ -118,6 +132,9 @@ async def bench(args: argparse.Namespace, bases: list[tuple[str, str]]) -> None:
             await rounds(sides, ["click"], args.rounds, 0)
             parts = [await side.breakdown(args.rounds) for side in sides]
             await rounds(sides, ["move", "type"], args.rounds, 20)
+            for n in range(args.rounds + 20):
+                for side in sides if n % 2 else sides[::-1]:
+                    await side.unchanged_frame(n >= 20)
             report(sides, parts)
         finally:
             for side in sides:
@@ -133,6 +150,7 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
             for s in sides
         )
         print(f"  {kind + (' 10 characters' if kind == 'type' else ''):64}{cells}")
+    print("  (a frame counts only when it was unchanged: a screen still settling gives none)")
     print(f"\nwhere one click's time goes inside holmd, ms per click (calls){'':7}{names}")
     for part in sorted({name for p in parts for name in p}):
         cells = ""

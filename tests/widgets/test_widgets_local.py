@@ -177,6 +177,8 @@ async def test_the_tree_of_chromium_on_a_form_page_lists_its_fields(
 async def test_set_types_into_a_page_field_that_takes_no_text_through_the_bus(
     server: LocalServer, box: str
 ) -> None:
+    # Its own page, freshly loaded: the test does not lean on the one before it.
+    await steps(server, box, {"type": "open_url", "url": FORM})
     street = {"query": "Street", "role": "text", "app": "chromium"}
 
     done = await node(server, box, {"op": "set", "node": street, "value": "Elm Row"})
