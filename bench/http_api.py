@@ -57,7 +57,6 @@ def serve(state_dir: Path, port: int, chromium: bool, breakdown: bool) -> None:
     from aiohttp import web
 
     if breakdown:
-        # At the end of the path: bench/mcp.py would shadow the `mcp` package.
         sys.path.append(str(Path(__file__).resolve().parent))
         import breakdown as parts
 
@@ -335,7 +334,7 @@ def served(
 ) -> Iterator[tuple[str, Path, int]]:
     """holmd in its own process (this script with `--serve` and `flags`) on a fresh state
     dir, once it answers: its URL, the state dir and its pid; ended after, with the boxes
-    it left. bench/mcp.py and bench/viewer.py measure against it too. With `checkout` (a
+    it left. bench/mcp_calls.py and bench/viewer.py measure against it too. With `checkout` (a
     git worktree of other code), that checkout's holmd and agent, for a before/after in
     one run."""
     state_dir = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))

@@ -24,11 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-# This folder leaves the import path: its mcp.py would stand in for the MCP SDK that
-# holm.http imports.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
-
 from aiohttp.test_utils import TestClient, TestServer
 
 from holm.adapters.local.runtime import LocalRuntime

@@ -101,7 +101,7 @@ def mcp_server(app: web.Application) -> Server[Any]:
         on_call_tool=on_call_tool,
     )
     # The SDK's one default middleware opens an OpenTelemetry span per message; holmd runs
-    # no exporter, so the span only cost each call time (bench/mcp.py --breakdown).
+    # no exporter, so the span only cost each call time (bench/mcp_calls.py --breakdown).
     server.middleware.clear()
     return server
 
@@ -133,7 +133,7 @@ def setup_mcp(app: web.Application) -> None:
     manager = StreamableHTTPSessionManager(
         mcp_server(app),
         # A tool's answer as one JSON body rather than an event stream: no tool sends
-        # anything before its result, and a stream cost a click 6 ms (bench/mcp.py).
+        # anything before its result, and a stream cost a click 6 ms (bench/mcp_calls.py).
         json_response=True,
         # The limit of every other body; a chunked body is not announced, so the SDK counts.
         max_request_body_size=app[CONFIG].max_body_bytes,

@@ -91,7 +91,7 @@ class Tool:
     destructive: bool = False
 
     # Read once per tool, not per call: `msgspec.structs.fields` evaluates the annotations
-    # anew each time, which cost a call 0.2 ms (bench/mcp.py --breakdown).
+    # anew each time, which cost a call 0.2 ms (bench/mcp_calls.py --breakdown).
 
     @cached_property
     def tag(self) -> str | None:

@@ -1,6 +1,6 @@
 """MCP against REST on the same real box, in one run; prints figures, asserts nothing.
 
-    .venv/bin/python bench/mcp.py [--rounds 300] [--against CHECKOUT] [--breakdown]
+    .venv/bin/python bench/mcp_calls.py [--rounds 300] [--against CHECKOUT] [--breakdown]
 
 holmd runs in its own process (bench/http_api.py's server: the local runtime, a real box
 with Chromium on its screen, the durable local store, 127.0.0.1); this process is the
@@ -35,12 +35,7 @@ from typing import Any
 import aiohttp
 
 BENCH = Path(__file__).resolve().parent
-# This file's name shadows the `mcp` package when it runs as a script: its folder goes to
-# the end of the import path, after the installed packages.
-if sys.path and Path(sys.path[0]).resolve() == BENCH:
-    del sys.path[0]
 sys.path.insert(0, str(BENCH.parent))
-sys.path.append(str(BENCH))
 
 from http_api import CONFIRM, percentile, served  # noqa: E402
 
