@@ -5,8 +5,9 @@
 holmd runs in its own process (bench/http_api.py's server: the local runtime, a real box
 with Chromium on its screen, the durable local store, 127.0.0.1); this process is the
 client, over one keep-alive connection each way:
-- a click: a REST batch of one `click` against the MCP `click` tool over Streamable HTTP
-  (the `mcp` SDK's own client), both recorded as an `acted` entry, fsynced;
+- a click: a REST batch of one `click` against the MCP `click` tool over Streamable HTTP,
+  called with the `mcp` SDK's own client and with a plain one (an aiohttp POST of the
+  JSON-RPC message, in a session of its own), all recorded as an `acted` entry, fsynced;
 - an unchanged screen: REST `GET …/frame?have=` against the MCP `screenshot` tool with
   `have` (the goals: an MCP click p50 under 5 ms, at most 1 ms over REST; an unchanged
   screenshot under 8 ms).
@@ -40,6 +41,12 @@ sys.path.insert(0, str(BENCH.parent))
 from http_api import CONFIRM, percentile, served  # noqa: E402
 
 Work = Callable[[int], Awaitable[object]]
+# A protocol revision of the initialize handshake, which the plain client speaks.
+PLAIN_VERSION = "2025-11-25"
+
+
+def rpc(method: str, params: dict[str, Any], id: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
 
 
 async def timed(rounds: int, work: Work) -> list[float]:
@@ -54,7 +61,7 @@ async def timed(rounds: int, work: Work) -> list[float]:
 
 def line(name: str, times: list[float]) -> str:
     p50, p95 = statistics.median(times), percentile(times, 0.95)
-    return f"{name:60} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
+    return f"{name:64} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
 
 
 def own_cpu(pid: int) -> float:
@@ -93,10 +100,50 @@ class Target:
                 ):
                     await mcp.initialize()
                     self.mcp = mcp
+                    await self._plain_session()
                     yield self
             finally:
                 async with rest.delete(f"{self.base}/v1/boxes/{self.box}", headers=CONFIRM):
                     pass
+
+    async def _plain_session(self) -> None:
+        """An MCP session of the plain client: Streamable HTTP spoken with an aiohttp POST
+        per message (what a client in any language does), beside the SDK's client."""
+        hello = {
+            "protocolVersion": PLAIN_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        }
+        headers = {"Accept": "application/json, text/event-stream"}
+        async with self.rest.post(
+            f"{self.base}/mcp", json=rpc("initialize", hello, 0), headers=headers
+        ) as response:
+            agreed = (await response.json())["result"]["protocolVersion"]
+            headers["Mcp-Session-Id"] = response.headers["Mcp-Session-Id"]
+        headers["Mcp-Protocol-Version"] = agreed
+        self.plain_headers = headers
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        async with self.rest.post(f"{self.base}/mcp", json=note, headers=headers) as response:
+            assert response.status == 202, response.status
+
+    async def plain_call(self, n: int, tool: str, arguments: dict[str, Any]) -> Any:
+        body = rpc("tools/call", {"name": tool, "arguments": arguments}, n)
+        async with self.rest.post(
+            f"{self.base}/mcp", json=body, headers=self.plain_headers
+        ) as response:
+            answer = await response.json()
+        assert not answer["result"].get("isError"), answer
+        return answer["result"]
+
+    async def plain_click(self, n: int) -> object:
+        return await self.plain_call(
+            n, "click", {"box": self.box, "at": {"x": 10 + n % 100, "y": 400}}
+        )
+
+    async def plain_still(self, n: int) -> object:
+        answer = await self.plain_call(n, "screenshot", {"box": self.box, "have": self.have})
+        self.unchanged += '"unchanged":true' in str(answer["content"][0]).replace(" ", "")
+        return answer
 
     async def rest_click(self, n: int) -> object:
         body = {"actions": [{"type": "click", "at": {"x": 10 + n % 100, "y": 400}}]}
@@ -125,9 +172,11 @@ class Target:
     def works(self) -> list[tuple[str, Work]]:
         return [
             ("click, REST batch of one", self.rest_click),
-            ("click, MCP tool", self.mcp_click),
+            ("click, MCP tool (the SDK's client)", self.mcp_click),
+            ("click, MCP tool (a plain HTTP client)", self.plain_click),
             ("unchanged screen, REST frame?have=", self.rest_still),
-            ("unchanged screen, MCP screenshot have=", self.mcp_still),
+            ("unchanged screen, MCP screenshot have= (the SDK's client)", self.mcp_still),
+            ("unchanged screen, MCP screenshot have= (a plain client)", self.plain_still),
         ]
 
 
@@ -158,7 +207,7 @@ async def bench(targets: list[Target], rounds: int, breakdown: bool) -> None:
                 f"client {client / calls * 1000:5.2f} ms"
             )
         for target in targets:
-            still = 2 * turns * (rounds // turns + 30)
+            still = 3 * turns * (rounds // turns + 30)
             print(f"{target.label}: answered unchanged: {target.unchanged} of {still}")
         if breakdown:
             await where_the_time_goes(targets[0], rounds)
