@@ -561,14 +561,25 @@ class Engine:
         encoding: Encoding = PNG,
     ) -> FrameResult:
         """A capture of a screen, a window or a rectangle, encoded in the box (a JPEG or WebP
-        costs no PNG first); not recorded."""
+        costs no PNG first); not recorded. A whole screen known to be still is answered
+        `unchanged` without asking the box (still_screens.py)."""
         desktop = await self._reading(box_id, screen)
-        return await boundary(
+        still = self.watchers.still
+        whole = window is None and region is None and scale == 100
+        if whole and have is not None:
+            known = still.unchanged(box_id, screen, desktop, have)
+            if known is not None:
+                return known
+        generation = still.generation(box_id)
+        frame = await boundary(
             desktop.frame(
                 screen, have=have, window=window, region=region, scale=scale, encoding=encoding
             ),
             "a frame capture",
         )
+        if whole:
+            still.saw(box_id, screen, desktop, frame, generation)
+        return frame
 
     async def record_frame(self, box_id: str, screen: int, *, always: bool = False) -> bool:
         """Append a `frame` entry of the screen as it is now (what the watcher does when

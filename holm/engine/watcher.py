@@ -26,6 +26,7 @@ from holm.wire.entries import FrameSeen
 
 from .guards import boundary
 from .journal import Journal, entry
+from .still_screens import StillScreens
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ class FrameWatchers:
         self._tasks: dict[str, list[asyncio.Task[None]]] = {}
         # Per watched screen: set to look soon.
         self._nudged: dict[tuple[str, int], asyncio.Event] = {}
+        # What is known still, forgotten at every nudge (engine.frame reads it).
+        self.still = StillScreens()
 
     def watching(self, box_id: str) -> bool:
         """Whether the box's screens are watched (a ready box's are; a paused one's not)."""
@@ -60,7 +63,8 @@ class FrameWatchers:
 
     def nudge(self, box_id: str, screen: int | None = None) -> None:
         """The server did something that may change the screen (all screens when None):
-        look soon. Costs nothing when not watched."""
+        look soon, and forget that it was still."""
+        self.still.moved(box_id, screen)
         for (box, number), event in self._nudged.items():
             if box == box_id and screen in (None, number):
                 event.set()
@@ -81,6 +85,7 @@ class FrameWatchers:
     async def stop(self, box_id: str) -> None:
         """Stop watching a box before it is paused, stopped or removed: a call in flight
         to a paused box would otherwise hang until it resumes."""
+        self.still.forget(box_id)
         tasks = self._tasks.pop(box_id, [])
         for key in [key for key in self._nudged if key[0] == box_id]:
             del self._nudged[key]
@@ -93,6 +98,7 @@ class FrameWatchers:
     async def close(self) -> None:
         for box_id in list(self._tasks):
             await self.stop(box_id)
+        self.still.close()
 
     async def _watch(self, box_id: str, screen: int) -> None:
         key = (box_id, screen)

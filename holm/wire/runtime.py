@@ -68,6 +68,11 @@ class FrameResult(msgspec.Struct, kw_only=True):
     format: ImageFormat = "png"
     width: int = 0
     height: int = 0
+    # The screen's count of changes (`Desktop.await_change`) read before this whole-screen
+    # capture at scale 100 began, so every change it counts is in the picture; None where
+    # the desktop cannot tell (a region, a window, a scale, a pointer, no DAMAGE). What
+    # lets the engine answer a later unchanged frame itself (engine/still_screens.py).
+    changes: int | None = None
 
     @property
     def png(self) -> bytes | None:

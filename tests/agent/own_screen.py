@@ -9,6 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from Xlib import X
+from Xlib.display import Display
+from Xlib.xobject.drawable import Window
 
 from holm.adapters.agent import desktop_up, processes
 from holm.adapters.agent.screen import Screen
@@ -33,3 +36,22 @@ async def screen(display: str) -> AsyncIterator[Screen]:
     await shown.connect(display)
     yield shown
     shown.close()
+
+
+@pytest.fixture
+def painter(display: str) -> Iterator[Display]:
+    """The test's own X client: what it draws, the screen has to see."""
+    conn = Display(display)
+    yield conn
+    conn.close()
+
+
+def window(conn: Display, x: int, y: int, width: int, height: int, colour: int) -> Window:
+    """A mapped window filled with `colour`, at (x, y) of the screen (no window manager
+    here: it goes where it is put)."""
+    made: Window = conn.screen().root.create_window(
+        x, y, width, height, 0, X.CopyFromParent, background_pixel=colour, override_redirect=True
+    )
+    made.map()
+    conn.sync()
+    return made

@@ -4,13 +4,8 @@ Chromium: nothing draws but the test), the pixels it reads counted by `tiles.REA
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import msgspec
-import pytest
-from Xlib import X
 from Xlib.display import Display
-from Xlib.xobject.drawable import Window
 
 from holm.adapters.agent.__main__ import parse
 from holm.adapters.agent.command import agent_command, frame_key
@@ -18,28 +13,9 @@ from holm.adapters.agent.screen import Screen
 from holm.adapters.agent.tiles import READS, TILE, FrameHasher, Reads
 from holm.wire.values import Region
 
-from .own_screen import HEIGHT, KEY, WIDTH, display, screen
+from .own_screen import HEIGHT, KEY, WIDTH, display, painter, screen, window
 
-__all__ = ["display", "screen"]  # fixtures
-
-
-@pytest.fixture
-def painter(display: str) -> Iterator[Display]:
-    """The test's own X client: what it draws, the screen has to see."""
-    conn = Display(display)
-    yield conn
-    conn.close()
-
-
-def window(conn: Display, x: int, y: int, width: int, height: int, colour: int) -> Window:
-    """A mapped window filled with `colour`, at (x, y) of the screen (no window manager
-    here: it goes where it is put)."""
-    made: Window = conn.screen().root.create_window(
-        x, y, width, height, 0, X.CopyFromParent, background_pixel=colour, override_redirect=True
-    )
-    made.map()
-    conn.sync()
-    return made
+__all__ = ["display", "painter", "screen"]  # fixtures
 
 
 def counted() -> Reads:

@@ -10,16 +10,15 @@ import threading
 import time
 from collections.abc import Callable
 
-from Xlib import X
 from Xlib.display import Display
 
 from holm.adapters.agent.acts import _inline
 from holm.adapters.agent.input import Input
 from holm.adapters.agent.screen import Screen
 
-from .own_screen import display, screen
+from .own_screen import display, painter, screen, window
 
-__all__ = ["display", "screen"]  # fixtures
+__all__ = ["display", "painter", "screen"]  # fixtures
 
 
 def traced(
@@ -73,7 +72,7 @@ async def test_a_quick_call_waits_for_the_thread_to_be_done(screen: Screen) -> N
 
 
 async def test_a_still_screen_is_answered_without_the_capture_thread(
-    screen: Screen, display: str
+    screen: Screen, painter: Display
 ) -> None:
     first, _, _ = await screen.frame_hash()
     handed = screen.capture_lane.handed
@@ -82,16 +81,8 @@ async def test_a_still_screen_is_answered_without_the_capture_thread(
     assert again == first and unchanged.unchanged
     assert screen.capture_lane.handed == handed
 
-    painter = Display(display)
-    try:
-        shown = painter.screen().root.create_window(
-            5, 5, 20, 20, 0, X.CopyFromParent, background_pixel=0xFF0000, override_redirect=True
-        )
-        shown.map()
-        painter.sync()
-        changed, _, _ = await screen.frame_hash()
-    finally:
-        painter.close()
+    window(painter, 5, 5, 20, 20, 0xFF0000)
+    changed, _, _ = await screen.frame_hash()
     # Drawn on: its tiles are read on the thread, and the hash is new.
     assert changed != first
     assert screen.capture_lane.handed == handed + 1

@@ -1,10 +1,12 @@
 """Frames in the format a model wants, through HTTP on a real local box (Chromium on a
 1280×800 Xvfb screen): `GET …/frame` and a batch's `want: ["frame"]` answer PNG, JPEG or
 WebP, each a picture of the screen's size; the hash stays the pixels' whatever the format;
-a bad format or quality is a 400 with the error body, and a refused batch does nothing."""
+a bad format or quality is a 400 with the error body, and a refused batch does nothing; an
+unchanged frame answered by the server itself ends when the page draws on its own."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 from collections.abc import AsyncIterator
@@ -15,6 +17,8 @@ import pytest_asyncio
 from http_kit import Client, error_of, ok_json, trace_entries
 from local_kit import LocalServer, client_of, new_box, started
 from PIL import Image
+
+from holm.engine import still_screens
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
@@ -145,3 +149,34 @@ async def test_a_batch_with_a_bad_frame_format_does_nothing(
     response = await client.post(f"/v1/boxes/{box}/screens/0/actions", json=body)
     await error_of(response, 400, "bad_request")
     assert not [e for e in (await trace_entries(client, box))[before:] if e["kind"] == "acted"]
+
+
+# A page that draws on its own, once, a while after it loads.
+LATE_PAGE = (
+    "data:text/html,<body style='background:%23fff'><h1>soon red</h1><script>"
+    "setTimeout(() => document.body.style.background = '%23c00', 2000)</script></body>"
+)
+
+
+async def test_an_unchanged_frame_ends_when_the_page_draws_on_its_own(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Known-still screens are believed as long as the box says nothing: only the box's
+    # word of its drawing can end it here (holm/engine/still_screens.py).
+    monkeypatch.setattr(still_screens, "KEEP_MS", 600_000)
+    client = client_of(server)
+    box = await new_box(server)
+    try:
+        steps = [{"type": "open_url", "url": LATE_PAGE}, {"type": "wait_still", "settle_ms": 300}]
+        await batch(client, box, {"actions": steps})
+        url = f"/v1/boxes/{box}/screens/0/frame"
+        first = await ok_json(await client.get(url))
+        for _ in range(300):
+            frame = await ok_json(await client.get(url, params={"have": first["hash"]}))
+            if not frame["unchanged"]:
+                break
+            await asyncio.sleep(0.05)
+        assert not frame["unchanged"] and frame["hash"] != first["hash"]
+        assert picture(frame).convert("RGB").getpixel((640, 600)) == (0xCC, 0, 0)
+    finally:
+        await client.delete(f"/v1/boxes/{box}", headers={"x-holm-confirm-delete": "true"})

@@ -55,6 +55,10 @@ class DamageWatch:
         except (ConnectionClosedError, OSError, RuntimeError) as exc:
             log.info("the damage watch of %s ended: %s", self._conn.get_display_name(), exc)
 
+    def telling(self) -> bool:
+        """Whether changes are being counted now (DAMAGE is there and the thread runs)."""
+        return self._thread.is_alive()
+
     def close(self) -> None:
         # The thread waits in recv(): shut the socket down under it (python-xlib's close
         # from another thread would break its reader mid-read), then close.

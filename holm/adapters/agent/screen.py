@@ -172,6 +172,10 @@ class Screen:
             where = await self.cursor()
             at = (where.x - area.x, where.y - area.y)
         loop = asyncio.get_running_loop()
+        # Read before the capture: every change counted so far is in its picture.
+        damage = self._damage
+        whole = region is None and scale == 100 and at is None
+        changes = damage.count.value if whole and damage is not None and damage.telling() else None
         raw: Raw | None
         if region is None:
             grid = self._up(self._grid)
@@ -190,10 +194,17 @@ class Screen:
             )
         width, height = capture.scaled_size(area, scale)
         if digest == have or raw is None:
-            return FrameResult(hash=digest, unchanged=True, width=width, height=height)
+            return FrameResult(
+                hash=digest, unchanged=True, width=width, height=height, changes=changes
+            )
         image = await loop.run_in_executor(self._png_pool, capture.encode, raw, scale, at, encoding)
         return FrameResult(
-            hash=digest, image=image, format=encoding.format, width=width, height=height
+            hash=digest,
+            image=image,
+            format=encoding.format,
+            width=width,
+            height=height,
+            changes=changes,
         )
 
     def _whole(

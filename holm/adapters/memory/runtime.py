@@ -599,13 +599,23 @@ class MemoryDesktop:
     ) -> FrameResult:
         width, height = (region.width, region.height) if region else (s.width, s.height)
         width, height = max(1, width * scale // 100), max(1, height * scale // 100)
+        # The picture is the count's: a whole screen tells it, as an agent's does.
+        whole = window is None and region is None and scale == 100
+        changes = s.changes.value if whole else None
         digest = s.picture() + f":{window}:{region}:{scale}"
         frame_hash = "px:" + hashlib.blake2b(digest.encode(), digest_size=16).hexdigest()
         if frame_hash == have:
-            return FrameResult(hash=frame_hash, unchanged=True, width=width, height=height)
+            return FrameResult(
+                hash=frame_hash, unchanged=True, width=width, height=height, changes=changes
+            )
         image = await asyncio.to_thread(_picture, width, height, s.changes.value, encoding)
         return FrameResult(
-            hash=frame_hash, image=image, format=encoding.format, width=width, height=height
+            hash=frame_hash,
+            image=image,
+            format=encoding.format,
+            width=width,
+            height=height,
+            changes=changes,
         )
 
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
