@@ -35,7 +35,8 @@ sys.path.insert(0, str(_HERE.parent / "tests" / "cli"))
 
 from e2e_kit import Holmd  # noqa: E402
 
-from holm.adapters.agent.encoding import PNG_LEVEL, image_bytes  # noqa: E402
+from holm.adapters.agent.encoding import image_bytes  # noqa: E402
+from holm.adapters.agent.png_bands import PNG_LEVEL  # noqa: E402
 from holm.client import HolmClient  # noqa: E402
 from holm.wire.actions import OpenUrl, WaitStill  # noqa: E402
 from holm.wire.values import Encoding, ImageFormat  # noqa: E402
