@@ -17,9 +17,9 @@ prints figures, asserts nothing.
    turns that swap each round, so both columns see the same load.
 2. The encoder alone, in this process, on the pictures those frames gave: the PNG of one
    zlib stream (the agent's writer up to c256183, kept here) beside the PNG of bands kept
-   (band_cache.py), in the same three cases, each from the screen's BGRX pixels as the
-   agent holds them; then pillow's PNG, JPEG and WebP of the still screen. Times are CPU
-   time: what the load changes least.
+   (band_cache.py, on one thread), in the same three cases, each from the screen's BGRX
+   pixels as the agent holds them; then pillow's PNG, JPEG and WebP of the still screen.
+   Times are CPU time: what the load changes least.
 
 Prints the median and the 90th percentile in milliseconds, and the load average it ran under.
 """
