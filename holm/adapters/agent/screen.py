@@ -3,7 +3,8 @@
 Each screen has its own X connections, each used by one thread only, so that nothing slow
 on one path holds up another: input (XTEST), capture (pixel reads and their hash, kept
 per tile from DAMAGE reports: tiles.py), queries (windows, pointer), the clipboard, and
-the damage watch (damage_watch.py). PNG encoding runs in a pool shared by the screens.
+the damage watch (damage_watch.py). PNG encoding runs in a pool shared by the screens; the
+whole screen's PNG deflates only the bands drawn on since the last (band_cache.py).
 Every method here is a coroutine that hands blocking work to the right thread.
 """
 
