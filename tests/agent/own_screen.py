@@ -1,5 +1,6 @@
 """An agent `Screen` in this process, on a real Xvfb of its own (no window manager, no
-Chromium: nothing draws or reads input but the test), for the tests that look inside it."""
+Chromium: nothing draws or reads input but the test), for the tests that look inside it,
+and the test's own X client (`painter`) to draw on it and read it back."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from Xlib import X
 from Xlib.display import Display
 from Xlib.xobject.drawable import Window
@@ -55,3 +57,16 @@ def window(conn: Display, x: int, y: int, width: int, height: int, colour: int) 
     made.map()
     conn.sync()
     return made
+
+
+def fill(
+    conn: Display, where: Window, x: int, y: int, width: int, height: int, colour: int
+) -> None:
+    where.fill_rectangle(where.create_gc(foreground=colour), x, y, width, height)
+    conn.sync()
+
+
+def x_pixels(conn: Display) -> Image.Image:
+    """The whole screen as the X server gives it to `conn` now, as RGB."""
+    reply = conn.screen().root.get_image(0, 0, WIDTH, HEIGHT, X.ZPixmap, 0xFFFFFFFF)
+    return Image.frombytes("RGB", (WIDTH, HEIGHT), bytes(reply.data), "raw", "BGRX")

@@ -3,7 +3,8 @@
 Each screen has its own X connections, each used by one thread only, so that nothing slow
 on one path holds up another: input (XTEST), capture (pixel reads and their hash, kept
 per tile from DAMAGE reports: tiles.py), queries (windows, pointer), the clipboard, and
-the damage watch (damage_watch.py). PNG encoding runs in a pool shared by the screens.
+the damage watch (damage_watch.py). PNG encoding runs in a pool shared by the screens; the
+whole screen's PNG deflates only the bands drawn on since the last (band_cache.py).
 Every method here is a coroutine that hands blocking work to the right thread.
 """
 
@@ -18,6 +19,7 @@ from typing import TypeVar
 from Xlib.display import Display
 
 from holm.adapters.agent import capture, windows
+from holm.adapters.agent.band_cache import BandCache, WholePng
 from holm.adapters.agent.capture import Raw
 from holm.adapters.agent.clipboard import ClipboardOwner
 from holm.adapters.agent.damage_watch import DamageWatch
@@ -64,6 +66,7 @@ class Screen:
         self._grabber: capture.Grabber | None = None
         self.hasher = hasher
         self._grid: TileGrid | None = None
+        self._bands = BandCache(width, height)
         self._damage: DamageWatch | None = None
         self._query_conn: Display | None = None
         # Made on the query thread at the first listing.
@@ -176,7 +179,7 @@ class Screen:
         damage = self._damage
         whole = region is None and scale == 100 and at is None
         changes = damage.count.value if whole and damage is not None and damage.telling() else None
-        raw: Raw | None
+        raw: Raw | WholePng | None
         if region is None:
             grid = self._up(self._grid)
             kept = self.capture_lane.here(lambda: grid.hash_if_clean(scale, at))
@@ -184,7 +187,7 @@ class Screen:
                 digest, raw = kept, None
             else:
                 digest, raw = await self.capture_lane.run(
-                    lambda: self._whole(grid, have, scale, at)
+                    lambda: self._whole(grid, have, scale, at, encoding)
                 )
         else:
             raw = await self._grab(area)
@@ -197,7 +200,12 @@ class Screen:
             return FrameResult(
                 hash=digest, unchanged=True, width=width, height=height, changes=changes
             )
-        image = await loop.run_in_executor(self._png_pool, capture.encode, raw, scale, at, encoding)
+        if isinstance(raw, WholePng):
+            image = await loop.run_in_executor(self._png_pool, raw.png)
+        else:
+            image = await loop.run_in_executor(
+                self._png_pool, capture.encode, raw, scale, at, encoding
+            )
         return FrameResult(
             hash=digest,
             image=image,
@@ -208,12 +216,20 @@ class Screen:
         )
 
     def _whole(
-        self, grid: TileGrid, have: str | None, scale: int, at: tuple[int, int] | None
-    ) -> tuple[str, Raw | None]:
-        """The whole screen's hash from the grid, and its pixels unless it is `have`."""
+        self,
+        grid: TileGrid,
+        have: str | None,
+        scale: int,
+        at: tuple[int, int] | None,
+        encoding: Encoding,
+    ) -> tuple[str, Raw | WholePng | None]:
+        """The whole screen's hash from the grid, and unless it is `have` its pixels, or for
+        its plain PNG the bands kept and the pixels of the others (band_cache.py)."""
         digest = grid.frame_hash(scale, at)
         if digest == have:
             return digest, None
+        if scale == 100 and at is None and encoding.format == "png":
+            return digest, self._bands.plan(grid)
         return digest, Raw(grid.snapshot(), self.width, self.height)
 
     async def await_change(self, after: int, within_ms: int) -> int:
