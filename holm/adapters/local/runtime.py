@@ -125,6 +125,8 @@ class LocalRuntime:
         self.pids_max = pids_max
         boxes_dir.mkdir(parents=True, exist_ok=True)
         self._desktops = AgentConnections()
+        # Boxes this runtime paused (or is pausing): their desktops are looked at afresh.
+        self._paused: set[str] = set()
         # The outer bwrap of each box this object started, reaped when the box ends.
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         # The network of each box this object is launching, until it is up.
@@ -196,6 +198,8 @@ class LocalRuntime:
         async with self._locks.lifecycle(box_id):
             record = self._live_record(box_id, Denied)
             assert record.init_pid is not None and record.init_start is not None
+            # Before the freeze: a desktop asked for meanwhile is looked at afresh.
+            self._paused.add(box_id)
             await _in_thread(procs.freeze, record.init_pid, record.init_start)
 
     async def resume(self, box_id: str) -> None:
@@ -203,6 +207,7 @@ class LocalRuntime:
             record = self._live_record(box_id, Denied)
             assert record.init_pid is not None and record.init_start is not None
             await _in_thread(procs.thaw, record.init_pid, record.init_start)
+            self._paused.discard(box_id)
 
     async def stop(self, box_id: str) -> None:
         async with self._locks.lifecycle(box_id):
@@ -254,6 +259,13 @@ class LocalRuntime:
 
     async def desktop(self, box_id: str) -> Desktop:
         async with self._locks.connect(box_id):
+            # Every action and frame asks: a box whose agent is connected and that this
+            # runtime did not pause is answered without reading its record and its
+            # processes' state (about 0.12 ms on the event loop). A box whose processes
+            # ended has lost its connection, and is looked at afresh.
+            live = self._desktops.live(box_id)
+            if live is not None and box_id not in self._paused:
+                return live
             record = self._live_record(box_id, ScreenUnavailable)
             assert record.init_pid is not None and record.init_start is not None
             if procs.is_frozen(record.init_pid, record.init_start):
@@ -478,6 +490,7 @@ class LocalRuntime:
         )
 
     async def _drop_desktop(self, box_id: str) -> None:
+        self._paused.discard(box_id)
         await self._desktops.drop(box_id)
 
     def _end(self, paths: BoxPaths, record: BoxRecord, *, keep_home: bool = True) -> None:
