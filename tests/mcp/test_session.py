@@ -3,14 +3,17 @@ trace has exactly the entries the spec's recording table says (docs/mcp.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import mcp_types as types
+import pytest
 from mcp_kit import ACCEPT, INIT, TOKEN, call, holmd, json_of, mcp_session
 from PIL import Image
 
@@ -210,3 +213,32 @@ async def test_trace_pages_and_batch_shows_its_frame(tmp_path: Path) -> None:
         rest = (await call(s, "trace", box=b, after=0)).content[0]
         assert isinstance(rest, types.TextContent)
         assert "move" in rest.text and rest.text.splitlines()[-1].startswith("(end")
+
+
+async def test_an_event_stream_answers_its_headers_at_once_and_ends_with_its_session(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client waits for a GET's headers before it listens: they come when the SDK starts
+    the stream, not with its first event (which may come a long while later). A client
+    that closed its stream before the session ends is simply gone."""
+    async with holmd(tmp_path) as url, httpx2.AsyncClient(timeout=5) as http:
+        good = {**ACCEPT, "Authorization": f"Bearer {TOKEN}"}
+        opened = await http.post(f"{url}/mcp", headers=good, json=INIT)
+        session = {
+            **good,
+            "Mcp-Session-Id": opened.headers["Mcp-Session-Id"],
+            "Mcp-Protocol-Version": opened.json()["result"]["protocolVersion"],
+        }
+        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(f"{url}/mcp", headers=session, json=done)).status_code == 202
+        async with (
+            httpx2.AsyncClient(timeout=5) as leaving,
+            leaving.stream("GET", f"{url}/mcp", headers=session) as stream,
+        ):
+            assert stream.status_code == 200
+            assert stream.headers["content-type"].startswith("text/event-stream")
+        with caplog.at_level(logging.WARNING):
+            assert (await http.delete(f"{url}/mcp", headers=session)).status_code == 200
+            await asyncio.sleep(0.5)
+    failed = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert not failed, [r.getMessage() for r in failed]
