@@ -224,6 +224,9 @@ async def test_a_page_opened_is_a_tab(box: Box) -> None:
     assert opened.tab in [t.tab for t in tabs.tabs]
     focused = expect(await box.desktop.act(0, a.OnTab(tab=opened.tab)), r.TabDone)
     assert focused == r.TabDone(tab=opened.tab)
+    # A listing is of its moment: the tab going elsewhere later does not change it.
+    await box.desktop.act(0, a.OpenUrl(url="data:text/html,<title>Later</title>"))
+    assert [t.title for t in tabs.tabs if t.tab == opened.tab] == ["Contract"]
 
 
 @shared_box

@@ -425,7 +425,8 @@ class MemoryDesktop:
                     tab=front.tab, url=url, title=front.title, loaded=True, label=label
                 )
             case Tabs():
-                return r.TabList(tabs=list(s.tabs))
+                # Copies, as the agent's answers are: a later navigation must not reach them.
+                return r.TabList(tabs=[replace(t) for t in s.tabs])
             case OnTab(tab=tab, close=close):
                 chosen = _tab(s, tab)
                 s.tabs.remove(chosen)
