@@ -43,7 +43,9 @@ def _release_later(screen: Screen, kind: str, name: str, token: int, after_ms: i
     loop = asyncio.get_running_loop()
 
     def release() -> None:
-        task = loop.create_task(screen.on_input(lambda i: i.release_if(kind, name, token), _always))
+        task = loop.create_task(
+            screen.on_input(lambda i: i.release_if(kind, name, token), Input.never_waits)
+        )
         _pending.add(task)
         task.add_done_callback(_pending.discard)
 
@@ -60,11 +62,7 @@ def _inline(motion: Motion = "instant", keys: bool = False) -> Callable[[Input],
     the pointer jumps (a human path pauses on its way) and no key waits for a click to land."""
     if motion != "instant":
         return None
-    return Input.keys_ready if keys else _always
-
-
-def _always(_: Input) -> bool:
-    return True
+    return Input.keys_ready if keys else Input.never_waits
 
 
 def _seeded(seed: int | None, motion: Motion) -> int | None:
@@ -165,11 +163,10 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             pointed = _pointed(where, motion, seed)
             return r.ButtonHeld(at=pointed.at, seed=pointed.seed, release_at_ms=release_at)
         case a.MouseUp(at=at, button=button):
-            return r.Pointed(
-                at=Point(*await screen.on_input(lambda i: i.button_up(_xy(at), button), _always))
-            )
+            where = await screen.on_input(lambda i: i.button_up(_xy(at), button), Input.never_waits)
+            return r.Pointed(at=Point(*where))
         case a.Scroll(at=at, dx=dx, dy=dy):
-            where = await screen.on_input(lambda i: i.scroll(_xy(at), dx, dy), _always)
+            where = await screen.on_input(lambda i: i.scroll(_xy(at), dx, dy), Input.never_waits)
             return r.Pointed(at=Point(*where))
         case a.Type(text=text, delay_ms=delay_ms):
             quick = delay_ms == 0 and len(text) <= INLINE_TEXT
@@ -197,7 +194,7 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             return r.KeyHeld(key=key, release_at_ms=release_at)
         case a.KeyUp(key=key_in):
             up = normalized_key_name(key_in)
-            await screen.on_input(lambda i: i.key_up(up), _always)
+            await screen.on_input(lambda i: i.key_up(up), Input.never_waits)
             return r.KeyReleased(key=up)
         case a.WaitStill(settle_ms=settle_ms, within_ms=within_ms):
             # Both stop at 30 s (docs/api.md): a longer wait is capped, not refused.

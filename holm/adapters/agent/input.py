@@ -113,6 +113,11 @@ class Input:
     def keys_ready(self) -> bool:
         return self.keys_wait_s() == 0
 
+    def never_waits(self) -> bool:
+        """For a call that cannot sleep (a release, a scroll): it may always run on the
+        agent's loop (`Screen.on_input`)."""
+        return True
+
     def sync(self) -> None:
         self.conn.sync()
 

@@ -55,8 +55,4 @@ class Lane:
         self._thread.shutdown(wait=False, cancel_futures=True)
 
 
-def always() -> bool:
-    return True
-
-
-__all__ = ["Lane", "always"]
+__all__ = ["Lane"]

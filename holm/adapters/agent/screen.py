@@ -134,7 +134,7 @@ class Screen:
         if not down.buttons and not down.keys:
             return [], [], [], [], None
         # Releasing never sleeps (only a key going down waits for a click to land).
-        return await self.on_input(lambda i: i.end_batch(), lambda _: True)
+        return await self.on_input(lambda i: i.end_batch(), Input.never_waits)
 
     # Frames
 
