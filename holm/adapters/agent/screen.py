@@ -182,7 +182,11 @@ class Screen:
         raw: Raw | WholePng | None
         if region is None:
             grid = self._up(self._grid)
-            kept = self.capture_lane.here(lambda: grid.hash_if_clean(scale, at))
+            # Only a frame that may be `have` is worth the check: any other is read on the
+            # capture thread, which asks the X server what was drawn again.
+            kept = None
+            if have is not None:
+                kept = self.capture_lane.here(lambda: grid.hash_if_clean(scale, at))
             if kept is not None and kept == have:
                 digest, raw = kept, None
             else:
