@@ -124,7 +124,7 @@ class _Exchange:
             if self.request.method == "GET":
                 # An event stream: its headers go now, not with its first event, which may
                 # come much later (a client waits for the headers before it listens).
-                await self._stream()
+                await self._stream(b"", more=True)
             return
         if kind != "http.response.body":
             return
@@ -141,24 +141,24 @@ class _Exchange:
             await whole.write_eof()
             self.finished.set()
             return
+        await self._stream(body, more)
+
+    async def _stream(self, body: bytes, more: bool) -> None:
+        """Write `body` to the answer as a stream, its headers first, and end it unless
+        `more` comes."""
         try:
-            stream = await self._stream()
+            if self.response is None:
+                self.response = web.StreamResponse(status=self._status(), headers=self._headers())
+                await self.response.prepare(self.request)
             if body:
-                await stream.write(body)
+                await self.response.write(body)
             if not more:
-                await stream.write_eof()
+                await self.response.write_eof()
                 self.finished.set()
         except ConnectionResetError:
             # The client left mid-stream (an event stream it closed): nobody is left to
             # tell, and the app hears it as a disconnect.
             self.finished.set()
-
-    async def _stream(self) -> web.StreamResponse:
-        """The answer as a stream, its headers sent."""
-        if self.response is None:
-            self.response = web.StreamResponse(status=self._status(), headers=self._headers())
-            await self.response.prepare(self.request)
-        return self.response
 
     def _status(self) -> int:
         assert self.start is not None, "the body comes after the start of the response"
