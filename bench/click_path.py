@@ -35,7 +35,7 @@ import time
 from typing import Any
 
 import aiohttp
-from http_api import CONFIRM, percentile, served
+from http_api import CONFIRM, add_against, percentile, served_sides
 
 PAGE = (
     "data:text/html,<title>bench</title>"
@@ -168,17 +168,12 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument(
-        "--against", type=Path, help="a checkout of other code to measure beside this one"
-    )
+    add_against(parser)
     args = parser.parse_args()
     flags = ["--chromium", "--breakdown"]
     with contextlib.ExitStack() as stack:
-        bases = [("this checkout", stack.enter_context(served("h5c-bench-", flags))[0])]
-        if args.against is not None:
-            other = served("h5c-before-", flags, args.against)
-            bases.append((args.against.name, stack.enter_context(other)[0]))
-        asyncio.run(bench(args, bases))
+        sides = served_sides(stack, "h5c-bench-", flags, args.against)
+        asyncio.run(bench(args, [(name, base) for name, base, _ in sides]))
 
 
 if __name__ == "__main__":

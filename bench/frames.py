@@ -47,7 +47,7 @@ import zlib
 from collections.abc import Callable
 from typing import cast
 
-from http_api import served
+from http_api import add_against, served_sides
 from PIL import Image
 
 from holm.adapters.agent.band_cache import BandCache
@@ -268,16 +268,14 @@ def encoder_figures(pictures: dict[str, bytes], rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument(
-        "--against", type=Path, help="a checkout of other code to measure beside this one"
-    )
+    add_against(parser)
     args = parser.parse_args()
     print(f"load average before: {_load()}  ({os.cpu_count()} cores)")
     with contextlib.ExitStack() as stack:
-        bases = [("this checkout", stack.enter_context(served("hfr-bench-", ["--chromium"]))[0])]
-        if args.against is not None:
-            other = served("hfr-before-", ["--chromium"], args.against)
-            bases.append((args.against.name, stack.enter_context(other)[0]))
+        bases = [
+            (name, base)
+            for name, base, _ in served_sides(stack, "hfr-bench-", ["--chromium"], args.against)
+        ]
 
         async def run() -> dict[str, bytes]:
             sides = [Side(name, base) for name, base in bases]

@@ -360,6 +360,35 @@ def served(
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
+def add_against(parser: argparse.ArgumentParser) -> None:
+    """The `--against DIR` of the benches that measure other code beside this one."""
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="a checkout of other code (e.g. a git worktree of main) whose holmd is measured "
+        "beside this one's, in the same run",
+    )
+
+
+def served_sides(
+    stack: contextlib.ExitStack,
+    prefix: str,
+    flags: list[str],
+    against: Path | None,
+    other_flags: list[str] | None = None,
+) -> list[tuple[str, str, int]]:
+    """This checkout's holmd and, with `against`, that checkout's beside it (`other_flags`
+    when given): each one's name, URL and pid, ended with `stack`."""
+    base, _, pid = stack.enter_context(served(prefix, flags))
+    sides = [("this checkout", base, pid)]
+    if against is not None:
+        flags = flags if other_flags is None else other_flags
+        base, _, pid = stack.enter_context(served(prefix, flags, against))
+        sides.append((against.resolve().name, base, pid))
+    return sides
+
+
 def _wait_answering(base: str) -> None:
     for _ in range(300):
         with (

@@ -1,6 +1,6 @@
 """MCP against REST on the same real box, in one run; prints figures, asserts nothing.
 
-    .venv/bin/python bench/mcp_calls.py [--rounds 300] [--against CHECKOUT] [--breakdown]
+    .venv/bin/python bench/mcp_calls.py [--rounds 300] [--against DIR] [--breakdown]
 
 holmd runs in its own process (bench/http_api.py's server: the local runtime, a real box
 with Chromium on its screen, the durable local store, 127.0.0.1); this process is the
@@ -12,7 +12,7 @@ client, over one keep-alive connection each way:
   `have` (the goals: an MCP click p50 under 5 ms, at most 1 ms over REST; an unchanged
   screenshot under 8 ms).
 
-`--against CHECKOUT` serves a second holmd from another worktree (old code, e.g. main) and
+`--against DIR` serves a second holmd from another worktree (old code, e.g. main) and
 measures both in interleaved rounds, so a change is judged under one load. `--breakdown`
 then prints where a click's time goes, REST beside MCP: the layers inside holmd
 (bench/breakdown.py: the bridge, the SDK's session manager, transport, dispatcher and
@@ -38,7 +38,7 @@ import aiohttp
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 
-from http_api import CONFIRM, percentile, served  # noqa: E402
+from http_api import CONFIRM, add_against, percentile, served_sides  # noqa: E402
 
 Work = Callable[[int], Awaitable[object]]
 # A protocol revision of the initialize handshake, which the plain client speaks.
@@ -61,7 +61,7 @@ async def timed(rounds: int, work: Work) -> list[float]:
 
 def line(name: str, times: list[float]) -> str:
     p50, p95 = statistics.median(times), percentile(times, 0.95)
-    return f"{name:64} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
+    return f"{name:72} p50 {p50:6.2f} ms   p95 {p95:6.2f} ms"
 
 
 def own_cpu(pid: int) -> float:
@@ -360,13 +360,7 @@ def _bound_socket() -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument(
-        "--against",
-        type=Path,
-        metavar="CHECKOUT",
-        help="a worktree of other code (e.g. main) whose holmd is measured beside this one's, "
-        "in interleaved rounds of the same run",
-    )
+    add_against(parser)
     parser.add_argument(
         "--breakdown",
         action="store_true",
@@ -375,11 +369,9 @@ def main() -> None:
     args = parser.parse_args()
     flags = ["--chromium"] + ["--breakdown"] * args.breakdown
     with contextlib.ExitStack() as stack:
-        base, _, pid = stack.enter_context(served("h5m-bench-", flags))
-        targets = [Target("this", base, pid)]
-        if args.against is not None:
-            other = stack.enter_context(served("h5m-bench-", ["--chromium"], args.against))
-            targets.append(Target(args.against.resolve().name, other[0], other[2]))
+        # Only this side is broken down: the other runs without the timers.
+        sides = served_sides(stack, "h5m-bench-", flags, args.against, ["--chromium"])
+        targets = [Target(name, base, pid) for name, base, pid in sides]
         asyncio.run(bench(targets, args.rounds, args.breakdown))
         print(f"load average after: {os.getloadavg()[0]:.1f}")
 
