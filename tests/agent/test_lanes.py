@@ -6,15 +6,17 @@ Xvfb (own_screen.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from Xlib.display import Display
 
 from holm.adapters.agent.acts import _inline
 from holm.adapters.agent.input import Input
 from holm.adapters.agent.screen import Screen
+from holm.wire.values import Point
 
 from .own_screen import display, painter, screen, window
 
@@ -86,3 +88,56 @@ async def test_a_still_screen_is_answered_without_the_capture_thread(
     # Drawn on: its tiles are read on the thread, and the hash is new.
     assert changed != first
     assert screen.capture_lane.handed == handed + 1
+
+
+@contextlib.contextmanager
+def grabbed(painter: Display, seconds: float = 0.5) -> Iterator[threading.Event]:
+    """The X server grabbed by the painter for `seconds`: meanwhile it does no other
+    client's requests, so whatever waits for it waits for the grab to end (the event)."""
+    painter.grab_server()
+    painter.sync()
+    ended = threading.Event()
+
+    def ungrab() -> None:
+        ended.set()
+        painter.ungrab_server()
+        painter.flush()
+
+    timer = threading.Timer(seconds, ungrab)
+    timer.start()
+    try:
+        yield ended
+    finally:
+        timer.join()
+
+
+async def test_input_on_the_loop_answers_before_the_x_server_has_done_it(
+    screen: Screen, painter: Display
+) -> None:
+    with grabbed(painter) as ended:
+        await screen.on_input(click, _inline("instant"))
+        # More input on the same connection needs no wait: the X server keeps its order.
+        await screen.on_input(lambda i: i.move((120, 90), "instant", None, 0), _inline("instant"))
+        answered_in_grab = not ended.is_set()
+        # With nothing asking, the loop waits for the X server on its own a little later
+        # (here until the grab ends, so this sleep ends after it).
+        await asyncio.sleep(0.1)
+        assert ended.is_set()
+    assert answered_in_grab
+    # A query sees the pointer where the input left it.
+    assert await screen.cursor() == Point(120, 90)
+
+
+async def test_a_call_on_the_thread_waits_for_the_x_server_first(
+    screen: Screen, painter: Display
+) -> None:
+    with grabbed(painter) as ended:
+        await screen.on_input(click, _inline("instant"))
+        # No turn of the loop since: the click's wait is still owed when the thread's call
+        # comes, and is waited before it runs, so the two never use the connection at once.
+        began: list[tuple[str, bool]] = []
+        await screen.on_input(
+            lambda i: began.append((threading.current_thread().name, ended.is_set()))
+        )
+    [(name, after_the_grab)] = began
+    assert name.startswith("input-0") and after_the_grab

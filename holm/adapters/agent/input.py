@@ -2,9 +2,16 @@
 
 An `Input` belongs to one screen: every method blocks, and no two calls run at once (the
 screen runs them on its input thread, or on the agent's loop when they cannot sleep and
-nothing is on that thread: `Screen.on_input`). Every action ends with `sync()`, so when it
-returns the X server has done it (the next capture or query on any connection sees its
-effect).
+nothing is on that thread: `Screen.on_input`). Every action ends with `sync()`, so the X
+server has done it before the next query on any connection (which then sees its effect).
+
+On the agent's loop that wait is owed rather than waited (`deferring`): the requests are
+sent and the answer goes out at once. The X server does a connection's requests in order,
+so later input on this connection needs no wait; a call on the thread or a query on
+another connection pays it first (`settle()`, `Screen.on_input`), and the loop pays it a
+little later when nothing asks. The wait was most of a click's answer on a busy screen
+(bench/agent.py): with Chromium on it, the X server serves Chromium's answer to the click
+before it answers the `sync`.
 """
 
 from __future__ import annotations
@@ -57,6 +64,9 @@ class Input:
         # least recently used is rebound first.
         self._spare: list[int] = [int(first) + i for i, syms in enumerate(mapping) if not any(syms)]
         self._bound: OrderedDict[int, int] = OrderedDict()
+        # While true, `sync()` only sends what is queued and owes the wait (`settle`).
+        self.deferring = False
+        self.owed = False
 
     # Low level
 
@@ -119,7 +129,20 @@ class Input:
         return True
 
     def sync(self) -> None:
+        """Wait until the X server has done every request sent; while `deferring`, send
+        them and owe the wait."""
+        if self.deferring:
+            self.conn.flush()
+            self.owed = True
+            return
         self.conn.sync()
+        self.owed = False
+
+    def settle(self) -> None:
+        """Wait for the X server if a deferred `sync()` is owed."""
+        if self.owed:
+            self.owed = False
+            self.conn.sync()
 
     def position(self) -> tuple[int, int]:
         pointer = self.conn.screen().root.query_pointer()

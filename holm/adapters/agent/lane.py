@@ -27,12 +27,13 @@ class Lane:
         # Calls given to the thread in all (the tests count them).
         self.handed = 0
 
-    async def run(self, work: Callable[[], T], quick: Callable[[], bool] | None = None) -> T:
-        """`work`'s answer: run right here when `quick` says it cannot block for long and
-        the thread is idle (`quick` is asked only then, so it may read what the thread's
-        work changes), else on the thread."""
-        if quick is not None and not self._busy and quick():
-            return work()
+    @property
+    def idle(self) -> bool:
+        """Whether the thread has nothing to do: work may run right here instead."""
+        return not self._busy
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """`work`'s answer, from the thread."""
         loop = asyncio.get_running_loop()
         done = self._thread.submit(work)
         self._busy += 1

@@ -39,6 +39,10 @@ C = TypeVar("C")
 
 STILL_POLL_S = 0.05
 WINDOW_POLL_S = 0.03
+# How long input done on the agent's loop may owe the X server's wait (input.py) when
+# nothing that needs it comes: a few ms, past the next step of a batch, so that the wait
+# seldom holds the loop while a request is being answered.
+SETTLE_S = 0.02
 
 
 class Screen:
@@ -63,6 +67,8 @@ class Screen:
         self.capture_lane = Lane(f"capture-{index}")
         self._query_thread = ThreadPoolExecutor(1, thread_name_prefix=f"query-{index}")
         self._input: Input | None = None
+        # When the X server's wait that input on the loop owes is paid if nothing asks first.
+        self._settling: asyncio.TimerHandle | None = None
         self._grabber: capture.Grabber | None = None
         self.hasher = hasher
         self._grid: TileGrid | None = None
@@ -113,13 +119,38 @@ class Screen:
         self, work: Callable[[Input], T], inline_if: Callable[[Input], bool] | None = None
     ) -> T:
         """Run `work` with the screen's input, on the agent's loop when `inline_if` says it
-        cannot sleep (lane.py), else on the input thread."""
+        cannot sleep and the input thread is idle (lane.py; `inline_if` is asked only then,
+        so it may read what the thread's work changes), else on the input thread."""
         conn = self._up(self._input)
-        quick = None if inline_if is None else lambda: inline_if(conn)
-        return await self.input_lane.run(lambda: work(conn), quick)
+        if inline_if is not None and self.input_lane.idle and inline_if(conn):
+            # The X server's wait is owed, not waited (input.py): more input on this
+            # connection needs none, and what needs it pays it first.
+            conn.deferring = True
+            try:
+                return work(conn)
+            finally:
+                conn.deferring = False
+                if conn.owed and self._settling is None:
+                    self._settling = asyncio.get_running_loop().call_later(
+                        SETTLE_S, self._settle_input
+                    )
+        # Owed only by work done here while the thread was idle, and paid here (on the
+        # loop) before the thread gets anything: never two calls on the connection at once.
+        self._settle_input()
+        return await self.input_lane.run(lambda: work(conn))
+
+    def _settle_input(self) -> None:
+        if self._settling is not None:
+            self._settling.cancel()
+            self._settling = None
+        if self._input is not None:
+            self._input.settle()
 
     async def on_query(self, work: Callable[[Display], T]) -> T:
         conn = self._up(self._query_conn)
+        # A query on its own connection sees what the input before it did (the pointer
+        # where a click left it).
+        self._settle_input()
         return await asyncio.get_running_loop().run_in_executor(
             self._query_thread, lambda: work(conn)
         )
@@ -335,6 +366,8 @@ class Screen:
         await asyncio.to_thread(self._up(self.clipboard).set, selection, text)
 
     def close(self) -> None:
+        if self._settling is not None:
+            self._settling.cancel()
         if self.clipboard is not None:
             self.clipboard.close()
         if self._damage is not None:
