@@ -22,9 +22,9 @@ from collections import OrderedDict
 import msgspec
 from Xlib import XK, X
 from Xlib.display import Display
-from Xlib.ext import xtest
 
 from holm.adapters.agent import keys
+from holm.adapters.agent.fake_input import FakeInput
 from holm.adapters.agent.motion import MotionStep, plan
 from holm.errors import BadRequest
 from holm.wire.values import Button, Modifier, Motion
@@ -49,6 +49,7 @@ class Down(msgspec.Struct):
 class Input:
     def __init__(self, conn: Display, width: int, height: int) -> None:
         self.conn = conn
+        self._events = FakeInput(conn)
         self.width = width
         self.height = height
         self.buttons: dict[str, Down] = {}
@@ -104,7 +105,7 @@ class Input:
             self._last_button = time.monotonic()
         elif kind == X.KeyPress:
             self._let_the_pointer_land()
-        xtest.fake_input(self.conn, kind, detail=detail, x=x, y=y)
+        self._events.send(kind, detail, x, y)
 
     def _let_the_pointer_land(self) -> None:
         """Keys sent right after a click can reach a page before the click does: Chromium
