@@ -10,6 +10,12 @@ unchanged frames (`GET …/frame?have=`), and prints each one's p50 and p95 (tar
 ≤ 1 ms, click ≤ 2 ms, type ≤ 3 ms, unchanged frame ≤ 1 ms), then the breakdown of the
 clicks (bench/breakdown.py).
 
+With `--pause-ms MS`, each request comes MS after the last answer, as from an agent that
+thinks between steps: the box has drawn the last step's answer by then (and with
+`--against`, the other side's box has too), and the machine is idle when the request comes,
+which on this machine's VMs makes every wake-up of a thread or process dearer (a GET of
+`/v1/health` took 0.33 ms back to back and 1.1 ms after 60 ms of rest).
+
 With `--against DIR`, a second holmd runs the code of the checkout DIR (e.g. a git worktree
 of main: `git worktree add /tmp/before main`) with a box of its own, and every round goes
 to both, in turns that swap each round, so that both see the same load: the figures of the
@@ -111,11 +117,15 @@ class Side:
                 pass
 
 
-async def rounds(sides: list[Side], kinds: list[str], count: int, warm: int) -> None:
+async def rounds(
+    sides: list[Side], kinds: list[str], count: int, warm: int, pause_s: float = 0.0
+) -> None:
     for n in range(warm + count):
         # Each round in the other order: neither side always runs right after the other.
         for side in sides if n % 2 else sides[::-1]:
             for kind in kinds:
+                if pause_s:
+                    await asyncio.sleep(pause_s)
                 await side.timed(kind, n, n >= warm)
 
 
@@ -129,9 +139,10 @@ async def bench(args: argparse.Namespace, bases: list[tuple[str, str]]) -> None:
             await rounds(sides, ["click"], 0, 50)
             for side in sides:
                 await side.breakdown()
-            await rounds(sides, ["click"], args.rounds, 0)
+            pause = args.pause_ms / 1000
+            await rounds(sides, ["click"], args.rounds, 0, pause)
             parts = [await side.breakdown(args.rounds) for side in sides]
-            await rounds(sides, ["move", "type"], args.rounds, 20)
+            await rounds(sides, ["move", "type"], args.rounds, 20, pause)
             for n in range(args.rounds + 20):
                 for side in sides if n % 2 else sides[::-1]:
                     await side.unchanged_frame(n >= 20)
@@ -168,6 +179,14 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument(
+        "--pause-ms",
+        type=float,
+        default=0.0,
+        help="a pause before each request, as an agent thinks between steps: each box's "
+        "Chromium is done drawing the last step's answer, so one side's drawing does not "
+        "land in the other's figures",
+    )
     add_against(parser)
     args = parser.parse_args()
     flags = ["--chromium", "--breakdown"]
