@@ -43,6 +43,9 @@ WINDOW_POLL_S = 0.03
 # nothing that needs it comes: a few ms, past the next step of a batch, so that the wait
 # seldom holds the loop while a request is being answered.
 SETTLE_S = 0.02
+# How long a window listing waits for the window watch to take the events it was sent
+# (window_watch.py) before it reads the windows afresh instead.
+WINDOWS_SETTLE_S = 0.003
 
 
 class Screen:
@@ -80,6 +83,7 @@ class Screen:
         self.window_watch: WindowWatch | None = None
         # The last listing and the watch's count it was made at.
         self._listed: tuple[int, list[WindowInfo]] | None = None
+        self.windows_settle_s = WINDOWS_SETTLE_S
         self.clipboard: ClipboardOwner | None = None
 
     async def connect(self, display_name: str) -> None:
@@ -299,11 +303,17 @@ class Screen:
 
     async def windows(self) -> list[WindowInfo]:
         """The screen's windows: the last listing while the window watch has told of no
-        change since (window_watch.py), else a listing on the query thread."""
+        change since (window_watch.py; waiting `windows_settle_s` at most for it to take
+        the events it was sent), else a listing on the query thread."""
         watch, listed = self.window_watch, self._listed
         if watch is None:
             return await self.on_query(self._listing)
-        if listed is not None and listed[0] == watch.changes and watch.settled():
+        if (
+            listed is not None
+            and listed[0] == watch.changes
+            and await watch.settle(self.windows_settle_s)
+            and listed[0] == watch.changes
+        ):
             return listed[1]
         # The count before the listing: a change told during it makes the next one fresh.
         changes = watch.changes

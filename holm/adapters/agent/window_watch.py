@@ -14,11 +14,15 @@ Other property changes do not count: programs set some on every input event
 
 `settled()` says whether the thread has taken every event the X server has sent it: when it
 has not, a listing is read afresh, so an answer never misses a change whose event had
-reached the agent before it.
+reached the agent before it. Right after a click it often has not (programs set properties
+on input, which the thread takes and does not count), so `settle()` waits a little for the
+thread to take them: the thread's wake-up and the loop's cost less than a listing, which
+is a hop to the query thread and a round trip to the X server for each window.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -56,6 +60,9 @@ class WindowWatch:
         self._fd = self._conn.fileno()
         # False while the thread takes events, or is about to: not settled.
         self._idle = False
+        # Who waits for the thread to be idle (`settle`), told when it is.
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._waiters_lock = threading.Lock()
         self._wake_r, self._wake_w = os.pipe()
         self._thread = threading.Thread(
             target=self._listen, name=f"windows-{display_name}", daemon=True
@@ -68,6 +75,27 @@ class WindowWatch:
             return False
         ready, _, _ = select.select([self._fd], [], [], 0)
         return not ready
+
+    async def settle(self, within_s: float) -> bool:
+        """Whether the watch is settled, waiting up to `within_s` for it to be."""
+        if self.settled():
+            return True
+        loop = asyncio.get_running_loop()
+        told: asyncio.Future[None] = loop.create_future()
+        with self._waiters_lock:
+            self._waiters.append((loop, told))
+        # The thread may have gone idle before it could see this waiter: looked at again.
+        if not self.settled():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(told, within_s)
+        return self.settled()
+
+    def _tell_settled(self) -> None:
+        with self._waiters_lock:
+            waiters, self._waiters = self._waiters, []
+        for loop, told in waiters:
+            with contextlib.suppress(RuntimeError):  # a loop already closed
+                loop.call_soon_threadsafe(_tell, told)
 
     def _watch_clients(self) -> None:
         """Watch the client windows not watched yet. A window is watched before the count
@@ -82,6 +110,8 @@ class WindowWatch:
         try:
             while True:
                 self._idle = True
+                if self._waiters:
+                    self._tell_settled()
                 ready, _, _ = select.select([self._fd, self._wake_r], [], [])
                 self._idle = False
                 if self._wake_r in ready:
@@ -126,6 +156,11 @@ class WindowWatch:
             self._conn.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
+
+
+def _tell(told: asyncio.Future[None]) -> None:
+    if not told.done():
+        told.set_result(None)
 
 
 def _ignore(*_: object) -> None:
