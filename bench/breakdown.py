@@ -3,11 +3,18 @@ the parts a click passes through with timers, and `route` serves what they measu
 starts over) at `GET /bench/breakdown`. bench/http_api.py --breakdown uses it; holmd never
 does. A part's figure is the time spent in it per click (its calls per click times its mean
 call), so the parts of one click can be read side by side with the click as the client saw
-it."""
+it.
+
+`GET /bench/timeline` serves when each part began and ended within a REST batch, as the
+median time since the request began, over the batches since the last read: the parts of a
+click one after another, with the gaps between them (a hop to a thread, a turn of the event
+loop) that no part's own figure shows.
+"""
 
 from __future__ import annotations
 
 import functools
+import statistics
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -17,17 +24,27 @@ from aiohttp import web
 
 # Seconds spent in each call of each part since the last read.
 SPENT: dict[str, list[float]] = defaultdict(list)
+# When parts began and ended during the REST batch being answered (one at a time in the
+# benches), and those of the batches answered since the last read.
+MOMENTS: list[tuple[str, float]] = []
+TIMELINES: list[list[tuple[str, float]]] = []
+
+
+def _moment(label: str) -> None:
+    MOMENTS.append((label, time.perf_counter()))
 
 
 def _timed(name: Callable[..., str] | str, fn: Callable[..., Awaitable[Any]]) -> Any:
     @functools.wraps(fn)
     async def run(*args: Any, **kwargs: Any) -> Any:
+        label = name if isinstance(name, str) else name(*args, **kwargs)
         began = time.perf_counter()
+        _moment(f"{label} begins")
         try:
             return await fn(*args, **kwargs)
         finally:
-            label = name if isinstance(name, str) else name(*args, **kwargs)
             SPENT[label].append(time.perf_counter() - began)
+            _moment(f"{label} ends")
 
     return run
 
@@ -36,10 +53,12 @@ def _timed_sync(name: str, fn: Callable[..., Any]) -> Any:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         began = time.perf_counter()
+        _moment(f"{name} begins")
         try:
             return fn(*args, **kwargs)
         finally:
             SPENT[name].append(time.perf_counter() - began)
+            _moment(f"{name} ends")
 
     return run
 
@@ -62,6 +81,10 @@ def instrument() -> None:
     AgentDesktop.frame_hash = _timed("watcher: frame hash (the agent)", AgentDesktop.frame_hash)  # type: ignore[method-assign]
     FrameWatchers.record = _timed("watcher: record a frame", FrameWatchers.record)  # type: ignore[method-assign]
     screens.json_response = _timed_sync("response encode", screens.json_response)  # type: ignore[assignment]
+    # The store's commit (its writer task: the lock, the lines encoded, the hop to its
+    # thread and back) and the thread's part (write, fdatasync, index).
+    LocalStore._commit = _timed("store: commit", LocalStore._commit)  # type: ignore[method-assign]
+    LocalStore._write = _timed_sync("store: its thread writes and fsyncs", LocalStore._write)  # type: ignore[method-assign]
     _instrument_mcp()
 
 
@@ -93,12 +116,19 @@ def _instrument_mcp() -> None:
 @web.middleware
 async def timing_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Outermost: the time the server spent on a request from its parsed headers on."""
+    batch = request.path.endswith("/actions")
+    if batch:
+        MOMENTS.clear()
     began = time.perf_counter()
     try:
         return await handler(request)
     finally:
-        if request.path.endswith("/actions") or request.path == "/mcp":
+        if batch or request.path == "/mcp":
             SPENT["server: the request, middlewares included"].append(time.perf_counter() - began)
+        if batch:
+            TIMELINES.append(
+                [("the request begins", began), *MOMENTS, ("the request ends", time.perf_counter())]
+            )
 
 
 async def read_breakdown(request: web.Request) -> web.Response:
@@ -112,6 +142,27 @@ async def read_breakdown(request: web.Request) -> web.Response:
     return web.json_response(parts)
 
 
+async def read_timeline(request: web.Request) -> web.Response:
+    """Each moment's median time after its request began, in ms, and in how many of the
+    batches since the last read it came (a part some batches pass through, as the
+    watcher's, comes in fewer); then start over. A part's first moment in a batch counts."""
+    after: dict[str, list[float]] = defaultdict(list)
+    for moments in TIMELINES:
+        start, seen = moments[0][1], set()
+        for label, at in moments:
+            if label not in seen:
+                seen.add(label)
+                after[label].append((at - start) * 1000)
+    rows = [
+        {"moment": label, "ms": statistics.median(times), "of": len(times)}
+        for label, times in after.items()
+    ]
+    count = len(TIMELINES)
+    TIMELINES.clear()
+    return web.json_response({"batches": count, "moments": sorted(rows, key=lambda row: row["ms"])})
+
+
 def add_to(app: web.Application) -> None:
     app.middlewares.insert(0, timing_middleware)
     app.router.add_get("/bench/breakdown", read_breakdown)
+    app.router.add_get("/bench/timeline", read_timeline)

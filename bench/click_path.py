@@ -69,6 +69,7 @@ class Side:
         self.base = base
         self.session = session
         self.box = ""
+        self.timeline: dict[str, Any] = {}
         self.times: dict[str, list[float]] = {kind: [] for kind in [*actions(0), UNCHANGED]}
 
     async def batch(self, *steps: dict[str, Any]) -> Any:
@@ -105,9 +106,14 @@ class Side:
             self.times[UNCHANGED].append((time.perf_counter() - began) * 1000)
 
     async def breakdown(self, clicks: int = 1) -> dict[str, Any]:
+        """What each part spent per click, and when (bench/breakdown.py), since the last
+        read."""
         query = {"clicks": clicks}
         async with self.session.get(f"{self.base}/bench/breakdown", params=query) as response:
             parts: dict[str, Any] = await response.json()
+        async with self.session.get(f"{self.base}/bench/timeline") as response:
+            # Older code (--against) may serve no timeline.
+            self.timeline = await response.json() if response.status == 200 else {}
         return parts
 
     async def end(self) -> None:
@@ -173,6 +179,16 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
                 else f"{'-':>24}"
             )
         print(f"  {part:64}{cells}")
+    for side in sides:
+        if not side.timeline:
+            continue
+        print(
+            f"\n{side.name}: when each part of a click began and ended, ms after its request "
+            f"began (median of {side.timeline['batches']} clicks; in how many it came)"
+        )
+        for row in side.timeline["moments"]:
+            some = "" if row["of"] == side.timeline["batches"] else f"  ({row['of']})"
+            print(f"  {row['ms']:7.3f}  {row['moment']}{some}")
     print(f"load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
