@@ -76,6 +76,11 @@ class Screen:
         self.hasher = hasher
         self._grid: TileGrid | None = None
         self._bands = BandCache(width, height)
+        # The last picture encoded but the whole screen's plain PNG (which keeps its bands
+        # instead), by its hash and encoding. The hash is of the pixels, their size, the
+        # scale and the pointer drawn, so the same hash in the same encoding is the same
+        # bytes: a still screen asked again as JPEG or WebP is not encoded again.
+        self._encoded: tuple[str, Encoding, bytes] | None = None
         self._damage: DamageWatch | None = None
         self._query_conn: Display | None = None
         # Made on the query thread at the first listing.
@@ -214,7 +219,7 @@ class Screen:
         damage = self._damage
         whole = region is None and scale == 100 and at is None
         changes = damage.count.value if whole and damage is not None and damage.telling() else None
-        raw: Raw | WholePng | None
+        raw: Raw | WholePng | bytes | None
         if region is None:
             grid = self._up(self._grid)
             # Only a frame that may be `have` is worth the check: any other is read on the
@@ -241,10 +246,15 @@ class Screen:
             )
         if isinstance(raw, WholePng):
             image = await loop.run_in_executor(self._png_pool, raw.png)
+        elif isinstance(raw, bytes):
+            image = raw
+        elif (kept_image := self._encoded_as(digest, encoding)) is not None:
+            image = kept_image
         else:
             image = await loop.run_in_executor(
                 self._png_pool, capture.encode, raw, scale, at, encoding
             )
+            self._encoded = (digest, encoding, image)
         return FrameResult(
             hash=digest,
             image=image,
@@ -261,15 +271,25 @@ class Screen:
         scale: int,
         at: tuple[int, int] | None,
         encoding: Encoding,
-    ) -> tuple[str, Raw | WholePng | None]:
+    ) -> tuple[str, Raw | WholePng | bytes | None]:
         """The whole screen's hash from the grid, and unless it is `have` its pixels, or for
-        its plain PNG the bands kept and the pixels of the others (band_cache.py)."""
+        its plain PNG the bands kept and the pixels of the others (band_cache.py), or the
+        picture last encoded of these pixels in this encoding."""
         digest = grid.frame_hash(scale, at)
         if digest == have:
             return digest, None
         if scale == 100 and at is None and encoding.format == "png":
             return digest, self._bands.plan(grid)
+        kept = self._encoded_as(digest, encoding)
+        if kept is not None:
+            return digest, kept
         return digest, Raw(grid.snapshot(), self.width, self.height)
+
+    def _encoded_as(self, digest: str, encoding: Encoding) -> bytes | None:
+        kept = self._encoded
+        if kept is not None and kept[0] == digest and kept[1] == encoding:
+            return kept[2]
+        return None
 
     async def await_change(self, after: int, within_ms: int) -> int:
         """The screen's count of changes once it is past `after` (damage_watch.py)."""
