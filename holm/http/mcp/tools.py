@@ -38,6 +38,7 @@ from holm.wire.api import (
 )
 
 from ..routes.screens import region_of
+from .schemas import lean_schema
 
 Content = types.TextContent | types.ImageContent
 
@@ -89,6 +90,8 @@ class Tool:
     # overwrites something (`destructive`).
     read_only: bool = False
     destructive: bool = False
+    # Variants of the wire type's unions the tool refuses, left out of its schema.
+    refused: tuple[type, ...] = ()
 
     # Read once per tool, not per call: `msgspec.structs.fields` evaluates the annotations
     # anew each time, which cost a call 0.2 ms (bench/mcp_calls.py --breakdown).
@@ -135,7 +138,7 @@ class Tool:
         }
         if defs:
             out["$defs"] = defs
-        return out
+        return lean_schema(out, frozenset(kind.__name__ for kind in self.refused))
 
     def decode(self, arguments: dict[str, Any] | None) -> Call:
         given = dict(arguments or {})
@@ -324,9 +327,16 @@ READ_ONLY = {
 DESTRUCTIVE = {"remove_box", "write_file"}
 
 
-def _tool(name: str, wire: type, where: type, run: Run, description: str) -> Tool:
+def _tool(
+    name: str,
+    wire: type,
+    where: type,
+    run: Run,
+    description: str,
+    refused: tuple[type, ...] = (),
+) -> Tool:
     text = " ".join(description.split())
-    return Tool(name, text, wire, where, run, name in READ_ONLY, name in DESTRUCTIVE)
+    return Tool(name, text, wire, where, run, name in READ_ONLY, name in DESTRUCTIVE, refused)
 
 
 TOOLS: list[Tool] = [
@@ -546,6 +556,7 @@ TOOLS: list[Tool] = [
         Example: {"box": "box_0123", "actions": [{"type": "click", "at": {"x": 50,
         "y": 60}}, {"type": "type", "text": "hi"}, {"type": "press", "chord": ["enter"]}],
         "want": ["frame"]}""",
+        refused=a.NOT_IN_BATCH,
     ),
     _tool(
         "click_element",
