@@ -1,12 +1,13 @@
 """A thread that owns one of a screen's X connections, and the agent's loop beside it.
 
 Work that can block for long (a human pointer path, reading a screen's tiles) runs on the
-thread, so that nothing else of the box waits behind it. Work that cannot (XTEST requests
-and a `sync`, asking the X server what was drawn) runs on the loop when the thread has
-nothing to do: a hop to a thread and back costs about 0.4 ms on this machine's VMs (a
-thread woken on the other CPU waits for it), more than the work, which blocks the loop no
-longer than it would block the thread. While the thread has anything to do, all work goes
-there behind it, so no two calls ever use the connection at once.
+thread, so that nothing else of the box waits behind it. Work that cannot (XTEST requests,
+asking the X server what was drawn) runs on the loop when the thread has nothing to do
+(`idle`; the caller decides, as `Screen.on_input` does): a hop to a thread and back costs
+about 0.4 ms on this machine's VMs (a thread woken on the other CPU waits for it), more
+than the work, which blocks the loop no longer than it would block the thread. While the
+thread has anything to do, all work goes there behind it, so no two calls ever use the
+connection at once.
 """
 
 from __future__ import annotations
