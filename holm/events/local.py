@@ -5,8 +5,12 @@ the one server that writes there.
 An append returns once its lines are written and fsynced. Appends are queued; one writer
 takes everything queued, gives seqs, writes, fsyncs each file it touched once (several
 files at once, so that they share the journal's commits) and then answers all of them:
-concurrent appends share their fsyncs (group commit). File work runs in threads; the event
-loop only encodes and answers.
+concurrent appends share their fsyncs (group commit). File work runs in threads, but for
+the commit most appends make (one trace whose files are open, lines that need no blob):
+its lines are written on the loop, a write of a few hundred bytes to the page cache, and
+its fdatasync is Linux AIO's, told to the loop by an eventfd (aio_sync.py), which spares
+the thread's wake-up and the loop's after it. Where AIO is missing, that commit runs in the
+thread as every other does.
 
 Opening the store opens every trace file once: a torn last line (a writer killed mid-line)
 is moved to `.torn` and cut away, so it is never served, and the trace reads as
@@ -33,6 +37,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from holm.errors import Internal, Unavailable
+from holm.events.aio_sync import AioSync, NotSubmitted
 from holm.events.blobs import (
     BlobStore,
     check_name,
@@ -157,6 +162,7 @@ class LocalStore:
         keep_frames_secs: int = 2 * 3600,
         keep_entries_secs: int = 7 * 24 * 3600,
         group_commit: bool = True,
+        aio: bool = True,
     ) -> None:
         self.state_dir = state_dir
         self.keep_frames_secs = keep_frames_secs
@@ -180,9 +186,14 @@ class LocalStore:
         self._fsync_pool = ThreadPoolExecutor(32, thread_name_prefix="holm-store-fsync")
         self._read_pool = ThreadPoolExecutor(4, thread_name_prefix="holm-store-read")
         self._files = _OpenFiles(self._folder)
-        # Counters for bench/store.py.
+        # Linux AIO's fdatasync for the usual commit (None: threads only), made on the
+        # loop at the first commit; `aio=False` keeps every commit in the thread.
+        self._aio: AioSync | None = None
+        self._aio_wanted = aio
+        # Counters for bench/store.py (and the commits synced by AIO, for the tests).
         self.commits = 0
         self.fsyncs = 0
+        self.aio_commits = 0
 
     # TraceStore
 
@@ -273,6 +284,8 @@ class LocalStore:
         if self._writer is not None:
             await self._writer
         await self._in(self._write_pool, self._files.close_all)
+        if self._aio is not None:
+            self._aio.close()
         for pool in (self._write_pool, self._fsync_pool, self._read_pool):
             await asyncio.to_thread(pool.shutdown)
         os.close(self._lock_fd)
@@ -326,7 +339,9 @@ class LocalStore:
             if not works:
                 return
             try:
-                sizes = await self._in(self._write_pool, self._write, list(works.values()))
+                sizes = await self._write_on_loop(list(works.values()))
+                if sizes is None:
+                    sizes = await self._in(self._write_pool, self._write, list(works.values()))
             except Exception as exc:
                 failure = Unavailable(f"the trace store could not write: {exc}")
                 for append, _ in done:
@@ -344,6 +359,51 @@ class LocalStore:
                 state.last_at_ms = entries[-1].at_ms
                 if not append.future.done():
                     append.future.set_result(entries)
+
+    async def _write_on_loop(self, works: list[_Work]) -> list[int] | None:
+        """The usual commit (module docstring): its lines written here and fsynced by AIO;
+        its new size. None for any other commit, which goes to the thread. Under the
+        writer's lock, as `_write`, so the open files are never used twice at once."""
+        if self._aio_wanted:
+            self._aio_wanted = False
+            self._aio = AioSync.open(asyncio.get_running_loop())
+        if self._aio is None or len(works) != 1:
+            return None
+        work = works[0]
+        held = self._files.held(work.name)
+        if held is None or work.size == 0 or work.clear_torn:
+            return None  # a file to open or make, a torn mark to clear: the thread's
+        lines = [line for line in work.lines if isinstance(line, bytes)]
+        if len(lines) != len(work.lines):
+            return None  # a line with blobs to write first
+        jsonl, idx = held
+        data = b"".join(lines)
+        size = work.size + len(data)
+        try:
+            _pwrite_all(jsonl, data, work.size)
+            if os.fstat(jsonl).st_size > size:
+                # Left by a failed commit that could not be cut back.
+                os.ftruncate(jsonl, size)
+            try:
+                await self._aio.fdatasync(jsonl)
+            except NotSubmitted:
+                await self._in(self._write_pool, os.fdatasync, jsonl)
+        except BaseException:
+            # The original error is the one to report.
+            with contextlib.suppress(OSError):
+                os.ftruncate(jsonl, work.size)
+            raise
+        self.fsyncs += 1
+        self.commits += 1
+        self.aio_commits += 1
+        # The lines are durable; a stale index is found and rebuilt on use.
+        with contextlib.suppress(OSError):
+            offsets = _offsets(work)
+            if os.fstat(idx).st_size == work.count * OFFSET.size:
+                os.pwrite(idx, offsets, work.count * OFFSET.size)
+            else:
+                await self._in(self._write_pool, self._rebuild_sync, work.name, size)
+        return [size]
 
     def _write(self, works: list[_Work]) -> list[int]:
         """Write, fsync and index every trace of one commit (in the writer's thread); the
@@ -406,15 +466,9 @@ class LocalStore:
         """Append the offsets of a commit's lines to the trace's index (not fsynced: it is
         rebuilt from the file when it does not match), and clear the torn mark."""
         paths = TracePaths.of(self._folder, work.name)
-        offsets = []
-        offset = work.size
-        for line in work.lines:
-            assert isinstance(line, bytes)
-            offsets.append(offset)
-            offset += len(line)
         fd = self._files.idx(work.name)
         if os.fstat(fd).st_size == work.count * OFFSET.size:
-            os.pwrite(fd, offsets_bytes(offsets), work.count * OFFSET.size)
+            os.pwrite(fd, _offsets(work), work.count * OFFSET.size)
         else:
             self._rebuild_sync(work.name, size)
         if work.clear_torn:
@@ -639,7 +693,8 @@ class LocalStore:
 
 class _OpenFiles:
     """The files the writer keeps open between commits: each trace's JSONL and index,
-    the least recently used closed first. Used only in the writer's thread."""
+    the least recently used closed first. Used only under the writer's lock: in its thread,
+    or on the loop for the usual commit (`held` only, which opens nothing)."""
 
     def __init__(self, folder: str, most: int = OPEN_TRACES) -> None:
         self.folder = folder
@@ -651,6 +706,13 @@ class _OpenFiles:
 
     def idx(self, trace: str) -> int:
         return self._get(trace)[1]
+
+    def held(self, trace: str) -> tuple[int, int] | None:
+        """The trace's files if they are open (the JSONL's and the index's), else None."""
+        fds = self._open.get(trace)
+        if fds is not None:
+            self._open.move_to_end(trace)
+        return fds
 
     def forget(self, trace: str) -> None:
         for fd in self._open.pop(trace, ()):
@@ -686,6 +748,17 @@ def _lock_state_dir(state_dir: Path) -> int:
         os.close(fd)
         raise Unavailable(f"{state_dir} is in use by another holmd") from None
     return fd
+
+
+def _offsets(work: _Work) -> bytes:
+    """The index's entries for a commit's lines: where each begins in the file."""
+    offsets = []
+    offset = work.size
+    for line in work.lines:
+        assert isinstance(line, bytes)
+        offsets.append(offset)
+        offset += len(line)
+    return offsets_bytes(offsets)
 
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ import pytest
 from holm.config import load_config
 from holm.errors import Internal, Unavailable
 from holm.events import LocalStore, MemoryStore, open_store, read_trace_file, trace_files
+from holm.events.aio_sync import AioSync, NotSubmitted
 from holm.events.codec import SPILL_BYTES
 from holm.wire.entries import Executed
 
@@ -288,3 +290,53 @@ async def test_a_last_line_of_an_unknown_kind_is_kept_not_taken_for_torn(
     finally:
         await store.close()
     assert path.read_bytes().count(newer) == 1
+
+
+async def test_the_usual_commit_is_fsynced_by_aio_and_reads_back(tmp_path: Path) -> None:
+    for aio in (True, False):
+        store = LocalStore(tmp_path / str(aio), aio=aio)
+        # The first append makes the trace's file (in the thread); the next ones find it
+        # open, and on this Linux their fdatasync is AIO's unless turned off.
+        await store.append("box_1", [paused()])
+        for i in range(5):
+            await store.append("box_1", [clicked(i)])
+        assert store.aio_commits == (5 if aio else 0)
+        await store.close()
+        again = LocalStore(tmp_path / str(aio))
+        assert [e.seq for e in await again.read("box_1")] == list(range(6))
+        await again.close()
+
+
+async def test_an_fdatasync_the_kernel_does_not_take_is_done_in_the_thread(
+    local: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await local.append("box_1", [paused()])
+    asked: list[int] = []
+
+    async def refused(self: AioSync, fd: int) -> None:
+        asked.append(fd)
+        raise NotSubmitted(errno.EAGAIN, "full")
+
+    monkeypatch.setattr(AioSync, "fdatasync", refused)
+    assert [e.seq for e in await local.append("box_1", [clicked(1)])] == [1]
+    assert len(asked) == 1
+    assert [e.seq for e in await local.read("box_1")] == [0, 1]
+
+
+async def test_a_failed_aio_fdatasync_gives_no_seq_and_cuts_the_lines_back(
+    local: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await local.append("box_1", [paused()])
+    size = (local.state_dir / "traces" / "box_1.jsonl").stat().st_size
+    real = AioSync.fdatasync
+
+    async def failing(self: AioSync, fd: int) -> None:
+        raise OSError(errno.EIO, "the disk failed")
+
+    monkeypatch.setattr(AioSync, "fdatasync", failing)
+    with pytest.raises(Unavailable):
+        await local.append("box_1", [clicked(1)])
+    assert (local.state_dir / "traces" / "box_1.jsonl").stat().st_size == size
+    monkeypatch.setattr(AioSync, "fdatasync", real)
+    assert [e.seq for e in await local.append("box_1", [clicked(2)])] == [1]
+    assert local.aio_commits == 1
