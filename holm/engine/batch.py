@@ -72,8 +72,15 @@ async def run_steps(
     results: list[StepResult] = []
     appends: list[asyncio.Future[list[Entry]]] = []
     stopped_at: int | None = None
+    ending: asyncio.Future[tuple[BatchEnd, FrameResult | None, Point | None]] | None = None
     for index, action in enumerate(request.actions):
         value, error = await _step(desktop, screen, action)
+        stops = error is not None and not request.keep_going
+        if (stops or index == len(request.actions) - 1) and not request.settle_ms:
+            # The batch's end (a round trip to the agent, now the longest wait after the
+            # last step) is asked before the step's entries go to the store, so that its
+            # request goes out first: tasks start in the order they are made.
+            ending = asyncio.ensure_future(_after_batch(desktop, screen, request))
         # A write's bytes and a clipboard's text are not kept: the path and size, or the
         # selection and length, are (as `PUT …/files` and `PUT …/clipboard` record them).
         kept, size = redacted_action(action)
@@ -116,15 +123,17 @@ async def run_steps(
                 value=value,
             )
         )
-        if error is not None and not request.keep_going:
+        if stops:
             stopped_at = index
             break
-    if request.settle_ms:
-        await asyncio.sleep(request.settle_ms / 1000)
+    if ending is None:
+        if request.settle_ms:
+            await asyncio.sleep(request.settle_ms / 1000)
+        ending = asyncio.ensure_future(_after_batch(desktop, screen, request))
     # Both are awaited to the end whatever fails, so the entries are durable before any
     # answer, an error included.
     after, appended = await asyncio.gather(
-        _after_batch(desktop, screen, request),
+        ending,
         asyncio.gather(*appends),
         return_exceptions=True,
     )
