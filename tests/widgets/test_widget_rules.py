@@ -6,11 +6,17 @@ runtime's refusal of the feature on a host without its packages."""
 from __future__ import annotations
 
 import subprocess
+import time
 
 import msgspec
 import pytest
 
-from holm.adapters.agent.app_screens import DisplayWindows, WhereShown, same_display
+from holm.adapters.agent.app_screens import (
+    DisplayWindows,
+    WhereShown,
+    environ_display,
+    same_display,
+)
 from holm.adapters.agent.widgets import nearest_label, role_matches, split_path, text_rank
 from holm.errors import BadRequest
 from holm.wire import actions as a
@@ -103,6 +109,13 @@ def test_a_process_that_names_no_display_shows_where_its_windows_are() -> None:
 def test_a_process_shows_on_the_display_its_environment_names() -> None:
     with subprocess.Popen(["sleep", "30"], env={"DISPLAY": ":7.0"}) as started:
         try:
+            # Popen returns while the kernel may still be setting up the new program's
+            # environment (a vfork parent is let go before it is in place), which reads
+            # empty meanwhile: the test is of a process already running.
+            for _ in range(500):
+                if environ_display(started.pid) is not None:
+                    break
+                time.sleep(0.01)
             # Its environment tells, so the displays' windows are not even read.
             shown = WhereShown([":7", ":8"], Windows({}))
             assert shown.on(started.pid, ":7") and not shown.on(started.pid, ":8")
