@@ -24,14 +24,6 @@ two columns are comparable, whatever else the machine is doing.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# This folder leaves the import path before anything imports `http` (see http_api.py).
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
-    sys.path.append(str(Path(__file__).resolve().parent))
-
 import argparse
 import asyncio
 import contextlib

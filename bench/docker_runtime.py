@@ -13,38 +13,34 @@ then removed. The local runtime's figures come from one local box on displays fr
 
 from __future__ import annotations
 
-import sys
+import argparse
+import asyncio
+import importlib.util
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+import uuid
 from pathlib import Path
+from types import ModuleType
 
-# This file is named like the docker SDK: its folder must not shadow the SDK.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+import msgspec
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import importlib.util  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-from types import ModuleType  # noqa: E402
-
-import msgspec  # noqa: E402
-
-from holm.adapters.docker.bootstrap import (  # noqa: E402
+from holm.adapters.docker.bootstrap import (
     bootstrap_base_image,
     debian_suite,
     host_mirror,
     stand_in_ref,
 )
-from holm.adapters.docker.images import DEFAULT_BASE_IMAGE, Images  # noqa: E402
-from holm.adapters.docker.runtime import DockerRuntime  # noqa: E402
-from holm.adapters.local.runtime import LocalRuntime  # noqa: E402
-from holm.wire.actions import Click  # noqa: E402
-from holm.wire.spec import Spec  # noqa: E402
-from holm.wire.values import Point  # noqa: E402
+from holm.adapters.docker.images import DEFAULT_BASE_IMAGE, Images
+from holm.adapters.docker.runtime import DockerRuntime
+from holm.adapters.local.runtime import LocalRuntime
+from holm.wire.actions import Click
+from holm.wire.spec import Spec
+from holm.wire.values import Point
+
+_HERE = Path(__file__).resolve().parent
 
 
 def _bench_local() -> ModuleType:

@@ -27,14 +27,6 @@ Prints the median and the 90th percentile in milliseconds, and the load average 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# This folder leaves the import path before anything imports `http` (see http_api.py).
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
-    sys.path.append(str(Path(__file__).resolve().parent))
-
 import argparse
 import asyncio
 import base64

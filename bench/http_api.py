@@ -24,14 +24,6 @@ temporary state dir; the load comes from this process over loopback.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# This file's name shadows the standard library's `http` when it runs as a script: its
-# folder leaves the import path before anything imports `http`.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
-
 import argparse
 import asyncio
 import contextlib
@@ -40,10 +32,12 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import aiohttp
 
