@@ -373,17 +373,11 @@ class LocalStore:
         held = self._files.held(work.name)
         if held is None or work.size == 0 or work.clear_torn:
             return None  # a file to open or make, a torn mark to clear: the thread's
-        lines = [line for line in work.lines if isinstance(line, bytes)]
-        if len(lines) != len(work.lines):
+        if not all(isinstance(line, bytes) for line in work.lines):
             return None  # a line with blobs to write first
         jsonl, idx = held
-        data = b"".join(lines)
-        size = work.size + len(data)
         try:
-            _pwrite_all(jsonl, data, work.size)
-            if os.fstat(jsonl).st_size > size:
-                # Left by a failed commit that could not be cut back.
-                os.ftruncate(jsonl, size)
+            size = _write_lines(jsonl, work)
             try:
                 await self._aio.fdatasync(jsonl)
             except NotSubmitted:
@@ -398,10 +392,7 @@ class LocalStore:
         self.aio_commits += 1
         # The lines are durable; a stale index is found and rebuilt on use.
         with contextlib.suppress(OSError):
-            offsets = _offsets(work)
-            if os.fstat(idx).st_size == work.count * OFFSET.size:
-                os.pwrite(idx, offsets, work.count * OFFSET.size)
-            else:
+            if not _index_offsets(idx, work):
                 await self._in(self._write_pool, self._rebuild_sync, work.name, size)
         return [size]
 
@@ -416,11 +407,10 @@ class LocalStore:
             for work in works:
                 paths = TracePaths.of(self._folder, work.name)
                 sink = _RefCollector(self._blobs)
-                lines = [
+                work.lines = [
                     line if isinstance(line, bytes) else encode_entry(line, sink)
                     for line in work.lines
                 ]
-                work.lines = list(lines)
                 if sink.refs:
                     # Listed before the line that needs them is durable, so a prune that
                     # keeps the trace keeps its blobs.
@@ -431,12 +421,7 @@ class LocalStore:
                 new_files |= work.size == 0
                 fd = self._files.jsonl(work.name)
                 written.append((work, fd))
-                data = b"".join(lines)
-                _pwrite_all(fd, data, work.size)
-                sizes.append(work.size + len(data))
-                if os.fstat(fd).st_size > sizes[-1]:
-                    # Left by a failed commit that could not be cut back.
-                    os.ftruncate(fd, sizes[-1])
+                sizes.append(_write_lines(fd, work))
             self._fsync([fd for _, fd in written])
             if new_files:
                 fsync_dir(Path(self._folder))
@@ -466,10 +451,7 @@ class LocalStore:
         """Append the offsets of a commit's lines to the trace's index (not fsynced: it is
         rebuilt from the file when it does not match), and clear the torn mark."""
         paths = TracePaths.of(self._folder, work.name)
-        fd = self._files.idx(work.name)
-        if os.fstat(fd).st_size == work.count * OFFSET.size:
-            os.pwrite(fd, _offsets(work), work.count * OFFSET.size)
-        else:
+        if not _index_offsets(self._files.idx(work.name), work):
             self._rebuild_sync(work.name, size)
         if work.clear_torn:
             with contextlib.suppress(FileNotFoundError):
@@ -750,15 +732,33 @@ def _lock_state_dir(state_dir: Path) -> int:
     return fd
 
 
-def _offsets(work: _Work) -> bytes:
-    """The index's entries for a commit's lines: where each begins in the file."""
+def _write_lines(fd: int, work: _Work) -> int:
+    """Write a commit's encoded lines after the trace's last (not fsynced); the new size."""
+    lines = [line for line in work.lines if isinstance(line, bytes)]
+    assert len(lines) == len(work.lines), "every line is encoded before it is written"
+    data = b"".join(lines)
+    size = work.size + len(data)
+    _pwrite_all(fd, data, work.size)
+    if os.fstat(fd).st_size > size:
+        # Left by a failed commit that could not be cut back.
+        os.ftruncate(fd, size)
+    return size
+
+
+def _index_offsets(fd: int, work: _Work) -> bool:
+    """Append where each of a commit's lines begins to the trace's index `fd`; False (and
+    nothing written) when the index does not end where the file's lines did, and must be
+    rebuilt."""
+    if os.fstat(fd).st_size != work.count * OFFSET.size:
+        return False
     offsets = []
     offset = work.size
     for line in work.lines:
         assert isinstance(line, bytes)
         offsets.append(offset)
         offset += len(line)
-    return offsets_bytes(offsets)
+    os.pwrite(fd, offsets_bytes(offsets), work.count * OFFSET.size)
+    return True
 
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
