@@ -234,11 +234,11 @@ class Screen:
                     lambda: self._whole(grid, have, scale, at, encoding)
                 )
         else:
-            raw = await self._grab(area)
-            shot = raw
+            shot = await self._grab(area)
             digest = await self.capture_lane.run(
                 lambda: self.hasher.picture(shot.data, shot.width, shot.height, scale, at)
             )
+            raw = self._encoded_as(digest, encoding) or shot
         width, height = capture.scaled_size(area, scale)
         if digest == have or raw is None:
             return FrameResult(
@@ -247,9 +247,7 @@ class Screen:
         if isinstance(raw, WholePng):
             image = await loop.run_in_executor(self._png_pool, raw.png)
         elif isinstance(raw, bytes):
-            image = raw
-        elif (kept_image := self._encoded_as(digest, encoding)) is not None:
-            image = kept_image
+            image = raw  # kept: encoded before, from the same pixels
         else:
             image = await loop.run_in_executor(
                 self._png_pool, capture.encode, raw, scale, at, encoding
