@@ -4,16 +4,21 @@ revision's code, measured in turns in one run (`bench/local.py --memory`).
 
 A box is every process under its outer bwrap (the sandbox, the agent and all it starts)
 and its pasta. PSS shares each page among the processes that map it, so a box's figure
-falls as more boxes (or other Chromiums) run beside it; USS (its private pages) is what
-each more box adds at the least. What does not depend on its neighbours is the box's own
-set of pages: each physical page that any of its processes maps, counted once (read from
-/proc/PID/pagemap, as root), which is what the box would hold alone on the machine, less
-what it shares with the host's own processes.
+falls as more boxes (or other Chromiums) run beside it; USS (its private pages) falls too,
+since a page of Chromium's binary that only one box maps is private until a second box
+maps it. What does not depend on its neighbours is the boxes' own set of pages: each
+physical page that any of their processes maps, counted once (read from /proc/PID/pagemap,
+as root), which is what they would hold alone on the machine, less what they share with
+the host's own processes. With `together` boxes side by side (`--together K`), every figure
+is the boxes' sum divided by K: what a server running K boxes holds for each. Each more box
+adds about its anonymous pages; the pages of files (Chromium's binary, libraries) are the
+page cache, held once for all the boxes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -129,26 +134,28 @@ def box_pids(boxes_dir: Path, box_id: str) -> list[int]:
     return pids
 
 
-async def one_box(display_base: int) -> dict[str, dict[str, int]]:
-    """Start a box of the default spec on PAGE, let it idle, and measure it: KiB of PSS and
-    USS, and how many processes, by kind."""
+async def boxes(display_base: int, count: int) -> dict[str, dict[str, int]]:
+    """Start `count` boxes of the default spec on PAGE side by side, let them idle, and
+    measure them together: KiB of PSS and USS, and how many processes, by kind, summed over
+    the boxes; their own pages counted once for all of them."""
     from holm.adapters.local.runtime import LocalRuntime
     from holm.wire.actions import OpenUrl
     from holm.wire.spec import Placement, Spec
 
     state = Path(tempfile.mkdtemp(prefix="holm-bench-mem-", dir="/tmp"))
     runtime = LocalRuntime(state / "boxes", "bench", display_base=display_base, display_count=20)
-    box_id = f"box_memory_{uuid.uuid4().hex[:8]}"
+    box_ids = [f"box_memory_{uuid.uuid4().hex[:8]}" for _ in range(count)]
     try:
-        # The runtime fills in the default features (dock, accessibility, …).
-        await runtime.create(box_id, Spec(), Placement())
-        desktop = await runtime.desktop(box_id)
-        await desktop.act(0, OpenUrl(url=PAGE))
+        for box_id in box_ids:
+            # The runtime fills in the default features (dock, accessibility, …).
+            await runtime.create(box_id, Spec(), Placement())
+            desktop = await runtime.desktop(box_id)
+            await desktop.act(0, OpenUrl(url=PAGE))
         await asyncio.sleep(IDLE_S)
         groups: dict[str, dict[str, int]] = {}
         anonymous: set[int] = set()
         files: set[int] = set()
-        for pid in box_pids(runtime.boxes_dir, box_id):
+        for pid in [p for box_id in box_ids for p in box_pids(runtime.boxes_dir, box_id)]:
             figures = smaps_rollup(pid)
             if figures:
                 group = groups.setdefault(kind(pid), {"pss": 0, "uss": 0, "n": 0})
@@ -158,8 +165,8 @@ async def one_box(display_base: int) -> dict[str, dict[str, int]]:
                 mine, cached = frames(pid)
                 anonymous |= mine
                 files |= cached
-        # Not a kind of process: the whole box's own pages (the report leaves it out of
-        # the sums of the kinds).
+        # Not a kind of process: the boxes' own pages (the report leaves it out of the sums
+        # of the kinds).
         groups[OWN] = {
             "pss": 0,
             "uss": 0,
@@ -169,18 +176,27 @@ async def one_box(display_base: int) -> dict[str, dict[str, int]]:
         }
         return groups
     finally:
-        await runtime.delete(box_id)
+        for box_id in box_ids:
+            with contextlib.suppress(Exception):
+                await runtime.delete(box_id)
         await runtime.close()
         shutil.rmtree(state, ignore_errors=True)
 
 
-def measure_in(code: str, display_base: int) -> dict[str, dict[str, int]]:
-    """One box started by the code in folder `code` (its `holm` package), in a process of
-    its own: the box's agent and programs come from that code."""
+def measure_in(code: str, display_base: int, together: int) -> dict[str, dict[str, int]]:
+    """`together` boxes started by the code in folder `code` (its `holm` package), in a
+    process of its own: the boxes' agents and programs come from that code."""
     env = {**os.environ, "PYTHONPATH": code}
     bench = Path(__file__).parent / "local.py"
     answer = subprocess.run(
-        [sys.executable, str(bench), "--memory-box", str(display_base)],
+        [
+            sys.executable,
+            str(bench),
+            "--memory-box",
+            str(display_base),
+            "--together",
+            str(together),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -196,9 +212,9 @@ def mib(kib: float) -> str:
     return f"{kib / 1024:7.1f}"
 
 
-def compare(base: str, rounds: int, display_base: int) -> None:
-    """Boxes of REV `base` and of this checkout, in turns, `rounds` of each; the median of
-    each figure, side by side."""
+def compare(base: str, rounds: int, display_base: int, together: int) -> None:
+    """Boxes of REV `base` and of this checkout, in turns, `rounds` of each, `together`
+    boxes at a time; the median of each figure per box, side by side."""
     rev = short(base)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average before: {load} ({os.cpu_count()} cpus; others' work counts in it)")
@@ -208,23 +224,26 @@ def compare(base: str, rounds: int, display_base: int) -> None:
         sides = {f"base {rev}": old, "this checkout": str(REPO)}
         for _ in range(rounds):
             for side, code in sides.items():
-                runs.setdefault(side, []).append(measure_in(code, display_base))
+                runs.setdefault(side, []).append(measure_in(code, display_base, together))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average after:  {load}")
-    report(runs, rounds)
+    report(runs, rounds, together)
 
 
-def report(runs: dict[str, list[dict[str, dict[str, int]]]], rounds: int) -> None:
+def report(runs: dict[str, list[dict[str, dict[str, int]]]], rounds: int, together: int) -> None:
     sides = list(runs)
     kinds = sorted({k for side in sides for run in runs[side] for k in run} - {OWN})
 
     def median(side: str, name: str, of: str | None = None) -> float:
+        """Per box: the boxes measured together share it."""
         values = [
             sum(g[name] for k, g in run.items() if of is None or k == of) for run in runs[side]
         ]
-        return statistics.median(values)
+        return statistics.median(values) / together
 
-    print(f"an idle box (default spec: 1280x800, Chromium on a still page), median of {rounds}")
+    what = "alone" if together == 1 else f"per box, {together} boxes side by side"
+    print(f"an idle box (default spec: 1280x800, Chromium on a still page), {what}")
+    print(f"median of {rounds}")
     head = "".join(f"{side:>26}" for side in sides)
     print(f"{'PSS MiB (processes)':<32}{head}")
     for k in [*kinds, None]:
@@ -244,5 +263,10 @@ def report(runs: dict[str, list[dict[str, dict[str, int]]]], rounds: int) -> Non
         print(f"{f'own pages MiB, {what}':<32}{own}")
     per_pss = "".join(f"{MACHINE_MIB * 1024 / median(side, 'pss'):>26.0f}" for side in sides)
     per_uss = "".join(f"{MACHINE_MIB * 1024 / median(side, 'uss'):>26.0f}" for side in sides)
+    own = "".join(
+        f"{MACHINE_MIB * 1024 / (median(side, 'anon', OWN) + median(side, 'file', OWN)):>26.0f}"
+        for side in sides
+    )
     print(f"{'boxes per 24 GiB, by PSS':<32}{per_pss}")
-    print(f"{'  by USS (many boxes)':<32}{per_uss}")
+    print(f"{'  by own pages':<32}{own}")
+    print(f"{'  by USS':<32}{per_uss}")

@@ -14,12 +14,13 @@ box starts, and how long the runtime still waits for it is timed around `Attachi
 The same file runs against another checkout of holm (PYTHONPATH=<that checkout>), so
 that two versions are measured in one sitting.
 
-    .venv/bin/python bench/local.py --memory [--base REV] [--rounds N]
+    .venv/bin/python bench/local.py --memory [--base REV] [--rounds N] [--together K]
 
 prints instead what an idle box of the default spec costs in memory (box_memory.py): PSS
 by kind of process, the whole box's PSS and USS, and how many such boxes 24 GiB holds,
 for the code of REV (default: where this branch left main) beside this checkout's, their
-boxes started in turns (default 3 rounds).
+boxes started in turns (default 3 rounds). With `--together K`, K boxes run side by side
+and each figure is per box: what a server with K boxes holds for each.
 """
 
 from __future__ import annotations
@@ -186,6 +187,9 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--memory", action="store_true", help="only the memory figures")
     parser.add_argument("--base", help="with --memory: the code to compare with (a git rev)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--together", type=int, default=1, help="with --memory: boxes measured side by side"
+    )
     # One box measured, for --memory, with the code on PYTHONPATH; prints JSON.
     parser.add_argument("--memory-box", type=int, metavar="DISPLAY_BASE", help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -196,12 +200,14 @@ if __name__ == "__main__":
     if options.memory_box is not None:
         import box_memory
 
-        print(json.dumps(asyncio.run(box_memory.one_box(options.memory_box))))
+        print(json.dumps(asyncio.run(box_memory.boxes(options.memory_box, options.together))))
     elif options.memory:
         import box_memory
         from checkout import merge_base
 
-        box_memory.compare(options.base or merge_base(), options.rounds, options.display_base)
+        box_memory.compare(
+            options.base or merge_base(), options.rounds, options.display_base, options.together
+        )
     else:
         if options.offline:
             SPEC = Spec(policy=Policy(network=False))
