@@ -239,7 +239,9 @@ class Agent:
                 raise Unsupported("this box runs no Chromium (--no-chromium)")
             raise ScreenUnavailable(f"screen {index}'s Chromium is not up")
         if index not in self._pages:
-            self._pages[index] = Pages(screen.devtools_port, screen.window_changes)
+            self._pages[index] = Pages(
+                screen.devtools_port, screen.window_changes, screen.pointer_landed
+            )
         return self._pages[index]
 
     def widgets(self) -> Widgets:

@@ -16,6 +16,7 @@ before it answers the `sync`.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 
@@ -35,6 +36,8 @@ MAX_TYPE_DELAY_MS = 1000
 MAX_SCROLL_NOTCHES = 100
 DOUBLE_CLICK_GAP_S = 0.03
 KEYS_AFTER_BUTTON_S = 0.1
+# The buttons a page gets a pointerdown for (X's 4 to 7 are the wheel's notches).
+POINTER_BUTTONS = frozenset(BUTTONS.values())
 
 
 class Down(msgspec.Struct):
@@ -56,6 +59,11 @@ class Input:
         self.keys: dict[str, Down] = {}
         self._tokens = 0
         self._last_button = 0.0
+        # Where the pointer was sent last, where the last button went down there (the
+        # button as a page numbers it: X's less one), and whether a page took that press.
+        self._pointer = (-1, -1)
+        self._pressed = (-1, -1, -1)
+        self._landed = threading.Event()
         self._shift = self._keycode_plain(XK.string_to_keysym("Shift_L"))
         first = conn.display.info.min_keycode
         count = conn.display.info.max_keycode - first + 1
@@ -101,8 +109,13 @@ class Input:
         return code
 
     def _fake(self, kind: int, detail: int = 0, x: int = 0, y: int = 0) -> None:
-        if kind in (X.ButtonPress, X.ButtonRelease):
+        if kind == X.MotionNotify:
+            self._pointer = (x, y)
+        elif kind in (X.ButtonPress, X.ButtonRelease):
             self._last_button = time.monotonic()
+            if kind == X.ButtonPress and detail in POINTER_BUTTONS:
+                self._landed.clear()
+                self._pressed = (*self._pointer, detail - 1)
         elif kind == X.KeyPress:
             self._let_the_pointer_land()
         self._events.send(kind, detail, x, y)
@@ -110,15 +123,26 @@ class Input:
     def _let_the_pointer_land(self) -> None:
         """Keys sent right after a click can reach a page before the click does: Chromium
         routes mouse events through a hit test that keyboard events skip, so the click
-        that focuses an input can land after the first typed keys. Keys wait until a
-        click is KEYS_AFTER_BUTTON_S old."""
+        that focuses an input can land after the first typed keys. Keys wait until a page
+        has taken the last press (`pointer_landed`), or until a click is
+        KEYS_AFTER_BUTTON_S old: a click outside any page tells nothing."""
         wait = self.keys_wait_s()
         if wait > 0:
             self.sync()
-            time.sleep(wait)
+            self._landed.wait(wait)
+
+    def pointer_landed(self, x: int, y: int, button: int) -> None:
+        """A page of the screen's Chromium took a press at (`x`, `y`) of the screen
+        (tab_watch.py), on any thread: when it is the last press sent, keys wait no
+        longer. One told late, of an earlier press at the same place, counts too: that
+        click has moved the focus where this one would."""
+        if (x, y, button) == self._pressed:
+            self._landed.set()
 
     def keys_wait_s(self) -> float:
         """How long a key sent now would wait for the last click to land (0: none)."""
+        if self._landed.is_set():
+            return 0.0
         return max(0.0, self._last_button + KEYS_AFTER_BUTTON_S - time.monotonic())
 
     def keys_ready(self) -> bool:

@@ -24,7 +24,7 @@ import msgspec
 from holm.adapters.agent import devtools_wire
 from holm.adapters.agent.cdp_session import COMMAND_TIMEOUT_S, Cdp, thrown
 from holm.adapters.agent.motion import plan as motion_plan
-from holm.adapters.agent.tab_watch import TabWatch
+from holm.adapters.agent.tab_watch import Landed, TabWatch
 from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
 from holm.wire import actions as a
 from holm.wire import results as r
@@ -42,13 +42,19 @@ HTTP_TIMEOUT_S = 10.0
 class Pages:
     """One screen's Chromium, reached on 127.0.0.1:`port` (inside the box)."""
 
-    def __init__(self, port: int, window_changes: Callable[[], int] = lambda: 0) -> None:
+    def __init__(
+        self,
+        port: int,
+        window_changes: Callable[[], int] = lambda: 0,
+        pointer_landed: Landed | None = None,
+    ) -> None:
         self.port = port
         # The tab listing is kept while nothing that can change it happened since: no
         # target event (tab_watch.py), no operation of ours on a tab (`_touched`), and no
         # change of the screen's windows (`window_changes`: a tab brought to the front
-        # retitles Chromium's window, and DevTools lists the front tab first).
-        self._watch = TabWatch()
+        # retitles Chromium's window, and DevTools lists the front tab first). The same
+        # session tells the screen's input when a page took a click (`pointer_landed`).
+        self._watch = TabWatch(pointer_landed)
         self._watching: asyncio.Task[None] | None = None
         self._touched = 0
         self._window_changes = window_changes

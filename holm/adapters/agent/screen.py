@@ -343,6 +343,11 @@ class Screen:
         """The window watch's count of changes (0 before it is up)."""
         return 0 if self.window_watch is None else self.window_watch.changes
 
+    def pointer_landed(self, x: int, y: int, button: int) -> None:
+        """A page of this screen's Chromium took a press (tab_watch.py)."""
+        if self._input is not None:
+            self._input.pointer_landed(x, y, button)
+
     def _listing(self, conn: Display) -> list[WindowInfo]:
         if self._window_list is None or self._window_list.conn is not conn:
             self._window_list = WindowTracker(conn)

@@ -1,0 +1,73 @@
+"""Keys typed right after a click wait until a page took the click (input.py's
+`pointer_landed`, which tab_watch.py calls for the screen's Chromium), or until the click is
+KEYS_AFTER_BUTTON_S old when no page tells, as after a click on Chromium's own toolbar."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from Xlib.display import Display
+
+from holm.adapters.agent import input as input_module
+from holm.adapters.agent.input import Input
+
+from .own_screen import HEIGHT, WIDTH, display
+
+__all__ = ["display"]  # fixtures
+
+
+@pytest.fixture
+def keyboard(display: str) -> Iterator[Input]:
+    conn = Display(display)
+    yield Input(conn, WIDTH, HEIGHT)
+    conn.close()
+
+
+def test_keys_wait_for_the_last_click_until_a_page_took_that_one(keyboard: Input) -> None:
+    assert keyboard.keys_ready()  # no click yet
+    keyboard.click((100, 50), "left", [], "instant", None)
+    assert keyboard.keys_wait_s() > 0
+    # Another place, another button: not this click.
+    keyboard.pointer_landed(101, 50, 0)
+    keyboard.pointer_landed(100, 50, 2)
+    assert not keyboard.keys_ready()
+    keyboard.pointer_landed(100, 50, 0)
+    assert keyboard.keys_wait_s() == 0
+    # The next click waits again, at the same place too; a page numbers the right button 2.
+    keyboard.click((100, 50), "left", [], "instant", None)
+    assert not keyboard.keys_ready()
+    keyboard.click((200, 60), "right", [], "instant", None)
+    keyboard.pointer_landed(100, 50, 0)
+    assert not keyboard.keys_ready()
+    keyboard.pointer_landed(200, 60, 2)
+    assert keyboard.keys_ready()
+
+
+def test_a_scroll_after_a_click_a_page_took_makes_no_key_wait(keyboard: Input) -> None:
+    keyboard.click((300, 200), "left", [], "instant", None)
+    keyboard.pointer_landed(300, 200, 0)
+    # The wheel's notches are buttons 4 to 7 to X; they move no focus.
+    keyboard.scroll((320, 220), 0, 3)
+    assert keyboard.keys_ready()
+
+
+def test_keys_waiting_for_a_click_go_as_soon_as_a_page_took_it(
+    keyboard: Input, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without a page's word, these keys would wait ten minutes.
+    monkeypatch.setattr(input_module, "KEYS_AFTER_BUTTON_S", 600.0)
+    keyboard.click((100, 50), "left", [], "instant", None)
+    typed = threading.Event()
+
+    def type_now() -> None:
+        keyboard.type_text("ab", 0)
+        typed.set()
+
+    typing = threading.Thread(target=type_now, daemon=True)
+    typing.start()
+    assert not typed.wait(0.2)
+    keyboard.pointer_landed(100, 50, 0)
+    assert typed.wait(30)
+    typing.join()
