@@ -21,8 +21,8 @@ Each round sends one of each operation to both, in turns that swap each round, s
 columns see the same load: a click, 10 characters typed right after it (as an agent types
 into the field it clicked), a move, 10 characters typed again, and a frame asked 0.1 s
 after one letter was typed, so that each side encodes a screen that changed. holm's keys
-wait until the last click is 100 ms old (docs/agent.md, "Input"): Chromium can take the
-first keys before the click that moves the focus. cua sends them at once.
+wait until the page has taken the last click (docs/agent.md, "Input"): Chromium can take
+the first keys before the click that moves the focus. cua sends them at once.
 
 Prints p50 and p95 in milliseconds, and the load average.
 """
