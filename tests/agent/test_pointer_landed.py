@@ -8,10 +8,13 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from Xlib.display import Display
 
 from holm.adapters.agent import input as input_module
 from holm.adapters.agent.input import Input
+from holm.adapters.agent.tab_watch import _landing
 
 from .own_screen import HEIGHT, WIDTH, display
 
@@ -71,3 +74,16 @@ def test_keys_waiting_for_a_click_go_as_soon_as_a_page_took_it(
     keyboard.pointer_landed(100, 50, 0)
     assert typed.wait(30)
     typing.join()
+
+
+@given(st.text())
+def test_whatever_a_page_calls_the_binding_with_is_a_landing_or_nothing(payload: str) -> None:
+    # A page that reached the binding could call it with anything: the watch must go on.
+    landing = _landing(payload)
+    assert landing is None or [int(part) for part in payload.split(",")] == list(landing)
+
+
+def test_a_landing_is_where_and_with_which_button() -> None:
+    assert _landing("640,-3,2") == (640, -3, 2)
+    for wrong in ("--5,1,0", "1,2", "1,2,0,3", "1,2,10", "x,1,0", "1,2,٣"):
+        assert _landing(wrong) is None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 from collections.abc import Callable
 
 from holm.adapters.agent import devtools_wire
@@ -61,15 +62,16 @@ _INSTALL: tuple[tuple[str, dict[str, object]], ...] = (
     ("Target.setAutoAttach", _ATTACH),
 )
 Landed = Callable[[int, int, int], None]
+_PAYLOAD = re.compile(r"(-?\d{1,6}),(-?\d{1,6}),(\d)", re.ASCII)
 
 
 def _landing(payload: str) -> tuple[int, int, int] | None:
     """`x,y,button` as the listener tells it; None for anything else (a page that found the
     binding before the listener took it could call it with anything)."""
-    parts = payload.split(",")
-    if len(parts) != 3 or not all(p.lstrip("-").isdigit() for p in parts):
+    told = _PAYLOAD.fullmatch(payload)
+    if told is None:
         return None
-    x, y, button = (int(p) for p in parts)
+    x, y, button = (int(part) for part in told.groups())
     return x, y, button
 
 
