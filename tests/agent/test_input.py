@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from desktop_kit import close_window, cursor, focus, launch
+from desktop_kit import arrange, close_window, cursor, focus, launch
 
 from holm.adapters.agent import AgentDesktop
 from holm.adapters.agent.motion import plan
@@ -102,6 +102,26 @@ async def test_keys_typed_right_after_a_click_go_to_the_field_it_focused(
     got = await desktop.act(0, a.Evaluate(what=a.EvaluateWhat(expression="window.keys")))
     assert isinstance(got, r.Evaluated)
     assert got.value == ["aa", "bb"] * 20
+
+
+async def test_keys_right_after_a_click_from_another_window_go_to_the_page(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    # The window manager moves the X focus to Chromium on the click; the page takes the
+    # click after that, so keys sent once it did go to the page, not to the xterm.
+    left, top = await _page_origin(desktop, agent, TWO_INPUTS)
+    term = await launch(desktop, 0, "xterm")
+    try:
+        await arrange(desktop, 0, term.id, a.Arrange(how="at", to=Point(x=900, y=500)))
+        for _ in range(15):
+            await focus(desktop, 0, term.id)
+            await desktop.act(0, a.Click(at=Point(x=left + 250, y=top + 220)))
+            await desktop.act(0, a.Type(text="x"))
+        got = await desktop.act(0, a.Evaluate(what=a.EvaluateWhat(expression="window.keys")))
+        assert isinstance(got, r.Evaluated)
+        assert got.value == ["ax"] * 15
+    finally:
+        await close_window(desktop, 0, term.id)
 
 
 async def test_the_page_tells_where_a_click_landed(
