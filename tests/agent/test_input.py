@@ -156,6 +156,24 @@ async def test_the_page_tells_where_a_click_landed(
         watching.cancel()
 
 
+async def test_the_watch_hears_no_console_message_of_a_page(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    # With DevTools' Runtime domain on, each of these 2,000 lines would come to the watch.
+    port = (await desktop.info()).screens[0].devtools_port
+    assert port is not None
+    watch = TabWatch(lambda x, y, button: None)
+    watching = asyncio.create_task(watch.watch(port))
+    try:
+        chatty = "<script>for (let i = 0; i < 2000; i++) console.log('line', i);</script>"
+        await desktop.act(0, a.OpenUrl(url=write_page(agent, "chatty.html", chatty)))
+        await asyncio.sleep(1)
+        assert watch.live
+        assert watch.messages < 200
+    finally:
+        watching.cancel()
+
+
 async def test_double_click_and_scroll_reach_the_page(
     desktop: AgentDesktop, agent: RunningAgent
 ) -> None:

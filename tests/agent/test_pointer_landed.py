@@ -78,7 +78,7 @@ def test_keys_waiting_for_a_click_go_as_soon_as_a_page_took_it(
 
 @given(st.text())
 def test_whatever_a_page_calls_the_binding_with_is_a_landing_or_nothing(payload: str) -> None:
-    # A page that reached the binding could call it with anything: the watch must go on.
+    # Whatever the binding is called with, the watch goes on.
     landing = _landing(payload)
     assert landing is None or [int(part) for part in payload.split(",")] == list(landing)
 

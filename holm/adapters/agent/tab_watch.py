@@ -5,11 +5,15 @@
   `targetInfoChanged`, `targetCrashed`), so that a tab listing nothing changed since is
   answered as it was, without asking DevTools' `/json/list` (every batch's answer carries
   the tabs: pages.py lists them afresh when this says they changed).
-- **Clicks that landed.** Attached to every page and frame (`Target.setAutoAttach`, flat
-  sessions), it puts a listener of `pointerdown` in each document, which calls a binding
-  with where the pointer went down on the screen and with which button; `on_landed` gets
-  that. Keys typed right after a click wait for it (input.py, `pointer_landed`): the page
-  has then taken the click, and the focus it moves.
+- **Clicks that landed.** Attached to every page and cross-site frame
+  (`Target.setAutoAttach`, flat sessions), it makes a world of its own in each document
+  (`Page.createIsolatedWorld`: the page's scripts cannot see it) with a binding and a
+  listener of `pointerdown`, which tells where the pointer went down on the screen and with
+  which button; `on_landed` gets that. Keys typed right after a click wait for it
+  (input.py, `pointer_landed`): the page has then taken the click, and the focus it moves.
+  Each new document of a frame gets its world when the frame navigates
+  (`Page.frameNavigated`). The `Runtime` domain stays off: with it on, every console
+  message of every page would come to the agent.
 
 When the session cannot be opened or closes, `live` is False and every listing is fresh
 (pages.py opens it again at the next listing); keys then wait as long as when a click lands
@@ -23,6 +27,7 @@ import json
 import logging
 import re
 from collections.abc import Callable
+from typing import Any
 
 from holm.adapters.agent import devtools_wire
 
@@ -39,35 +44,19 @@ TAB_EVENTS = frozenset(
         "Target.targetCrashed",
     }
 )
+WORLD = "holm"
 BINDING = "__holmLanded"
-# Run in each document before its own scripts (and once in the document a page has when it
-# is attached): the binding is taken off the page's global object, so that the page's
-# scripts neither see it nor call it; the listener listens first, in the capture phase.
-LISTENER = f"""(() => {{
-  const tell = globalThis.{BINDING};
-  if (typeof tell !== "function") return;
-  delete globalThis.{BINDING};
-  addEventListener("pointerdown", e => tell(
-    `${{Math.round(e.screenX)}},${{Math.round(e.screenY)}},${{e.button}}`), true);
-}})()"""
-# What a page or frame is told when it is attached. Without Page.enable and Runtime.enable,
-# the documents it navigates to later get neither the script nor the binding.
-_INSTALL: tuple[tuple[str, dict[str, object]], ...] = (
-    ("Page.enable", {}),
-    ("Runtime.enable", {}),
-    ("Runtime.addBinding", {"name": BINDING}),
-    ("Page.addScriptToEvaluateOnNewDocument", {"source": LISTENER}),
-    ("Runtime.evaluate", {"expression": LISTENER}),
-    # Its cross-site frames are targets of their own.
-    ("Target.setAutoAttach", _ATTACH),
+# Run in the agent's own world of a document; it listens in the capture phase.
+LISTENER = (
+    f'addEventListener("pointerdown", e => {BINDING}('
+    "`${Math.round(e.screenX)},${Math.round(e.screenY)},${e.button}`), true)"
 )
 Landed = Callable[[int, int, int], None]
 _PAYLOAD = re.compile(r"(-?\d{1,6}),(-?\d{1,6}),(\d)", re.ASCII)
 
 
 def _landing(payload: str) -> tuple[int, int, int] | None:
-    """`x,y,button` as the listener tells it; None for anything else (a page that found the
-    binding before the listener took it could call it with anything)."""
+    """`x,y,button` as the listener tells it; None for anything else."""
     told = _PAYLOAD.fullmatch(payload)
     if told is None:
         return None
@@ -81,32 +70,31 @@ class TabWatch:
         self.changes = 0
         self.live = False
         self.on_landed = on_landed
+        # Every message the session read (the tests count them).
+        self.messages = 0
 
     async def watch(self, port: int) -> None:
         """Follow the browser's targets until its session closes (run as a task)."""
         ws: devtools_wire.WebSocket | None = None
-        ids = itertools.count(2)
         try:
             _, body = await devtools_wire.request(port, "GET", "/json/version", HTTP_TIMEOUT_S)
             ws = await devtools_wire.WebSocket.connect(json.loads(body)["webSocketDebuggerUrl"])
             await ws.send_str(json.dumps(_DISCOVER))
+            worlds = _Worlds(ws)
             if self.on_landed is not None:
-                attach = {"id": next(ids), "method": "Target.setAutoAttach", "params": _ATTACH}
-                await ws.send_str(json.dumps(attach))
+                await worlds.send("Target.setAutoAttach", _ATTACH)
             async for text in ws:
-                # The pages' own events come on this socket too (Runtime.enable): most are
-                # passed over without being parsed.
-                if '"Runtime.bindingCalled"' in text:
-                    self._landed(json.loads(text))
-                elif '"Target.attachedToTarget"' in text:
-                    await self._install(ws, json.loads(text), ids)
-                elif '"sessionId"' not in text:
-                    data = json.loads(text)
-                    if data.get("id") == _DISCOVER["id"]:
-                        # From here on, every change of a target is told.
-                        self.live = "error" not in data
-                    elif data.get("method") in TAB_EVENTS:
-                        self.changes += 1
+                self.messages += 1
+                data = json.loads(text)
+                if data.get("id") == _DISCOVER["id"]:
+                    # From here on, every change of a target is told.
+                    self.live = "error" not in data
+                elif data.get("method") in TAB_EVENTS:
+                    self.changes += 1
+                elif data.get("method") == "Runtime.bindingCalled":
+                    self._landed(data.get("params"))
+                else:
+                    await worlds.follow(data)
         except (devtools_wire.Unreachable, OSError, KeyError, ValueError) as exc:
             log.info("the tab watch of DevTools on port %s ended: %s", port, exc)
         finally:
@@ -114,29 +102,59 @@ class TabWatch:
             if ws is not None:
                 await ws.close()
 
-    def _landed(self, data: dict[str, object]) -> None:
-        params = data.get("params")
-        if data.get("method") != "Runtime.bindingCalled" or not isinstance(params, dict):
-            return
-        if params.get("name") != BINDING:
+    def _landed(self, params: object) -> None:
+        if not isinstance(params, dict) or params.get("name") != BINDING:
             return
         landing = _landing(str(params.get("payload", "")))
         if landing is not None and self.on_landed is not None:
             self.on_landed(*landing)
 
-    async def _install(
-        self, ws: devtools_wire.WebSocket, data: dict[str, object], ids: itertools.count[int]
-    ) -> None:
-        params = data.get("params")
-        if data.get("method") != "Target.attachedToTarget" or not isinstance(params, dict):
-            return
-        info = params.get("targetInfo")
-        if not isinstance(info, dict) or info.get("type") not in ("page", "iframe"):
-            return
-        session = params.get("sessionId")
-        for method, args in _INSTALL:
-            message = {"id": next(ids), "method": method, "params": args, "sessionId": session}
-            await ws.send_str(json.dumps(message))
+
+class _Worlds:
+    """The agent's world in each document of the pages and frames attached: made when a
+    page or frame is attached and each time one of its frames navigates, then given the
+    binding and the listener once Chromium answers with the world's context."""
+
+    def __init__(self, ws: devtools_wire.WebSocket) -> None:
+        self.ws = ws
+        self.ids = itertools.count(2)
+        # The world asked for, by command id: the session it belongs to.
+        self.making: dict[int, str] = {}
+
+    async def send(self, method: str, params: dict[str, object], session: str | None = None) -> int:
+        command = next(self.ids)
+        message: dict[str, object] = {"id": command, "method": method, "params": params}
+        if session is not None:
+            message["sessionId"] = session
+        await self.ws.send_str(json.dumps(message))
+        return command
+
+    async def follow(self, data: dict[str, Any]) -> None:
+        method, params = data.get("method"), data.get("params")
+        if method == "Target.attachedToTarget" and isinstance(params, dict):
+            info = params.get("targetInfo") or {}
+            if info.get("type") in ("page", "iframe"):
+                session = str(params.get("sessionId"))
+                await self.send("Page.enable", {}, session)
+                # Its cross-site frames are targets of their own.
+                await self.send("Target.setAutoAttach", _ATTACH, session)
+                # A page target's main frame has the target's ID.
+                await self._make(str(info.get("targetId")), session)
+        elif method == "Page.frameNavigated" and isinstance(params, dict):
+            frame = params.get("frame") or {}
+            await self._make(str(frame.get("id")), str(data.get("sessionId")))
+        elif isinstance(data.get("id"), int) and data["id"] in self.making:
+            session = self.making.pop(data["id"])
+            context = (data.get("result") or {}).get("executionContextId")
+            if isinstance(context, int):
+                binding = {"name": BINDING, "executionContextId": context}
+                await self.send("Runtime.addBinding", binding, session)
+                listener = {"expression": LISTENER, "contextId": context}
+                await self.send("Runtime.evaluate", listener, session)
+
+    async def _make(self, frame: str, session: str) -> None:
+        params: dict[str, object] = {"frameId": frame, "worldName": WORLD}
+        self.making[await self.send("Page.createIsolatedWorld", params, session)] = session
 
 
 __all__ = ["TabWatch"]
