@@ -131,21 +131,25 @@ class _Worlds:
 
     async def follow(self, data: dict[str, Any]) -> None:
         method, params = data.get("method"), data.get("params")
-        if method == "Target.attachedToTarget" and isinstance(params, dict):
-            info = params.get("targetInfo") or {}
-            if info.get("type") in ("page", "iframe"):
+        if not isinstance(params, dict):
+            params = {}
+        if method == "Target.attachedToTarget":
+            info = params.get("targetInfo")
+            if isinstance(info, dict) and info.get("type") in ("page", "iframe"):
                 session = str(params.get("sessionId"))
                 await self.send("Page.enable", {}, session)
                 # Its cross-site frames are targets of their own.
                 await self.send("Target.setAutoAttach", _ATTACH, session)
                 # A page target's main frame has the target's ID.
                 await self._make(str(info.get("targetId")), session)
-        elif method == "Page.frameNavigated" and isinstance(params, dict):
-            frame = params.get("frame") or {}
-            await self._make(str(frame.get("id")), str(data.get("sessionId")))
+        elif method == "Page.frameNavigated":
+            frame = params.get("frame")
+            if isinstance(frame, dict):
+                await self._make(str(frame.get("id")), str(data.get("sessionId")))
         elif isinstance(data.get("id"), int) and data["id"] in self.making:
             session = self.making.pop(data["id"])
-            context = (data.get("result") or {}).get("executionContextId")
+            result = data.get("result")
+            context = result.get("executionContextId") if isinstance(result, dict) else None
             if isinstance(context, int):
                 binding = {"name": BINDING, "executionContextId": context}
                 await self.send("Runtime.addBinding", binding, session)
