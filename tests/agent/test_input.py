@@ -165,6 +165,10 @@ async def test_the_watch_hears_no_console_message_of_a_page(
     watch = TabWatch(lambda x, y, button: None)
     watching = asyncio.create_task(watch.watch(port))
     try:
+        for _ in range(100):
+            if watch.live:
+                break
+            await asyncio.sleep(0.05)
         chatty = "<script>for (let i = 0; i < 2000; i++) console.log('line', i);</script>"
         await desktop.act(0, a.OpenUrl(url=write_page(agent, "chatty.html", chatty)))
         await asyncio.sleep(1)
