@@ -156,6 +156,43 @@ async def test_the_page_tells_where_a_click_landed(
         watching.cancel()
 
 
+async def test_a_page_cannot_tell_a_landing_of_its_own_making(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    # A page that fakes pointerdowns at (7, 7), and calls the binding wherever it finds it,
+    # would let keys go before a real click there had landed.
+    port = (await desktop.info()).screens[0].devtools_port
+    assert port is not None
+    landed: list[tuple[int, int, int]] = []
+    watch = TabWatch(lambda x, y, button: landed.append((x, y, button)))
+    watching = asyncio.create_task(watch.watch(port))
+    faker = TWO_INPUTS.replace(
+        "<script>",
+        "<script>\nsetInterval(() => {\n"
+        "  dispatchEvent(new PointerEvent('pointerdown', {screenX: 7, screenY: 7, button: 0,"
+        " bubbles: true}));\n"
+        "  if (typeof __holmLanded === 'function') __holmLanded('7,7,0');\n"
+        "}, 10);\n",
+    )
+    try:
+        for _ in range(100):
+            if watch.live:
+                break
+            await asyncio.sleep(0.05)
+        left, top = await _page_origin(desktop, agent, faker)
+        await desktop.act(0, a.Click(at=Point(x=left + 250, y=top + 300)))
+        for _ in range(100):
+            if (left + 250, top + 300, 0) in landed:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.5)
+        # The real click is told; nothing the page made is.
+        assert (left + 250, top + 300, 0) in landed
+        assert (7, 7, 0) not in landed
+    finally:
+        watching.cancel()
+
+
 async def test_the_watch_hears_no_console_message_of_a_page(
     desktop: AgentDesktop, agent: RunningAgent
 ) -> None:

@@ -46,9 +46,11 @@ TAB_EVENTS = frozenset(
 )
 WORLD = "holm"
 BINDING = "__holmLanded"
-# Run in the agent's own world of a document; it listens in the capture phase.
+# Run in the agent's own world of a document; it listens in the capture phase. A page sees
+# the same DOM, and can dispatch a pointerdown of its own making anywhere: only one that
+# came from the input (`isTrusted`) is told.
 LISTENER = (
-    f'addEventListener("pointerdown", e => {BINDING}('
+    f'addEventListener("pointerdown", e => e.isTrusted && {BINDING}('
     "`${Math.round(e.screenX)},${Math.round(e.screenY)},${e.button}`), true)"
 )
 Landed = Callable[[int, int, int], None]
