@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 
 from holm.adapters.local.sandbox import BOX_UID
+from holm.wire.actions import Click, Evaluate, EvaluateWhat, OpenUrl
+from holm.wire.results import Evaluated
+from holm.wire.values import Point
 
 from .conftest import (
     SECRET,
@@ -173,6 +176,28 @@ def test_a_box_sees_none_of_the_hosts_processes(local: LocalBoxes, online: Box) 
     # As many as the box has on the host (give or take the listing shell and its children).
     assert len(commands) <= len(local.pids(online)) + 4
     assert all(int(pid) < 1000 for pid in commands)
+
+
+def test_a_page_in_a_box_finds_nothing_of_the_agents_click_listener(online: Box) -> None:
+    """The agent's tab watch puts a binding and a listener in the box's pages, in a world
+    of its own (docs/security.md, "The click listener"): the page's scripts, at their
+    start, on a click and after it, find no binding to call."""
+    page = (
+        "data:text/html,<script>window.seen = [typeof __holmLanded];"
+        "addEventListener('pointerdown', () => seen.push(typeof __holmLanded), true);</script>"
+        "<body style='height:100vh'>"
+    )
+    looked = "[...seen, typeof __holmLanded, Object.keys(window).filter(k => /holm/i.test(k))]"
+
+    async def look() -> object:
+        desktop = await online.runtime.desktop(online.box_id)
+        await desktop.act(0, OpenUrl(url=page))
+        await desktop.act(0, Click(at=Point(x=640, y=500)))
+        seen = await desktop.act(0, Evaluate(what=EvaluateWhat(expression=looked)))
+        assert isinstance(seen, Evaluated)
+        return seen.value
+
+    assert online.loop.run(look()) == ["undefined", "undefined", "undefined", []]
 
 
 # A box is not root on the host
