@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import pytest
 from desktop_kit import arrange, close_window, cursor, focus, launch
@@ -15,6 +17,9 @@ from holm.wire import results as r
 from holm.wire.values import Button, Point
 
 from .conftest import RunningAgent, page_title, write_page
+
+# Where a page took a press, and with which button (tab_watch.py).
+Landing = tuple[int, int, int]
 
 INPUT_PAGE = """<!doctype html><html><body style="margin:0">
 <input id="box" style="position:fixed;left:200px;top:200px;width:600px;height:40px;font-size:20px">
@@ -124,15 +129,28 @@ async def test_keys_right_after_a_click_from_another_window_go_to_the_page(
         await close_window(desktop, 0, term.id)
 
 
+@contextlib.asynccontextmanager
+async def _watching(desktop: AgentDesktop) -> AsyncIterator[tuple[TabWatch, list[Landing]]]:
+    """A tab watch of the test's own on screen 0's Chromium, live, and what it is told of
+    clicks that landed."""
+    port = (await desktop.info()).screens[0].devtools_port
+    assert port is not None
+    landed: list[Landing] = []
+    watch = TabWatch(lambda x, y, button: landed.append((x, y, button)))
+    watching = asyncio.create_task(watch.watch(port))
+    try:
+        for _ in range(100):
+            if watch.live:
+                break
+            await asyncio.sleep(0.05)
+        yield watch, landed
+    finally:
+        watching.cancel()
+
+
 async def test_the_page_tells_where_a_click_landed(
     desktop: AgentDesktop, agent: RunningAgent
 ) -> None:
-    port = (await desktop.info()).screens[0].devtools_port
-    assert port is not None
-    landed: list[tuple[int, int, int]] = []
-    watch = TabWatch(lambda x, y, button: landed.append((x, y, button)))
-    watching = asyncio.create_task(watch.watch(port))
-
     async def lands(x: int, y: int, button: Button = "left") -> bool:
         await desktop.act(0, a.Click(at=Point(x=x, y=y), button=button))
         told = (x, y, {"left": 0, "middle": 1, "right": 2}[button])
@@ -142,7 +160,7 @@ async def test_the_page_tells_where_a_click_landed(
             await asyncio.sleep(0.02)
         return False
 
-    try:
+    async with _watching(desktop) as (_, landed):
         left, top = await _page_origin(desktop, agent, TWO_INPUTS)
         assert await lands(left + 250, top + 300)
         assert await lands(left + 260, top + 300, "right")
@@ -152,8 +170,6 @@ async def test_the_page_tells_where_a_click_landed(
         assert await lands(left + 270, top + 300)
         # Chromium's toolbar is no page: nothing tells that click.
         assert not await lands(left + 400, top // 2)
-    finally:
-        watching.cancel()
 
 
 async def test_a_page_cannot_tell_a_landing_of_its_own_making(
@@ -161,11 +177,6 @@ async def test_a_page_cannot_tell_a_landing_of_its_own_making(
 ) -> None:
     # A page that fakes pointerdowns at (7, 7), and calls the binding wherever it finds it,
     # would let keys go before a real click there had landed.
-    port = (await desktop.info()).screens[0].devtools_port
-    assert port is not None
-    landed: list[tuple[int, int, int]] = []
-    watch = TabWatch(lambda x, y, button: landed.append((x, y, button)))
-    watching = asyncio.create_task(watch.watch(port))
     faker = TWO_INPUTS.replace(
         "<script>",
         "<script>\nsetInterval(() => {\n"
@@ -174,11 +185,7 @@ async def test_a_page_cannot_tell_a_landing_of_its_own_making(
         "  if (typeof __holmLanded === 'function') __holmLanded('7,7,0');\n"
         "}, 10);\n",
     )
-    try:
-        for _ in range(100):
-            if watch.live:
-                break
-            await asyncio.sleep(0.05)
+    async with _watching(desktop) as (_, landed):
         left, top = await _page_origin(desktop, agent, faker)
         await desktop.act(0, a.Click(at=Point(x=left + 250, y=top + 300)))
         for _ in range(100):
@@ -189,30 +196,18 @@ async def test_a_page_cannot_tell_a_landing_of_its_own_making(
         # The real click is told; nothing the page made is.
         assert (left + 250, top + 300, 0) in landed
         assert (7, 7, 0) not in landed
-    finally:
-        watching.cancel()
 
 
 async def test_the_watch_hears_no_console_message_of_a_page(
     desktop: AgentDesktop, agent: RunningAgent
 ) -> None:
     # With DevTools' Runtime domain on, each of these 2,000 lines would come to the watch.
-    port = (await desktop.info()).screens[0].devtools_port
-    assert port is not None
-    watch = TabWatch(lambda x, y, button: None)
-    watching = asyncio.create_task(watch.watch(port))
-    try:
-        for _ in range(100):
-            if watch.live:
-                break
-            await asyncio.sleep(0.05)
+    async with _watching(desktop) as (watch, _):
         chatty = "<script>for (let i = 0; i < 2000; i++) console.log('line', i);</script>"
         await desktop.act(0, a.OpenUrl(url=write_page(agent, "chatty.html", chatty)))
         await asyncio.sleep(1)
         assert watch.live
         assert watch.messages < 200
-    finally:
-        watching.cancel()
 
 
 async def test_double_click_and_scroll_reach_the_page(
