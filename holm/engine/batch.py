@@ -73,59 +73,37 @@ async def run_steps(
     appends: list[asyncio.Future[list[Entry]]] = []
     stopped_at: int | None = None
     ending: asyncio.Future[tuple[BatchEnd, FrameResult | None, Point | None]] | None = None
-    for index, action in enumerate(request.actions):
-        value, error = await _step(desktop, screen, action)
-        stops = error is not None and not request.keep_going
-        if (stops or index == len(request.actions) - 1) and not request.settle_ms:
-            # The batch's end (a round trip to the agent, now the longest wait after the
-            # last step) is asked before the step's entries go to the store, so that its
-            # request goes out first: tasks start in the order they are made.
-            ending = asyncio.ensure_future(_after_batch(desktop, screen, request))
-        # A write's bytes and a clipboard's text are not kept: the path and size, or the
-        # selection and length, are (as `PUT …/files` and `PUT …/clipboard` record them).
-        kept, size = redacted_action(action)
-        entries: list[Entry] = [
-            entry(
-                Acted,
-                actor,
-                screen=screen,
-                action=kept,
-                ok=error is None,
-                key=acted_key(screen, kept),
-                error=None if error is None else error.body(),
-                batch=batch,
-                index=index,
-                # What a strict replay compares: an exec's code and output.
-                result=msgspec.to_builtins(value) if isinstance(value, ExecResult) else None,
-                bytes=size,
-            )
-        ]
-        if isinstance(action, Launch) and isinstance(value, FoundWindow):
-            entries.append(
-                entry(
-                    AppLaunched,
-                    actor,
-                    screen=screen,
-                    app=action.app,
-                    key=launched_key(screen, action.app, action.args),
-                    args=action.args,
-                    window=value.window.id,
-                    batch=batch,
+    try:
+        for index, action in enumerate(request.actions):
+            value, error = await _step(desktop, screen, action)
+            stops = error is not None and not request.keep_going
+            if (stops or index == len(request.actions) - 1) and not request.settle_ms:
+                # The batch's end (a round trip to the agent, now the longest wait after the
+                # last step) is asked before the step's entries go to the store, so that its
+                # request goes out first: tasks start in the order they are made.
+                ending = asyncio.ensure_future(_after_batch(desktop, screen, request))
+            entries = _entries_of(actor, screen, action, value, error, batch, index)
+            appends.append(journal.submit(box_id, entries))
+            results.append(
+                StepResult(
+                    index=index,
+                    type=type_of(action),
+                    ok=error is None,
+                    error=None if error is None else error.body(),
+                    value=value,
                 )
             )
-        appends.append(journal.submit(box_id, entries))
-        results.append(
-            StepResult(
-                index=index,
-                type=type_of(action),
-                ok=error is None,
-                error=None if error is None else error.body(),
-                value=value,
-            )
-        )
-        if stops:
-            stopped_at = index
-            break
+            if stops:
+                stopped_at = index
+                break
+    except BaseException:
+        # Whatever broke off the steps (an entry that could not be made, a cancelled
+        # request): what went down in the batch is still released, and the entries already
+        # queued are durable, before the error goes on.
+        if ending is None:
+            ending = asyncio.ensure_future(_after_batch(desktop, screen, request))
+        await asyncio.gather(ending, *appends, return_exceptions=True)
+        raise
     if ending is None:
         if request.settle_ms:
             await asyncio.sleep(request.settle_ms / 1000)
@@ -155,6 +133,51 @@ async def run_steps(
         frame=None if frame is None else frame_view(frame),
         cursor=cursor,
     )
+
+
+def _entries_of(
+    actor: Actor,
+    screen: int,
+    action: Action,
+    value: ActionResult | None,
+    error: HolmError | None,
+    batch: str,
+    index: int,
+) -> list[Entry]:
+    """What one step records: its `acted` entry, and `app_launched` after a launch."""
+    # A write's bytes and a clipboard's text are not kept: the path and size, or the
+    # selection and length, are (as `PUT …/files` and `PUT …/clipboard` record them).
+    kept, size = redacted_action(action)
+    entries: list[Entry] = [
+        entry(
+            Acted,
+            actor,
+            screen=screen,
+            action=kept,
+            ok=error is None,
+            key=acted_key(screen, kept),
+            error=None if error is None else error.body(),
+            batch=batch,
+            index=index,
+            # What a strict replay compares: an exec's code and output.
+            result=msgspec.to_builtins(value) if isinstance(value, ExecResult) else None,
+            bytes=size,
+        )
+    ]
+    if isinstance(action, Launch) and isinstance(value, FoundWindow):
+        entries.append(
+            entry(
+                AppLaunched,
+                actor,
+                screen=screen,
+                app=action.app,
+                key=launched_key(screen, action.app, action.args),
+                args=action.args,
+                window=value.window.id,
+                batch=batch,
+            )
+        )
+    return entries
 
 
 async def _step(

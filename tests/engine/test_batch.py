@@ -11,7 +11,8 @@ import msgspec
 import pytest
 from engine_kit import fields, kinds, run, trace_of
 
-from holm.engine import Engine
+from holm.adapters.memory.runtime import MemoryWorld
+from holm.engine import Engine, batch
 from holm.engine.journal import entry
 from holm.errors import BadRequest, Denied, NotFound
 from holm.replay.plan import plan_fork
@@ -41,6 +42,7 @@ from holm.wire.entries import (
     Executed,
     FrameSeen,
     TakeoverStarted,
+    acted_key,
     step_key,
 )
 from holm.wire.results import ClipboardView, FileData, FoundWindow, expect
@@ -134,6 +136,28 @@ async def test_buttons_left_down_are_released_at_the_end(engine: Engine) -> None
     )
     assert result.released == ["right"]
     assert result.holding == []
+
+
+async def test_a_step_whose_entry_cannot_be_made_still_ends_the_batch(
+    engine: Engine, world: MemoryWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box = await engine.create_box(Spec(), Placement())
+
+    def no_key_for_clicks(screen: int, action: Action) -> str:
+        if isinstance(action, Click):
+            raise RuntimeError("no key")
+        return acted_key(screen, action)
+
+    monkeypatch.setattr(batch, "acted_key", no_key_for_clicks)
+    pressed = MouseDown(at=Point(x=5, y=5), button="right")
+    request = ActionsRequest(actions=[pressed, Click(at=Point(x=9, y=9))])
+    with pytest.raises(RuntimeError, match="no key"):
+        await engine.run_batch(box.id, 0, request)
+    # As the error comes out, nothing the batch pressed is still down, and the step
+    # before is in the trace.
+    assert world.boxes[box.id].screens[0].buttons == set()
+    acted = [a.action for a in acted_of(await trace_of(engine, box.id))]
+    assert acted == [pressed]
 
 
 async def test_want_frame_with_have_frame_gives_unchanged(engine: Engine) -> None:
