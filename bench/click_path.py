@@ -9,7 +9,11 @@ connection, batches of one `move`, one `click` and one `type` of 10 characters (
 `type` right after a click, which waits for the click to land), then unchanged frames
 (`GET …/frame?have=`), and prints each one's p50 and p95 (targets: move ≤ 1 ms, click ≤ 2
 ms, type ≤ 3 ms, unchanged frame ≤ 1 ms), then the breakdown of the clicks
-(bench/breakdown.py).
+(bench/breakdown.py), and the CPU each process spent per timed click: holmd, and its box's
+agent, Chromium, Xvfb and the rest (from /proc), and this client per request. With
+`--pause-ms`, that also holds what they did while idle between the clicks. Last, this
+machine's floors: a Unix socket round trip between two processes and a 300-byte append with
+its fdatasync, back to back and after the pause.
 
 With `--pause-ms MS`, each request comes MS after the last answer, as from an agent that
 thinks between steps: the box has drawn the last step's answer by then (and with
@@ -29,12 +33,17 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
+import socket
 import statistics
+import tempfile
 import time
 from typing import Any
 
 import aiohttp
+import box_memory
 from http_api import CONFIRM, add_against, percentile, served_sides
+from proc_cpu import cpu_by_process
 
 PAGE = (
     "data:text/html,<title>bench</title>"
@@ -45,6 +54,16 @@ AT = (400, 400)
 UNCHANGED = "frame, unchanged (have)"
 # Sent right after an untimed click: keys wait for the click to land (docs/agent.md, Input).
 AFTER_CLICK = "type right after a click"
+# What the CPU figures are grouped by (box_memory.kind names each process of a box).
+CPU_GROUPS = ("holmd", "agent", "Chromium", "Xvfb", "the box's other processes")
+CLIENT = "this client (per request)"
+
+
+def _cpu_group(what: str) -> str:
+    for group in ("agent", "Chromium", "Xvfb"):
+        if what.startswith(group):
+            return group
+    return CPU_GROUPS[-1]
 
 
 def actions(n: int) -> dict[str, dict[str, Any]]:
@@ -61,13 +80,23 @@ def actions(n: int) -> dict[str, dict[str, Any]]:
 class Side:
     """One holmd and its box."""
 
-    def __init__(self, name: str, base: str, session: aiohttp.ClientSession) -> None:
+    def __init__(self, name: str, base: str, pid: int, session: aiohttp.ClientSession) -> None:
         self.name = name
         self.base = base
+        self.pid = pid
         self.session = session
         self.box = ""
         self.timeline: dict[str, Any] = {}
         self.times: dict[str, list[float]] = {kind: [] for kind in [*actions(0), UNCHANGED]}
+        self.cpu: dict[str, float] = {}
+
+    def cpu_now(self) -> dict[str, float]:
+        """CPU seconds so far of holmd and of its box's processes, by what they are."""
+        spent: dict[str, float] = {}
+        for pid, seconds in cpu_by_process([self.pid]).items():
+            what = "holmd" if pid == self.pid else _cpu_group(box_memory.kind(pid))
+            spent[what] = spent.get(what, 0.0) + seconds
+        return spent
 
     async def batch(self, *steps: dict[str, Any]) -> Any:
         url = f"{self.base}/v1/boxes/{self.box}/screens/0/actions"
@@ -134,9 +163,9 @@ async def rounds(
                 await side.timed(kind, n, n >= warm)
 
 
-async def bench(args: argparse.Namespace, bases: list[tuple[str, str]]) -> None:
+async def bench(args: argparse.Namespace, served: list[tuple[str, str, int]]) -> None:
     async with aiohttp.ClientSession() as session:
-        sides = [Side(name, base, session) for name, base in bases]
+        sides = [Side(name, base, pid, session) for name, base, pid in served]
         try:
             for side in sides:
                 await side.start()
@@ -145,7 +174,14 @@ async def bench(args: argparse.Namespace, bases: list[tuple[str, str]]) -> None:
             for side in sides:
                 await side.breakdown()
             pause = args.pause_ms / 1000
+            before = [side.cpu_now() for side in sides]
+            client = time.process_time()
             await rounds(sides, ["click"], args.rounds, 0, pause)
+            client = time.process_time() - client
+            for side, was in zip(sides, before, strict=True):
+                now = side.cpu_now()
+                side.cpu = {k: (now[k] - was.get(k, 0.0)) / args.rounds for k in now}
+                side.cpu[CLIENT] = client / args.rounds / len(sides)
             parts = [await side.breakdown(args.rounds) for side in sides]
             await rounds(sides, ["move", "type", AFTER_CLICK], args.rounds, 20, pause)
             for n in range(args.rounds + 20):
@@ -178,6 +214,10 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
                 else f"{'-':>24}"
             )
         print(f"  {part:64}{cells}")
+    print(f"\nCPU per click, ms, by process (the timed clicks){'':22}{names}")
+    for group in (*CPU_GROUPS, CLIENT):
+        cells = "".join(f"{s.cpu.get(group, 0.0) * 1000:>24.2f}" for s in sides)
+        print(f"  {group:64}{cells}")
     for side in sides:
         if not side.timeline:
             continue
@@ -189,6 +229,53 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
             some = "" if row["of"] == side.timeline["batches"] else f"  ({row['of']})"
             print(f"  {row['ms']:7.3f}  {row['moment']}{some}")
     print(f"load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+def floors(pause_s: float, rounds: int = 300) -> None:
+    """What this machine gives before any Python: a round trip of a few bytes between two
+    processes over a Unix socket (what a wake-up of another process costs), and an
+    fdatasync of a 300-byte append to a file on the disk the store uses; each back to back
+    and after the bench's pause."""
+    sock, other = socket.socketpair()
+    child = os.fork()
+    if child == 0:
+        sock.close()
+        while data := other.recv(64):
+            other.send(data)
+        os._exit(0)
+    other.close()
+    folder = tempfile.mkdtemp(prefix="h5c-floor-", dir="/tmp")
+    fd = os.open(os.path.join(folder, "append"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+
+    def socket_round_trip() -> None:
+        sock.send(b"x" * 32)
+        sock.recv(64)
+
+    def append_and_sync() -> None:
+        os.write(fd, b"x" * 299 + b"\n")
+        os.fdatasync(fd)
+
+    try:
+        print("\nthis machine's floors, p50 ms        back to back   after the pause")
+        for name, step in (
+            ("Unix socket round trip", socket_round_trip),
+            ("300-byte append + fdatasync", append_and_sync),
+        ):
+            cells = ""
+            for pause in (0.0, max(pause_s, 0.06)):
+                times = []
+                for _ in range(rounds):
+                    time.sleep(pause)
+                    began = time.perf_counter()
+                    step()
+                    times.append((time.perf_counter() - began) * 1000)
+                cells += f"{statistics.median(times):>16.3f}"
+            print(f"  {name:34}{cells}")
+    finally:
+        sock.close()
+        os.waitpid(child, 0)
+        os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def main() -> None:
@@ -207,7 +294,8 @@ def main() -> None:
     flags = ["--chromium", "--breakdown"]
     with contextlib.ExitStack() as stack:
         sides = served_sides(stack, "h5c-bench-", flags, args.against)
-        asyncio.run(bench(args, [(name, base) for name, base, _ in sides]))
+        asyncio.run(bench(args, sides))
+    floors(args.pause_ms / 1000, rounds=min(args.rounds, 100))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
-"""The CPU time of process trees, from /proc: what a box (and holmd) costs while idle."""
+"""The CPU time of process trees, from /proc: what a box (and holmd) costs while idle, and
+what each process of it spends on a request."""
 
 from __future__ import annotations
 
 import os
 
 
-def cpu_seconds(roots: list[int]) -> tuple[float, int]:
-    """The CPU time of the processes `roots` and every process under them, and how many
-    they are."""
+def cpu_by_process(roots: list[int]) -> dict[int, float]:
+    """The CPU seconds of the processes `roots` and of every process under them, by pid."""
     children: dict[int, list[int]] = {}
     ticks: dict[int, int] = {}
     for entry in os.listdir("/proc"):
@@ -20,12 +20,18 @@ def cpu_seconds(roots: list[int]) -> tuple[float, int]:
             continue
         children.setdefault(int(fields[1]), []).append(int(entry))
         ticks[int(entry)] = int(fields[11]) + int(fields[12])
-    seen: set[int] = set()
+    seen: dict[int, float] = {}
     todo = list(roots)
     while todo:
         pid = todo.pop()
         if pid not in seen:
-            seen.add(pid)
+            seen[pid] = ticks.get(pid, 0) / os.sysconf("SC_CLK_TCK")
             todo += children.get(pid, [])
-    total = sum(ticks.get(pid, 0) for pid in seen)
-    return total / os.sysconf("SC_CLK_TCK"), len(seen)
+    return seen
+
+
+def cpu_seconds(roots: list[int]) -> tuple[float, int]:
+    """The CPU time of the processes `roots` and every process under them, and how many
+    they are."""
+    seen = cpu_by_process(roots)
+    return sum(seen.values()), len(seen)
