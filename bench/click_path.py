@@ -235,7 +235,7 @@ def floors(pause_s: float, rounds: int = 300) -> None:
     """What this machine gives before any Python: a round trip of a few bytes between two
     processes over a Unix socket (what a wake-up of another process costs), and an
     fdatasync of a 300-byte append to a file on the disk the store uses; each back to back
-    and after the bench's pause."""
+    and after the bench's pause (60 ms at least: a rest as an agent's)."""
     sock, other = socket.socketpair()
     child = os.fork()
     if child == 0:
@@ -255,14 +255,16 @@ def floors(pause_s: float, rounds: int = 300) -> None:
         os.write(fd, b"x" * 299 + b"\n")
         os.fdatasync(fd)
 
+    rest = max(pause_s, 0.06)
     try:
-        print("\nthis machine's floors, p50 ms        back to back   after the pause")
+        after = f"after {rest * 1000:.0f} ms"
+        print(f"\nthis machine's floors, p50 ms        back to back{after:>18}")
         for name, step in (
             ("Unix socket round trip", socket_round_trip),
             ("300-byte append + fdatasync", append_and_sync),
         ):
             cells = ""
-            for pause in (0.0, max(pause_s, 0.06)):
+            for pause in (0.0, rest):
                 times = []
                 for _ in range(rounds):
                     time.sleep(pause)
