@@ -108,8 +108,8 @@ class Cua:
 class Holm(HolmSide):
     """holmd and its box, with the same operations."""
 
-    def __init__(self, base: str, session: aiohttp.ClientSession) -> None:
-        super().__init__("holm (durable trace)", base, session)
+    def __init__(self, base: str, pid: int, session: aiohttp.ClientSession) -> None:
+        super().__init__("holm (durable trace)", base, pid, session)
         self.times = {kind: [] for kind in KINDS}
 
     async def operation(self, kind: str, n: int) -> None:
@@ -142,9 +142,9 @@ async def timed(side: Cua | Holm, kind: str, n: int, keep: bool) -> None:
         side.times[kind].append((time.perf_counter() - began) * 1000)
 
 
-async def bench(holm_base: str, cua_base: str, rounds: int, warm: int) -> None:
+async def bench(holmd: tuple[str, int], cua_base: str, rounds: int, warm: int) -> None:
     async with aiohttp.ClientSession() as session:
-        holm = Holm(holm_base, session)
+        holm = Holm(*holmd, session)
         cua = Cua(cua_base, session)
         await holm.start()
         # The text field has the focus on both sides before the first round.
@@ -238,8 +238,8 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.cua_venv / "bin" / "python").exists():
         sys.exit(f"no cua virtualenv at {args.cua_venv}: see this script's docstring")
-    with served("h14-cua-", ["--chromium"]) as (holm_base, _, _), cua_desktop(args.cua_venv) as cua:
-        asyncio.run(bench(holm_base, cua, args.rounds, warm=10))
+    with served("h14-cua-", ["--chromium"]) as (base, _, pid), cua_desktop(args.cua_venv) as cua:
+        asyncio.run(bench((base, pid), cua, args.rounds, warm=10))
 
 
 if __name__ == "__main__":
