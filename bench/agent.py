@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -131,7 +132,7 @@ async def ready_time(tmp: Path, *args: str) -> float:
     return elapsed
 
 
-ACTIONS = {
+ACTIONS: dict[str, Callable[[int], a.Action]] = {
     "apps (no input: the round trip alone)": lambda i: a.Apps(),
     "type 10 characters": lambda i: a.Type(text="abcdefghij"),
     "move": lambda i: a.Move(to=Point(x=300 + i % 50, y=300)),

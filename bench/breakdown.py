@@ -80,7 +80,7 @@ def instrument() -> None:
     AgentDesktop.end_batch = _timed("agent round trip: end_batch", AgentDesktop.end_batch)  # type: ignore[method-assign]
     AgentDesktop.frame_hash = _timed("watcher: frame hash (the agent)", AgentDesktop.frame_hash)  # type: ignore[method-assign]
     FrameWatchers.record = _timed("watcher: record a frame", FrameWatchers.record)  # type: ignore[method-assign]
-    screens.json_response = _timed_sync("response encode", screens.json_response)  # type: ignore[assignment]
+    screens.json_response = _timed_sync("response encode", screens.json_response)  # type: ignore[attr-defined]
     # The store's commit (its writer task: the lock, the lines encoded, the hop to its
     # thread and back) and the thread's part (write, fdatasync, index).
     LocalStore._commit = _timed("store: commit", LocalStore._commit)  # type: ignore[method-assign]
@@ -121,7 +121,8 @@ async def timing_middleware(request: web.Request, handler: Any) -> web.StreamRes
         MOMENTS.clear()
     began = time.perf_counter()
     try:
-        return await handler(request)
+        response: web.StreamResponse = await handler(request)
+        return response
     finally:
         if batch or request.path == "/mcp":
             SPENT["server: the request, middlewares included"].append(time.perf_counter() - began)

@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import functools
 import io
 import os
 import statistics
@@ -244,7 +245,7 @@ def encoder_figures(pictures: dict[str, bytes], rounds: int) -> None:
     }
     for case, screens in cases.items():
         for name, encode in (("one stream", old_encode), ("bands kept", new_encode)):
-            calls = [lambda s=s, e=encode: e(s) for s in screens]
+            calls: list[Callable[[], object]] = [functools.partial(encode, s) for s in screens]
             for call in calls:
                 call()
             report(f"png {name}, {case}", cpu_timed(calls, rounds), f"{len(encode(still)):>8} B")
@@ -258,7 +259,7 @@ def encoder_figures(pictures: dict[str, bytes], rounds: int) -> None:
         encoding = Encoding(fmt)
         report(
             fmt,
-            cpu_timed([lambda e=encoding: image_bytes(image, e)], rounds),
+            cpu_timed([functools.partial(image_bytes, image, encoding)], rounds),
             f"{len(image_bytes(image, encoding)):>8} B",
         )
 

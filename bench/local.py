@@ -62,12 +62,12 @@ def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def time_the_sandbox() -> None:
-    runtime_module.launch = timed("sandbox launch", runtime_module.launch)  # type: ignore[assignment]
+    runtime_module.launch = timed("sandbox launch", runtime_module.launch)  # type: ignore[attr-defined]
     try:
         from holm.adapters.local import network
     except ImportError:  # a holm from before boxes had their own network
         return
-    network.attach = timed("  of it, pasta start", network.attach)  # type: ignore[assignment]
+    network.attach = timed("  of it, pasta start", network.attach)
     # What is left of pasta's start-up once the box's own start-up hid what it could.
     wait = network.Attaching.wait
     network.Attaching.wait = timed("pasta up, waited", wait)  # type: ignore[method-assign]
@@ -165,9 +165,9 @@ async def main(n: int, display_base: int) -> None:
             answers.append(frame.unchanged)
             last = frame.hash
 
-        took = await p50(100, poll)
+        polled = await p50(100, poll)
         still = f"{sum(answers)}/{len(answers)} unchanged"
-        print(f"  frame have=last p50  {ms(took)}   ({still})")
+        print(f"  frame have=last p50  {ms(polled)}   ({still})")
         print(f"  frame hash p50       {ms(await p50(100, lambda: desktop.frame_hash(0)))}")
         # Last: clicks into the page can start changes on screen (focus, hover).
         print(f"  click p50            {ms(await p50(200, do_click))}")

@@ -105,7 +105,9 @@ async def main(rounds: int) -> None:
         ]
         await report(desktop, rounds, cases)
         await desktop.act(0, a.OpenUrl(url=ARTICLE))
-        article = [("read markdown, a 100 KB article", a.Read(what=a.ReadWhat(limit=200_000)))]
+        article: list[tuple[str, a.Action]] = [
+            ("read markdown, a 100 KB article", a.Read(what=a.ReadWhat(limit=200_000)))
+        ]
         await report(desktop, rounds, article)
     finally:
         await runtime.delete(box)

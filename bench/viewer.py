@@ -162,7 +162,11 @@ async def measure(base: str, state_dir: Path, rounds: int, seconds: float) -> No
             ws = await client.ws_connect(
                 f"{socket_path}?ticket={ticket}&mode=view", protocols=("binary",)
             )
-            return *ws_transport(ws), ws.close
+
+            async def close() -> None:
+                await ws.close()
+
+            return *ws_transport(ws), close
 
         async def direct() -> Opened:
             reader, writer = await asyncio.open_unix_connection(str(vnc), limit=1 << 22)
@@ -172,7 +176,7 @@ async def measure(base: str, state_dir: Path, rounds: int, seconds: float) -> No
 
             return *unix_transport(reader, writer), close
 
-        ways = {"relay": relayed, "direct": direct}
+        ways: dict[str, Callable[[], Awaitable[Opened]]] = {"relay": relayed, "direct": direct}
         firsts: dict[str, list[tuple[float, float, float]]] = {way: [] for way in ways}
         for _ in range(max(5, rounds // 3)):
             for way, opened in ways.items():

@@ -36,9 +36,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.pages import FORM, ms, p50_p95, report  # noqa: E402
+from pages import FORM, ms, p50_p95, report  # noqa: E402
+
 from holm.adapters.base import Desktop  # noqa: E402
 from holm.adapters.local import runtime as local_runtime  # noqa: E402
+from holm.adapters.local import sandbox  # noqa: E402
 from holm.adapters.local.runtime import LocalRuntime  # noqa: E402
 from holm.wire import actions as a  # noqa: E402
 from holm.wire import results as r  # noqa: E402
@@ -112,13 +114,15 @@ async def _box(
 def _agent_from(holm_from: Path | None) -> Iterator[None]:
     """Boxes created inside run the agent of `holm_from`'s `holm` package (a bench's
     before); None: this checkout's."""
-    plan = local_runtime.SandboxPlan
+    # The runtime's own name for it, which `LocalRuntime` calls.
+    plan = sandbox.SandboxPlan
     if holm_from is not None:
-        local_runtime.SandboxPlan = functools.partial(plan, holm_dir=holm_from / "holm")  # type: ignore[misc]
+        planned = functools.partial(plan, holm_dir=holm_from / "holm")
+        local_runtime.SandboxPlan = planned  # type: ignore[attr-defined, assignment]
     try:
         yield
     finally:
-        local_runtime.SandboxPlan = plan  # type: ignore[misc]
+        local_runtime.SandboxPlan = plan  # type: ignore[attr-defined]
 
 
 async def report_side_by_side(
