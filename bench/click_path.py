@@ -12,7 +12,7 @@ ms, type ≤ 3 ms, unchanged frame ≤ 1 ms), then the breakdown of the clicks
 (bench/breakdown.py), and the CPU each process spent per timed click: holmd, and its box's
 agent, Chromium, Xvfb and the rest (from /proc), and this client per request. With
 `--pause-ms`, that also holds what they did while idle between the clicks. Last, this
-machine's floors: a Unix socket round trip between two processes and a 300-byte append with
+machine's floors: a Unix socket round trip between two processes and a small append with
 its fdatasync, back to back and after the pause.
 
 With `--pause-ms MS`, each request comes MS after the last answer, as from an agent that
@@ -38,12 +38,14 @@ import socket
 import statistics
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import box_memory
 from http_api import CONFIRM, add_against, percentile, served_sides
 from proc_cpu import cpu_by_process
+from store import fsync_latency_ms
 
 PAGE = (
     "data:text/html,<title>bench</title>"
@@ -233,9 +235,9 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
 
 def floors(pause_s: float, rounds: int = 300) -> None:
     """What this machine gives before any Python: a round trip of a few bytes between two
-    processes over a Unix socket (what a wake-up of another process costs), and an
-    fdatasync of a 300-byte append to a file on the disk the store uses; each back to back
-    and after the bench's pause (60 ms at least: a rest as an agent's)."""
+    processes over a Unix socket (what a wake-up of another process costs), and a small
+    append with its fdatasync on the disk the store uses (bench/store.py's probe); each
+    back to back and after the bench's pause (60 ms at least: a rest as an agent's)."""
     sock, other = socket.socketpair()
     child = os.fork()
     if child == 0:
@@ -244,39 +246,30 @@ def floors(pause_s: float, rounds: int = 300) -> None:
             other.send(data)
         os._exit(0)
     other.close()
-    folder = tempfile.mkdtemp(prefix="h5c-floor-", dir="/tmp")
-    fd = os.open(os.path.join(folder, "append"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    folder = Path(tempfile.mkdtemp(prefix="h5c-floor-", dir="/tmp"))
 
-    def socket_round_trip() -> None:
-        sock.send(b"x" * 32)
-        sock.recv(64)
-
-    def append_and_sync() -> None:
-        os.write(fd, b"x" * 299 + b"\n")
-        os.fdatasync(fd)
+    def round_trip_ms(pause: float) -> float:
+        times = []
+        for _ in range(rounds):
+            time.sleep(pause)
+            began = time.perf_counter()
+            sock.send(b"x" * 32)
+            sock.recv(64)
+            times.append((time.perf_counter() - began) * 1000)
+        return statistics.median(times)
 
     rest = max(pause_s, 0.06)
     try:
         after = f"after {rest * 1000:.0f} ms"
         print(f"\nthis machine's floors, p50 ms        back to back{after:>18}")
-        for name, step in (
-            ("Unix socket round trip", socket_round_trip),
-            ("300-byte append + fdatasync", append_and_sync),
+        for name, median_ms in (
+            ("Unix socket round trip", round_trip_ms),
+            ("small append + fdatasync", lambda p: fsync_latency_ms(folder, p, rounds)),
         ):
-            cells = ""
-            for pause in (0.0, rest):
-                times = []
-                for _ in range(rounds):
-                    time.sleep(pause)
-                    began = time.perf_counter()
-                    step()
-                    times.append((time.perf_counter() - began) * 1000)
-                cells += f"{statistics.median(times):>16.3f}"
-            print(f"  {name:34}{cells}")
+            print(f"  {name:34}{median_ms(0.0):>16.3f}{median_ms(rest):>16.3f}")
     finally:
         sock.close()
         os.waitpid(child, 0)
-        os.close(fd)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -45,14 +45,16 @@ def click(n: int) -> Entry:
     )
 
 
-def fsync_latency_ms(folder: Path) -> float:
-    """The disk's own figure: median time of a small write + fdatasync. A closed loop of
-    64 writers cannot go past 64 appends per this time, however well commits are shared."""
+def fsync_latency_ms(folder: Path, pause_s: float = 0.0, rounds: int = 200) -> float:
+    """The disk's own figure: median time of a small write + fdatasync, each `pause_s` after
+    the last. A closed loop of 64 writers cannot go past 64 appends per this time, however
+    well commits are shared."""
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder / "probe", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     times = []
     try:
-        for _ in range(200):
+        for _ in range(rounds):
+            time.sleep(pause_s)
             start = time.perf_counter()
             os.write(fd, b"x" * 200 + b"\n")
             os.fdatasync(fd)
