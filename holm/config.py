@@ -117,6 +117,17 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: object) -
         raise ValueError(f"bad setting: {exc}") from exc
 
 
+def defaults() -> list[tuple[str, str]]:
+    """Each variable holmd reads beside its default, for `holmd --help` (the log level is
+    read by holm.server)."""
+    config = Config()
+    shown = []
+    for field, var in _ENV.items():
+        value = getattr(config, field)
+        shown.append((var, "none" if value in (None, (), {}) else str(value)))
+    return [*shown, ("HOLM_LOG_LEVEL", "INFO")]
+
+
 def parse_pool(text: str) -> dict[str, int]:
     """HOLM_POOL: `NAME:COUNT` items separated by commas or spaces, where NAME is `default`
     (the default spec) or a spec digest (`sha256:…`); counts by digest."""

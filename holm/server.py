@@ -10,11 +10,42 @@ import sys
 
 from aiohttp import web
 
-from holm.config import load_config
+from holm import __version__
+from holm.config import defaults, load_config
 from holm.http.app import create_app
+
+USAGE = """usage: holmd [--help | --version]
+
+Serves holm's REST API. holmd takes no arguments: its settings are environment
+variables (docs/server.md, "Settings" says what each does), here with their defaults:
+
+{variables}
+
+e.g. HOLM_STORAGE_BACKEND=local HOLM_STATE_DIR=/var/lib/holm holmd"""
+
+
+def _answer_arguments(args: list[str]) -> None:
+    """`--help` and `--version` answer and exit; anything else is refused (exit 2), so that
+    a mistyped option never starts a server on the default address."""
+    if not args:
+        return
+    if args[0] in ("-h", "--help") and len(args) == 1:
+        shown = "\n".join(f"  {name:26} {value}" for name, value in defaults())
+        print(USAGE.format(variables=shown))
+        raise SystemExit(0)
+    if args == ["--version"]:
+        print(f"holmd {__version__}")
+        raise SystemExit(0)
+    print(
+        f"holmd: takes no arguments (got {' '.join(args)!r}); settings are HOLM_* "
+        "environment variables, see holmd --help",
+        file=sys.stderr,
+    )
+    raise SystemExit(2)
 
 
 def main() -> None:
+    _answer_arguments(sys.argv[1:])
     logging.basicConfig(
         level=os.environ.get("HOLM_LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

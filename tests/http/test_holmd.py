@@ -1,9 +1,11 @@
 """`holmd` itself, as a process: it listens on HOLM_SERVER_ADDR with the settings of its
-environment, stops cleanly on SIGTERM, and refuses a malformed setting."""
+environment, stops cleanly on SIGTERM, and refuses a malformed setting; `--help` lists the
+settings of docs/server.md, and any other argument is refused before anything starts."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -79,3 +81,31 @@ def test_holmd_refuses_a_malformed_setting(state_dir: Path) -> None:
     done = subprocess.run([str(HOLMD)], env=env, capture_output=True, timeout=30)
     assert done.returncode == 2
     assert b"bad setting" in done.stderr and b"reap_secs" in done.stderr
+
+
+def _settings_in_docs() -> set[str]:
+    """The variables of docs/server.md's table of settings."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "server.md").read_text()
+    table = text.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"`((?:HOLM|CRON)_[A-Z_]+)`", table.split("A malformed value")[0]))
+
+
+def test_holmd_help_lists_every_setting_and_starts_nothing(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    env = {**os.environ, "HOLM_STATE_DIR": str(state)}
+    done = subprocess.run([str(HOLMD), "--help"], env=env, capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr.decode()
+    listed = set(re.findall(r"^  ((?:HOLM|CRON)_[A-Z_]+) ", done.stdout.decode(), re.M))
+    assert listed == _settings_in_docs()
+    assert "HOLM_SERVER_ADDR           127.0.0.1:8080" in done.stdout.decode()
+    assert not state.exists()
+
+
+@pytest.mark.parametrize("args", [["--port", "9000"], ["--help", "extra"], ["serve"]])
+def test_holmd_refuses_arguments_without_starting(tmp_path: Path, args: list[str]) -> None:
+    state = tmp_path / "state"
+    env = {**os.environ, "HOLM_STATE_DIR": str(state)}
+    done = subprocess.run([str(HOLMD), *args], env=env, capture_output=True, timeout=30)
+    assert done.returncode == 2
+    assert b"takes no arguments" in done.stderr and b"holmd --help" in done.stderr
+    assert not state.exists()
