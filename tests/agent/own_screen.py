@@ -4,6 +4,7 @@ and the test's own X client (`painter`) to draw on it and read it back."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,12 +33,21 @@ def display(tmp_path: Path) -> Iterator[str]:
     xvfb.wait()
 
 
-@pytest.fixture
-async def screen(display: str) -> AsyncIterator[Screen]:
+@contextlib.asynccontextmanager
+async def screen_on(display: str) -> AsyncIterator[Screen]:
+    """An agent `Screen` of WIDTH×HEIGHT connected to `display`."""
     shown = Screen(0, WIDTH, HEIGHT, ThreadPoolExecutor(1), FrameHasher(KEY))
     await shown.connect(display)
-    yield shown
-    shown.close()
+    try:
+        yield shown
+    finally:
+        shown.close()
+
+
+@pytest.fixture
+async def screen(display: str) -> AsyncIterator[Screen]:
+    async with screen_on(display) as shown:
+        yield shown
 
 
 @pytest.fixture

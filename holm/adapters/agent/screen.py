@@ -11,6 +11,7 @@ Every method here is a coroutine that hands blocking work to the right thread.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -81,6 +82,9 @@ class Screen:
         # scale and the pointer drawn, so the same hash in the same encoding is the same
         # bytes: a still screen asked again as JPEG or WebP is not encoded again.
         self._encoded: tuple[str, Encoding, bytes] | None = None
+        # The last region asked (its place, scale, pointer and the hashes of its tiles) and
+        # its hash: on the capture thread only.
+        self._part_hash: tuple[tuple[Region, int, tuple[int, int] | None, bytes], str] | None = None
         self._damage: DamageWatch | None = None
         self._query_conn: Display | None = None
         # Made on the query thread at the first listing.
@@ -182,10 +186,6 @@ class Screen:
         whole = Region(0, 0, self.width, self.height)
         return whole if region is None else capture.clip(region, self.width, self.height)
 
-    async def _grab(self, region: Region) -> Raw:
-        grabber = self._up(self._grabber)
-        return await self.capture_lane.run(lambda: grabber.grab(region))
-
     async def frame_hash(self) -> tuple[str, int, int]:
         grid = self._up(self._grid)
         # A screen nobody drew on is answered here, without the hop to the capture thread.
@@ -220,25 +220,22 @@ class Screen:
         whole = region is None and scale == 100 and at is None
         changes = damage.count.value if whole and damage is not None and damage.telling() else None
         raw: Raw | WholePng | bytes | None
+        grid = self._up(self._grid)
+        kept_hash: Callable[[], str | None]
+        read: Callable[[], tuple[str, Raw | WholePng | bytes | None]]
         if region is None:
-            grid = self._up(self._grid)
-            # Only a frame that may be `have` is worth the check: any other is read on the
-            # capture thread, which asks the X server what was drawn again.
-            kept = None
-            if have is not None:
-                kept = self.capture_lane.here(lambda: grid.hash_if_clean(scale, at))
-            if kept is not None and kept == have:
-                digest, raw = kept, None
-            else:
-                digest, raw = await self.capture_lane.run(
-                    lambda: self._whole(grid, have, scale, at, encoding)
-                )
+            kept_hash = functools.partial(grid.hash_if_clean, scale, at)
+            read = functools.partial(self._whole, grid, have, scale, at, encoding)
         else:
-            shot = await self._grab(area)
-            digest = await self.capture_lane.run(
-                lambda: self.hasher.picture(shot.data, shot.width, shot.height, scale, at)
-            )
-            raw = self._encoded_as(digest, encoding) or shot
+            kept_hash = functools.partial(self._part_if_kept, grid, area, scale, at)
+            read = functools.partial(self._part, grid, area, have, scale, at, encoding)
+        # Only a frame that may be `have` is worth the check here, on the loop: any other
+        # is read on the capture thread, which asks the X server what was drawn again.
+        kept = self.capture_lane.here(kept_hash) if have is not None else None
+        if kept is not None and kept == have:
+            digest, raw = kept, None
+        else:
+            digest, raw = await self.capture_lane.run(read)
         width, height = capture.scaled_size(area, scale)
         if digest == have or raw is None:
             return FrameResult(
@@ -282,6 +279,51 @@ class Screen:
         if kept is not None:
             return digest, kept
         return digest, Raw(grid.snapshot(), self.width, self.height)
+
+    def _part_if_kept(
+        self, grid: TileGrid, area: Region, scale: int, at: tuple[int, int] | None
+    ) -> str | None:
+        """A region's hash when none of its tiles was drawn on since it was last asked for
+        (the same place, scale and pointer), from what was kept then; None when its pixels
+        must be read (`_part`)."""
+        kept = self._part_hash
+        if kept is None or not grid.tracks_damage or not grid.clean_in(area):
+            return None
+        return kept[1] if kept[0] == (area, scale, at, grid.hashes_meeting(area)) else None
+
+    def _part(
+        self,
+        grid: TileGrid,
+        area: Region,
+        have: str | None,
+        scale: int,
+        at: tuple[int, int] | None,
+        encoding: Encoding,
+    ) -> tuple[str, Raw | bytes | None]:
+        """A region's hash and, unless it is `have`, its pixels or the picture last encoded
+        of them; on the capture thread. Where DAMAGE keeps the grid, only the region's
+        tiles drawn on since are read, and a region whose tiles hash as when it was last
+        asked for has the hash it had then; else the region is read whole."""
+        shot: Raw | None
+        if not grid.tracks_damage:
+            shot = self._up(self._grabber).grab(area)
+            digest = self.hasher.picture(shot.data, shot.width, shot.height, scale, at)
+        else:
+            grid.refresh(area)
+            key = (area, scale, at, grid.hashes_meeting(area))
+            kept = self._part_hash
+            if kept is not None and kept[0] == key:
+                digest, shot = kept[1], None  # its pixels are copied only if needed
+            else:
+                shot = Raw(grid.crop(area), area.width, area.height)
+                digest = self.hasher.picture(shot.data, shot.width, shot.height, scale, at)
+                self._part_hash = (key, digest)
+        if digest == have:
+            return digest, None
+        encoded = self._encoded_as(digest, encoding)
+        if encoded is not None:
+            return digest, encoded
+        return digest, shot or Raw(grid.crop(area), area.width, area.height)
 
     def _encoded_as(self, digest: str, encoding: Encoding) -> bytes | None:
         kept = self._encoded

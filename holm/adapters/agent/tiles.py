@@ -9,8 +9,9 @@ of marked tiles in a row of tiles) and hashes them again. A screen nobody drew o
 answered from the hashes kept, without reading a pixel.
 
 A frame's hash is the hash of its tiles' hashes (`FrameHasher`), so a screen read tile by
-tile here and a capture read whole (a region, a window) hash the same when the pixels are
-the same.
+tile here and a picture read whole hash the same when the pixels are the same. A region (or
+a window) is copied from the grid once its own tiles are refreshed (`refresh(area)`,
+`crop`), and hashed as a picture of its own.
 """
 
 from __future__ import annotations
@@ -134,12 +135,42 @@ class TileGrid:
             return None
         return self.hasher.frame(self.hashes, self.width, self.height, scale, pointer)
 
-    def refresh(self) -> None:
-        """Read and hash again the tiles drawn on since the last refresh."""
+    @property
+    def tracks_damage(self) -> bool:
+        """Whether DAMAGE keeps the grid: without it every refresh reads every tile."""
+        return self._damage is not None
+
+    def refresh(self, area: Region | None = None) -> None:
+        """Read and hash again the tiles drawn on since the last refresh; with `area`, only
+        those that meet it (the others stay marked for the next refresh)."""
         self._collect()
-        marked, self._marked = self._marked, set()
-        for top, first, last in _runs(marked, self.columns):
+        if area is None:
+            due, self._marked = self._marked, set()
+        else:
+            due = self._marked.intersection(self._tiles_meeting(area))
+            self._marked -= due
+        for top, first, last in _runs(due, self.columns):
             self._read_run(top, first, last)
+
+    def clean_in(self, area: Region) -> bool:
+        """Whether none of the tiles `area` touches was drawn on since its last refresh
+        (a round trip to the X server, as `hash_if_clean`; no pixel is read)."""
+        self._collect()
+        return self._marked.isdisjoint(self._tiles_meeting(area))
+
+    def hashes_meeting(self, area: Region) -> bytes:
+        """The hashes of the tiles `area` touches, as of their last refresh: the same
+        hashes, the same pixels of `area`."""
+        return b"".join(self.hashes[tile] for tile in self._tiles_meeting(area))
+
+    def crop(self, area: Region) -> bytes:
+        """The pixels of `area` (on the screen) as of its tiles' last refresh, row by row."""
+        stride, span = self.width * BYTES_PER_PIXEL, area.width * BYTES_PER_PIXEL
+        start = area.y * stride + area.x * BYTES_PER_PIXEL
+        with memoryview(self.pixels) as pixels:
+            return b"".join(
+                pixels[at : at + span] for at in range(start, start + area.height * stride, stride)
+            )
 
     def snapshot(self) -> bytes:
         """The screen's pixels as of the last refresh (a copy: an encoder may hold it while
@@ -161,6 +192,10 @@ class TileGrid:
                 self._mark(event.area)
 
     def _mark(self, area: Any) -> None:
+        self._marked.update(self._tiles_meeting(area))
+
+    def _tiles_meeting(self, area: Any) -> Iterator[int]:
+        """The tiles a rectangle (x, y, width, height) touches; none off the screen."""
         x0, y0 = max(area.x, 0), max(area.y, 0)
         x1 = min(area.x + area.width, self.width)
         y1 = min(area.y + area.height, self.height)
@@ -168,7 +203,7 @@ class TileGrid:
             return
         for row in range(y0 // TILE, (y1 - 1) // TILE + 1):
             first = row * self.columns
-            self._marked.update(range(first + x0 // TILE, first + (x1 - 1) // TILE + 1))
+            yield from range(first + x0 // TILE, first + (x1 - 1) // TILE + 1)
 
     def _read_run(self, row: int, first: int, last: int) -> None:
         """Read tiles `first` to `last` (columns) of tile row `row`, hash them, and keep
