@@ -50,7 +50,7 @@ from holm.adapters.agent.png_bands import PNG_LEVEL
 from holm.adapters.agent.tiles import FrameHasher, TileGrid
 from holm.client import HolmClient
 from holm.wire.actions import Click, OpenUrl, Press, Type, WaitStill
-from holm.wire.values import Encoding, ImageFormat, Point
+from holm.wire.values import Encoding, ImageFormat, Point, Region
 
 _TEXT = {
     "one": "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor "
@@ -79,6 +79,13 @@ FIELD = Point(x=200, y=121)
 PAINTED_S = 0.1
 WATCHED_S = 0.5
 CASES = ("still, asked again", "one letter typed", "whole page changed")
+# A zoom on the text field and the text below it, as an agent asks for a closer look.
+ZOOM = Region(x=100, y=80, width=480, height=320)
+ZOOM_CASES = (
+    f"region {ZOOM.width}x{ZOOM.height}, still, have",
+    f"region {ZOOM.width}x{ZOOM.height}, still",
+    f"region {ZOOM.width}x{ZOOM.height}, one letter typed",
+)
 OTHER_FORMATS: tuple[ImageFormat, ...] = ("jpeg", "webp")
 
 
@@ -99,6 +106,7 @@ class Side:
             case: [] for fmt in OTHER_FORMATS for case in (fmt, f"{fmt}, asked again")
         }
         self.times = {**{case: [] for case in CASES}, **self.times}
+        self.times.update({case: [] for case in ZOOM_CASES})
         self.sizes: dict[str, int] = {}
         # Frames asked for before Chromium had painted the change (left out of the figures).
         self.unpainted = 0
@@ -126,7 +134,21 @@ class Side:
             self.pictures[case] = data
         return frame.hash
 
+    async def zoomed(self, case: str, keep: bool, have: str | None = None, before: str = "") -> str:
+        """The zoom region's hash, its time kept unless it is still `before`."""
+        start = time.perf_counter()
+        frame = await self.client.frame(self.box, region=ZOOM, have=have)
+        took = time.perf_counter() - start
+        if frame.hash == before:
+            self.unpainted += keep
+        elif keep:
+            self.times[case].append(took)
+            self.sizes[case] = len(base64.b64decode(frame.png_base64 or ""))
+        return frame.hash
+
     async def round(self, keep: bool) -> None:
+        zoom = await self.zoomed(ZOOM_CASES[1], keep)
+        await self.zoomed(ZOOM_CASES[0], keep, have=zoom)
         still = await self.timed(CASES[0], keep=keep)
         for fmt in OTHER_FORMATS:
             await self.timed(fmt, fmt, keep)
@@ -134,6 +156,7 @@ class Side:
             await self.timed(f"{fmt}, asked again", fmt, keep)
         await self.client.act(self.box, [Type(text="x")])
         await asyncio.sleep(PAINTED_S)
+        await self.zoomed(ZOOM_CASES[2], keep, before=zoom)
         typed = await self.timed(CASES[1], keep=keep, before=still)
         await asyncio.sleep(WATCHED_S)
         await self.client.act(self.box, [Press(chord="escape")])
@@ -162,7 +185,8 @@ async def rest_figures(sides: list[Side], rounds: int) -> None:
     for side in sides:
         print(f" {side.name} ({side.unpainted} frames asked before the change showed, left out):")
         for case, times in side.times.items():
-            report(f"{'png ' if case in CASES else ''}{case}", times, f"{side.sizes[case]:>8} B")
+            label = f"png {case}" if case in CASES or case in ZOOM_CASES else case
+            report(label, times, f"{side.sizes[case]:>8} B")
 
 
 # The PNG writer before bands (c256183): one zlib stream over every row.
