@@ -1,21 +1,27 @@
 """The agent's DevTools client (devtools_wire.py) against aiohttp's server, an independent
 WebSocket and HTTP implementation: messages of every length class both ways, pings, a
-server's close, fragments, and the HTTP endpoints' answers. Real Chromium is driven through
-it by tests/pages."""
+server's close, fragments, and the HTTP endpoints' answers; and, against a browser faked on
+blocking sockets, that the tab watch reads what already came before a listing trusts its
+count. Real Chromium is driven through it by tests/pages."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
+import socket
 import struct
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from aiohttp import WSMsgType, web
 
 from holm.adapters.agent.devtools_wire import Unreachable, WebSocket, request
+from holm.adapters.agent.tab_watch import TabWatch
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Serve = Callable[[dict[str, Handler]], Awaitable[int]]
@@ -88,19 +94,7 @@ async def test_a_ping_is_answered_and_a_close_ends_the_messages(serve: Serve) ->
 
 async def test_a_fragmented_message_is_one_message() -> None:
     async def fragments(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = (await reader.readuntil(b"\r\n\r\n")).decode()
-        key = next(
-            line.split(":", 1)[1].strip()
-            for line in head.split("\r\n")
-            if line.lower().startswith("sec-websocket-key:")
-        )
-        accept = base64.b64encode(
-            hashlib.sha1(key.encode() + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()
-        ).decode()
-        writer.write(
-            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-            b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept.encode() + b"\r\n\r\n"
-        )
+        writer.write(_switching(await reader.readuntil(b"\r\n\r\n")))
         # A text frame that is not final, a pong between (control frames may come between
         # fragments), then the final continuation; then a close.
         writer.write(struct.pack("!BB", 0x01, 6) + b'{"id":')
@@ -148,3 +142,82 @@ async def test_nobody_listening_is_unreachable(serve: Serve) -> None:
     # An HTTP server that refuses the upgrade.
     with pytest.raises(Unreachable, match="refused"):
         await WebSocket.connect(f"ws://127.0.0.1:{port}/ws")
+
+
+class _FakeBrowser(threading.Thread):
+    """A browser's DevTools in a thread of its own, on blocking sockets: `/json/version`,
+    then the browser's WebSocket, which answers target discovery and, once `go` is set,
+    tells of a tab navigated."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.go = threading.Event()
+
+    def run(self) -> None:
+        with self.listener.accept()[0] as http:
+            http.recv(65536)
+            body = json.dumps(
+                {"webSocketDebuggerUrl": f"ws://127.0.0.1:{self.port}/devtools/browser/B"}
+            ).encode()
+            http.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                % (len(body), body)
+            )
+        with self.listener.accept()[0] as ws:
+            ws.sendall(_switching(ws.recv(65536)))
+            ws.recv(65536)  # Target.setDiscoverTargets
+            ws.sendall(_text('{"id": 1, "result": {}}'))
+            self.go.wait(10)
+            ws.sendall(_text('{"method": "Target.targetInfoChanged", "params": {}}'))
+            self.go.clear()
+            self.go.wait(10)
+
+
+def _switching(head: bytes) -> bytes:
+    """A server's answer to a client's WebSocket handshake `head` (RFC 6455)."""
+    key = next(
+        line.split(":", 1)[1].strip()
+        for line in head.decode().split("\r\n")
+        if line.lower().startswith("sec-websocket-key:")
+    )
+    accept = base64.b64encode(
+        hashlib.sha1(key.encode() + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()
+    )
+    return (
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+        b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+    )
+
+
+def _text(message: str) -> bytes:
+    data = message.encode()
+    return struct.pack("!BB", 0x81, len(data)) + data
+
+
+async def test_a_watch_reads_what_already_came_before_a_listing_trusts_its_count() -> None:
+    browser = _FakeBrowser()
+    browser.start()
+    watch = TabWatch()
+    watching = asyncio.create_task(watch.watch(browser.port))
+    try:
+        async with asyncio.timeout(10):
+            while not watch.live:
+                await asyncio.sleep(0.01)
+        assert await watch.caught_up()
+        before = watch.changes
+
+        browser.go.set()
+        # The loop is held: the message lands on the socket, and nobody reads it yet.
+        time.sleep(0.2)
+        assert watch.changes == before
+
+        assert await watch.caught_up()
+        assert watch.changes == before + 1
+    finally:
+        browser.go.set()
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+        browser.listener.close()

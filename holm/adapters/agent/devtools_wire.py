@@ -15,7 +15,10 @@ import base64
 import contextlib
 import hashlib
 import os
+import select
 import struct
+from collections.abc import Iterable
+from typing import SupportsIndex
 from urllib.parse import urlsplit
 
 # RFC 6455's key for the handshake's answer.
@@ -64,14 +67,28 @@ def _head(raw: bytes) -> tuple[int, dict[str, str]]:
     return int(parts[1]), headers
 
 
-class WebSocket:
-    """A client's WebSocket: `send_str`, `async for text in ws`, `close`."""
+class _CountingReader(asyncio.StreamReader):
+    """A stream reader that counts the bytes it was given, so that what is buffered and not
+    yet read is known (`WebSocket.unread`)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    fed = 0
+
+    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
+        data = bytes(data)
+        self.fed += len(data)
+        super().feed_data(data)
+
+
+class WebSocket:
+    """A client's WebSocket: `send_str`, `async for text in ws`, `close`, and `unread`."""
+
+    def __init__(self, reader: _CountingReader, writer: asyncio.StreamWriter, taken: int) -> None:
         self._reader = reader
         self._writer = writer
         self._sending = asyncio.Lock()
         self._closed = False
+        # Bytes read out of the stream so far (the handshake's answer, then frames).
+        self._taken = taken
 
     @classmethod
     async def connect(cls, url: str) -> WebSocket:
@@ -82,13 +99,14 @@ class WebSocket:
         path = where.path + (f"?{where.query}" if where.query else "")
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT_S):
-                reader, writer = await asyncio.open_connection(where.hostname, where.port or 80)
+                reader, writer = await _connect(where.hostname, where.port or 80)
                 writer.write(
                     f"GET {path} HTTP/1.1\r\nHost: {where.netloc}\r\nUpgrade: websocket\r\n"
                     f"Connection: Upgrade\r\nSec-WebSocket-Key: {key.decode()}\r\n"
                     "Sec-WebSocket-Version: 13\r\n\r\n".encode()
                 )
-                status, headers = _head(await reader.readuntil(b"\r\n\r\n"))
+                answer = await reader.readuntil(b"\r\n\r\n")
+                status, headers = _head(answer)
         except TimeoutError:
             raise Unreachable(f"{url}: no handshake within {CONNECT_TIMEOUT_S:.0f} s") from None
         except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
@@ -97,7 +115,18 @@ class WebSocket:
         if status != 101 or headers.get("sec-websocket-accept") != accept:
             writer.close()
             raise Unreachable(f"{url}: the WebSocket handshake was refused ({status})")
-        return cls(reader, writer)
+        return cls(reader, writer, len(answer))
+
+    def unread(self) -> bool:
+        """Whether bytes have come that no message read so far took: buffered in the
+        stream, or waiting on the socket (a look, no read)."""
+        if self._reader.fed > self._taken:
+            return True
+        sock = self._writer.get_extra_info("socket")
+        if sock is None or self._closed:
+            return False
+        readable, _, _ = select.select([sock.fileno()], [], [], 0)
+        return bool(readable)
 
     async def send_str(self, text: str) -> None:
         await self._send(_TEXT, text.encode())
@@ -139,16 +168,21 @@ class WebSocket:
             return None
 
     async def _frame(self) -> tuple[bool, int, bytes]:
-        first, second = await self._reader.readexactly(2)
+        first, second = await self._read(2)
         length = second & 0x7F
         if length == 126:
-            (length,) = struct.unpack("!H", await self._reader.readexactly(2))
+            (length,) = struct.unpack("!H", await self._read(2))
         elif length == 127:
-            (length,) = struct.unpack("!Q", await self._reader.readexactly(8))
+            (length,) = struct.unpack("!Q", await self._read(8))
         # A server's frames come unmasked, but a mask is no error to read through.
-        key = await self._reader.readexactly(4) if second & 0x80 else b""
-        payload = await self._reader.readexactly(length)
+        key = await self._read(4) if second & 0x80 else b""
+        payload = await self._read(length)
         return bool(first & 0x80), first & 0x0F, _masked(payload, key) if key else payload
+
+    async def _read(self, count: int) -> bytes:
+        data = await self._reader.readexactly(count)
+        self._taken += count
+        return data
 
     async def close(self) -> None:
         if self._closed:
@@ -157,6 +191,15 @@ class WebSocket:
             await self._send(_CLOSE, struct.pack("!H", 1000))
         self._closed = True
         self._writer.close()
+
+
+async def _connect(host: str, port: int) -> tuple[_CountingReader, asyncio.StreamWriter]:
+    """`asyncio.open_connection`, with a reader that counts what it is given."""
+    loop = asyncio.get_running_loop()
+    reader = _CountingReader(loop=loop)
+    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    transport, _ = await loop.create_connection(lambda: protocol, host, port)
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
 def _frame(opcode: int, payload: bytes) -> bytes:

@@ -92,8 +92,9 @@ class Pages:
     async def tabs(self) -> list[Tab]:
         """The tabs, front first: the last listing when nothing changed since."""
         self._follow_tabs()
+        caught_up = await self._watch.caught_up()
         key = (self._watch.changes, self._touched, self._window_changes())
-        if self._watch.live and self._listed is not None and self._listed[0] == key:
+        if caught_up and self._watch.live and self._listed is not None and self._listed[0] == key:
             return self._listed[1]
         listed = await self._list_tabs()
         self._listed = (key, listed) if self._watch.live else None

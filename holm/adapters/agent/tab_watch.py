@@ -22,6 +22,7 @@ outside any page.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import logging
@@ -34,6 +35,9 @@ from holm.adapters.agent import devtools_wire
 log = logging.getLogger("holm.agent")
 
 HTTP_TIMEOUT_S = 10.0
+# How many turns of the loop a listing gives the watch to read what already came: one turn
+# to read the socket, one for the watch to take the messages, and a few to spare.
+CATCH_UP_TURNS = 8
 _DISCOVER = {"id": 1, "method": "Target.setDiscoverTargets", "params": {"discover": True}}
 _ATTACH: dict[str, object] = {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True}
 TAB_EVENTS = frozenset(
@@ -74,13 +78,16 @@ class TabWatch:
         self.on_landed = on_landed
         # Every message the session read (the tests count them).
         self.messages = 0
+        self._ws: devtools_wire.WebSocket | None = None
 
     async def watch(self, port: int) -> None:
         """Follow the browser's targets until its session closes (run as a task)."""
         ws: devtools_wire.WebSocket | None = None
         try:
             _, body = await devtools_wire.request(port, "GET", "/json/version", HTTP_TIMEOUT_S)
-            ws = await devtools_wire.WebSocket.connect(json.loads(body)["webSocketDebuggerUrl"])
+            ws = self._ws = await devtools_wire.WebSocket.connect(
+                json.loads(body)["webSocketDebuggerUrl"]
+            )
             await ws.send_str(json.dumps(_DISCOVER))
             worlds = _Worlds(ws)
             if self.on_landed is not None:
@@ -101,8 +108,21 @@ class TabWatch:
             log.info("the tab watch of DevTools on port %s ended: %s", port, exc)
         finally:
             self.live = False
+            self._ws = None
             if ws is not None:
                 await ws.close()
+
+    async def caught_up(self, turns: int = CATCH_UP_TURNS) -> bool:
+        """Whether every message Chromium sent before now has been read (and counted),
+        letting the loop turn a few times while some are still unread: a tab navigated an
+        instant ago by another DevTools client may be told on the socket and not yet read,
+        and a listing kept from before would then be answered. False when some still are
+        (the caller lists afresh)."""
+        for _ in range(turns):
+            if self._ws is None or not self._ws.unread():
+                return True
+            await asyncio.sleep(0)
+        return self._ws is None or not self._ws.unread()
 
     def _landed(self, params: object) -> None:
         if not isinstance(params, dict) or params.get("name") != BINDING:
