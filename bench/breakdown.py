@@ -14,6 +14,7 @@ loop) that no part's own figure shows.
 from __future__ import annotations
 
 import functools
+import gc
 import statistics
 import time
 from collections import defaultdict
@@ -86,6 +87,21 @@ def instrument() -> None:
     LocalStore._commit = _timed("store: commit", LocalStore._commit)  # type: ignore[method-assign]
     LocalStore._write = _timed_sync("store: its thread writes and fsyncs", LocalStore._write)  # type: ignore[method-assign]
     _instrument_mcp()
+    gc.callbacks.append(_gc_timed)
+
+
+_GC_BEGAN: list[float] = []
+
+
+def _gc_timed(phase: str, info: dict[str, int]) -> None:
+    """Python's collections of cycles, by generation: a pause of the whole process (of any
+    thread), which lands on whatever request is being answered."""
+    if phase == "start":
+        _GC_BEGAN[:] = [time.perf_counter()]
+    elif _GC_BEGAN:
+        SPENT[f"gc: a collection of generation {info['generation']}"].append(
+            time.perf_counter() - _GC_BEGAN.pop()
+        )
 
 
 def _instrument_mcp() -> None:
