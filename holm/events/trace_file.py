@@ -12,7 +12,9 @@ Line i of a trace file holds seq i until a prune by age drops lines from its fro
 its lines hold the seqs of its `Layout` (pruning.py), a few kept ones and then every seq
 from `first_seq` on. Bytes after the last newline are a torn line, and so is a last line
 that is not a JSON object with an envelope: a reader leaves them out and calls the trace
-incomplete. The `.idx` is rebuildable from the `.jsonl` at any time.
+incomplete. (An offline read refuses a file that ends in more lines than that which are not
+entries: it is no trace, or a damaged one.) The `.idx` is rebuildable from the `.jsonl` at
+any time.
 
 `read_trace_file` and `trace_files` are the offline API of `holm trace FILE|DIR`: they
 never change a file. Everything here blocks; a store calls it from threads.
@@ -302,6 +304,13 @@ def read_trace_file(path: Path, after: int | None = None, limit: int | None = No
         size = os.fstat(file.fileno()).st_size
         tail = find_tail(file.fileno(), size)
         data = file.read(tail.end)
+        torn = file.read()
+    # A writer that died leaves one line at most (bytes after the last newline, or a last
+    # line of garbage where the size grew before the data came): lines before it that are
+    # not entries either make a file that is not a trace, or a trace that was damaged.
+    if b"\n" in torn[:-1]:
+        count = torn.count(b"\n") + (not torn.endswith(b"\n"))
+        raise CorruptLine(f"{path}: its last {count} lines are not entries of a trace")
     incomplete = tail.end < size or path.with_suffix(TORN).exists()
     lines = data.split(b"\n")[:-1]
     first = 0 if after is None else max(after + 1, 0)

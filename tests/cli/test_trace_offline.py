@@ -354,6 +354,23 @@ def test_a_corrupt_line_inside_a_trace_is_an_error(tmp_path: Path) -> None:
     assert result.exit_code == 3 and str(path) in result.stderr and "not a trace" in result.stderr
 
 
+def test_a_file_that_ends_in_lines_that_are_not_entries_is_no_trace(tmp_path: Path) -> None:
+    text = tmp_path / "passwd.jsonl"
+    text.write_bytes(b"root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/bin/sh\n")
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(entry_lines([box_created("b")]) + b"garbage\n" + b'{"seq": 1')
+    for path in (text, damaged):
+        result = holm("trace", str(path))
+        assert result.exit_code == 3 and str(path) in result.stderr
+        assert "last 2 lines are not entries" in result.stderr
+
+    # One line of garbage at the end is what a writer that died can leave: a torn trace.
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(entry_lines([box_created("b")]) + b"\0\0\0\0\n")
+    result = holm("trace", str(torn))
+    assert result.exit_code == 0 and result.stdout.splitlines()[-1] == INCOMPLETE_LINE
+
+
 def test_follow_takes_one_file(tmp_path: Path) -> None:
     result = holm("trace", "--follow", str(FIXTURES))
     assert result.exit_code == 2 and "--follow" in result.stderr
