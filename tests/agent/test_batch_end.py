@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 import msgspec
+from aiohttp import web
 from desktop_kit import close_window, launch
 from Xlib.display import Display
 
@@ -111,6 +112,20 @@ async def test_a_tab_opened_and_navigated_by_another_devtools_client_shows_in_th
 ) -> None:
     first = write_page(agent, "tab-first.html", "<title>first</title>first")
     second = write_page(agent, "tab-second.html", "<title>second</title>second")
+    arrived: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def page_in_a_while(request: web.Request) -> web.Response:
+        await asyncio.sleep(3)
+        if not arrived.done():
+            arrived.set_result(None)
+        return web.Response(text="<title>slow</title>slow", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/slow", page_in_a_while)
+    server = web.AppRunner(app, shutdown_timeout=0.5)
+    await server.setup()
+    await web.TCPSite(server, "127.0.0.1", 0).start()
+    slow = f"http://127.0.0.1:{server.addresses[0][1]}/slow"
     base = await devtools(desktop, SCREEN)
     await ended(desktop, SCREEN)
     async with aiohttp.ClientSession() as session:
@@ -138,9 +153,19 @@ async def test_a_tab_opened_and_navigated_by_another_devtools_client_shows_in_th
             await until(lambda: loaded(second))
             listed = {t.tab: t for t in (await ended(desktop, SCREEN)).tabs}
             assert listed[tab].url == second
+
+            # A page that takes its time: DevTools lists the new address from the start of
+            # the navigation, long before it commits, and so must the next answer.
+            async with session.ws_connect(target["webSocketDebuggerUrl"]) as ws:
+                await ws.send_json({"id": 2, "method": "Page.navigate", "params": {"url": slow}})
+                await until(lambda: loaded(slow))
+                listed = {t.tab: t for t in (await ended(desktop, SCREEN)).tabs}
+                assert listed[tab].url == slow
+                assert not arrived.done()
         finally:
             async with session.get(f"{base}/json/close/{tab}"):
                 pass
+            await server.cleanup()
 
         async def gone() -> bool:
             return all(t["id"] != tab for t in await page_targets(session, base))

@@ -147,13 +147,14 @@ async def test_nobody_listening_is_unreachable(serve: Serve) -> None:
 class _FakeBrowser(threading.Thread):
     """A browser's DevTools in a thread of its own, on blocking sockets: `/json/version`,
     then the browser's WebSocket, which answers target discovery and, once `go` is set,
-    tells of a tab navigated."""
+    tells what the test asks (`told`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, told: str) -> None:
         super().__init__(daemon=True)
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.go = threading.Event()
+        self.told = json.dumps({"method": told, "params": {}, "sessionId": "S"})
 
     def run(self) -> None:
         with self.listener.accept()[0] as http:
@@ -170,7 +171,7 @@ class _FakeBrowser(threading.Thread):
             ws.recv(65536)  # Target.setDiscoverTargets
             ws.sendall(_text('{"id": 1, "result": {}}'))
             self.go.wait(10)
-            ws.sendall(_text('{"method": "Target.targetInfoChanged", "params": {}}'))
+            ws.sendall(_text(self.told))
             self.go.clear()
             self.go.wait(10)
 
@@ -196,8 +197,15 @@ def _text(message: str) -> bytes:
     return struct.pack("!BB", 0x81, len(data)) + data
 
 
-async def test_a_watch_reads_what_already_came_before_a_listing_trusts_its_count() -> None:
-    browser = _FakeBrowser()
+# What changes a tab listing: a target's change, and a page's navigation begun (DevTools'
+# /json/list shows the new address from then on) or committed.
+@pytest.mark.parametrize(
+    "told", ["Target.targetInfoChanged", "Page.frameStartedNavigating", "Page.frameNavigated"]
+)
+async def test_a_watch_reads_what_already_came_before_a_listing_trusts_its_count(
+    told: str,
+) -> None:
+    browser = _FakeBrowser(told)
     browser.start()
     watch = TabWatch()
     watching = asyncio.create_task(watch.watch(browser.port))

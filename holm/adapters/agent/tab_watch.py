@@ -2,9 +2,10 @@
 
 - **Tabs.** With target discovery on, it counts the events of its targets (a tab created,
   gone, navigated or retitled: `Target.targetCreated`, `targetDestroyed`,
-  `targetInfoChanged`, `targetCrashed`), so that a tab listing nothing changed since is
-  answered as it was, without asking DevTools' `/json/list` (every batch's answer carries
-  the tabs: pages.py lists them afresh when this says they changed).
+  `targetInfoChanged`, `targetCrashed`) and the pages' navigations begun and committed
+  (`Page.frameStartedNavigating`, `frameNavigated`), so that a tab listing nothing changed
+  since is answered as it was, without asking DevTools' `/json/list` (every batch's answer
+  carries the tabs: pages.py lists them afresh when this says they changed).
 - **Clicks that landed.** Attached to every page and cross-site frame
   (`Target.setAutoAttach`, flat sessions), it makes a world of its own in each document
   (`Page.createIsolatedWorld`: the page's scripts cannot see it) with a binding and a
@@ -48,6 +49,12 @@ TAB_EVENTS = frozenset(
         "Target.targetCrashed",
     }
 )
+# A navigation the browser began (Page.navigate, the address bar) shows its new address in
+# DevTools' /json/list from its start, about 30 ms before `Target.targetInfoChanged`, which
+# comes once it commits: the attached pages' own events of a navigation begun and committed
+# count as changes of the listing too, so that a kept listing never shows an address a
+# fresh one would not.
+NAVIGATION_EVENTS = frozenset({"Page.frameStartedNavigating", "Page.frameNavigated"})
 WORLD = "holm"
 BINDING = "__holmLanded"
 # Run in the agent's own world of a document; it listens in the capture phase. A page sees
@@ -103,6 +110,8 @@ class TabWatch:
                 elif data.get("method") == "Runtime.bindingCalled":
                     self._landed(data.get("params"))
                 else:
+                    if data.get("method") in NAVIGATION_EVENTS:
+                        self.changes += 1
                     await worlds.follow(data)
         except (devtools_wire.Unreachable, OSError, KeyError, ValueError) as exc:
             log.info("the tab watch of DevTools on port %s ended: %s", port, exc)
