@@ -16,6 +16,7 @@ import struct
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 from aiohttp import WSMsgType, web
@@ -149,12 +150,12 @@ class _FakeBrowser(threading.Thread):
     then the browser's WebSocket, which answers target discovery and, once `go` is set,
     tells what the test asks (`told`)."""
 
-    def __init__(self, told: str) -> None:
+    def __init__(self, told: list[dict[str, Any]]) -> None:
         super().__init__(daemon=True)
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.go = threading.Event()
-        self.told = json.dumps({"method": told, "params": {}, "sessionId": "S"})
+        self.told = told
 
     def run(self) -> None:
         with self.listener.accept()[0] as http:
@@ -171,7 +172,7 @@ class _FakeBrowser(threading.Thread):
             ws.recv(65536)  # Target.setDiscoverTargets
             ws.sendall(_text('{"id": 1, "result": {}}'))
             self.go.wait(10)
-            ws.sendall(_text(self.told))
+            ws.sendall(b"".join(_text(json.dumps(message)) for message in self.told))
             self.go.clear()
             self.go.wait(10)
 
@@ -197,13 +198,39 @@ def _text(message: str) -> bytes:
     return struct.pack("!BB", 0x81, len(data)) + data
 
 
-# What changes a tab listing: a target's change, and a page's navigation begun (DevTools'
-# /json/list shows the new address from then on) or committed.
+# A page (tab) T attached on session S, as Chromium tells it; its main frame has its ID.
+ATTACHED = {
+    "method": "Target.attachedToTarget",
+    "params": {"sessionId": "S", "targetInfo": {"targetId": "T", "type": "page"}},
+}
+
+
+def _on_page(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"method": method, "params": params, "sessionId": "S"}
+
+
+# What changes a tab listing: a target's change, and a navigation of a page's main frame
+# begun (DevTools' /json/list shows the new address from then on) or committed; not a
+# navigation of a frame inside the page.
 @pytest.mark.parametrize(
-    "told", ["Target.targetInfoChanged", "Page.frameStartedNavigating", "Page.frameNavigated"]
+    ("told", "changes"),
+    [
+        ([{"method": "Target.targetInfoChanged", "params": {}}], 1),
+        ([ATTACHED, _on_page("Page.frameStartedNavigating", {"frameId": "T"})], 1),
+        ([ATTACHED, _on_page("Page.frameNavigated", {"frame": {"id": "T"}})], 1),
+        (
+            [
+                ATTACHED,
+                _on_page("Page.frameStartedNavigating", {"frameId": "F"}),
+                _on_page("Page.frameNavigated", {"frame": {"id": "F", "parentId": "T"}}),
+            ],
+            0,
+        ),
+    ],
+    ids=["target changed", "navigation begun", "navigation committed", "a frame inside"],
 )
 async def test_a_watch_reads_what_already_came_before_a_listing_trusts_its_count(
-    told: str,
+    told: list[dict[str, Any]], changes: int
 ) -> None:
     browser = _FakeBrowser(told)
     browser.start()
@@ -222,7 +249,8 @@ async def test_a_watch_reads_what_already_came_before_a_listing_trusts_its_count
         assert watch.changes == before
 
         assert await watch.caught_up()
-        assert watch.changes == before + 1
+        assert watch.changes == before + changes
+        assert watch.messages == len(told) + 1
     finally:
         browser.go.set()
         watching.cancel()

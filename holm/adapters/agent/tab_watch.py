@@ -2,10 +2,11 @@
 
 - **Tabs.** With target discovery on, it counts the events of its targets (a tab created,
   gone, navigated or retitled: `Target.targetCreated`, `targetDestroyed`,
-  `targetInfoChanged`, `targetCrashed`) and the pages' navigations begun and committed
-  (`Page.frameStartedNavigating`, `frameNavigated`), so that a tab listing nothing changed
-  since is answered as it was, without asking DevTools' `/json/list` (every batch's answer
-  carries the tabs: pages.py lists them afresh when this says they changed).
+  `targetInfoChanged`, `targetCrashed`) and the navigations of the pages' main frames begun
+  and committed (`Page.frameStartedNavigating`, `frameNavigated`), so that a tab listing
+  nothing changed since is answered as it was, without asking DevTools' `/json/list`
+  (every batch's answer carries the tabs: pages.py lists them afresh when this says they
+  changed).
 - **Clicks that landed.** Attached to every page and cross-site frame
   (`Target.setAutoAttach`, flat sessions), it makes a world of its own in each document
   (`Page.createIsolatedWorld`: the page's scripts cannot see it) with a binding and a
@@ -51,9 +52,10 @@ TAB_EVENTS = frozenset(
 )
 # A navigation the browser began (Page.navigate, the address bar) shows its new address in
 # DevTools' /json/list from its start, about 30 ms before `Target.targetInfoChanged`, which
-# comes once it commits: the attached pages' own events of a navigation begun and committed
-# count as changes of the listing too, so that a kept listing never shows an address a
-# fresh one would not.
+# comes once it commits: the attached pages' own events of a navigation of their main frame
+# begun and committed count as changes of the listing too, so that a kept listing never
+# shows an address a fresh one would not. (A frame inside a page is no tab: its navigations
+# do not count.)
 NAVIGATION_EVENTS = frozenset({"Page.frameStartedNavigating", "Page.frameNavigated"})
 WORLD = "holm"
 BINDING = "__holmLanded"
@@ -110,7 +112,7 @@ class TabWatch:
                 elif data.get("method") == "Runtime.bindingCalled":
                     self._landed(data.get("params"))
                 else:
-                    if data.get("method") in NAVIGATION_EVENTS:
+                    if data.get("method") in NAVIGATION_EVENTS and worlds.of_a_tab(data):
                         self.changes += 1
                     await worlds.follow(data)
         except (devtools_wire.Unreachable, OSError, KeyError, ValueError) as exc:
@@ -151,6 +153,19 @@ class _Worlds:
         self.ids = itertools.count(2)
         # The world asked for, by command id: the session it belongs to.
         self.making: dict[int, str] = {}
+        # The page (tab) each page session is attached to, by session: a page's main frame
+        # has the page's target ID.
+        self.pages: dict[str, str] = {}
+
+    def of_a_tab(self, data: dict[str, Any]) -> bool:
+        """Whether a page event is of a tab's main frame, not of a frame inside a page."""
+        params = data.get("params")
+        if not isinstance(params, dict):
+            return False
+        frame = params.get("frame")
+        frame_id = frame.get("id") if isinstance(frame, dict) else params.get("frameId")
+        page = self.pages.get(str(data.get("sessionId")))
+        return page is not None and frame_id == page
 
     async def send(self, method: str, params: dict[str, object], session: str | None = None) -> int:
         command = next(self.ids)
@@ -168,6 +183,8 @@ class _Worlds:
             info = params.get("targetInfo")
             if isinstance(info, dict) and info.get("type") in ("page", "iframe"):
                 session = str(params.get("sessionId"))
+                if info.get("type") == "page":
+                    self.pages[session] = str(info.get("targetId"))
                 await self.send("Page.enable", {}, session)
                 # Its cross-site frames are targets of their own.
                 await self.send("Target.setAutoAttach", _ATTACH, session)
