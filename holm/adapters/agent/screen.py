@@ -36,6 +36,8 @@ from holm.wire.runtime import FrameResult
 from holm.wire.values import PNG, Encoding, Point, Region, Selection
 
 T = TypeVar("T")
+# A region as asked (its place, scale and pointer) and the hashes of its tiles.
+PartKey = tuple[Region, int, tuple[int, int] | None, bytes]
 C = TypeVar("C")
 
 STILL_POLL_S = 0.05
@@ -84,7 +86,7 @@ class Screen:
         self._encoded: tuple[str, Encoding, bytes] | None = None
         # The last region asked (its place, scale, pointer and the hashes of its tiles) and
         # its hash: on the capture thread only.
-        self._part_hash: tuple[tuple[Region, int, tuple[int, int] | None, bytes], str] | None = None
+        self._part_hash: tuple[PartKey, str] | None = None
         self._damage: DamageWatch | None = None
         self._query_conn: Display | None = None
         # Made on the query thread at the first listing.
@@ -286,10 +288,18 @@ class Screen:
         """A region's hash when none of its tiles was drawn on since it was last asked for
         (the same place, scale and pointer), from what was kept then; None when its pixels
         must be read (`_part`)."""
-        kept = self._part_hash
-        if kept is None or not grid.tracks_damage or not grid.clean_in(area):
+        if self._part_hash is None or not grid.tracks_damage or not grid.clean_in(area):
             return None
-        return kept[1] if kept[0] == (area, scale, at, grid.hashes_meeting(area)) else None
+        return self._kept_part_hash(self._part_key(grid, area, scale, at))
+
+    @staticmethod
+    def _part_key(grid: TileGrid, area: Region, scale: int, at: tuple[int, int] | None) -> PartKey:
+        return (area, scale, at, grid.hashes_meeting(area))
+
+    def _kept_part_hash(self, key: PartKey) -> str | None:
+        """The hash kept of the last region asked, when it was asked as `key`."""
+        kept = self._part_hash
+        return kept[1] if kept is not None and kept[0] == key else None
 
     def _part(
         self,
@@ -310,10 +320,10 @@ class Screen:
             digest = self.hasher.picture(shot.data, shot.width, shot.height, scale, at)
         else:
             grid.refresh(area)
-            key = (area, scale, at, grid.hashes_meeting(area))
-            kept = self._part_hash
-            if kept is not None and kept[0] == key:
-                digest, shot = kept[1], None  # its pixels are copied only if needed
+            key = self._part_key(grid, area, scale, at)
+            kept = self._kept_part_hash(key)
+            if kept is not None:
+                digest, shot = kept, None  # its pixels are copied only if needed
             else:
                 shot = Raw(grid.crop(area), area.width, area.height)
                 digest = self.hasher.picture(shot.data, shot.width, shot.height, scale, at)
