@@ -93,6 +93,8 @@ _ENV = {
     "fork_limit_secs": "HOLM_FORK_LIMIT_SECS",
     "pool": "HOLM_POOL",
 }
+# Read by holm.server before the rest, to log what loading them says.
+LOG_LEVEL, DEFAULT_LOG_LEVEL = "HOLM_LOG_LEVEL", "INFO"
 # A spec digest, as `holm.wire.spec.spec_digest` makes it.
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -118,14 +120,13 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: object) -
 
 
 def defaults() -> list[tuple[str, str]]:
-    """Each variable holmd reads beside its default, for `holmd --help` (the log level is
-    read by holm.server)."""
+    """Each variable holmd reads beside its default, for `holmd --help`."""
     config = Config()
     shown = []
     for field, var in _ENV.items():
         value = getattr(config, field)
         shown.append((var, "none" if value in (None, (), {}) else str(value)))
-    return [*shown, ("HOLM_LOG_LEVEL", "INFO")]
+    return [*shown, (LOG_LEVEL, DEFAULT_LOG_LEVEL)]
 
 
 def parse_pool(text: str) -> dict[str, int]:

@@ -11,7 +11,7 @@ import sys
 from aiohttp import web
 
 from holm import __version__
-from holm.config import defaults, load_config
+from holm.config import DEFAULT_LOG_LEVEL, LOG_LEVEL, defaults, load_config
 from holm.http.app import create_app
 
 USAGE = """usage: holmd [--help | --version]
@@ -47,7 +47,7 @@ def _answer_arguments(args: list[str]) -> None:
 def main() -> None:
     _answer_arguments(sys.argv[1:])
     logging.basicConfig(
-        level=os.environ.get("HOLM_LOG_LEVEL", "INFO").upper(),
+        level=os.environ.get(LOG_LEVEL, DEFAULT_LOG_LEVEL).upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
