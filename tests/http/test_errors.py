@@ -14,11 +14,56 @@ from http_kit import Client, MakeClient, engine_of, error_of, new_box, ok_json
 from holm.adapters.memory.runtime import MemoryDesktop, MemoryRuntime, MemoryWorld
 from holm.engine.journal import entry
 from holm.events import MemoryStore
+from holm.http.app import declared_routes
 from holm.http.routes.unbuilt import ROUTES as UNBUILT
 from holm.wire.entries import Entry, TakeoverStarted
 from holm.wire.runtime import Capabilities
 
 CLICK = {"actions": [{"type": "click", "at": {"x": 1, "y": 1}}]}
+CONFIRM = {"x-holm-confirm-delete": "true"}
+# A body or query each route that needs one takes, by the end of its path, so that a call
+# passes decoding and meets the box's state.
+_BODIES: dict[str, dict[str, Any]] = {
+    "/apps": {"apps": ["gimp"]},
+    "/actions": CLICK,
+    "/clipboard": {"text": "x"},
+    "/arrange": {"how": "maximise"},
+    "/page/element": {"op": "focus", "query": "x"},
+    "/page/evaluate": {"expression": "1"},
+    "/cookies": {"cookies": [{"name": "a", "value": "b"}], "url": "http://x/"},
+    "/desktop/node": {"op": "tree"},
+    "/state/load": {"session_json": "{}"},
+    "/exec": {"argv": ["true"]},
+    "/files": {"path": "/tmp/a", "contents_base64": ""},
+    "/files/grep": {"pattern": "x"},
+}
+_QUERIES = {
+    "/files": "path=/tmp",
+    "/files/list": "path=/tmp",
+    "/files/glob": "pattern=x",
+    "/page/find": "q=x",
+}
+# The box's history, which stays readable after it is removed (and while it starts).
+_HISTORY = ("/trace", "/trace/frames/{hash}", "/trace/view", "/diff/{b}")
+
+
+def calls_into(box: str) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """One call of each route that names a box by its bearer token (a ticket's routes
+    check the ticket first), with a body or query that decodes; the history reads aside."""
+    calls = []
+    for route in declared_routes():
+        if "{id}" not in route.path or route.auth == "none" or route.path.endswith(_HISTORY):
+            continue
+        path = route.path.replace("{id}", box).replace("{screen:\\d+}", "0")
+        path = path.replace("{window}", "0x1").replace("{tab}", "t1")
+        sends = route.method in ("POST", "PUT")
+        body = next((b for end, b in _BODIES.items() if path.endswith(end)), {})
+        query = next((q for end, q in _QUERIES.items() if path.endswith(end)), "")
+        if sends:
+            calls.append((route.method, path, body))
+        else:
+            calls.append((route.method, f"{path}?{query}" if query else path, None))
+    return calls
 
 
 # bad_request, 400 (and the statuses chosen for what the table does not name)
@@ -184,6 +229,11 @@ async def test_a_removed_box_answers_gone_but_its_trace_stays(client: Client) ->
         await error_of(response, 410, "gone")
     response = await client.delete(f"/v1/boxes/{box}", headers={"x-holm-confirm-delete": "true"})
     await error_of(response, 410, "gone")
+    for method, path, body in calls_into(box):
+        if not path.endswith("/fork"):
+            # "each later call to it answers 410" (rest-api.md); a fork reads its trace.
+            response = await client.request(method, path, json=body, headers=CONFIRM)
+            await error_of(response, 410, "gone")
     listed = await ok_json(await client.get("/v1/boxes"))
     assert listed["boxes"] == []
     page = await ok_json(await client.get(f"/v1/boxes/{box}/trace"))

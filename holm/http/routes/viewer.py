@@ -14,6 +14,7 @@ from urllib.parse import quote, urlencode
 
 from aiohttp import web
 
+from holm.engine import guards
 from holm.errors import NotFound
 from holm.wire.actions import Action
 from holm.wire.api import (
@@ -94,9 +95,9 @@ async def give_back(request: web.Request) -> web.Response:
 async def viewers(request: web.Request) -> web.Response:
     box_id, screen = box_and_screen(request)
     engine = engine_of(request)
-    state = await engine.box(box_id)
-    if not 0 <= screen < state.screens:
-        raise NotFound(f"box {box_id} has {state.screens} screen(s); no screen {screen}")
+    # A removed box answers `410` to this as to every call into it.
+    state = guards.live(await engine.box(box_id), box_id)
+    guards.screen_of(state, screen, drive=False)
     live = request.app[LIVE]
     driving = live.count(box_id, screen, "control")
     taken = engine.taken_over(box_id, screen)
