@@ -624,8 +624,8 @@ class Engine:
 
     async def give_back(self, box_id: str, screen: int) -> bool:
         """The agent takes the screen back: `takeover_ended`. False, and nothing recorded,
-        when no person had it."""
-        state = guards.live(self.journal.state(box_id), box_id)
+        when no person had it (a starting or failed box refuses it, as every call)."""
+        state = guards.usable(self.journal.state(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         async with self._screen_lock(box_id, screen):
             if not self.taken_over(box_id, screen):

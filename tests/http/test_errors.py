@@ -262,6 +262,12 @@ async def test_a_starting_box_refuses_calls(make_client: MakeClient) -> None:
     box = (await created.json())["id"]
     response = await client.post(f"/v1/boxes/{box}/exec", json={"argv": ["true"]})
     assert "starting" in await error_of(response, 409, "denied")
+    # "A box that is starting or failed refuses other calls with 409": all but reading it
+    # and deleting it.
+    for method, path, body in calls_into(box):
+        if path != f"/v1/boxes/{box}":
+            response = await client.request(method, path, json=body, headers=CONFIRM)
+            await error_of(response, 409, "denied")
 
 
 # screen_unavailable, 409
@@ -287,6 +293,10 @@ async def test_a_launch_the_runtime_could_not_do(
     assert "Xvfb did not start" in await error_of(response, 422, "failed")
     (box,) = (await ok_json(await client.get("/v1/boxes")))["boxes"]
     assert (box["state"], box["reason"]) == ("failed", "Xvfb did not start")
+    for method, path, body in calls_into(box["id"]):
+        if path != f"/v1/boxes/{box['id']}":
+            response = await client.request(method, path, json=body, headers=CONFIRM)
+            await error_of(response, 409, "denied")
 
 
 # transport, 502

@@ -95,8 +95,8 @@ async def give_back(request: web.Request) -> web.Response:
 async def viewers(request: web.Request) -> web.Response:
     box_id, screen = box_and_screen(request)
     engine = engine_of(request)
-    # A removed box answers `410` to this as to every call into it.
-    state = guards.live(await engine.box(box_id), box_id)
+    # A removed box answers `410`, a starting or failed one `409`, as to every call into it.
+    state = guards.usable(await engine.box(box_id), box_id)
     guards.screen_of(state, screen, drive=False)
     live = request.app[LIVE]
     driving = live.count(box_id, screen, "control")
