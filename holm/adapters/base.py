@@ -72,9 +72,12 @@ class Runtime(Protocol):
 
     def can(self) -> Capabilities: ...
 
-    async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+    async def create(
+        self, box_id: str, spec: Spec, placement: Placement, *, owner: str | None = None
+    ) -> Started:
         """Bring a new box up and return when its desktop is ready (screens up, Chromium's
-        window mapped). Refuse what it cannot do with `Unsupported`."""
+        window mapped). Refuse what it cannot do with `Unsupported`. The box keeps `owner`
+        (its workspace) with its spec and placement, and lists it."""
         ...
 
     async def pause(self, box_id: str) -> None: ...
@@ -113,9 +116,11 @@ class SpareBoxes(Protocol):
         """Bring a spare up, as `create` brings a box up."""
         ...
 
-    async def claim(self, box_id: str, placement: Placement) -> Started:
+    async def claim(
+        self, box_id: str, placement: Placement, *, owner: str | None = None
+    ) -> Started:
         """The spare becomes a box as `create` would have made it, with `placement` (its
-        lifetime is the taker's); from then on it is listed as any box. `NotFound` when
+        lifetime is the taker's) and `owner`; from then on it is listed as any box. `NotFound` when
         there is no such spare, `Transport` when its processes ended."""
         ...
 

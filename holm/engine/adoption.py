@@ -119,6 +119,7 @@ def _adopted_unknown(runtime: str, box: RuntimeBox) -> Adopted:
         placement=placement,
         spec_digest=spec_digest(spec),
         expires_at_ms=created + lifetime * 1000,
+        owner=box.owner,
     )
 
 

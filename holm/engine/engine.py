@@ -253,7 +253,8 @@ class Engine:
                 await self.pool.discard(spare)
             raise
         if self.pool is not None and spare is not None:
-            started = await self.pool.claim(box_id, (await self.box(box_id)).placement)
+            taken = await self.box(box_id)
+            started = await self.pool.claim(box_id, taken.placement, owner=taken.owner)
             if started is not None:
                 await self._record_started(box_id, self.pool.runtime, started)
                 return await self.box(box_id)
@@ -329,7 +330,8 @@ class Engine:
         runtime = self._runtime_named(state.runtime)
         spec, placement = state.spec or Spec(), state.placement or Placement()
         try:
-            started = await boundary(runtime.create(box_id, spec, placement), "creating a box")
+            created = runtime.create(box_id, spec, placement, owner=state.owner)
+            started = await boundary(created, "creating a box")
         except HolmError as exc:
             await self.journal.append(box_id, [entry(BoxFailed, "system", why=exc.message)])
             raise

@@ -114,11 +114,14 @@ class WarmPool:
         """Wait for the refills under way to end (for tests and benches)."""
         await asyncio.gather(*self._fillers.values(), return_exceptions=True)
 
-    async def claim(self, box_id: str, placement: Placement | None) -> Started | None:
-        """Make the spare taken as `box_id` that box, with its `placement`; None (and the
-        spare removed) when it cannot serve, and the box is then started cold."""
+    async def claim(
+        self, box_id: str, placement: Placement | None, *, owner: str | None = None
+    ) -> Started | None:
+        """Make the spare taken as `box_id` that box, with its `placement` and `owner`;
+        None (and the spare removed) when it cannot serve, and the box is then started
+        cold."""
         assert isinstance(self.runtime, SpareBoxes)
-        claiming = self.runtime.claim(box_id, placement or self.placement)
+        claiming = self.runtime.claim(box_id, placement or self.placement, owner=owner)
         try:
             return await boundary(claiming, "taking a spare box")
         except HolmError as exc:

@@ -55,6 +55,9 @@ class RuntimeBox(msgspec.Struct, kw_only=True):
     spec: Spec | None = None
     placement: Placement | None = None
     created_at_ms: int | None = None
+    # The workspace that launched it (None: the server token), so that an adopted box
+    # stays its workspace's.
+    owner: str | None = None
     # A box started for the warm pool and not taken yet: no one's box, never adopted.
     spare: bool = False
 

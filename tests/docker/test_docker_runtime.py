@@ -197,7 +197,7 @@ async def test_a_new_runtime_object_adopts_the_boxes_of_the_last(
     box_id = new_box_id()
     spec = Spec(desktop=DesktopSpec(width=1024, height=768))
     placement = Placement(memory="1g", persistent=True)
-    await first.create(box_id, spec, placement)
+    await first.create(box_id, spec, placement, owner="ws_acme")
     await (await first.desktop(box_id)).act(0, Click(at=Point(x=10, y=20)))
     await first.close()
 
@@ -208,6 +208,7 @@ async def test_a_new_runtime_object_adopts_the_boxes_of_the_last(
     assert listed.server_id == server_id
     assert listed.spec == spec
     assert listed.placement == placement
+    assert listed.owner == "ws_acme"
     assert listed.created_at_ms is not None
     desktop = await second.desktop(box_id)
     assert await cursor(desktop, 0) == Point(x=10, y=20)

@@ -34,10 +34,12 @@ class WatchingRuntime(MemoryRuntime):
     engine: Engine | None = None
     seen_at_create: list[str] | None = None
 
-    async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+    async def create(
+        self, box_id: str, spec: Spec, placement: Placement, *, owner: str | None = None
+    ) -> Started:
         assert self.engine is not None
         self.seen_at_create = kinds(await trace_of(self.engine, box_id))
-        return await super().create(box_id, spec, placement)
+        return await super().create(box_id, spec, placement, owner=owner)
 
 
 async def test_box_created_is_durable_before_the_runtime_starts_the_box(
@@ -229,8 +231,10 @@ class _BuildingRuntime(MemoryRuntime):
         super().__init__(server_id=SERVER_ID, world=world)
         self.images: set[str] = set()
 
-    async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
-        started = await super().create(box_id, spec, placement)
+    async def create(
+        self, box_id: str, spec: Spec, placement: Placement, *, owner: str | None = None
+    ) -> Started:
+        started = await super().create(box_id, spec, placement, owner=owner)
         digest = spec_digest(spec)
         if digest not in self.images:
             self.images.add(digest)

@@ -466,7 +466,7 @@ async def test_a_restarted_server_keeps_traces_and_adopts_boxes(
     # While the server is down, a box of this server appears that its store never saw.
     runtime = LocalRuntime(server.state_dir / "boxes", server_id_of(server.state_dir))
     orphan = "box_" + "0" * 31 + "1"
-    await runtime.create(orphan, Spec(), server_placement())
+    await runtime.create(orphan, Spec(), server_placement(), owner="ws_orphans")
     await runtime.close()
     client = await server.start(events_delay_ms=0, jobs="queue", schedule="internal")
     assert (await ok_json(await client.get(f"/v1/boxes/{box}")))["state"] == "ready"
@@ -479,7 +479,7 @@ async def test_a_restarted_server_keeps_traces_and_adopts_boxes(
     assert (adopted[0]["kind"], adopted[0]["actor"], adopted[0]["seq"]) == ("adopted", "system", 0)
     assert adopted[0]["placement"]["expires_after_secs"] == 600
     got = await ok_json(await client.get(f"/v1/boxes/{orphan}"))
-    assert (got["state"], got["adopted"]) == ("ready", True)
+    assert (got["state"], got["adopted"], got["owner"]) == ("ready", True, "ws_orphans")
     ran = await ok_json(await client.post(f"/v1/boxes/{orphan}/exec", json={"argv": ["true"]}))
     assert ran["code"] == 0
     # This server queues its launches: 202 with a starting box, then ready.

@@ -57,6 +57,24 @@ async def test_keys_survive_a_restart_and_the_file_holds_no_key(tmp_path: Path) 
         ]
 
 
+async def test_boxes_a_server_takes_back_without_their_traces_keep_their_owner(
+    tmp_path: Path,
+) -> None:
+    # With the memory store a restarted server knows its boxes only from their runtime
+    # ("A box that it takes back after a restart starts a new trace, marked adopted"), and
+    # "owner is the workspace that launched the box" still.
+    world = MemoryWorld()
+    async with holmd(tmp_path, world, storage_backend="memory") as server:
+        a = await workspace_with_a_box(server, "alpha")
+        launched = await server.ok("POST", "/v1/boxes", json={})
+    async with holmd(tmp_path, world, storage_backend="memory") as server:
+        assert ids(await server.ok("GET", "/v1/boxes", a.key)) == {a.box}
+        got = await server.ok("GET", f"/v1/boxes/{a.box}", a.key)
+        assert (got["owner"], got["adopted"]) == (a.id, True)
+        theirs = await server.ok("GET", f"/v1/boxes/{launched['id']}")
+        assert "owner" not in theirs
+
+
 async def test_a_key_file_others_could_read_is_made_private_at_start(tmp_path: Path) -> None:
     world = MemoryWorld()
     async with holmd(tmp_path, world) as server:

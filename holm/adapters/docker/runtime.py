@@ -90,6 +90,8 @@ LABEL_RUN_DIR = "holm.run_dir"
 LABEL_EXPIRES = "holm.expires_after_secs"
 LABEL_IDLE = "holm.idle_timeout_secs"
 LABEL_PROFILE = "holm.profile"
+# The workspace that launched the box, for a server that adopts it without its trace.
+LABEL_OWNER = "holm.owner"
 
 # Belongs with the other settings in holm.config once Config has a field for it.
 # An engine that does not answer a ping in this long is taken as absent.
@@ -232,7 +234,9 @@ class DockerRuntime:
 
     # Lifecycle
 
-    async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+    async def create(
+        self, box_id: str, spec: Spec, placement: Placement, *, owner: str | None = None
+    ) -> Started:
         self._refuse(box_id, spec, placement)
         try:
             had = (await self.images.get_image(self.images.key(spec))).state is None
@@ -257,6 +261,8 @@ class DockerRuntime:
             labels[LABEL_IDLE] = str(placement.idle_timeout_secs)
         if placement.profile is not None:
             labels[LABEL_PROFILE] = placement.profile
+        if owner is not None:
+            labels[LABEL_OWNER] = owner
         async with self._locks.lifecycle(box_id):
             if await self._call(self._find, box_id) is not None:
                 raise BadRequest(f"the docker runtime already has a box {box_id}")
@@ -570,6 +576,7 @@ def _runtime_box(container: Any) -> RuntimeBox:
         spec=_decode_or_none(_spec_decoder, labels.get(LABEL_SPEC)),
         placement=_decode_or_none(_placement_decoder, labels.get(LABEL_PLACEMENT)),
         created_at_ms=int(labels[LABEL_CREATED]) if labels.get(LABEL_CREATED) else None,
+        owner=labels.get(LABEL_OWNER) or None,
     )
 
 

@@ -38,6 +38,8 @@ class BoxRecord(msgspec.Struct, kw_only=True):
     placement: Placement
     server_id: str | None
     created_at_ms: int
+    # The workspace that launched the box, for a server that adopts it without its trace.
+    owner: str | None = None
     # `running` from the launch until a stop; a running box whose processes are gone
     # crashed, and is listed as stopped.
     state: Literal["running", "stopped"] = "running"

@@ -152,13 +152,17 @@ class LocalRuntime:
 
     # Lifecycle
 
-    async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
-        return await self._create(box_id, spec, placement, spare=False)
+    async def create(
+        self, box_id: str, spec: Spec, placement: Placement, *, owner: str | None = None
+    ) -> Started:
+        return await self._create(box_id, spec, placement, spare=False, owner=owner)
 
     async def create_spare(self, box_id: str, spec: Spec, placement: Placement) -> Started:
         return await self._create(box_id, spec, placement, spare=True)
 
-    async def claim(self, box_id: str, placement: Placement) -> Started:
+    async def claim(
+        self, box_id: str, placement: Placement, *, owner: str | None = None
+    ) -> Started:
         async with self._locks.lifecycle(box_id):
             paths, record = self._record(box_id)
             if not record.spare:
@@ -169,12 +173,19 @@ class LocalRuntime:
             # changes, and from when its lifetime counts.
             record.spare = False
             record.placement = placement
+            record.owner = owner
             record.created_at_ms = _now_ms()
             await _in_thread(write_record, paths.record, record)
             return self._started(paths, record)
 
     async def _create(
-        self, box_id: str, spec: Spec, placement: Placement, *, spare: bool
+        self,
+        box_id: str,
+        spec: Spec,
+        placement: Placement,
+        *,
+        spare: bool,
+        owner: str | None = None,
     ) -> Started:
         self._refuse(box_id, spec, placement)
         paths = BoxPaths(self.boxes_dir, box_id)
@@ -184,6 +195,7 @@ class LocalRuntime:
             placement=placement,
             server_id=self.server_id,
             created_at_ms=_now_ms(),
+            owner=owner,
             spare=spare,
         )
         async with self._locks.lifecycle(box_id):
@@ -245,6 +257,7 @@ class LocalRuntime:
                 spec=r.spec,
                 placement=r.placement,
                 created_at_ms=r.created_at_ms,
+                owner=r.owner,
                 spare=r.spare,
             )
             for r in records

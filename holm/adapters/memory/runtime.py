@@ -139,6 +139,7 @@ class MemoryBox:
         self.spec = spec
         self.placement = placement
         self.server_id = server_id
+        self.owner: str | None = None
         self.created_at_ms = int(time.time() * 1000)
         self.state: Literal["running", "paused", "stopped"] = "running"
         self.screens = [
@@ -199,7 +200,9 @@ class MemoryRuntime:
             raise NotFound(f"the {self.name} runtime has no box {box_id}")
         return box
 
-    async def create(self, box_id: str, spec: Spec, placement: Placement) -> Started:
+    async def create(
+        self, box_id: str, spec: Spec, placement: Placement, *, owner: str | None = None
+    ) -> Started:
         self._reach()
         if spec.desktop.packages:
             raise Unsupported(f"the {self.name} runtime cannot install packages")
@@ -208,6 +211,7 @@ class MemoryRuntime:
         if self.fail_create is not None:
             raise Failed(self.fail_create)
         box = self.world.boxes[box_id] = MemoryBox(box_id, spec, placement, self.server_id)
+        box.owner = owner
         box.max_sleep_secs = self.max_sleep_secs
         return self._started(box_id)
 
@@ -216,11 +220,13 @@ class MemoryRuntime:
         self.world.boxes[box_id].spare = True
         return started
 
-    async def claim(self, box_id: str, placement: Placement) -> Started:
+    async def claim(
+        self, box_id: str, placement: Placement, *, owner: str | None = None
+    ) -> Started:
         box = self._box(box_id)
         if not box.spare:
             raise NotFound(f"the {self.name} runtime has no spare box {box_id}")
-        box.spare, box.placement = False, placement
+        box.spare, box.placement, box.owner = False, placement, owner
         box.created_at_ms = int(time.time() * 1000)
         return self._started(box_id)
 
@@ -260,6 +266,7 @@ class MemoryRuntime:
                 spec=box.spec,
                 placement=box.placement,
                 created_at_ms=box.created_at_ms,
+                owner=box.owner,
                 spare=box.spare,
             )
             for box in self.world.boxes.values()
