@@ -122,7 +122,8 @@ def remote(command: Callable[..., None]) -> Callable[..., None]:
         "--url",
         "server_url",
         metavar="URL",
-        help="holmd's URL. Default: $HOLM_SERVER_URL, else http://127.0.0.1:8080.",
+        help="holmd's URL. Default: $HOLM_SERVER_URL, else http://$HOLM_SERVER_ADDR, else "
+        "http://127.0.0.1:8080.",
     )
     @functools.wraps(command)
     def with_remote(

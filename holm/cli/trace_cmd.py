@@ -121,7 +121,8 @@ _kind_decoder = msgspec.json.Decoder(_Kind)
     "server_url",
     metavar="URL",
     help="holmd's URL, for a BOX_ID or `ls`. Default: $HOLM_SERVER_URL, else "
-    "http://127.0.0.1:8080 (`ls` reads the state dir unless given --url).",
+    "http://$HOLM_SERVER_ADDR, else http://127.0.0.1:8080 (`ls` reads the state dir unless "
+    "given --url).",
 )
 def trace(
     target: str,

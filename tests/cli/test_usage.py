@@ -83,6 +83,14 @@ def test_url_on_the_command_line_wins_over_the_environment() -> None:
     assert url in result.stderr
 
 
+@pytest.mark.parametrize("command", ["new", "ls", "trace"])
+def test_the_url_option_names_every_place_the_url_comes_from(command: str) -> None:
+    # The client reads HOLM_SERVER_ADDR too (rest-api.md: "http://127.0.0.1:8080 unless
+    # HOLM_SERVER_ADDR changes it"), so the help says so.
+    shown = " ".join(holm(command, "--help").output.split())
+    assert "$HOLM_SERVER_URL, else http://$HOLM_SERVER_ADDR, else http://127.0.0.1:8080" in shown
+
+
 def test_every_error_code_has_its_own_exit_code() -> None:
     assert set(EXIT_CODES) == set(ERRORS_BY_CODE)
     codes = [*EXIT_CODES.values(), EXIT_UNREACHABLE]
