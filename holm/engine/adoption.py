@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from holm.adapters.base import Runtime
 from holm.errors import HolmError
+from holm.projections.box_state import LOST_REASON
 from holm.wire.entries import (
     Adopted,
     BoxFailed,
@@ -37,7 +38,7 @@ from holm.wire.spec import DEFAULT_LIFETIME_SECS, Placement, Spec, spec_digest
 
 from .guards import boundary
 from .journal import entry, now_ms
-from .reaper import LOST_REASON, UNREACHABLE_REASON
+from .reaper import UNREACHABLE_REASON
 
 if TYPE_CHECKING:
     from .engine import Engine

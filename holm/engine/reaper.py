@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from holm.errors import HolmError
-from holm.projections.box_state import BoxState
+from holm.projections.box_state import LOST_REASON, BoxState
 
 from .guards import boundary
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LOST_REASON = "the runtime no longer has the box"
 UNREACHABLE_REASON = "the runtime cannot be reached"
 
 

@@ -4,6 +4,7 @@ at any time and equal the live one."""
 
 from holm.projections.box_state import (
     DELETED_REASON,
+    LOST_REASON,
     BoxState,
     Holder,
     NotABoxTrace,
@@ -21,6 +22,7 @@ __all__ = [
     "INCOMPLETE_LINE",
     "LIMIT_DEFAULT",
     "LIMIT_MAX",
+    "LOST_REASON",
     "BoxState",
     "Event",
     "EventKind",

@@ -55,6 +55,8 @@ from holm.wire.spec import DEFAULT_HEIGHT, DEFAULT_WIDTH, Placement, Spec, canon
 Holder = Literal["agent", "person"]
 
 DELETED_REASON = "deleted"
+# The reason of the `gone` the server records for a box its runtime no longer has.
+LOST_REASON = "the runtime no longer has the box"
 
 _T = TypeVar("_T")
 # What a box did that changes nothing of its state but when it was last used.
@@ -329,6 +331,7 @@ def _put(items: tuple[_T, ...], index: int, value: _T, filler: _T) -> tuple[_T, 
 
 __all__ = [
     "DELETED_REASON",
+    "LOST_REASON",
     "BoxState",
     "Holder",
     "NotABoxTrace",

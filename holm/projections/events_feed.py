@@ -7,7 +7,8 @@ The events, and the entry each comes from:
 
     box.created        box_created            box.ready          box_ready, box_resumed
     box.paused         box_paused             box.stopped        box_stopped
-    box.removed        box_deleted, gone      box.unreachable    box_unreachable
+    box.removed        box_deleted, gone      box.unreachable    box_unreachable, gone
+                                                                 (its runtime lost it)
     box.failed         box_failed             screen.taken_over  takeover_started
     screen.given_back  takeover_ended         image.built        image_built (server trace)
     image.removed      image_removed (server trace)
@@ -38,7 +39,7 @@ import msgspec
 
 from holm.config import Config
 from holm.errors import BadRequest
-from holm.projections.box_state import DELETED_REASON
+from holm.projections.box_state import DELETED_REASON, LOST_REASON
 from holm.wire.entries import (
     Adopted,
     BoxCreated,
@@ -91,6 +92,10 @@ def event_of(trace: str, entry: Entry, box: _Box | None) -> Event | None:
         case BoxStopped():
             return _box_event("box.stopped", trace, entry, box)
         case BoxGone(reason=reason):
+            # rest-api.md: `box.unreachable` is "the runtime no longer has the box";
+            # `box.removed` a box deleted or past its deadline.
+            if reason == LOST_REASON:
+                return _box_event("box.unreachable", trace, entry, box, {"reason": reason})
             return _box_event("box.removed", trace, entry, box, {"reason": reason})
         case BoxDeleted():
             return _box_event("box.removed", trace, entry, box, {"reason": DELETED_REASON})

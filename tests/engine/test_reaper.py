@@ -10,8 +10,9 @@ from engine_kit import SERVER_ID, MakeEngine, fields, kinds, run, trace_of
 from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 from holm.engine import Engine
 from holm.engine.journal import now_ms
-from holm.engine.reaper import LOST_REASON, UNREACHABLE_REASON, reap
+from holm.engine.reaper import UNREACHABLE_REASON, reap
 from holm.errors import Unavailable
+from holm.projections import LOST_REASON
 from holm.wire.entries import BoxGone, Executed
 from holm.wire.spec import Placement, Spec
 

@@ -23,7 +23,8 @@ from PIL import Image
 from holm.adapters.local.runtime import LocalRuntime
 from holm.config import server_id_of
 from holm.engine.journal import now_ms
-from holm.engine.reaper import LOST_REASON, reap
+from holm.engine.reaper import reap
+from holm.projections import LOST_REASON
 from holm.wire.spec import Placement, Spec
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]

@@ -12,7 +12,14 @@ from projection_kit import T0, TraceBuilder, box_trace, server_trace
 
 from holm.config import Config
 from holm.errors import BadRequest
-from holm.projections import LIMIT_MAX, Event, EventsFeed, events_from_traces, read_page
+from holm.projections import (
+    LIMIT_MAX,
+    LOST_REASON,
+    Event,
+    EventsFeed,
+    events_from_traces,
+    read_page,
+)
 from holm.wire.entries import (
     SERVER_TRACE,
     BoxDeleted,
@@ -84,6 +91,17 @@ def test_delete_is_a_removal(trace: TraceBuilder) -> None:
     trace.add(BoxDeleted)
     events = feed_of(trace).read(now_ms=LATER).events
     assert [(e.kind, e.data) for e in events][-1] == ("box.removed", {"reason": "deleted"})
+
+
+def test_a_box_its_runtime_no_longer_has_is_unreachable(trace: TraceBuilder) -> None:
+    # rest-api.md: `box.unreachable`: "The runtime no longer has the box."; `box.removed`
+    # is for a box deleted or past its deadline.
+    trace.created()
+    trace.add(BoxReady, actor="system")
+    trace.add(BoxGone, actor="system", reason=LOST_REASON)
+    events = feed_of(trace).read(now_ms=LATER).events
+    assert [(e.kind, e.data) for e in events][-1] == ("box.unreachable", {"reason": LOST_REASON})
+    assert "box.removed" not in [e.kind for e in events]
 
 
 def test_images_come_from_the_server_trace() -> None:
