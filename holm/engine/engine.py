@@ -34,6 +34,7 @@ from holm.wire.api import (
     ActionsRequest,
     ActionsResult,
     Catalog,
+    ImageInfo,
     PruneReport,
     TracePage,
     TraceView,
@@ -117,6 +118,9 @@ class Engine:
         self.browser_states = BrowserStates.for_config(config)
         self.journal = Journal(store, self.feed)
         self.jobs = JobQueue(config)
+        # Image builds queued and not yet done, by (runtime, digest): read as `building`
+        # before their job begins (engine/images.py).
+        self.queued_builds: dict[tuple[str, str], ImageInfo] = {}
         self.watchers = FrameWatchers(self.journal, store, self._desktop, frame_poll_secs)
         self._box_locks: dict[str, asyncio.Lock] = {}
         self._screen_locks: dict[tuple[str, int], asyncio.Lock] = {}

@@ -100,6 +100,15 @@ async def test_a_queued_build_answers_building_then_is_built(
     building = await response.json()
     assert (building["state"], building["image"]) == ("building", "")
     assert building["digest"] == runtime.image_key(VIDEO)
+    # rest-api.md: reading the image while its job waits in the queue answers it
+    # `building`, not 404; asking again queues no second build; removing it waits.
+    image = f"/v1/runtimes/memory/images/{building['digest']}"
+    assert await ok_json(await client.get(image)) == building
+    assert await ok_json(await client.get("/v1/runtimes/memory/images")) == {"images": [building]}
+    assert await ok_json(await client.get("/v1/images")) == {"images": [building]}
+    again = await client.post("/v1/runtimes/memory/image", json={"spec": SPEC})
+    assert again.status == 202 and await again.json() == building
+    await error_of(await client.delete(image), 409, "denied")
     assert await ok_json(await client.post("/v1/jobs/run")) == {"ran": 1}
     built = await ok_json(await client.get(f"/v1/runtimes/memory/images/{building['digest']}"))
     assert built["image"].startswith("holm-box:") and "state" not in built
