@@ -219,6 +219,11 @@ async def test_a_devtools_address_relays_to_the_box_until_it_expires(
     # No bearer token: the address is the credential.
     version = await client.get(f"{prefix}/json/version", headers={"authorization": ""})
     assert version.status == 200 and "Chrome" in (await version.json())["Browser"]
+    # rest-api.md: "any" method of `…/json…` is relayed; the box's Chromium answers it.
+    for method in ("POST", "DELETE", "PATCH"):
+        url = f"{prefix}/json/version"
+        other = await client.request(method, url, headers={"authorization": ""})
+        assert other.status == 200 and "Chrome" in (await other.json())["Browser"], method
     targets = await ok_json(await client.get(f"{prefix}/json/list"))
     relayed = next(t for t in targets if t.get("title") == "Relayed")
     ws_path = relayed["webSocketDebuggerUrl"].removeprefix(f"ws://{host}")

@@ -5,7 +5,7 @@ the box's agent serves in the box's run folder (`devtools_url`, `unix:…`); no 
 port is reachable outside the box. The token is the only credential these two routes take
 (no bearer token, as the spec says), so it is random (32 bytes), scoped to one box, lives
 `ttl_secs` at most (one hour by default, 24 hours at most), and a WebSocket opened with it
-is closed when it expires. An unknown and an expired token get the same `404`. Nothing here
+is closed when it expires. An unknown and an expired token get the same `401`. Nothing here
 is recorded: a DevTools session is the user's own, outside the trace (docs/security.md)."""
 
 from __future__ import annotations
@@ -173,9 +173,11 @@ ROUTES = [
         query=CdpQuery,
         response=CdpAddress,
     ),
+    # "any" method (rest-api.md): the box's Chromium says which each endpoint takes (PUT
+    # for `/json/new`). No OPTIONS: no route here answers a CORS preflight.
     *(
         Route(method, path, relay_json, "The DevTools HTTP endpoints, relayed", auth="none")
-        for method in ("GET", "PUT")
+        for method in ("GET", "PUT", "POST", "DELETE", "PATCH")
         for path in ("/v1/cdp/{token}/json", "/v1/cdp/{token}/json/{rest:.*}")
     ),
     Route(
