@@ -3,6 +3,8 @@ box's derived state."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit, urlunsplit
+
 import msgspec
 
 from holm.events.store import TraceInfo
@@ -11,13 +13,25 @@ from holm.wire.api import BoxView, TraceView
 from holm.wire.spec import Placement, Spec, spec_digest
 
 
+def advertised(origin: str, host: str | None) -> str:
+    """`origin` with its host name replaced by `host` (a spec's `policy.advertise`: "the
+    host name to put in viewer URLs"), its scheme, port and path kept."""
+    if not host:
+        return origin
+    parts = urlsplit(origin)
+    name = f"[{host}]" if ":" in host else host
+    netloc = name if parts.port is None else f"{name}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def box_view(state: BoxState, viewer_base: str | None = None) -> BoxView:
     """The box; with `viewer_base` (the server's public origin), its viewer URLs are the
-    server's viewer pages (which take a ticket) instead of the runtime's sockets."""
+    server's viewer pages (which take a ticket) instead of the runtime's sockets, on the
+    host the spec advertises, if it names one."""
     spec = state.spec or Spec()
     viewer_urls = list(state.viewer_urls)
     if viewer_base is not None and viewer_urls:
-        base = viewer_base.rstrip("/")
+        base = advertised(viewer_base.rstrip("/"), spec.policy.advertise)
         viewer_urls = [f"{base}/v1/boxes/{state.id}/screens/{i}/view" for i in range(state.screens)]
     origin = state.forked_from
     return BoxView(

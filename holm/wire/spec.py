@@ -8,6 +8,8 @@ the same features listed by name give one digest (and one image).
 from __future__ import annotations
 
 import hashlib
+import ipaddress
+import re
 from typing import Literal
 
 import msgspec
@@ -117,6 +119,20 @@ def _valid_package(name: str) -> bool:
     return bool(name) and name[0].isalnum() and all(c.isalnum() or c in "+-.:" for c in name)
 
 
+_HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")
+
+
+def _valid_host(name: str) -> bool:
+    # It goes into URLs as their host: a name, or an address (IPv6 without brackets).
+    if _HOST_NAME.fullmatch(name):
+        return True
+    try:
+        ipaddress.IPv6Address(name)
+    except ValueError:
+        return False
+    return True
+
+
 def validate_spec(spec: Spec) -> list[str]:
     """The problems of a spec, each naming its key; empty when the spec is good."""
     problems = []
@@ -129,6 +145,9 @@ def validate_spec(spec: Spec) -> list[str]:
     for pkg in d.packages:
         if not _valid_package(pkg):
             problems.append(f"spec.desktop.packages has an invalid package name {pkg!r}")
+    advertise = spec.policy.advertise
+    if advertise is not None and not _valid_host(advertise):
+        problems.append(f"spec.policy.advertise must be a host name, not {advertise!r}")
     for name, app in spec.apps.items():
         if app.command is None and catalog_app(name) is None:
             problems.append(f"spec.apps.{name} needs a command: it is not in the catalog")

@@ -105,6 +105,7 @@ async def test_a_wrong_type_is_named(client: Client) -> None:
             "spec.apps.gimp.packages has an invalid package name",
         ),
         ({"spec": {"desktop": {"packages": ["-y"]}}}, "invalid package name '-y'"),
+        ({"spec": {"policy": {"advertise": "a.example/#"}}}, "advertise must be a host name"),
     ],
 )
 async def test_minimums_and_limits_of_a_create(

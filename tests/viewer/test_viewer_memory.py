@@ -145,3 +145,25 @@ async def test_a_server_of_another_rfb_version_is_cut_off(
         await ws.send_bytes(b"RFB 003.008\n")
         closing = await ws.receive(timeout=10)
         assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+
+
+async def test_a_box_s_viewer_urls_name_the_host_its_spec_advertises(
+    make_client: MakeClient, world: MemoryWorld, tmp_path: Path
+) -> None:
+    # rest-api.md, `spec.policy.advertise`: "The host name to put in viewer URLs". The
+    # scheme and port stay the server's.
+    runtime = SocketRuntime(server_id="srv", world=world)
+    runtime.socket_path = tmp_path / "vnc.sock"
+    client = await make_client(runtime=runtime)
+    spec = {"policy": {"advertise": "desk.example"}}
+    box = await new_box(client, {"spec": spec})
+    page = f"http://desk.example:{client.port}/v1/boxes/{box}/screens/0/view"
+    shown = await ok_json(await client.get(f"/v1/boxes/{box}"))
+    assert (shown["viewer_url"], shown["viewer_urls"]) == (page, [page])
+    made = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/viewer/ticket", json={}))
+    assert made["url"] == f"{page}?ticket={made['ticket']}"
+    taken = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/takeover", json={}))
+    assert taken["url"].startswith(f"{page}?ticket=")
+    # Without it, the address the request came in on.
+    plain = await ok_json(await client.get(f"/v1/boxes/{await new_box(client)}"))
+    assert plain["viewer_url"].startswith(f"http://127.0.0.1:{client.port}/")

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from holm.engine import guards
 from holm.errors import NotFound
+from holm.projections.views import advertised
 from holm.wire.actions import Action
 from holm.wire.api import (
     GivenBack,
@@ -50,8 +51,11 @@ def socket_path_of(box_id: str, screen: int) -> str:
     return f"/v1/boxes/{box_id}/screens/{screen}/viewer/socket"
 
 
-def page_url(request: web.Request, box_id: str, screen: int, ticket: str) -> str:
-    return f"{public_base(request)}/v1/boxes/{box_id}/screens/{screen}/view?ticket={ticket}"
+async def page_url(request: web.Request, box_id: str, screen: int, ticket: str) -> str:
+    """The viewer page with a ticket, on the host the box's spec advertises, if any."""
+    spec = (await engine_of(request).box(box_id)).spec
+    base = advertised(public_base(request), spec.policy.advertise if spec else None)
+    return f"{base}/v1/boxes/{box_id}/screens/{screen}/view?ticket={ticket}"
 
 
 async def make_ticket(request: web.Request) -> web.Response:
@@ -65,7 +69,7 @@ async def make_ticket(request: web.Request) -> web.Response:
             ticket=made.ticket,
             expires_at_ms=made.expires_at_ms,
             mode=made.mode,
-            url=page_url(request, box_id, screen, made.ticket),
+            url=await page_url(request, box_id, screen, made.ticket),
         )
     )
 
@@ -79,7 +83,7 @@ async def take_over(request: web.Request) -> web.Response:
     await engine.viewer_socket(box_id, screen)
     await engine.take_over(box_id, screen, shared=body.shared)
     made = request.app[TICKETS].make(box_id, screen, "control", takeover=True)
-    url = page_url(request, box_id, screen, made.ticket)
+    url = await page_url(request, box_id, screen, made.ticket)
     return json_response(TakeoverView(url=url, exclusive=not body.shared, screen=screen))
 
 
