@@ -323,7 +323,7 @@ async def test_lifecycle_steps_the_state_does_not_allow_are_denied(
 def test_the_runtime_says_what_it_can_do(runtime: DockerRuntime) -> None:
     can = runtime.can()
     assert can.packages and can.memory_limit and can.cpu_limit and can.persistent
-    assert can.pause and can.stop and can.network_off
+    assert can.pause and can.stop and can.network_off and can.pages
     assert not can.wayland
 
 

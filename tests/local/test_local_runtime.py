@@ -148,6 +148,9 @@ async def test_what_the_local_runtime_cannot_do_is_refused(make_runtime: MakeRun
     assert await runtime.list() == []
     assert not runtime.can().packages and runtime.can().max_screens == 8
     assert not runtime.can().profile
+    # Its boxes' pages are driven through DevTools (docs/runtimes.md), as `can` says;
+    # without Chromium (as here) there are none.
+    assert not runtime.can().pages and make_runtime().can().pages
 
 
 async def test_the_engine_refuses_a_profile_on_the_local_runtime_before_recording(

@@ -213,7 +213,13 @@ class DockerRuntime:
     def can(self) -> Capabilities:
         # Besides these, the defaults: pause, stop, network off, viewers, 8 screens.
         return Capabilities(
-            persistent=True, packages=True, memory_limit=True, cpu_limit=True, profile=True
+            persistent=True,
+            packages=True,
+            memory_limit=True,
+            cpu_limit=True,
+            profile=True,
+            # The agent relays each box's Chromium DevTools (docs/runtimes.md).
+            pages=self.chromium,
         )
 
     # Images (served by the server as the images API)

@@ -143,7 +143,8 @@ class LocalRuntime:
             memory_limit=self.cgroups.memory,
             cpu_limit=self.cgroups.cpu,
             max_screens=MAX_SCREENS,
-            pages=False,
+            # The agent relays each box's Chromium DevTools (docs/runtimes.md).
+            pages=self.chromium,
             viewer=True,
             wayland=False,
             # A browser profile is a container runtime's named volume.
