@@ -167,6 +167,13 @@ class Engine:
         """The box as its trace says, removed ones included; NotFound when unknown."""
         return guards.known(self.journal.state(box_id), box_id)
 
+    def desktop(self, box_id: str) -> int | None:
+        """Which desktop of the box is up (its `stopped_seq`), None when the box is
+        unknown: a viewer ticket opens only the desktop it was made for. It never raises,
+        for routes that take no token must not tell which boxes there are."""
+        state = self.journal.state(box_id)
+        return None if state is None else state.stopped_seq
+
     def box_seen_by(self, box_id: str, workspace: str | None) -> BoxState:
         """The box, removed ones included, when `workspace` sees it (None: the server sees
         every box); NotFound, as for an absent box, when it is unknown or another's."""

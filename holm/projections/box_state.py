@@ -108,6 +108,10 @@ class BoxState(msgspec.Struct, kw_only=True, frozen=True):
     shared: frozenset[int] = frozenset()
     viewer_urls: tuple[str, ...] = ()
     devtools_url: str | None = None
+    # The seq of the last `box_stopped` (-1: none): a resume after it brings up a new
+    # desktop, so a viewer ticket made before it no longer opens (boxes.md: "new desktop,
+    # new viewer URL").
+    stopped_seq: int = -1
     forked_from: ForkOrigin | None = None
     adopted: bool = False
     # The seq of the last entry folded in, so a reader can go on from there.
@@ -143,6 +147,7 @@ def apply(state: BoxState | None, entry: Entry) -> BoxState:
         case BoxStopped():
             # The desktop is released: its viewers, frames and takeovers end with it.
             step.update(state="stopped", reason=None, **_no_desktop(state.screens))
+            step["stopped_seq"] = entry.seq
         case BoxStarted():
             step.update(state="starting", reason=None)
         case BoxFailed(why=why):

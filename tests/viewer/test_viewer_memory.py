@@ -167,3 +167,39 @@ async def test_a_box_s_viewer_urls_name_the_host_its_spec_advertises(
     # Without it, the address the request came in on.
     plain = await ok_json(await client.get(f"/v1/boxes/{await new_box(client)}"))
     assert plain["viewer_url"].startswith(f"http://127.0.0.1:{client.port}/")
+
+
+async def test_a_ticket_opens_only_the_desktop_it_was_made_for(
+    make_client: MakeClient, world: MemoryWorld, tmp_path: Path
+) -> None:
+    # boxes.md: a stopped box resumes with a "new desktop, new viewer URL"; a paused one
+    # comes back as it was.
+    runtime = SocketRuntime(server_id="srv", world=world)
+    runtime.socket_path = tmp_path / "vnc.sock"
+    client = await make_client(runtime=runtime)
+    box = await new_box(client)
+    screen = f"/v1/boxes/{box}/screens/0"
+
+    async def ticket(mode: str = "view") -> str:
+        made = await ok_json(await client.post(f"{screen}/viewer/ticket", json={"mode": mode}))
+        return str(made["ticket"])
+
+    async def page_status(value: str) -> int:
+        return (await client.get(f"{screen}/view?ticket={value}", allow_redirects=False)).status
+
+    before = await ticket()
+    taken = await ok_json(await client.post(f"{screen}/takeover", json={}))
+    taken_ticket = taken["url"].split("ticket=")[1]
+    for path in ("pause", "resume"):
+        await ok_json(await client.post(f"/v1/boxes/{box}/{path}"))
+    assert (await page_status(before), await page_status(taken_ticket)) == (302, 302)
+    for path in ("stop", "resume"):
+        await ok_json(await client.post(f"/v1/boxes/{box}/{path}"))
+    for old in (before, taken_ticket):
+        await error_of(
+            await client.get(f"{screen}/view?ticket={old}", allow_redirects=False), 401, "denied"
+        )
+        await error_of(
+            await client.get(f"{screen}/viewer/socket?ticket={old}&mode=view"), 401, "denied"
+        )
+    assert await page_status(await ticket("control")) == 302

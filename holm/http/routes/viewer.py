@@ -61,9 +61,10 @@ async def page_url(request: web.Request, box_id: str, screen: int, ticket: str) 
 async def make_ticket(request: web.Request) -> web.Response:
     box_id, screen = box_and_screen(request)
     body = await body_of(request, TicketRequest)
+    engine = engine_of(request)
     # The screen must be there to be watched; the ticket names it.
-    await engine_of(request).viewer_socket(box_id, screen)
-    made = request.app[TICKETS].make(box_id, screen, body.mode)
+    await engine.viewer_socket(box_id, screen)
+    made = request.app[TICKETS].make(box_id, screen, body.mode, engine.desktop(box_id))
     return json_response(
         TicketView(
             ticket=made.ticket,
@@ -82,7 +83,8 @@ async def take_over(request: web.Request) -> web.Response:
     engine = engine_of(request)
     await engine.viewer_socket(box_id, screen)
     await engine.take_over(box_id, screen, shared=body.shared)
-    made = request.app[TICKETS].make(box_id, screen, "control", takeover=True)
+    desktop = engine.desktop(box_id)
+    made = request.app[TICKETS].make(box_id, screen, "control", desktop, takeover=True)
     url = await page_url(request, box_id, screen, made.ticket)
     return json_response(TakeoverView(url=url, exclusive=not body.shared, screen=screen))
 
@@ -123,8 +125,8 @@ async def viewer_socket(request: web.Request) -> web.StreamResponse:
     box_id, screen = box_and_screen(request)
     query = query_of(request, SocketQuery)
     mode = _mode(query, "view")
-    request.app[TICKETS].check(query.ticket, box_id, screen, mode)
     engine = engine_of(request)
+    request.app[TICKETS].check(query.ticket, box_id, screen, mode, engine.desktop(box_id))
     path = await engine.viewer_socket(box_id, screen)
     on_input: OnInput | None = None
     if mode == "control":
@@ -152,9 +154,10 @@ async def view_page(request: web.Request) -> web.StreamResponse:
     """The viewer page: noVNC, told to connect to this screen's socket with the ticket."""
     box_id, screen = box_and_screen(request)
     query = query_of(request, SocketQuery)
-    found = request.app[TICKETS].check(query.ticket, box_id, screen, "view")
+    desktop = engine_of(request).desktop(box_id)
+    found = request.app[TICKETS].check(query.ticket, box_id, screen, "view", desktop)
     mode = _mode(query, found.mode)
-    request.app[TICKETS].check(query.ticket, box_id, screen, mode)
+    request.app[TICKETS].check(query.ticket, box_id, screen, mode, desktop)
     socket = (
         socket_path_of(box_id, screen) + "?" + urlencode({"ticket": query.ticket, "mode": mode})
     )

@@ -1,8 +1,10 @@
 """Viewer tickets: short-lived, random, kept in memory, each for one box's screen and one
 mode. A ticket is the only thing the viewer socket and the viewer page take (no bearer
 token): a browser cannot send one on a WebSocket. It is good for `TICKET_SECS` from when
-it was made and for as many connections in that time (noVNC reconnects with it); a
-restarted server knows none of the old ones."""
+it was made and for as many connections in that time (noVNC reconnects with it), on the
+desktop it was made for: a box stopped and resumed since has a new desktop, which a new
+ticket shows ("new desktop, new viewer URL"). A restarted server knows none of the old
+ones."""
 
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ class Ticket:
     screen: int
     mode: ViewerMode
     expires_at_ms: int
+    # The box's `stopped_seq` when it was made: which desktop it shows.
+    desktop: int | None
     # Made by a takeover: revoked, and its viewers closed, when the screen is given back.
     takeover: bool = False
 
@@ -43,26 +47,37 @@ class Tickets:
         self.secs = secs
         self._live: dict[str, Ticket] = {}
 
-    def make(self, box_id: str, screen: int, mode: ViewerMode, *, takeover: bool = False) -> Ticket:
+    def make(
+        self,
+        box_id: str,
+        screen: int,
+        mode: ViewerMode,
+        desktop: int | None,
+        *,
+        takeover: bool = False,
+    ) -> Ticket:
         self._forget_expired()
         while len(self._live) >= MAX_TICKETS:
             self._live.pop(next(iter(self._live)))
         value = "vt_" + secrets.token_urlsafe(32)
         expires = self.clock() + self.secs * 1000
-        made = Ticket(value, box_id, screen, mode, expires, takeover)
+        made = Ticket(value, box_id, screen, mode, expires, desktop, takeover)
         self._live[value] = made
         return made
 
-    def check(self, given: str, box_id: str, screen: int, mode: ViewerMode) -> Ticket:
-        """The ticket `given` if it is live, for this box and screen, and allows `mode`
-        (a control ticket allows view too); `BadCredential` otherwise, saying no more than
-        that (a guess learns nothing)."""
+    def check(
+        self, given: str, box_id: str, screen: int, mode: ViewerMode, desktop: int | None
+    ) -> Ticket:
+        """The ticket `given` if it is live, for this box, screen and desktop, and allows
+        `mode` (a control ticket allows view too); `BadCredential` otherwise, saying no more
+        than that (a guess learns nothing)."""
         found = self._find(given)
         if (
             found is None
             or found.expires_at_ms <= self.clock()
             or found.box_id != box_id
             or found.screen != screen
+            or found.desktop != desktop
             or (mode == "control" and found.mode != "control")
         ):
             raise BadCredential(
