@@ -619,8 +619,9 @@ class Engine:
 
     async def take_over(self, box_id: str, screen: int, *, shared: bool = False) -> bool:
         """Give the screen to a person: wait for a batch on it to end, release the keys
-        and buttons the agent left down, and record `takeover_started` (actor `person`).
-        From then on the agent's input on it is refused (`guards.screen_of`). False, and
+        and buttons the agent left down, and record `takeover_started` (actor `agent`: a
+        client of the API hands the screen over, as the spec's trace example reads). From
+        then on the agent's input on it is refused (`guards.screen_of`). False, and
         nothing recorded, when a person has it already."""
         state = guards.ready(self.journal.state(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
@@ -630,7 +631,7 @@ class Engine:
                 return False
             desktop = await self._desktop(box_id)
             await boundary(desktop.end_batch(screen), "releasing what the agent holds")
-            started = entry(TakeoverStarted, "person", screen=screen, shared=shared)
+            started = entry(TakeoverStarted, "agent", screen=screen, shared=shared)
             await self.journal.append(box_id, [started])
         self.watchers.nudge(box_id, screen)
         return True

@@ -154,6 +154,21 @@ async def test_pause_resume_stop_start_and_delete(engine: Engine, world: MemoryW
     ]
 
 
+async def test_a_takeover_is_handed_over_and_taken_back_by_the_agent(engine: Engine) -> None:
+    """trace-and-fork.md reads `3  agent    screen 0 handed to a person` and `5  agent
+    screen 0 taken back`: a client of the API hands the screen over and takes it back; the
+    person is the actor of what happens while they have it."""
+    box = await engine.create_box(Spec(), Placement())
+    assert await engine.take_over(box.id, 0)
+    assert (await engine.box(box.id)).held_by == ("person",)
+    assert await engine.give_back(box.id, 0)
+    entries = without_frames(await trace_of(engine, box.id))
+    assert [(kind, e.actor) for kind, e in zip(kinds(entries), entries, strict=True)][-2:] == [
+        ("takeover_started", "agent"),
+        ("takeover_ended", "agent"),
+    ]
+
+
 async def test_a_removed_box_answers_gone_but_keeps_its_trace(engine: Engine) -> None:
     box = await engine.create_box(Spec(), Placement())
     await engine.delete_box(box.id)

@@ -66,7 +66,7 @@ async def test_a_person_takes_over_drives_and_gives_back(server: LocalServer, bo
     entries = await trace_entries(client, box)
     started = entries[before:]
     assert [(e["kind"], e["actor"]) for e in started if e["kind"] != "frame"] == [
-        ("takeover_started", "person")
+        ("takeover_started", "agent")
     ]
 
     # The person drives through the page's ticket (a control ticket).
