@@ -29,7 +29,7 @@ from holm.events.store import TraceStore
 from holm.projections.box_state import BoxState
 from holm.projections.events_feed import EventsFeed
 from holm.projections.views import trace_view
-from holm.wire.actions import Action, reads_only, type_of, uses_screen
+from holm.wire.actions import Action, KeyUp, MouseUp, reads_only, type_of, uses_screen
 from holm.wire.api import (
     ActionsRequest,
     ActionsResult,
@@ -73,7 +73,7 @@ from holm.wire.spec import (
     validate_placement,
     validate_spec,
 )
-from holm.wire.values import PNG, Encoding, Region
+from holm.wire.values import PNG, Button, Encoding, Region
 
 from . import guards
 from .adoption import reconcile
@@ -618,11 +618,11 @@ class Engine:
         return screen < len(state.held_by) and state.held_by[screen] == "person"
 
     async def take_over(self, box_id: str, screen: int, *, shared: bool = False) -> bool:
-        """Give the screen to a person: wait for a batch on it to end, release the keys
-        and buttons the agent left down, and record `takeover_started` (actor `agent`: a
-        client of the API hands the screen over, as the spec's trace example reads). From
-        then on the agent's input on it is refused (`guards.screen_of`). False, and
-        nothing recorded, when a person has it already."""
+        """Give the screen to a person: wait for a batch on it to end, release every key
+        and button the agent has down (one held with a `hold_ms` too), and record
+        `takeover_started` (actor `agent`: a client of the API hands the screen over, as the
+        spec's trace example reads). From then on the agent's input on it is refused
+        (`guards.screen_of`). False, and nothing recorded, when a person has it already."""
         state = guards.ready(self.journal.state(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         async with self._screen_lock(box_id, screen):
@@ -630,7 +630,7 @@ class Engine:
             if self.taken_over(box_id, screen):
                 return False
             desktop = await self._desktop(box_id)
-            await boundary(desktop.end_batch(screen), "releasing what the agent holds")
+            await _release_everything(desktop, screen)
             started = entry(TakeoverStarted, "agent", screen=screen, shared=shared)
             await self.journal.append(box_id, [started])
         self.watchers.nudge(box_id, screen)
@@ -749,3 +749,15 @@ def _check_can(runtime: Runtime, spec: Spec, placement: Placement) -> None:
     for refused, what in refusals:
         if refused:
             raise Unsupported(f"the {runtime.name} runtime cannot give {what}")
+
+
+async def _release_everything(desktop: Desktop, screen: int) -> None:
+    """Release what the agent has down on the screen: what a batch left without a
+    `hold_ms` (`end_batch`), then what it holds with one, which `end_batch` leaves down
+    until its time: the spec releases both when a person takes control."""
+    ended = await boundary(desktop.end_batch(screen), "releasing what the agent holds")
+    for button in ended.held.buttons:
+        up = MouseUp(button=msgspec.convert(button, Button))
+        await boundary(desktop.act(screen, up), "releasing a button the agent holds")
+    for key in ended.held.keys:
+        await boundary(desktop.act(screen, KeyUp(key=key)), "releasing a key the agent holds")

@@ -195,3 +195,20 @@ async def test_a_shared_takeover_leaves_the_agent_driving_beside_the_person(
     started = [e for e in await trace_entries(client, box) if e["kind"] == "takeover_started"]
     assert started[-1]["shared"] is True
     await ok_json(await client.delete(f"/v1/boxes/{box}/screens/0/takeover"))
+
+
+async def test_a_takeover_releases_even_what_the_agent_holds_with_a_hold_ms(
+    server: LocalServer, box: str
+) -> None:
+    """rest-api.md: "The server releases a button or key after `hold_ms` …, when the batch
+    ends, or when a person takes control": a key held on for 30 s is not left down for the
+    person."""
+    client = client_of(server)
+    hold = {"actions": [{"type": "key_down", "key": "shift", "hold_ms": 30_000}]}
+    held = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/actions", json=hold))
+    assert [h["name"] for h in held["holding_keys"]] == ["shift"]
+    await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/takeover", json={}))
+    await ok_json(await client.delete(f"/v1/boxes/{box}/screens/0/takeover"))
+    nothing = {"actions": [{"type": "wait", "ms": 1}]}
+    after = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/actions", json=nothing))
+    assert after["holding_keys"] == [] and after["released_keys"] == []
