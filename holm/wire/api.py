@@ -269,11 +269,12 @@ class TraceViewQuery(_Request):
     with_: str | None = msgspec.field(default=None, name="with")
 
 
-class TracePage(_Response):
+class TracePage(_Response, omit_defaults=False):
     """A page of a trace. Send `next` as `after` to read on; `more` says there is more now.
     `incomplete` says a writer died mid-line (the torn line is not served). `first_seq` is
     where the trace begins now: above 0 once its front was pruned, when every entry from it
-    on is kept, and before it only those its box's state is folded from."""
+    on is kept, and before it only those its box's state is folded from. Every field is
+    written, 0 too, as docs/api.md lists them."""
 
     entries: list[Entry]
     next: int

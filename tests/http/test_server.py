@@ -110,6 +110,8 @@ async def test_the_trace_is_read_a_page_at_a_time(client: Client) -> None:
     first = await ok_json(await client.get(f"/v1/boxes/{box}/trace?limit=3"))
     assert [e["seq"] for e in first["entries"]] == [0, 1, 2]
     assert (first["next"], first["more"], first["incomplete"]) == (2, True, False)
+    # Every key of docs/api.md's `{entries, next, more, incomplete, first_seq}`, 0 included.
+    assert first["first_seq"] == 0
     everything = await trace_entries(client, box)
     assert [e["seq"] for e in everything] == list(range(len(everything)))
     rest = await ok_json(await client.get(f"/v1/boxes/{box}/trace?after={first['next']}"))
