@@ -2,12 +2,18 @@
 side (`holm.replay.boxes.Boxes`, which the engine is), at about the source's pace, and
 judges each step with a policy (a fork's, or a strict replay's).
 
-Pacing: before each step it sleeps the source's gap between that step and the one before
-(for the first step, the gap from the source desktop being ready) minus the time the replay
-already spent since the previous step began, each wait at most `fork_wait_cap_ms` (2 s). The
-replay stops at the first step its policy rejects (`stopped_at` = that step's source seq), or
-when `fork_limit_secs` (3 min) have passed since its first step could begin (`truncated`; a
-step still running then is abandoned). Whatever happens, it records the final screen of
+The steps of one source batch are done again as one batch (`batches_of`): a button or key a
+step pressed stays down for the steps after it and is released when the batch ends, as in
+the source. Every other step is done alone.
+
+Pacing: before each batch or lone step it sleeps the source's gap between its first step and
+the one before (for the first step, the gap from the source desktop being ready) minus the
+time the replay already spent since the previous one began, each wait at most
+`fork_wait_cap_ms` (2 s). The replay stops at the first step its policy rejects (`stopped_at`
+= that step's source seq; the steps after it in its batch have run, and count in
+`attempted`), or when `fork_limit_secs` (3 min) have passed since its first step could
+begin (`truncated`; a batch still running then is abandoned, its steps counted in
+`attempted`). Whatever happens, it records the final screen of
 every screen as a `frame` entry, and the new box stays.
 """
 
@@ -16,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -133,8 +139,9 @@ async def replay_plan(
     divergence: Divergence | None = None
     previous_at_ms = plan.origin.ready_at_ms if plan.origin is not None else None
     previous_began = began
-    for step in plan.steps:
-        gap = 0.0 if previous_at_ms is None else (step.at_ms - previous_at_ms) / 1000
+    for run in batches_of(plan.steps):
+        first = run[0]
+        gap = 0.0 if previous_at_ms is None else (first.at_ms - previous_at_ms) / 1000
         wait = min(cap, max(0.0, gap - (time.monotonic() - previous_began)))
         remaining = deadline - time.monotonic()
         if wait >= remaining:
@@ -144,26 +151,33 @@ async def replay_plan(
             break
         await asyncio.sleep(wait)
         timing.waits.append(wait)
-        previous_at_ms, previous_began = step.at_ms, time.monotonic()
-        report.attempted += 1
+        previous_at_ms, previous_began = first.at_ms, time.monotonic()
+        attempted_before = report.attempted
         try:
             async with asyncio.timeout(deadline - previous_began):
-                outcome = await do_step(boxes, box_id, step)
-                divergence = policy.judge(step, outcome)
-                expected = policy.frame_to_meet(step) if divergence is None else None
-                if expected is not None:
-                    divergence = await meet_frame(
-                        boxes, box_id, step.seq, expected, policy, reference
-                    )
+                outcomes = await do_steps(boxes, box_id, run)
+                # Every step that ran counts, the ones of its batch after a failed one too.
+                report.attempted += len(outcomes)
+                for step, outcome in zip(run, outcomes, strict=False):
+                    divergence = policy.judge(step, outcome)
+                    expected = policy.frame_to_meet(step) if divergence is None else None
+                    if expected is not None:
+                        divergence = await meet_frame(
+                            boxes, box_id, step.seq, expected, policy, reference
+                        )
+                    if divergence is not None:
+                        report.stopped_at = step.seq
+                        break
+                    report.ok += 1
         except TimeoutError:
+            # Abandoned at the limit: what was sent counts as attempted, not as ok.
+            report.attempted = attempted_before + len(run)
             report.truncated = True
             break
         finally:
             timing.in_steps += time.monotonic() - previous_began
         if divergence is not None:
-            report.stopped_at = step.seq
             break
-        report.ok += 1
     finishing = time.monotonic()
     await record_final_frames(boxes, box_id)
     timing.finishing = time.monotonic() - finishing
@@ -173,13 +187,50 @@ async def replay_plan(
     )
 
 
+def batches_of(steps: list[Step]) -> Iterator[list[Step]]:
+    """The plan's steps as the replay does them: the steps of one source batch together, as
+    one batch on their screen, so that a button or key a step pressed stays down for the
+    next step and is released when the batch ends, as in the source; every other step
+    alone."""
+    run: list[Step] = []
+    for step in steps:
+        if run and _same_batch(run[-1], step):
+            run.append(step)
+            continue
+        if run:
+            yield run
+        run = [step]
+    if run:
+        yield run
+
+
+def _same_batch(before: Step, step: Step) -> bool:
+    match before.do, step.do:
+        case DoAction(screen=screen), DoAction(screen=same):
+            return before.batch is not None and before.batch == step.batch and screen == same
+        case _:
+            return False
+
+
+async def do_steps(boxes: Boxes, box_id: str, run: list[Step]) -> list[Outcome]:
+    """Do a run of `batches_of` (the steps of one source batch, or one step) as the agent
+    and tell how each step went, as far as they went: a batch stops at a refused step."""
+    match run:
+        case [Step(do=DoAction(screen=screen)), *_]:
+            actions = [step.do.action for step in run if isinstance(step.do, DoAction)]
+            return await _batch(boxes, box_id, screen, actions)
+        case _:
+            return [await do_step(boxes, box_id, step) for step in run]
+
+
 async def do_step(boxes: Boxes, box_id: str, step: Step) -> Outcome:
     """Do one step as the agent and tell how it went; a refusal is an outcome, not an
     error."""
     try:
         match step.do:
             case DoAction(screen=screen, action=action):
-                return await _act(boxes, box_id, screen, action)
+                (outcome,) = await _batch(boxes, box_id, screen, [action])
+                return outcome
             case DoExec(argv=argv, timeout_ms=timeout_ms):
                 run = Exec(what=ExecWhat(argv=argv, timeout_ms=timeout_ms))
                 return Outcome(ok=True, exec=expect(await boxes.act(box_id, 0, run), ExecResult))
@@ -190,10 +241,14 @@ async def do_step(boxes: Boxes, box_id: str, step: Step) -> Outcome:
         return Outcome(ok=False, error=exc.body())
 
 
-async def _act(boxes: Boxes, box_id: str, screen: int, action: Action) -> Outcome:
-    answer = await boxes.run_batch(box_id, screen, ActionsRequest(actions=[action]))
-    (result,) = answer.results
-    return Outcome.of(result)
+async def _batch(boxes: Boxes, box_id: str, screen: int, actions: list[Action]) -> list[Outcome]:
+    """The outcome of each step that ran (a batch stops at a refused step); a batch refused
+    whole is the refusal of its first step."""
+    try:
+        answer = await boxes.run_batch(box_id, screen, ActionsRequest(actions=actions))
+    except HolmError as exc:
+        return [Outcome(ok=False, error=exc.body())]
+    return [Outcome.of(result) for result in answer.results]
 
 
 async def record_final_frames(boxes: Boxes, box_id: str) -> None:
@@ -241,7 +296,9 @@ def _fork_request(request: ForkRequest | Mapping[str, Any]) -> ForkRequest:
 __all__ = [
     "ReplayRun",
     "ReplayTiming",
+    "batches_of",
     "do_step",
+    "do_steps",
     "fork_box",
     "fork_run",
     "read_whole_trace",

@@ -75,7 +75,8 @@ OFF_SCREEN = (*READS, act.Clipboard, act.Exec, act.Record, act.WriteFile)
 
 
 class DoAction(msgspec.Struct, tag="action", kw_only=True):
-    """One action of a batch, done again as a batch of one on the same screen."""
+    """One action of a batch, done again on the same screen in one batch with the other
+    steps of its source batch (`interpreter.batches_of`)."""
 
     screen: int
     action: Action

@@ -3,6 +3,7 @@ skipped, the pace and its caps, where a fork stops, and how close it comes to it
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -19,8 +20,13 @@ from holm.replay.reading import read_whole_trace
 from holm.wire.actions import (
     Action,
     Clipboard,
+    Evaluate,
+    EvaluateWhat,
     Exec,
     ExecWhat,
+    MouseDown,
+    MouseUp,
+    Move,
     OpenUrl,
     Press,
     Type,
@@ -31,8 +37,9 @@ from holm.wire.actions import (
 )
 from holm.wire.api import ActionsRequest, ForkRequest
 from holm.wire.entries import Executed, ForkedFrom, FrameSeen
-from holm.wire.results import ExecResult, FileSaved, WindowList, expect
+from holm.wire.results import Evaluated, ExecResult, FileSaved, WindowList, expect
 from holm.wire.spec import Placement, Spec
+from holm.wire.values import Point
 
 pytestmark = pytest.mark.desktop
 
@@ -118,6 +125,48 @@ async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
     # To the pixel, Chromium's toolbar included (its window is maximised for that).
     assert frame.pixels_equal, frame
     assert fidelity.same()
+
+
+TITLE = EvaluateWhat(expression="document.title")
+# A page that says in its title whether the pointer moved over it with the left button down.
+DRAG_PAGE = """<!doctype html><title>still</title>
+<body style="margin:0;height:100vh" onmousemove="if (event.buttons & 1) document.title = 'dragged'">
+</body>"""
+
+
+async def page_title(engine: Engine, box_id: str, wanted: str, tries: int = 50) -> str:
+    """The page's title once it is `wanted`, or as it is after `tries` looks: the page takes
+    the input events after the batch that sent them has answered."""
+    title = ""
+    for _ in range(tries):
+        title = expect(await engine.act(box_id, 0, Evaluate(what=TITLE)), Evaluated).value
+        if title == wanted:
+            break
+        await asyncio.sleep(0.1)
+    return title
+
+
+async def test_a_button_held_down_within_a_batch_stays_down_in_the_fork(desktops: Any) -> None:
+    """A batch's mouse_down, move and mouse_up drag in the source (the server releases a
+    button "when the batch ends", not between its steps), so they drag in the fork too."""
+    engine = desktops.engine()
+    source = (await engine.create_box(Spec(), Placement())).id
+    await run(engine, source, *write_file_argv("/tmp/drag.html", DRAG_PAGE))
+    opened = [OpenUrl(url="file:///tmp/drag.html"), WaitStill(settle_ms=300)]
+    await engine.run_batch(source, 0, ActionsRequest(actions=opened))
+    drag: list[Action] = [
+        MouseDown(at=Point(x=200, y=400)),
+        Move(to=Point(x=600, y=400)),
+        MouseUp(at=Point(x=600, y=400)),
+    ]
+    dragged = await engine.run_batch(source, 0, ActionsRequest(actions=drag))
+    assert all(r.ok for r in dragged.results) and dragged.released == []
+    assert await page_title(engine, source, "dragged") == "dragged"
+
+    result = await fork_box(engine, source, {})
+
+    assert (result.replay.attempted, result.replay.ok) == (6, 6), result.replay
+    assert await page_title(engine, result.box.id, "dragged") == "dragged"
 
 
 @pytest.mark.parametrize("name", ["browser_form", "xterm_session"])
