@@ -9,12 +9,13 @@ the source. Every other step is done alone.
 Pacing: before each batch or lone step it sleeps the source's gap between its first step and
 the one before (for the first step, the gap from the source desktop being ready) minus the
 time the replay already spent since the previous one began, each wait at most
-`fork_wait_cap_ms` (2 s). The replay stops at the first step its policy rejects (`stopped_at`
-= that step's source seq; the steps after it in its batch have run, and count in
-`attempted`), or when `fork_limit_secs` (3 min) have passed since its first step could
-begin (`truncated`; a batch still running then is abandoned, its steps counted in
-`attempted`). Whatever happens, it records the final screen of
-every screen as a `frame` entry, and the new box stays.
+`fork_wait_cap_ms` (2 s). The replay stops at the first step its policy rejects
+(`stopped_at` = that step's source seq; a refused step ends its batch there, as it did in
+the source, and after a step that ran with another outcome the rest of its batch has run
+too and counts in `attempted`), or when `fork_limit_secs` (3 min) have passed since its
+first step could begin (`truncated`; a batch still running then is abandoned, its steps
+counted in `attempted`). Whatever happens, it records the final screen of every screen as
+a `frame` entry, and the new box stays.
 """
 
 from __future__ import annotations
