@@ -9,7 +9,8 @@
   back when it answers again).
 - A box a runtime has (created by this server) that the log lacks, because the store lost it
   or keeps nothing across restarts (the memory store): a new trace that starts with
-  `adopted`, carrying the spec and placement the runtime kept.
+  `adopted`, carrying the spec and placement the runtime kept, then `box_ready` with where
+  its desktop answers (viewers, DevTools) when it has one.
 - A box the log says was removed but the runtime still has: removed from the runtime.
 - A spare of the warm pool (`pool.py`) this server left: removed, never adopted; a box whose
   trace starts with a spare's ID but that the runtime still lists as spare (the server
@@ -24,11 +25,12 @@ from typing import TYPE_CHECKING
 
 from holm.adapters.base import Runtime
 from holm.errors import HolmError
-from holm.projections.box_state import LOST_REASON
+from holm.projections.box_state import LOST_REASON, BoxState
 from holm.wire.entries import (
     Adopted,
     BoxFailed,
     BoxPaused,
+    BoxReady,
     BoxResumed,
     BoxStopped,
     Entry,
@@ -91,11 +93,13 @@ async def _settle_listed(engine: Engine, runtime: Runtime, box: RuntimeBox) -> N
             await boundary(runtime.delete(box.box_id), "removing a removed box")
         return
     entries: list[Entry] = []
-    if state is None:
-        entries.append(_adopted_unknown(runtime.name, box))
-        was = "ready"
-    elif state.state in ("starting", "unreachable", "failed"):
-        entries.append(entry(Adopted, "system", box_id=box.box_id, runtime=runtime.name))
+    if state is None or state.state in ("starting", "unreachable", "failed"):
+        adopted = (
+            _adopted_unknown(runtime.name, box)
+            if state is None
+            else entry(Adopted, "system", box_id=box.box_id, runtime=runtime.name)
+        )
+        entries.extend([adopted, *_desktop_of(box, state)])
         was = "ready"
     else:
         was = state.state
@@ -122,6 +126,17 @@ def _adopted_unknown(runtime: str, box: RuntimeBox) -> Adopted:
         expires_at_ms=created + lifetime * 1000,
         owner=box.owner,
     )
+
+
+def _desktop_of(box: RuntimeBox, state: BoxState | None) -> list[Entry]:
+    """`box_ready` with where the adopted box's desktop answers, when its trace does not
+    say so already (the store lost it, or it never was ready): without it the box would
+    have no viewer URLs and no DevTools."""
+    known = state is not None and (state.viewer_urls or state.devtools_url)
+    if known or not (box.viewer_urls or box.devtools_url):
+        return []
+    ready = entry(BoxReady, "system", viewer_urls=box.viewer_urls, devtools_url=box.devtools_url)
+    return [ready]
 
 
 def _difference(was: str, now: str) -> list[Entry]:

@@ -60,6 +60,10 @@ class RuntimeBox(msgspec.Struct, kw_only=True):
     owner: str | None = None
     # A box started for the warm pool and not taken yet: no one's box, never adopted.
     spare: bool = False
+    # Where its desktop answers while it has one (running or paused), as `Started` said,
+    # so that a server that adopts it without its trace serves its viewers and DevTools.
+    viewer_urls: list[str] = msgspec.field(default_factory=list)
+    devtools_url: str | None = None
 
 
 class FrameResult(msgspec.Struct, kw_only=True):

@@ -69,11 +69,17 @@ async def test_with_the_memory_store_adopted_boxes_start_a_new_trace(
 ) -> None:
     first = await make_engine()
     box = await first.create_box(Spec(), Placement())
+    paused = await first.create_box(Spec(), Placement())
     await first.run_batch(box.id, 0, CLICK)
+    await first.pause_box(paused.id)
     second = await make_engine()
     entries = await trace_of(second, box.id)
-    assert kinds(entries)[0] == "adopted" and entries[0].seq == 0
-    assert (await second.box(box.id)).state == "ready"
+    # Where the desktop answers comes from the runtime: its viewers and DevTools stay.
+    assert kinds(entries) == ["adopted", "box_ready"] and entries[0].seq == 0
+    assert kinds(await trace_of(second, paused.id)) == ["adopted", "box_ready", "box_paused"]
+    for made, state in [(box, "ready"), (paused, "paused")]:
+        again = await second.box(made.id)
+        assert again.state == state and again.viewer_urls == made.viewer_urls != ()
 
 
 async def test_a_box_that_was_starting_when_the_server_stopped(

@@ -481,6 +481,10 @@ async def test_a_restarted_server_keeps_traces_and_adopts_boxes(
     assert adopted[0]["placement"]["expires_after_secs"] == 600
     got = await ok_json(await client.get(f"/v1/boxes/{orphan}"))
     assert (got["state"], got["adopted"], got["owner"]) == ("ready", True, "ws_orphans")
+    # Its desktop's addresses come from the runtime: its viewer and DevTools stay usable.
+    assert got["viewer_url"].endswith(f"/v1/boxes/{orphan}/screens/0/view")
+    cdp = await ok_json(await client.post(f"/v1/boxes/{orphan}/cdp", json={}))
+    assert cdp["ws_url"].startswith("ws://")
     ran = await ok_json(await client.post(f"/v1/boxes/{orphan}/exec", json={"argv": ["true"]}))
     assert ran["code"] == 0
     # This server queues its launches: 202 with a starting box, then ready.

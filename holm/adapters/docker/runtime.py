@@ -486,10 +486,7 @@ class DockerRuntime:
         )
         self._desktops.keep(box_id, desktop)
         self._paused.discard(box_id)
-        return Started(
-            viewer_urls=[f"unix:{run_dir / f'vnc-{i}.sock'}" for i in range(screens)],
-            devtools_url=f"unix:{run_dir / 'devtools.sock'}",
-        )
+        return _desktop_at(run_dir, screens)
 
     async def _logs_tail(self, box_id: str) -> str:
         container = await self._call(self._find, box_id)
@@ -569,20 +566,37 @@ def docker_runtime_if_engine_answers(
         return None
 
 
+def _desktop_at(run_dir: Path, screens: int) -> Started:
+    """Where a box's desktop answers: its agent's sockets in the run folder."""
+    return Started(
+        viewer_urls=[f"unix:{run_dir / f'vnc-{i}.sock'}" for i in range(screens)],
+        devtools_url=f"unix:{run_dir / 'devtools.sock'}",
+    )
+
+
 def _runtime_box(container: Any) -> RuntimeBox:
     labels: dict[str, str] = container.labels
     status = container.status
     state: Literal["running", "paused", "stopped"] = (
         "running" if status == "running" else "paused" if status == "paused" else "stopped"
     )
+    spec = _decode_or_none(_spec_decoder, labels.get(LABEL_SPEC))
+    run_dir = labels.get(LABEL_RUN_DIR)
+    desktop = (
+        _desktop_at(Path(run_dir), spec.desktop.screens)
+        if state != "stopped" and run_dir and spec is not None
+        else Started()
+    )
     return RuntimeBox(
         box_id=labels[LABEL_BOX],
         state=state,
         server_id=labels.get(LABEL_SERVER) or None,
-        spec=_decode_or_none(_spec_decoder, labels.get(LABEL_SPEC)),
+        spec=spec,
         placement=_decode_or_none(_placement_decoder, labels.get(LABEL_PLACEMENT)),
         created_at_ms=int(labels[LABEL_CREATED]) if labels.get(LABEL_CREATED) else None,
         owner=labels.get(LABEL_OWNER) or None,
+        viewer_urls=desktop.viewer_urls,
+        devtools_url=desktop.devtools_url,
     )
 
 

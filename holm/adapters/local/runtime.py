@@ -249,20 +249,24 @@ class LocalRuntime:
         self._locks.forget(box_id)
 
     def _list(self) -> list[RuntimeBox]:
-        records = read_records(self.boxes_dir)
-        return [
-            RuntimeBox(
-                box_id=r.box_id,
-                state=self._box_state(r),
-                server_id=r.server_id,
-                spec=r.spec,
-                placement=r.placement,
-                created_at_ms=r.created_at_ms,
-                owner=r.owner,
-                spare=r.spare,
-            )
-            for r in records
-        ]
+        return [self._listed(r) for r in read_records(self.boxes_dir)]
+
+    def _listed(self, record: BoxRecord) -> RuntimeBox:
+        state = self._box_state(record)
+        paths = BoxPaths(self.boxes_dir, record.box_id)
+        desktop = Started() if state == "stopped" else self._started(paths, record)
+        return RuntimeBox(
+            box_id=record.box_id,
+            state=state,
+            server_id=record.server_id,
+            spec=record.spec,
+            placement=record.placement,
+            created_at_ms=record.created_at_ms,
+            owner=record.owner,
+            spare=record.spare,
+            viewer_urls=desktop.viewer_urls,
+            devtools_url=desktop.devtools_url,
+        )
 
     async def list(self) -> list[RuntimeBox]:
         return await asyncio.to_thread(self._list)

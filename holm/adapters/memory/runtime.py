@@ -258,19 +258,22 @@ class MemoryRuntime:
 
     async def list(self) -> list[RuntimeBox]:
         self._reach()
-        return [
-            RuntimeBox(
-                box_id=box.box_id,
-                state=box.state,
-                server_id=box.server_id,
-                spec=box.spec,
-                placement=box.placement,
-                created_at_ms=box.created_at_ms,
-                owner=box.owner,
-                spare=box.spare,
-            )
-            for box in self.world.boxes.values()
-        ]
+        return [self._listed(box) for box in self.world.boxes.values()]
+
+    def _listed(self, box: MemoryBox) -> RuntimeBox:
+        desktop = Started() if box.state == "stopped" else self._started(box.box_id)
+        return RuntimeBox(
+            box_id=box.box_id,
+            state=box.state,
+            server_id=box.server_id,
+            spec=box.spec,
+            placement=box.placement,
+            created_at_ms=box.created_at_ms,
+            owner=box.owner,
+            spare=box.spare,
+            viewer_urls=desktop.viewer_urls,
+            devtools_url=desktop.devtools_url,
+        )
 
     async def desktop(self, box_id: str) -> MemoryDesktop:
         box = self._box(box_id)
