@@ -24,6 +24,14 @@ def advertised(origin: str, host: str | None) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def viewer_pages(box_id: str, screens: int, viewer_base: str, spec: Spec | None) -> list[str]:
+    """The server's viewer page of each screen (each takes a ticket), on its public origin
+    `viewer_base`, or on the host the spec advertises if it names one: what a caller is
+    shown in place of the runtime's sockets."""
+    base = advertised(viewer_base.rstrip("/"), spec.policy.advertise if spec else None)
+    return [f"{base}/v1/boxes/{box_id}/screens/{i}/view" for i in range(screens)]
+
+
 def box_view(state: BoxState, viewer_base: str | None = None) -> BoxView:
     """The box; with `viewer_base` (the server's public origin), its viewer URLs are the
     server's viewer pages (which take a ticket) instead of the runtime's sockets, on the
@@ -31,8 +39,7 @@ def box_view(state: BoxState, viewer_base: str | None = None) -> BoxView:
     spec = state.spec or Spec()
     viewer_urls = list(state.viewer_urls)
     if viewer_base is not None and viewer_urls:
-        base = advertised(viewer_base.rstrip("/"), spec.policy.advertise)
-        viewer_urls = [f"{base}/v1/boxes/{state.id}/screens/{i}/view" for i in range(state.screens)]
+        viewer_urls = viewer_pages(state.id, state.screens, viewer_base, spec)
     origin = state.forked_from
     return BoxView(
         id=state.id,

@@ -136,6 +136,7 @@ async def test_a_frame_of_the_trace_is_a_png(client: Client) -> None:
 async def test_events_show_what_happened_to_boxes(make_client: MakeClient) -> None:
     client = await make_client(events_delay_ms=0)
     box = await new_box(client)
+    shown = await ok_json(await client.get(f"/v1/boxes/{box}"))
     await ok_json(await client.post(f"/v1/boxes/{box}/pause"))
     await ok_json(
         await client.delete(f"/v1/boxes/{box}", headers={"x-holm-confirm-delete": "true"})
@@ -147,6 +148,8 @@ async def test_events_show_what_happened_to_boxes(make_client: MakeClient) -> No
         "box.paused",
         "box.removed",
     ]
+    # The viewers as the box names them: the server's pages, not the runtime's sockets.
+    assert page["events"][1]["data"]["viewer_urls"] == shown["viewer_urls"] != []
     assert {e["box_id"] for e in page["events"]} == {box}
     seqs = [e["seq"] for e in page["events"]]
     assert seqs == sorted(seqs) and page["next"] == seqs[-1] and page["more"] is False
