@@ -197,7 +197,7 @@ async def test_a_new_runtime_object_adopts_the_boxes_of_the_last(
     box_id = new_box_id()
     spec = Spec(desktop=DesktopSpec(width=1024, height=768))
     placement = Placement(memory="1g", persistent=True)
-    await first.create(box_id, spec, placement, owner="ws_acme")
+    started = await first.create(box_id, spec, placement, owner="ws_acme")
     await (await first.desktop(box_id)).act(0, Click(at=Point(x=10, y=20)))
     await first.close()
 
@@ -210,6 +210,8 @@ async def test_a_new_runtime_object_adopts_the_boxes_of_the_last(
     assert listed.placement == placement
     assert listed.owner == "ws_acme"
     assert listed.created_at_ms is not None
+    # Where its desktop answers, for a server that adopts it without its trace.
+    assert (listed.viewer_urls, listed.devtools_url) == (started.viewer_urls, started.devtools_url)
     desktop = await second.desktop(box_id)
     assert await cursor(desktop, 0) == Point(x=10, y=20)
     assert (await desktop.frame(0)).width == 1024

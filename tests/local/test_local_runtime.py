@@ -116,7 +116,7 @@ async def test_a_two_screen_box_is_ready_with_chromium_on_each_screen(
 async def test_a_box_has_the_canonical_default_size(make_runtime: MakeRuntime) -> None:
     runtime = make_runtime()
     box_id = new_id()
-    await runtime.create(box_id, Spec(), Placement())
+    started = await runtime.create(box_id, Spec(), Placement())
     desktop = await runtime.desktop(box_id)
     assert "chromium" in [w.class_.lower() for w in await windows(desktop, 0)]
     _, width, height = await desktop.frame_hash(0)
@@ -124,6 +124,12 @@ async def test_a_box_has_the_canonical_default_size(make_runtime: MakeRuntime) -
     listed = await runtime.list()
     # The spec as it was asked for, so that a server that lost the box can launch it again.
     assert listed[0].spec == Spec() and listed[0].server_id == "test-server"
+    # And where its desktop answers, for a server that adopts it without its trace.
+    assert (listed[0].viewer_urls, listed[0].devtools_url) == (
+        started.viewer_urls,
+        started.devtools_url,
+    )
+    assert started.devtools_url is not None and len(started.viewer_urls) == 1
 
     # A lost connection is made again.
     await desktop.close()
