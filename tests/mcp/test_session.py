@@ -128,6 +128,25 @@ async def test_every_tool_records_as_the_spec_says(tmp_path: Path) -> None:
         assert (await kinds_of(url, b))[-1] == ("box_deleted", None)
 
 
+async def test_a_box_is_answered_as_the_rest_api_answers_it(tmp_path: Path) -> None:
+    """A box's JSON is its REST call's: its viewer URLs are this server's viewer pages, not
+    the runtime's sockets (for a real box, paths in the server's state dir)."""
+    rest = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    async with holmd(tmp_path) as url, mcp_session(url) as s, rest:
+        launched = json_of(await call(s, "launch_box"))
+        b = launched["id"]
+        over_rest = (await rest.get(f"{url}/v1/boxes/{b}")).json()
+        assert over_rest["viewer_urls"] == [f"{url}/v1/boxes/{b}/screens/0/view"]
+        assert launched == over_rest
+        assert json_of(await call(s, "box_status", box=b)) == over_rest
+        listed = json_of(await call(s, "list_boxes"))
+        assert listed == (await rest.get(f"{url}/v1/boxes")).json()
+        forked = json_of(await call(s, "fork_box", box=b))["box"]
+        assert forked == (await rest.get(f"{url}/v1/boxes/{forked['id']}")).json()
+        removed = json_of(await call(s, "remove_box", box=b))
+        assert removed["viewer_urls"] == over_rest["viewer_urls"]
+
+
 async def test_a_refusal_is_a_tool_error(tmp_path: Path) -> None:
     async with holmd(tmp_path) as url, mcp_session(url) as s:
         unknown = await s.call_tool("click", {"box": "box_nope", "at": {"x": 1, "y": 1}})

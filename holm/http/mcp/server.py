@@ -17,7 +17,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from holm.errors import HolmError
 
-from ..routing import CONFIG, SLOT, Caller, Route, caller_of, engine_of
+from ..routing import CONFIG, SLOT, Caller, Route, caller_of, engine_of, public_base
 from .bridge import asgi_handler, run_manager
 from .tools import BY_NAME, TOOLS
 
@@ -25,9 +25,11 @@ log = logging.getLogger(__name__)
 
 PATH = "/mcp"
 MANAGER = web.AppKey("mcp_sessions", StreamableHTTPSessionManager)
-# Where the HTTP request's caller (the guards settled it) rides to a tool: the ASGI scope's
-# `state`, which the SDK hands to the tool as its request.
+# What rides from the HTTP request to a tool, in the ASGI scope's `state`, which the SDK hands
+# to the tool as its request: the caller (the guards settled it), and the origin a person's
+# browser reaches this server at, where a box's viewer pages are (`public_base`).
 CALLER_STATE = "holm.caller"
+VIEWER_BASE_STATE = "holm.viewer_base"
 
 INSTRUCTIONS = (
     "holm runs isolated Linux desktops (boxes) for you to drive. Start one with launch_box, "
@@ -78,16 +80,22 @@ def mcp_server(app: web.Application) -> Server[Any]:
         engine = app[SLOT].engine
         if engine is None:
             return _error("unavailable: the server is starting or stopping")
-        caller = _caller(ctx)
-        if caller is None:
+        state = _state(ctx)
+        caller = state.get(CALLER_STATE)
+        if not isinstance(caller, Caller):
             return _error("denied: the call came without the HTTP request that carries it")
+        viewer_base = state.get(VIEWER_BASE_STATE)
         try:
             call = tool.decode(params.arguments)
             if call.box:
                 # The same refusal the REST routes' guards give: another workspace's box is
                 # as absent as a box that never was.
                 engine.box_seen_by(call.box, caller.workspace)
-            call = dataclasses.replace(call, workspace=caller.workspace)
+            call = dataclasses.replace(
+                call,
+                workspace=caller.workspace,
+                viewer_base=viewer_base if isinstance(viewer_base, str) else None,
+            )
             content = await tool.run(engine, call)
         except HolmError as exc:
             return _error(f"{exc.code}: {exc.message}")
@@ -106,13 +114,13 @@ def mcp_server(app: web.Application) -> Server[Any]:
     return server
 
 
-def _caller(ctx: ServerRequestContext[Any]) -> Caller | None:
-    """The caller of the HTTP request that carried this call (each call is judged by its
-    own request's key, so a key removed mid-session is refused at its next request)."""
+def _state(ctx: ServerRequestContext[Any]) -> dict[str, Any]:
+    """What `handle_mcp` put in the `state` of the HTTP request that carried this call (each
+    call is judged by its own request's key, so a key removed mid-session is refused at its
+    next request)."""
     scope = getattr(ctx.request, "scope", None)
     state = scope.get("state") if isinstance(scope, dict) else None
-    caller = state.get(CALLER_STATE) if isinstance(state, dict) else None
-    return caller if isinstance(caller, Caller) else None
+    return state if isinstance(state, dict) else {}
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -124,7 +132,7 @@ def _error(message: str) -> types.CallToolResult:
 async def handle_mcp(request: web.Request) -> web.StreamResponse:
     engine_of(request)  # the engine runs, so the tools can reach it
     manager = request.app[MANAGER]
-    state = {CALLER_STATE: caller_of(request)}
+    state = {CALLER_STATE: caller_of(request), VIEWER_BASE_STATE: public_base(request)}
     return await asgi_handler(request, manager.handle_request, state)
 
 

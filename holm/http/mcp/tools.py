@@ -25,7 +25,6 @@ from holm.engine import Engine, guards
 from holm.errors import BadRequest, ErrorBody, HolmError
 from holm.projections.text import render_lines
 from holm.projections.views import box_view
-from holm.replay import fork_box
 from holm.wire import actions as a
 from holm.wire.api import (
     ActionsRequest,
@@ -37,6 +36,7 @@ from holm.wire.api import (
     TraceQuery,
 )
 
+from ..routes.boxes import fork_answer
 from ..routes.screens import region_of
 from .schemas import lean_schema
 
@@ -73,6 +73,9 @@ class Call:
     workspace: str | None = None
     # The tab of a page tool (an id or a label; None: the front one).
     tab: str | None = None
+    # Where a person's browser reaches this server (None: unknown), and with it a box's
+    # viewer pages, which a box's answer names as the REST API's does.
+    viewer_base: str | None = None
 
 
 Run = Callable[[Engine, Call], Awaitable[list[Content]]]
@@ -181,24 +184,25 @@ def image(png: bytes) -> types.ImageContent:
 async def launch_box(engine: Engine, call: Call) -> list[Content]:
     body: CreateBox = call.value
     state = await engine.create_box(body.spec, body.placement, owner=call.workspace)
-    return text(box_view(state))
+    return text(box_view(state, call.viewer_base))
 
 
 async def list_boxes(engine: Engine, call: Call) -> list[Content]:
     seen = engine.boxes(seen_by=call.workspace)
-    return text(BoxList(boxes=[box_view(state) for state in seen]))
+    return text(BoxList(boxes=[box_view(state, call.viewer_base) for state in seen]))
 
 
 async def box_status(engine: Engine, call: Call) -> list[Content]:
-    return text(box_view(guards.live(await engine.box(call.box), call.box)))
+    state = guards.live(await engine.box(call.box), call.box)
+    return text(box_view(state, call.viewer_base))
 
 
 async def remove_box(engine: Engine, call: Call) -> list[Content]:
-    return text(box_view(await engine.delete_box(call.box)))
+    return text(box_view(await engine.delete_box(call.box), call.viewer_base))
 
 
 async def fork(engine: Engine, call: Call) -> list[Content]:
-    return text(await fork_box(engine, call.box, ForkRequest()))
+    return text(await fork_answer(engine, call.box, ForkRequest(), call.viewer_base))
 
 
 # In the box

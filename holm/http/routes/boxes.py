@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 from aiohttp import web
 
-from holm.engine import guards
+from holm.engine import Engine, guards
 from holm.errors import BadRequest
 from holm.projections.views import box_view
 from holm.replay import fork_box as fork
@@ -76,12 +76,18 @@ async def install_apps(request: web.Request) -> web.Response:
 
 async def fork_a_box(request: web.Request) -> web.Response:
     body = await body_of(request, ForkRequest)
-    engine = engine_of(request)
-    result = await fork(engine, _box_id(request), body)
-    # The new box's viewer URLs are this server's pages, as for any other box.
-    view = box_view(await engine.box(result.box.id), public_base(request))
-    result = msgspec.structs.replace(result, box=view)
+    result = await fork_answer(engine_of(request), _box_id(request), body, public_base(request))
     return json_response(result, 202 if result.box.state == "starting" else 200)
+
+
+async def fork_answer(
+    engine: Engine, box_id: str, body: ForkRequest, viewer_base: str | None
+) -> ForkResult:
+    """Fork `box_id` and answer as the API does (the `fork_box` MCP tool too): the new
+    box's viewer URLs are this server's pages at `viewer_base`, as for any other box."""
+    result = await fork(engine, box_id, body)
+    view = box_view(await engine.box(result.box.id), viewer_base)
+    return msgspec.structs.replace(result, box=view)
 
 
 async def catalog(request: web.Request) -> web.Response:
