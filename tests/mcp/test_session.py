@@ -234,6 +234,24 @@ async def test_trace_pages_and_batch_shows_its_frame(tmp_path: Path) -> None:
         assert "move" in rest.text and rest.text.splitlines()[-1].startswith("(end")
 
 
+async def test_a_picture_comes_in_the_format_asked(tmp_path: Path) -> None:
+    """`format` (and a batch's `frame_format`) is the REST call's: the image block is the
+    JPEG or WebP asked for, as an image, not a PNG whatever was asked, nor base64 text."""
+    async with holmd(tmp_path) as url, mcp_session(url) as s:
+        b = json_of(await call(s, "launch_box"))["id"]
+        shot = await call(s, "screenshot", box=b, format="jpeg", quality=50)
+        picture = shot.content[1]
+        assert isinstance(picture, types.ImageContent) and picture.mime_type == "image/jpeg"
+        assert Image.open(io.BytesIO(base64.b64decode(picture.data))).format == "JPEG"
+        move = {"type": "move", "to": {"x": 1, "y": 2}}
+        done = await call(s, "batch", box=b, actions=[move], want=["frame"], frame_format="webp")
+        shown = json_of(done)["frame"]
+        assert shown["format"] == "webp" and "image_base64" not in shown
+        picture = done.content[1]
+        assert isinstance(picture, types.ImageContent) and picture.mime_type == "image/webp"
+        assert Image.open(io.BytesIO(base64.b64decode(picture.data))).format == "WEBP"
+
+
 async def test_an_event_stream_answers_its_headers_at_once_and_ends_with_its_session(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -35,6 +35,7 @@ from holm.wire.api import (
     PathQuery,
     TraceQuery,
 )
+from holm.wire.values import ImageFormat, encoding_of
 
 from ..routes.boxes import fork_answer
 from ..routes.screens import region_of
@@ -172,10 +173,10 @@ def text(value: object) -> list[Content]:
     return [types.TextContent(type="text", text=_encoder.encode(value).decode())]
 
 
-def image(png: bytes) -> types.ImageContent:
-    return types.ImageContent(
-        type="image", data=base64.b64encode(png).decode(), mime_type="image/png"
-    )
+def image(data_base64: str, format: ImageFormat) -> types.ImageContent:
+    """A picture in a block of its own, which a model sees as a picture (not as base64 text
+    in the JSON)."""
+    return types.ImageContent(type="image", data=data_base64, mime_type=f"image/{format}")
 
 
 # Box lifecycle
@@ -223,10 +224,12 @@ async def batch(engine: Engine, call: Call) -> list[Content]:
     done = await engine.run_batch(call.box, call.screen, request)
     frame = done.frame
     shown: list[Content] = []
-    if frame is not None and frame.png_base64 is not None:
-        png = base64.b64decode(frame.png_base64)
-        done = msgspec.structs.replace(done, frame=msgspec.structs.replace(frame, png_base64=None))
-        shown.append(image(png))
+    # A PNG (`png_base64`), or the JPEG or WebP `frame_format` asked for (`image_base64`).
+    data = None if frame is None else frame.png_base64 or frame.image_base64
+    if frame is not None and data is not None:
+        bare = msgspec.structs.replace(frame, png_base64=None, image_base64=None)
+        done = msgspec.structs.replace(done, frame=bare)
+        shown.append(image(data, frame.format))
     return text(done) + shown
 
 
@@ -273,6 +276,7 @@ async def screenshot(engine: Engine, call: Call) -> list[Content]:
         window=query.window,
         region=region_of(query),
         scale=query.scale,
+        encoding=encoding_of(query.format, query.quality),
     )
     about = {
         "hash": frame.hash,
@@ -280,9 +284,9 @@ async def screenshot(engine: Engine, call: Call) -> list[Content]:
         "width": frame.width,
         "height": frame.height,
     }
-    if frame.unchanged or frame.png is None:
+    if frame.unchanged or frame.image is None:
         return text(about)
-    return [*text(about), image(frame.png)]
+    return [*text(about), image(base64.b64encode(frame.image).decode(), frame.format)]
 
 
 # Pages: the Chromium of the box's first screen, as the REST page routes. Run alone, a page
@@ -531,10 +535,11 @@ TOOLS: list[Tool] = [
         FrameQuery,
         OnScreen,
         screenshot,
-        """See the screen: returns a PNG image and its `hash`, `width`, `height`. Pass the
-        last `hash` as `have` to get no image when nothing changed (`unchanged: true`);
-        `window`, a rectangle (`x`, `y`, `width`, `height`) and `scale` (percent) narrow it.
-        Not recorded. Example: {"box": "box_0123", "scale": 50}""",
+        """See the screen: returns an image (PNG, or `format` jpeg or webp at `quality`)
+        and its `hash`, `width`, `height`. Pass the last `hash` as `have` to get no image
+        when nothing changed (`unchanged: true`); `window`, a rectangle (`x`, `y`, `width`,
+        `height`) and `scale` (percent) narrow it. Not recorded.
+        Example: {"box": "box_0123", "scale": 50}""",
     ),
     _tool(
         "windows",
