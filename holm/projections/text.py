@@ -89,13 +89,14 @@ def entry_line(entry: Entry) -> str:
 
 
 def render_lines(
-    entries: Iterable[Entry], incomplete: bool = False, first_seq: int = 0
+    entries: Iterable[Entry], incomplete: bool = False, first_seq: int = 0, from_start: bool = True
 ) -> Iterator[str]:
     """The lines of a trace from its start; one whose front was pruned begins with a line
     that says where it begins (`pruned_note`: `first_seq` is the store's), and one whose
     writer stopped mid-line ends with a line that says it is incomplete, after every whole
-    entry."""
-    first = True
+    entry. Not `from_start` (a page read after a seq), nothing before it is said pruned:
+    the entries before it were on the pages before."""
+    first = from_start
     for entry in entries:
         note = pruned_note(first_seq, entry.seq) if first else None
         if note is not None:

@@ -232,6 +232,9 @@ async def test_trace_pages_and_batch_shows_its_frame(tmp_path: Path) -> None:
         rest = (await call(s, "trace", box=b, after=0)).content[0]
         assert isinstance(rest, types.TextContent)
         assert "move" in rest.text and rest.text.splitlines()[-1].startswith("(end")
+        # A page after the first goes on from there: its first line is the entry after
+        # `after`, not a note that the trace was pruned before it.
+        assert rest.text.splitlines()[0].split()[0] == "1", rest.text
 
 
 async def test_a_picture_comes_in_the_format_asked(tmp_path: Path) -> None:

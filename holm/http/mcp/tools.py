@@ -320,7 +320,8 @@ async def evaluate(engine: Engine, call: Call) -> list[Content]:
 async def trace(engine: Engine, call: Call) -> list[Content]:
     query: TraceQuery = call.value
     page = await engine.read_trace(call.box, query.after, query.limit)
-    lines = list(render_lines(page.entries, page.incomplete, page.first_seq))
+    from_start = query.after is None or query.after < 0
+    lines = list(render_lines(page.entries, page.incomplete, page.first_seq, from_start))
     if page.more:
         lines.append(f"(more: call trace with after={page.next})")
     else:
