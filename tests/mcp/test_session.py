@@ -147,6 +147,20 @@ async def test_a_box_is_answered_as_the_rest_api_answers_it(tmp_path: Path) -> N
         assert removed["viewer_urls"] == over_rest["viewer_urls"]
 
 
+async def test_read_file_gives_text_or_the_rest_calls_base64(tmp_path: Path) -> None:
+    """`read_file` is the one box tool whose JSON is not its REST call's: a UTF-8 file comes
+    as `text`, which a model reads; other bytes as `contents_base64`, as over REST."""
+    async with holmd(tmp_path) as url, mcp_session(url) as s:
+        b = json_of(await call(s, "launch_box"))["id"]
+        for path, data in (("/tmp/t.txt", "héllo\n".encode()), ("/tmp/b.bin", b"\xff\x00")):
+            contents = base64.b64encode(data).decode()
+            await call(s, "write_file", box=b, path=path, contents_base64=contents)
+        text = json_of(await call(s, "read_file", box=b, path="/tmp/t.txt"))
+        assert text == {"path": "/tmp/t.txt", "size": 7, "text": "héllo\n"}
+        raw = json_of(await call(s, "read_file", box=b, path="/tmp/b.bin"))
+        assert raw == {"path": "/tmp/b.bin", "size": 2, "contents_base64": "/wA="}
+
+
 async def test_a_refusal_is_a_tool_error(tmp_path: Path) -> None:
     async with holmd(tmp_path) as url, mcp_session(url) as s:
         unknown = await s.call_tool("click", {"box": "box_nope", "at": {"x": 1, "y": 1}})
