@@ -18,6 +18,7 @@ from mcp_kit import ACCEPT, INIT, TOKEN, call, holmd, json_of, mcp_session
 from PIL import Image
 
 from holm.client import HolmClient
+from holm.wire.entries import kind_of
 
 
 async def kinds_of(url: str, box_id: str) -> list[tuple[str, Any]]:
@@ -114,6 +115,12 @@ async def test_every_tool_records_as_the_spec_says(tmp_path: Path) -> None:
             ("clipboard_set", None),
             ("clipboard_read", None),
         ]
+        # Each entry is the agent's but `box_ready`, which the server records once the box
+        # it started is up, as over REST.
+        async with HolmClient(url, TOKEN) as client:
+            entries = (await client.trace(b)).entries
+        not_agents = [(kind_of(e), e.actor) for e in entries if e.actor != "agent"]
+        assert not_agents == [("box_ready", "system")]
 
         forked = json_of(await call(s, "fork_box", box=b))
         assert forked["box"]["state"] == "ready"
