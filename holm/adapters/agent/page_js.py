@@ -344,7 +344,7 @@ INSTALL = r"""
 
 
 # What `call` answers in a document that lacks the script: `Cdp.run` then installs it and
-# calls again, so the 14 KB script is sent once per document, not with every call.
+# calls again, so the 16 KB script is sent once per document, not with every call.
 MISSING = "__holm_missing__"
 
 
