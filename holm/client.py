@@ -1,7 +1,7 @@
 """The Python client of holmd's REST API (`/v1`), on aiohttp; the `holm` CLI is built on it.
 
     async with HolmClient() as holm:
-        box = await holm.create_box(Spec(desktop=Desktop(width=1024, height=768)))
+        box = await holm.create_box(Spec(desktop=DesktopSpec(width=1024, height=768)))
         await holm.act(box.id, [OpenUrl(url="https://example.com")])
 
 `SyncHolmClient` is the same client for scripts without an event loop.
