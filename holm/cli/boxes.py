@@ -20,7 +20,7 @@ from holm.cli.output import (
     when,
 )
 from holm.cli.params import DURATION, convert, decode_file, source_name
-from holm.cli.remote import Remote, remote
+from holm.cli.remote import Remote, remote, screen_option
 from holm.errors import BadRequest, Failed
 from holm.wire.api import BoxView, CreateBox, ForkOrigin, ForkResult
 from holm.wire.spec import MAX_SCREENS, Feature, Placement, Spec
@@ -352,7 +352,7 @@ def list_runtimes(remote: Remote) -> None:
 
 @click.command("view")
 @click.argument("box_id")
-@click.option("--screen", type=click.IntRange(0, MAX_SCREENS - 1), default=0, show_default=True)
+@screen_option
 @click.option("--control", is_flag=True, help="A ticket that also sends keys and the pointer.")
 @remote
 def view_box(remote: Remote, box_id: str, screen: int, control: bool) -> None:

@@ -7,11 +7,14 @@ request would exit 14: exit 2 or 3 shows it stopped before."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -19,6 +22,8 @@ from holm.cli import main
 from holm.cli.remote import EXIT_CODES, EXIT_UNREACHABLE, Remote
 from holm.client import SyncHolmClient
 from holm.errors import ERRORS_BY_CODE
+
+CLI_MD = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def _closed_url() -> str:
@@ -142,3 +147,38 @@ def test_a_command_reading_from_two_threads_opens_one_client() -> None:
         clients = list(pool.map(lambda _: open_client(), range(8)))
     remote.close()
     assert all(client is clients[0] for client in clients)
+
+
+def _commands(
+    group: click.Group, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], click.Command]]:
+    """Every command under `group`, each with the words that name it (`("mouse", "click")`)."""
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
+        yield (*path, name), command
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+
+
+def test_every_command_with_a_screen_takes_it_as_dash_s_as_the_docs_list() -> None:
+    # docs/cli.md: "`--screen N` (`-s N`, default 0) picks the screen for the commands that
+    # act on one: `open`, …".
+    bullet = CLI_MD.read_text().split("- **Screens.**", 1)[1].split("\n- ", 1)[0]
+    listed = set(re.findall(r"`([a-z][a-z-]*)`", bullet.split(":", 1)[1]))
+    screens = [
+        (" ".join(words), param)
+        for words, command in _commands(main)
+        for param in command.params
+        if param.name == "screen"
+    ]
+    assert {name.split()[0] for name, _ in screens} == listed
+    for name, param in screens:
+        assert set(param.opts) == {"--screen", "-s"}, name
+        assert param.default == 0, name
+
+
+def test_view_takes_its_screen_as_dash_s() -> None:
+    result = holm("view", "box_1", "-s", "1")
+    assert result.exit_code == EXIT_UNREACHABLE, result.output
