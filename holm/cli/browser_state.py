@@ -132,7 +132,7 @@ def cookies_set(remote: Remote, box_id: str, pairs: tuple[str, ...], url: str) -
 @click.option("--site", "url", help="Only the cookies sent to this URL.")
 @remote
 def cookies_clear(remote: Remote, box_id: str, url: str | None) -> None:
-    """Remove BOX_ID's cookies (all, or those of --url)."""
+    """Remove BOX_ID's cookies (all, or those of --site)."""
     done = remote.client.clear_cookies(box_id, url=url)
     remote.answer(done, f"{done.changed} removed")
 

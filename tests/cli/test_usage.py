@@ -182,3 +182,10 @@ def test_every_command_with_a_screen_takes_it_as_dash_s_as_the_docs_list() -> No
 def test_view_takes_its_screen_as_dash_s() -> None:
     result = holm("view", "box_1", "-s", "1")
     assert result.exit_code == EXIT_UNREACHABLE, result.output
+
+
+def test_the_help_of_cookies_clear_names_the_option_that_narrows_it() -> None:
+    # docs/cli.md: `holm browser cookies clear "$BOX" [--site https://example.org]`; its
+    # `--url` is holmd's.
+    shown = " ".join(holm("browser", "cookies", "clear", "--help").output.split())
+    assert "(all, or those of --site)" in shown
