@@ -100,19 +100,23 @@ def test_open_click_type_and_press_change_what_the_screen_shows(
     open_page(holm, box, tmp_path)
     assert colour_at(shot(holm_process, box, tmp_path / "opened.png")) == RED
 
+    # Each step prints its value, a JSON line (docs/cli.md, "Driving a screen").
     clicked = holm("mouse", box, "click", "640", "500")
     assert clicked.exit_code == 0, clicked.output
+    assert json.loads(clicked.stdout) == {"at": {"x": 640, "y": 500}}
     settle(holm, box)
     assert colour_at(shot(holm_process, box, tmp_path / "clicked.png")) == GREEN
 
     typed = holm("keyboard", box, "type", "holm")
     assert typed.exit_code == 0, typed.output
+    assert json.loads(typed.stdout) == {"typed": 4}
     settle(holm, box)
     assert colour_at(shot(holm_process, box, tmp_path / "typed.png")) == BLUE
 
     # A reload brings the page back as it was loaded.
     pressed = holm("keyboard", box, "press", "ctrl+r")
     assert pressed.exit_code == 0, pressed.output
+    assert json.loads(pressed.stdout) == {"pressed": ["ctrl", "r"]}
     settle(holm, box)
     assert colour_at(shot(holm_process, box, tmp_path / "reloaded.png")) == RED
 
