@@ -159,10 +159,17 @@ def test_rm_removes_a_box_that_then_answers_gone(
         assert gone.returncode == EXIT_CODES["gone"] == 6, args
         assert gone.stderr.decode().startswith("holm: gone: ")
     assert box not in holm("ls", "-q").stdout.splitlines()
-    # The trace stays after the box.
+    # The trace stays after the box, and what reads it works on.
     kept = holm("trace", box)
     assert kept.exit_code == 0
     assert kept.stdout.splitlines()[-1].endswith("deleted")
+    forked = holm_process("fork", box)
+    assert forked.returncode == 0, forked.stderr
+    fork = forked.stdout.decode().strip()
+    try:
+        assert holm("box", fork, "--json").exit_code == 0
+    finally:
+        holm("rm", fork)
 
 
 def test_an_unknown_box_is_not_found(holm: RunHolm) -> None:
