@@ -22,7 +22,6 @@ import asyncio
 import shutil
 import tempfile
 from pathlib import Path
-from typing import NoReturn
 
 import click
 import msgspec
@@ -32,7 +31,7 @@ from holm.cli.actions import read_batch
 from holm.cli.history import read_server_trace
 from holm.cli.remote import Remote, remote, screen_option
 from holm.config import Config, load_config
-from holm.errors import HolmError
+from holm.errors import BadRequest, HolmError
 from holm.events.codec import CorruptLine
 from holm.events.trace_file import read_trace_file
 from holm.offline import OfflineReplay, replay_entries
@@ -54,7 +53,6 @@ def make_runtimes(config: Config, server_id: str | None) -> dict[str, Runtime]:
 
 
 EXIT_DIFFERENT = 1
-EXIT_BAD_FILE = 3
 
 
 frame_tolerance_option = click.option(
@@ -387,18 +385,15 @@ def _print_diff(result: TraceDiff) -> None:
 
 
 def _read_file(path: Path) -> list[Entry]:
+    """The entries of a trace file; a file that is not one is a `bad_request` (exit 3),
+    printed as every holm error is (with --json, its body)."""
     try:
         entries = read_trace_file(path).entries
     except (CorruptLine, msgspec.DecodeError, ValueError) as exc:
-        _bad_file(path, exc)
+        raise BadRequest(f"{path} is not a trace: {exc}") from exc
     if not entries:
-        _bad_file(path, ValueError("it has no entries"))
+        raise BadRequest(f"{path} is not a trace: it has no entries")
     return entries
-
-
-def _bad_file(path: Path, exc: Exception) -> NoReturn:
-    click.echo(f"holm: bad_request: {path} is not a trace: {exc}", err=True)
-    raise click.exceptions.Exit(EXIT_BAD_FILE)
 
 
 COMMANDS = (replay, diff)

@@ -35,7 +35,7 @@ from click.core import ParameterSource
 from holm.cli.output import print_figures, write_stdout
 from holm.cli.remote import TOKEN_HELP, connected, exit_code, report_error
 from holm.cli.trace_blob import read_blob
-from holm.errors import HolmError
+from holm.errors import BadRequest, HolmError, NotFound
 from holm.events.codec import CorruptLine, read_envelope
 from holm.events.pruning import layout_by_search
 from holm.events.trace_file import TORN, read_trace_file, trace_files
@@ -50,10 +50,9 @@ if TYPE_CHECKING:
 # How often `--follow` looks at the file again once it has printed all there is.
 FOLLOW_POLL_SECS = 0.2
 
-# The exit codes of docs/cli.md: the error code a server would give for the same thing.
+# What an error of holm itself exits with (docs/cli.md); an error a server would give for
+# the same thing (a missing file, one that is not a trace) exits with that error's code.
 EXIT_FAILED = 1
-EXIT_BAD_FILE = 3  # bad_request: a file that is not a trace
-EXIT_NOT_FOUND = 5  # not_found
 
 
 # The words `trace` takes before its own arguments, and those arguments.
@@ -175,7 +174,7 @@ def trace(
     path = Path(target)
     if not path.exists():
         if _looks_like_path(target):
-            _fail(f"not_found: no such file or directory: {target}", EXIT_NOT_FOUND)
+            _exit_with(NotFound(f"no such file or directory: {target}"), as_json)
         # Anything else is a box ID: its trace is read from the server.
         from holm.cli.history import print_server_trace, read_server_trace
 
@@ -202,8 +201,8 @@ def trace(
         raise click.UsageError("--follow reads one trace file, as entries, not figures")
     paths = trace_files(path) if path.is_dir() else [path]
     if not paths:
-        _fail(f"not_found: no trace files (*.jsonl) in {target}", EXIT_NOT_FOUND)
-    with _offline_errors():
+        _exit_with(NotFound(f"no trace files (*.jsonl) in {target}"), as_json)
+    with _offline_errors(as_json):
         if follow:
             _follow(path, after, limit, as_json, follow_timeout)
         elif stats:
@@ -216,8 +215,9 @@ def trace(
 
 
 @contextlib.contextmanager
-def _offline_errors() -> Iterator[None]:
-    """What reading files offline can meet, as a message and the exit code of docs/cli.md."""
+def _offline_errors(as_json: bool = False) -> Iterator[None]:
+    """What reading files offline can meet, as a message (with `as_json`, the error body)
+    and the exit code of docs/cli.md."""
     try:
         yield
     except BrokenPipeError:
@@ -225,12 +225,11 @@ def _offline_errors() -> Iterator[None]:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_FAILED)
     except CorruptLine as exc:
-        _fail(f"bad_request: not a trace: {exc}", EXIT_BAD_FILE)
+        _exit_with(BadRequest(f"not a trace: {exc}"), as_json)
     except HolmError as exc:
-        report_error(exc, as_json=False)
-        sys.exit(exit_code(exc))
+        _exit_with(exc, as_json)
     except FileNotFoundError as exc:
-        _fail(f"not_found: {exc}", EXIT_NOT_FOUND)
+        _exit_with(NotFound(str(exc)), as_json)
     except OSError as exc:
         _fail(str(exc))
 
@@ -257,10 +256,8 @@ def _list_traces(
         return
     path = Path(folder) if folder is not None else state_dir_of(os.environ)
     if not path.is_dir():
-        _fail(
-            f"not_found: no such folder: {path} (give DIR, or --url for a server)", EXIT_NOT_FOUND
-        )
-    with _offline_errors():
+        _exit_with(NotFound(f"no such folder: {path} (give DIR, or --url for a server)"), as_json)
+    with _offline_errors(as_json):
         print_traces(local_traces(path), as_json)
 
 
@@ -306,11 +303,11 @@ def _trace_side(path: Path) -> TraceSide:
     """A trace file read whole, named by its stem (a box's ID, in a state dir), its frames
     taken from the state dir beside it: <state>/frames/<trace>/<hash>.png."""
     if not path.is_file():
-        _fail(f"not_found: no such trace file: {path}", EXIT_NOT_FOUND)
+        _exit_with(NotFound(f"no such trace file: {path}"))
     try:
         read = read_trace_file(path)
     except CorruptLine as exc:
-        _fail(f"bad_request: {exc}", EXIT_BAD_FILE)
+        _exit_with(BadRequest(str(exc)))
     folders = [path.parent.parent / "frames" / path.stem, path.parent / "frames" / path.stem]
 
     def frame_png(frame_hash: str) -> bytes | None:
@@ -331,9 +328,14 @@ def _looks_like_path(target: str) -> bool:
     return os.sep in target or target.endswith(".jsonl") or target.startswith((".", "~"))
 
 
-def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+def _exit_with(error: HolmError, as_json: bool = False) -> NoReturn:
+    report_error(error, as_json)
+    sys.exit(exit_code(error))
+
+
+def _fail(message: str) -> NoReturn:
     click.echo(f"holm: {message}", err=True)
-    sys.exit(code)
+    sys.exit(EXIT_FAILED)
 
 
 def _header(path: Path) -> str:
@@ -402,7 +404,7 @@ def _follow(
             try:
                 stat = path.stat()
             except FileNotFoundError:
-                _fail(f"not_found: {path} was removed", EXIT_NOT_FOUND)
+                _exit_with(NotFound(f"{path} was removed"), as_json)
             if (stat.st_size, stat.st_mtime_ns, stat.st_ino) != seen:
                 seen = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
                 page = _read(path, after, None if limit is None else limit - printed, as_json)

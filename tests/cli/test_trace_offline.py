@@ -343,15 +343,41 @@ def test_an_empty_folder_is_an_error(tmp_path: Path) -> None:
     assert result.exit_code == 5 and "no trace files" in result.stderr
 
 
-def test_a_corrupt_line_inside_a_trace_is_an_error(tmp_path: Path) -> None:
-    path = tmp_path / "bad.jsonl"
+def corrupt_trace(path: Path) -> Path:
+    """A trace file with a line that is not an entry between two that are."""
     path.write_bytes(
         entry_lines([box_created("b")])
         + b'{"not": "an entry"}\n'
         + entry_lines([acted(2, Click())])
     )
+    return path
+
+
+def test_a_corrupt_line_inside_a_trace_is_an_error(tmp_path: Path) -> None:
+    path = corrupt_trace(tmp_path / "bad.jsonl")
     result = holm("trace", str(path))
     assert result.exit_code == 3 and str(path) in result.stderr and "not a trace" in result.stderr
+
+
+def test_with_json_an_error_of_a_file_read_offline_is_the_error_body(tmp_path: Path) -> None:
+    # docs/cli.md: errors print `holm: CODE: MESSAGE` on stderr "(with `--json`, the error
+    # body `{"code", "message", "retryable"}`)", as they do for a box ID.
+    corrupt = corrupt_trace(tmp_path / "bad.jsonl")
+    (tmp_path / "empty").mkdir()
+    cases = [
+        (("trace", "no/such/trace.jsonl"), "not_found"),
+        (("trace", str(tmp_path / "empty")), "not_found"),
+        (("trace", "ls", str(tmp_path / "none")), "not_found"),
+        (("trace", str(corrupt), "--stats"), "bad_request"),
+        (("replay", str(corrupt)), "bad_request"),
+        (("diff", str(corrupt), str(corrupt)), "bad_request"),
+    ]
+    for args, code in cases:
+        result = holm(*args, "--json")
+        assert result.exit_code == {"not_found": 5, "bad_request": 3}[code], args
+        assert result.stdout == "", args
+        body = msgspec.json.decode(result.stderr, type=ErrorBody)
+        assert body.code == code, args
 
 
 def test_a_file_that_ends_in_lines_that_are_not_entries_is_no_trace(tmp_path: Path) -> None:
