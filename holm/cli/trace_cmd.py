@@ -37,8 +37,7 @@ from holm.cli.remote import TOKEN_HELP, connected, exit_code, report_error
 from holm.cli.trace_blob import read_blob
 from holm.errors import BadRequest, HolmError, NotFound
 from holm.events.codec import CorruptLine, read_envelope
-from holm.events.pruning import layout_by_search
-from holm.events.trace_file import TORN, read_trace_file, trace_files
+from holm.events.trace_file import read_trace_file, read_trace_lines, trace_files
 from holm.projections.stats import TraceStats, trace_stats
 from holm.projections.text import INCOMPLETE_LINE, entry_line, pruned_note
 from holm.wire.access import state_dir_of
@@ -352,27 +351,17 @@ def _read(path: Path, after: int | None, limit: int | None, as_json: bool) -> _P
 
 
 def _raw_lines(path: Path, after: int | None, limit: int | None) -> _Page:
-    """The whole lines of a trace file exactly as stored, for `--json`. The torn tail is
-    what `read_trace_file` leaves out: bytes after the last newline, and a last line that
-    is not an entry's JSON object."""
-    *lines, tail = path.read_bytes().split(b"\n")
-    incomplete = tail != b"" or path.with_suffix(TORN).exists()
-    seqs = [read_envelope(line) for line in lines]
-    while seqs and seqs[-1] is None:
-        seqs.pop()
-        lines.pop()
-        incomplete = True
-    first = -1 if after is None else after
-    wanted = [
-        (envelope.seq, line.decode())
-        for envelope, line in zip(seqs, lines, strict=True)
-        if envelope is not None and envelope.seq > first
-    ]
-    wanted = wanted if limit is None else wanted[:limit]
+    """The whole lines of a trace file exactly as stored, for `--json`: those the text
+    would print, refused as it refuses them (`read_trace_lines`)."""
+    read = read_trace_lines(path, after, limit)
+    wanted = []
+    for line in read.lines:
+        envelope = read_envelope(line)
+        if envelope is None:
+            raise CorruptLine(f"{path}: line {line[:40]!r} is not an entry")
+        wanted.append((envelope.seq, line.decode()))
     last_kind = _kind_decoder.decode(wanted[-1][1]).kind if wanted else None
-    numbers = [-1 if envelope is None else envelope.seq for envelope in seqs]
-    layout = layout_by_search(len(numbers), numbers.__getitem__)
-    return _Page(wanted, last_kind, incomplete, layout.first_seq)
+    return _Page(wanted, last_kind, read.incomplete, read.first_seq)
 
 
 def _print_entries(path: Path, after: int | None, limit: int | None, as_json: bool) -> None:

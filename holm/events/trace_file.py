@@ -16,8 +16,9 @@ incomplete. (An offline read refuses a file that ends in more lines than that wh
 entries: it is no trace, or a damaged one.) The `.idx` is rebuildable from the `.jsonl` at
 any time.
 
-`read_trace_file` and `trace_files` are the offline API of `holm trace FILE|DIR`: they
-never change a file. Everything here blocks; a store calls it from threads.
+`read_trace_file` (`read_trace_lines` for the lines as stored) and `trace_files` are the
+offline API of `holm trace FILE|DIR`: they never change a file. Everything here blocks; a
+store calls it from threads.
 """
 
 from __future__ import annotations
@@ -296,10 +297,17 @@ def trace_files(state_dir: Path) -> list[Path]:
     return sorted(path for path in folder.glob("*" + JSONL) if path.is_file())
 
 
-def read_trace_file(path: Path, after: int | None = None, limit: int | None = None) -> TraceRead:
-    """The entries of one trace file with seq > `after`, at most `limit`, blobs resolved
-    from the state dir's `blobs/` when it is there. Never changes the file; a torn last line
-    is left out and makes the read `incomplete`."""
+class TraceLines(NamedTuple):
+    """The whole lines of an offline read as stored, and what a `TraceRead` says of them."""
+
+    lines: list[bytes]
+    incomplete: bool
+    first_seq: int
+
+
+def read_trace_lines(path: Path, after: int | None = None, limit: int | None = None) -> TraceLines:
+    """The lines of one trace file with seq > `after`, at most `limit`, as stored. Never
+    changes the file; a torn last line is left out and makes the read `incomplete`."""
     with path.open("rb") as file:
         size = os.fstat(file.fileno()).st_size
         tail = find_tail(file.fileno(), size)
@@ -324,14 +332,21 @@ def read_trace_file(path: Path, after: int | None = None, limit: int | None = No
     else:
         wanted = [line for line in lines if seq_of(line) >= first]
         wanted = wanted if limit is None else wanted[: max(limit, 0)]
+    return TraceLines(wanted, incomplete, layout.first_seq)
+
+
+def read_trace_file(path: Path, after: int | None = None, limit: int | None = None) -> TraceRead:
+    """The entries of one trace file with seq > `after`, at most `limit`, blobs resolved
+    from the state dir's `blobs/` when it is there (`read_trace_lines`, decoded)."""
+    read = read_trace_lines(path, after, limit)
     blobs = blobs_beside(path.parent)
     entries = []
-    for line in wanted:
+    for line in read.lines:
         try:
             entries.append(decode_line(line, blobs))
         except CorruptLine as exc:
             raise CorruptLine(f"{path}: {exc}") from exc
-    return TraceRead(entries=entries, incomplete=incomplete, first_seq=layout.first_seq)
+    return TraceRead(entries=entries, incomplete=read.incomplete, first_seq=read.first_seq)
 
 
 def seq_of(line: bytes) -> int:
@@ -351,6 +366,7 @@ __all__ = [
     "TRACES_DIR",
     "StaleIndex",
     "Tail",
+    "TraceLines",
     "TracePaths",
     "TraceRead",
     "blobs_beside",
@@ -363,6 +379,7 @@ __all__ = [
     "read_lines",
     "read_offset",
     "read_trace_file",
+    "read_trace_lines",
     "rebuild_index",
     "rebuilt_layout",
     "scan_offsets",

@@ -359,6 +359,18 @@ def test_a_corrupt_line_inside_a_trace_is_an_error(tmp_path: Path) -> None:
     assert result.exit_code == 3 and str(path) in result.stderr and "not a trace" in result.stderr
 
 
+def test_json_refuses_a_file_that_is_no_trace_as_the_text_does(tmp_path: Path) -> None:
+    # docs/trace.md: "a file with a line that is not an entry (anywhere but at the torn end)
+    # is `bad_request` (3)"; `--json` prints the lines as stored, not whatever lines parse.
+    passwd = tmp_path / "passwd.jsonl"
+    passwd.write_bytes(b"root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/bin/sh\n")
+    for path in (corrupt_trace(tmp_path / "bad.jsonl"), passwd):
+        for args in ((), ("--json",)):
+            result = holm("trace", str(path), *args)
+            assert result.exit_code == 3, (path.name, args)
+            assert result.stdout == "", (path.name, args)
+
+
 def test_with_json_an_error_of_a_file_read_offline_is_the_error_body(tmp_path: Path) -> None:
     # docs/cli.md: errors print `holm: CODE: MESSAGE` on stderr "(with `--json`, the error
     # body `{"code", "message", "retryable"}`)", as they do for a box ID.
