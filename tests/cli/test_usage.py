@@ -189,3 +189,14 @@ def test_the_help_of_cookies_clear_names_the_option_that_narrows_it() -> None:
     # `--url` is holmd's.
     shown = " ".join(holm("browser", "cookies", "clear", "--help").output.split())
     assert "(all, or those of --site)" in shown
+
+
+def test_every_command_but_mcp_config_takes_json() -> None:
+    # docs/cli.md: "`--json` on every command but `mcp-config` … prints JSON instead".
+    without = {
+        " ".join(words)
+        for words, command in _commands(main)
+        if not isinstance(command, click.Group)
+        and "--json" not in [opt for param in command.params for opt in param.opts]
+    }
+    assert without == {"mcp-config"}
