@@ -10,6 +10,8 @@ import pytest
 from e2e_kit import RunHolm
 from page_kit import page
 
+from holm.cli.remote import EXIT_CODES
+
 pytestmark = pytest.mark.desktop
 
 FORM = page(
@@ -39,8 +41,12 @@ def test_holm_browser_drives_a_page_by_meaning(holm: RunHolm, box: str, tmp_path
     shot = tmp_path / "page.png"
     assert ok(holm, "browser", "shot", box, "-o", str(shot)).strip() == str(shot)
     assert shot.read_bytes().startswith(b"\x89PNG")
+    # docs/cli.md: an operation whose query finds nothing is `not_found`, naming it; `find`
+    # lists what it found, nothing included.
     missing = holm("browser", "click", box, "Nowhere")
-    assert missing.exit_code != 0 and "Nowhere" in missing.output
+    assert missing.exit_code == EXIT_CODES["not_found"] and "Nowhere" in missing.stderr
+    found = json.loads(ok(holm, "browser", "find", box, "Nowhere", "--json"))
+    assert found["elements"] == []
 
 
 CONTROLS = page(
