@@ -262,6 +262,10 @@ async def test_holm_node_sets_a_dialog_field_and_finds_it_again(
     assert (field["label"], field["value"]) == ("Street", "Elm Row")
     missing = await holm(server, "node", box, "focus", "No such field", "--app", "zenity")
     assert missing.exit_code == 5 and "No such field" in missing.stderr
+    # docs/cli.md: `find` lists what it found, none included.
+    none = await holm(server, "node", box, "find", "No such field", "--app", "zenity")
+    assert none.exit_code == 0, none.output
+    assert none.stdout.split() == ["ROLE", "NAME", "VALUE", "BOUNDS", "PATH"]
     closed = await holm(server, "node", box, "invoke", "Cancel", "--role", "button")
     assert closed.exit_code == 0, closed.output
 
