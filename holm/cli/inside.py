@@ -45,8 +45,11 @@ def exec_command(remote: Remote, box_id: str, argv: Sequence[str], timeout_ms: i
         click.echo(result.stderr, err=True, nl=False)
     if result.timed_out:
         code = EXIT_EXEC_TIMED_OUT
+    elif result.code is None or result.code < 0:
+        # A command killed by a signal has no exit code: its code is minus the signal's.
+        code = EXIT_EXEC_NO_CODE
     else:
-        code = EXIT_EXEC_NO_CODE if result.code is None else result.code
+        code = result.code
     raise click.exceptions.Exit(code)
 
 

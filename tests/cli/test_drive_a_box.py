@@ -13,7 +13,7 @@ import pytest
 from e2e_kit import Holmd, RunHolm, RunHolmProcess
 from PIL import Image
 
-from holm.cli.inside import EXIT_EXEC_TIMED_OUT
+from holm.cli.inside import EXIT_EXEC_NO_CODE, EXIT_EXEC_TIMED_OUT
 from holm.cli.remote import EXIT_CODES
 from holm.client import SyncHolmClient
 from holm.wire.entries import AppsInstalled
@@ -174,6 +174,10 @@ def test_exec_prints_the_output_and_exits_with_the_commands_code(
 
     slow = holm_process("exec", box, "--timeout-ms", "300", "--", "sleep", "5")
     assert slow.returncode == EXIT_EXEC_TIMED_OUT == 124
+
+    # Killed by a signal, the command ended without an exit code of its own.
+    killed = holm_process("exec", box, "--", "sh", "-c", "kill -9 $$")
+    assert killed.returncode == EXIT_EXEC_NO_CODE == 125
 
 
 def test_file_put_and_get_round_trip_every_byte(
