@@ -105,7 +105,7 @@ async def _box(
     assert isinstance(first, r.NodeDone) and first.nodes
     tree = await desktop.act(0, a.OnNode(what=a.NodeTreeOp(app="zenity")))
     assert isinstance(tree, r.NodeDone)
-    print(f"widgets in the dialog: {sum(1 for _ in _all(tree.nodes))}")
+    print(f"widgets in the dialog: {sum(1 for _ in _all(tree.nodes or []))}")
     await desktop.act(0, a.OpenUrl(url=FORM))
     return desktop, first.nodes[0].path
 

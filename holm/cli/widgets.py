@@ -89,7 +89,7 @@ def _listing(remote: Remote, done: NodeDone) -> None:
     if remote.as_json:
         print_json(done)
         return
-    print_table(("ROLE", "NAME", "VALUE", "BOUNDS", "PATH"), list(_lines(done.nodes)))
+    print_table(("ROLE", "NAME", "VALUE", "BOUNDS", "PATH"), list(_lines(done.nodes or [])))
     if done.cut:
         click.echo("(cut: a limit left some widgets out)", err=True)
 

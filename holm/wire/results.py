@@ -254,7 +254,9 @@ class NodeDone(_Result):
 
     op: str
     node: Node | None = None
-    nodes: list[Node] = msgspec.field(default_factory=list)
+    # `find` and `tree` answer it always, empty when nothing matched (None: another op),
+    # so that a reader's `.nodes[]` works on a find that found nothing.
+    nodes: list[Node] | None = None
     action: str | None = None
     cut: bool = False
 

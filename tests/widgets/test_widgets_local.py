@@ -266,6 +266,8 @@ async def test_holm_node_sets_a_dialog_field_and_finds_it_again(
     none = await holm(server, "node", box, "find", "No such field", "--app", "zenity")
     assert none.exit_code == 0, none.output
     assert none.stdout.split() == ["ROLE", "NAME", "VALUE", "BOUNDS", "PATH"]
+    nothing = await holm(server, "node", box, "find", "No such field", "--json")
+    assert json.loads(nothing.stdout)["nodes"] == []
     closed = await holm(server, "node", box, "invoke", "Cancel", "--role", "button")
     assert closed.exit_code == 0, closed.output
 
