@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
-from http_kit import MakeClient, error_of, new_box, ok_json
+from http_kit import Client, MakeClient, error_of, new_box, ok_json
 
 from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 from holm.http.viewer.relay import SERVER_VERSION
@@ -48,6 +48,13 @@ class SocketRuntime(MemoryRuntime):
         return self.socket_path
 
 
+async def socket_client(make_client: MakeClient, world: MemoryWorld, path: Path) -> Client:
+    """A test server whose boxes' viewer is the Unix socket at `path`."""
+    runtime = SocketRuntime(server_id="srv", world=world)
+    runtime.socket_path = path
+    return await make_client(runtime=runtime)
+
+
 @contextlib.asynccontextmanager
 async def relayed_to(
     serve: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
@@ -58,9 +65,7 @@ async def relayed_to(
     """A viewer WebSocket, through the relay, to a VNC server that `serve` plays."""
     path = tmp_path / "vnc.sock"
     server = await asyncio.start_unix_server(serve, str(path))
-    runtime = SocketRuntime(server_id="srv", world=world)
-    runtime.socket_path = path
-    client = await make_client(runtime=runtime)
+    client = await socket_client(make_client, world, path)
     box = await new_box(client)
     made = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/viewer/ticket", json={}))
     ws = await client.ws_connect(
@@ -152,9 +157,7 @@ async def test_a_box_s_viewer_urls_name_the_host_its_spec_advertises(
 ) -> None:
     # rest-api.md, `spec.policy.advertise`: "The host name to put in viewer URLs". The
     # scheme and port stay the server's.
-    runtime = SocketRuntime(server_id="srv", world=world)
-    runtime.socket_path = tmp_path / "vnc.sock"
-    client = await make_client(runtime=runtime)
+    client = await socket_client(make_client, world, tmp_path / "vnc.sock")
     spec = {"policy": {"advertise": "desk.example"}}
     box = await new_box(client, {"spec": spec})
     page = f"http://desk.example:{client.port}/v1/boxes/{box}/screens/0/view"
@@ -174,9 +177,7 @@ async def test_a_ticket_opens_only_the_desktop_it_was_made_for(
 ) -> None:
     # boxes.md: a stopped box resumes with a "new desktop, new viewer URL"; a paused one
     # comes back as it was.
-    runtime = SocketRuntime(server_id="srv", world=world)
-    runtime.socket_path = tmp_path / "vnc.sock"
-    client = await make_client(runtime=runtime)
+    client = await socket_client(make_client, world, tmp_path / "vnc.sock")
     box = await new_box(client)
     screen = f"/v1/boxes/{box}/screens/0"
 
