@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from holm.adapters.agent import protocol as p
+from holm.adapters.agent.box_socket import open_box_connection
 from holm.errors import ERRORS_BY_CODE, HolmError, Internal, Timeout, Transport
 from holm.wire.actions import Action, Tabs, Windows
 from holm.wire.results import ActionResult, TabList, WindowList
@@ -53,9 +54,7 @@ class AgentDesktop:
     @classmethod
     async def connect(cls, socket_path: str | Path) -> AgentDesktop:
         try:
-            reader, writer = await asyncio.open_unix_connection(
-                str(socket_path), limit=p.MAX_FRAME_BYTES
-            )
+            reader, writer = await open_box_connection(socket_path, limit=p.MAX_FRAME_BYTES)
         except OSError as exc:
             raise Transport(f"cannot reach the box's agent at {socket_path}: {exc}") from None
         return cls(reader, writer)

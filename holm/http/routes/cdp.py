@@ -15,12 +15,14 @@ import contextlib
 import re
 import secrets
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import aiohttp
 import msgspec
 from aiohttp import web
 
+from holm.adapters.agent.box_socket import box_socket
 from holm.engine import guards
 from holm.errors import BadCredential, Unavailable, Unsupported
 from holm.wire.api import CdpAddress, CdpQuery
@@ -70,8 +72,17 @@ def _grants(request: web.Request) -> Grants:
     return request.app[GRANTS]
 
 
-def _session(socket: str) -> aiohttp.ClientSession:
-    return aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=socket))
+@contextlib.asynccontextmanager
+async def _session(socket: str) -> AsyncIterator[aiohttp.ClientSession]:
+    """A session whose every connection is to the box's own socket (`box_socket`): a link
+    the box put in its place leads nowhere."""
+    with contextlib.ExitStack() as opened:
+        try:
+            name = opened.enter_context(box_socket(socket))
+        except OSError as exc:
+            raise Unavailable(f"the box's DevTools did not answer: {exc}") from None
+        async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=name)) as session:
+            yield session
 
 
 async def _devtools_json(socket: str, method: str, path: str) -> tuple[int, bytes, str]:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from aiohttp import WSMsgType, web
 
+from holm.adapters.agent.box_socket import open_box_connection
 from holm.errors import Transport
 from holm.wire.api import ViewerMode
 
@@ -104,7 +105,7 @@ async def relay(
     """Connect to `socket_path`, then answer the WebSocket upgrade and pump until either
     side closes, or `stop` is set. Called only after the ticket was checked."""
     try:
-        reader, writer = await asyncio.open_unix_connection(str(socket_path), limit=CHUNK)
+        reader, writer = await open_box_connection(socket_path, limit=CHUNK)
     except OSError as exc:
         raise Transport(f"the screen's viewer is not reachable: {exc.strerror or exc}") from exc
     # No permessage-deflate (browsers offer it): RFB's encodings are compressed already,

@@ -1,0 +1,117 @@
+"""A box writes its run folder, where holmd finds the sockets the box serves: its agent's,
+its viewers' and its DevTools'. holmd (root, on the host) connects to them by name, for the
+box's caller and for whoever holds a ticket or a DevTools token of the box. A box that puts
+a link there in place of a socket would lead holmd to any socket of the host: the Docker
+Engine's (root on the host, and every container), another box's agent or viewer.
+
+Here a real box, through its exec, replaces each of its sockets with a link to a socket of
+the host (outside the box); holmd's DevTools relay, viewer relay and agent connection (as a
+restarted holmd makes it) must reach the box's own socket or nothing, never the host's
+(docs/security.md, "A box's sockets are its own").
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from http_kit import Client, ok_json
+from local_kit import LocalServer, client_of, new_box, started
+
+pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
+
+# X displays no other test uses (tests/security/conftest.py has 420 to 439).
+DISPLAY_BASE = 440
+SOCKETS = ("devtools.sock", "vnc-0.sock", "agent.sock")
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def server() -> AsyncIterator[LocalServer]:
+    async with started(display_base=DISPLAY_BASE, events_delay_ms=0) as running:
+        yield running
+
+
+async def box_exec(client: Client, box: str, *argv: str) -> str:
+    done = await ok_json(await client.post(f"/v1/boxes/{box}/exec", json={"argv": list(argv)}))
+    assert done["code"] == 0, done
+    return str(done["stdout"])
+
+
+async def viewer_reached(client: Client, box: str) -> bool:
+    """Whether a view ticket's WebSocket got as far as a greeting."""
+    path = f"/v1/boxes/{box}/screens/0/viewer/ticket"
+    made = await ok_json(await client.post(path, json={"mode": "view"}))
+    socket = f"/v1/boxes/{box}/screens/0/viewer/socket?ticket={made['ticket']}&mode=view"
+    try:
+        async with client.ws_connect(socket, protocols=("binary",)) as ws:
+            await ws.send_bytes(b"RFB 003.008\n")
+            first = await ws.receive(timeout=30)
+            second = await ws.receive(timeout=30)
+    except aiohttp.WSServerHandshakeError:
+        return False
+    return first.type == aiohttp.WSMsgType.BINARY and second.type == aiohttp.WSMsgType.BINARY
+
+
+async def test_holmd_follows_no_link_a_box_puts_where_its_sockets_were(
+    server: LocalServer,
+) -> None:
+    client = client_of(server)
+    box = await new_box(server)
+    run = server.state_dir / "boxes" / box / "run"
+    # A socket of the host, out of the box's sight: what the Docker Engine's is to a box.
+    reached: list[str] = []
+
+    async def host_service(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reached.append("connected")
+        # Answered as the box's own server would be: a greeting, or DevTools' JSON.
+        writer.write(b"RFB 003.008\n")
+        first = await reader.read(64)
+        if first.startswith(b"GET"):
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    host_socket = server.state_dir / "host.sock"
+    host = await asyncio.start_unix_server(host_service, path=str(host_socket))
+    try:
+        # A DevTools address made while the box's socket was its own.
+        address = await ok_json(await client.post(f"/v1/boxes/{box}/cdp"))
+        prefix = "/v1/cdp/" + address["url"].split("/v1/cdp/", 1)[1]
+        assert (await client.get(f"{prefix}/json/version")).status == 200
+        assert await viewer_reached(client, box)
+
+        # The box puts a link to the host's socket in place of each of its own.
+        swap = "; ".join(f"mv {n} {n}.own && ln -s {host_socket} {n}" for n in SOCKETS)
+        await box_exec(client, box, "sh", "-c", f"cd /run/holm && {swap}")
+        assert all((run / name).is_symlink() for name in SOCKETS)
+
+        assert (await client.get(f"{prefix}/json/version")).status != 200
+        assert reached == []
+        assert not await viewer_reached(client, box)
+        assert reached == []
+        # A restarted holmd connects to the box's agent anew.
+        await server.stop()
+        client = await server.start(events_delay_ms=0)
+        done = await client.post(f"/v1/boxes/{box}/exec", json={"argv": ["true"]})
+        assert done.status != 200
+        assert reached == []
+
+        # With its own sockets back (put back from the host), the box answers again.
+        for name in SOCKETS:
+            (run / name).unlink()
+            (run / f"{name}.own").rename(run / name)
+        assert await box_exec(client, box, "echo", "back") == "back\n"
+        address = await ok_json(await client.post(f"/v1/boxes/{box}/cdp"))
+        prefix = "/v1/cdp/" + address["url"].split("/v1/cdp/", 1)[1]
+        assert (await client.get(f"{prefix}/json/version")).status == 200
+        assert await viewer_reached(client, box)
+        assert reached == []
+    finally:
+        host.close()
+        await host.wait_closed()
+        await client_of(server).delete(
+            f"/v1/boxes/{box}", headers={"x-holm-confirm-delete": "true"}
+        )
