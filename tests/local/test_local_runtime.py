@@ -612,3 +612,20 @@ async def test_a_boxs_pasta_ends_with_the_box_whoever_ends_it(
     await first.delete(box_id)
     assert not procs.is_alive(again.net_pid, again.net_start)
     assert not pidfile.exists()
+
+
+def test_a_box_that_does_not_come_up_gets_no_file_its_run_folder_links_to(
+    tmp_path: Path,
+) -> None:
+    """When a box does not come up, holmd (root, on the host) quotes the end of the logs in
+    its run folder to the caller. The box writes that folder: a log there that links to a
+    file of the host (the server's token) is not read."""
+    paths = BoxPaths(tmp_path / "boxes", "box_linked")
+    paths.run.mkdir(parents=True)
+    token = tmp_path / "token"
+    token.write_text("the-servers-token")
+    (paths.run / "xvfb-0.log").write_text("Xvfb said this")
+    (paths.run / "x11vnc-0.log").symlink_to(token)
+    quoted = runtime_module._run_logs_tail(paths)
+    assert "Xvfb said this" in quoted
+    assert "the-servers-token" not in quoted

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -590,8 +591,14 @@ def _run_logs_tail(paths: BoxPaths) -> str:
 
 
 def _tail(log: Path, size: int = LOG_TAIL_BYTES) -> str:
+    """The end of a log, quoted in an error to the box's caller. The box writes its run
+    folder: a log there may be its link to a file of the host (the token) or a FIFO that
+    would hold this thread, so only a regular file is read, and never through a link."""
     try:
-        with open(log, "rb") as f:
+        fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return "(not a log)"
             f.seek(0, 2)
             f.seek(max(0, f.tell() - size))
             return f.read().decode(errors="replace").strip()
