@@ -112,6 +112,49 @@ async def test_view_input_is_dropped_and_control_input_arrives(
     assert await until_title(client, box, "c1kxy") == "c1kxy - Chromium"
 
 
+# x11vnc (LibVNCServer) reads the minor version "0_7" as 0, an RFB 3.3 client that sends no
+# security choice; Python's int() read it as 7. The two would then be a byte apart: what
+# follows is, to x11vnc, ClientInit, a KeyEvent `x` down and one `x` up; to the relay, the
+# security choice, ClientInit and two FramebufferUpdateRequests, which a view ticket passes.
+X_KEY = (0x78).to_bytes(4, "big")
+SMUGGLED = (
+    b"RFB 003.0_7\n"
+    + b"\x01"
+    + b"\x04"
+    + (b"\x03\x00\x00" + X_KEY + b"\x04\x00\x00")
+    + (b"\x03" + X_KEY + b"\x03\x00\x00\x00\x00")
+)
+
+
+async def test_a_view_ticket_cannot_put_the_relay_and_x11vnc_a_byte_apart(
+    server: LocalServer, box: str
+) -> None:
+    client = client_of(server)
+    await open_page(client, box)
+    control = await ticket(client, box, "control")
+    async with bridge(client, socket_path(box, control["ticket"], "control")) as port:
+        await asyncio.to_thread(vnc_do, port, CLICK_AND_TYPE[:2])
+    assert await until_title(client, box, "c1k") == "c1k - Chromium"
+    view = await ticket(client, box, "view")
+    async with client.ws_connect(socket_path(box, view["ticket"]), protocols=("binary",)) as ws:
+        await ws.send_bytes(SMUGGLED)
+        # Until x11vnc answered the handshake (its ServerInit, the longest answer) or the
+        # relay closed; x11vnc reads what is left on the socket before it sees the close.
+        async for message in ws:
+            if message.type != aiohttp.WSMsgType.BINARY or len(message.data) > 24:
+                break
+    async with bridge(client, socket_path(box, control["ticket"], "control")) as port:
+        await asyncio.to_thread(vnc_do, port, [("keyPress", ("y",))])
+    typed = ""
+    for _ in range(100):
+        typed = await page_title(client, box)
+        if "y" in typed:
+            break
+        await asyncio.sleep(0.1)
+    # Had the view ticket's bytes reached x11vnc as keys, the page would have an x first.
+    assert typed == "c1ky - Chromium"
+
+
 async def refused_status(client: Client, path: str) -> int:
     """The status of a refused WebSocket upgrade (it must be refused)."""
     with pytest.raises(aiohttp.WSServerHandshakeError) as refused:

@@ -23,6 +23,7 @@ refused (`RfbError`): a view relay never passes what it cannot read.
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +31,11 @@ from dataclasses import dataclass
 INPUT_TYPES = frozenset({4, 5, 6, 250, 251})
 MAX_CUT_TEXT = 1 << 20
 MAX_PENDING = 1 << 21
+# Three ASCII digits each, as LibVNCServer reads them (`RFB %03d.%03d\n`): Python's int()
+# reads more ("0_7" is 7 to it, 0 to x11vnc), and a version the two sides read apart puts
+# them one handshake byte apart, where a byte the relay takes for the handshake starts an
+# input message for x11vnc.
+_VERSION = re.compile(rb"RFB \d{3}\.\d{3}\n")
 
 
 class RfbError(ValueError):
@@ -100,13 +106,9 @@ class ClientStream:
             if len(buf) < 12:
                 return None
             version = bytes(buf[:12])
-            if not version.startswith(b"RFB ") or version[-1:] != b"\n":
+            if _VERSION.fullmatch(version) is None:
                 raise RfbError(f"not an RFB client: {version!r}")
-            try:
-                minor = int(version[8:11])
-            except ValueError:
-                raise RfbError(f"not an RFB version: {version!r}") from None
-            self._stage = "security" if minor >= 7 else "init"
+            self._stage = "security" if int(version[8:11]) >= 7 else "init"
             return Message("handshake", self._take(12))
         if self._stage == "security":
             if len(buf) < 1:
