@@ -13,6 +13,7 @@ restarted holmd makes it) must reach the box's own socket or nothing, never the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -20,6 +21,8 @@ import pytest
 import pytest_asyncio
 from http_kit import Client, ok_json
 from local_kit import LocalServer, client_of, new_box, started
+
+from holm.adapters.local.sandbox import AGENT_SITE
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
@@ -115,3 +118,69 @@ async def test_holmd_follows_no_link_a_box_puts_where_its_sockets_were(
         await client_of(server).delete(
             f"/v1/boxes/{box}", headers={"x-holm-confirm-delete": "true"}
         )
+
+
+# The box's own server on its DevTools socket, its agent's moved aside: a page. (aiohttp
+# is in the agent's site-packages, which the box sees at AGENT_SITE.)
+HOSTILE_DEVTOOLS = """
+import os
+from aiohttp import web
+
+SOCKET = "/run/holm/devtools.sock"
+PAGE = "<script>fetch('/v1/boxes', {method: 'POST', body: '{}'})</script>"
+
+
+async def page(request):
+    return web.Response(text=PAGE, content_type="text/html")
+
+
+os.rename(SOCKET, SOCKET + ".own")
+app = web.Application()
+app.router.add_get("/json/version", page)
+if os.fork() == 0:
+    os.setsid()
+    quiet = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(quiet, fd)
+    with open("/tmp/devtools-server.pid", "w") as pid:
+        pid.write(str(os.getpid()))
+    web.run_app(app, path=SOCKET, print=None)
+else:
+    while not os.path.exists(SOCKET):
+        os.sched_yield()
+"""
+PUT_BACK = (
+    "kill $(cat /tmp/devtools-server.pid); cd /run/holm && mv -f devtools.sock.own devtools.sock"
+)
+
+
+@contextlib.asynccontextmanager
+async def hostile_devtools(server: LocalServer) -> AsyncIterator[tuple[Client, str]]:
+    """A box serving HOSTILE_DEVTOOLS, and the relay's prefix of a DevTools address made
+    for it before; then Chromium's own DevTools again."""
+    client = client_of(server)
+    box = await new_box(server)
+    try:
+        address = await ok_json(await client.post(f"/v1/boxes/{box}/cdp"))
+        prefix = "/v1/cdp/" + address["url"].split("/v1/cdp/", 1)[1]
+        site = f"PYTHONPATH={AGENT_SITE}"
+        await box_exec(client, box, "env", site, "python3", "-c", HOSTILE_DEVTOOLS)
+        yield client, prefix
+        await box_exec(client, box, "sh", "-c", PUT_BACK)
+        # Chromium's own answers: JSON stays JSON.
+        version = await client.get(f"{prefix}/json/version")
+        assert version.content_type == "application/json" and "Browser" in await version.json()
+    finally:
+        await client.delete(f"/v1/boxes/{box}", headers={"x-holm-confirm-delete": "true"})
+
+
+async def test_what_a_box_serves_through_the_devtools_relay_is_no_page_of_holmd(
+    server: LocalServer,
+) -> None:
+    """The DevTools relay answers on holmd's own origin: a page there would run its script
+    as the server's own page (with auth off, one the guards let drive every box)."""
+    async with hostile_devtools(server) as (client, prefix):
+        answer = await client.get(f"{prefix}/json/version")
+        assert answer.status == 200 and "<script>" in await answer.text()
+        assert answer.content_type == "text/plain"
+        assert answer.headers["X-Content-Type-Options"] == "nosniff"

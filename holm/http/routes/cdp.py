@@ -30,6 +30,7 @@ from holm.wire.api import CdpAddress, CdpQuery
 from ..routing import Route, engine_of, json_response, query_of
 
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=30)
+_NO_SNIFF = {"X-Content-Type-Options": "nosniff"}
 _LOCAL_WS = re.compile(r"(ws://|ws=)(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?/")
 
 
@@ -131,7 +132,11 @@ async def relay_json(request: web.Request) -> web.Response:
     text = body.decode(errors="replace")
     # The addresses DevTools gives are inside the box: they become this relay's.
     text = _LOCAL_WS.sub(lambda m: f"{m.group(1)}{_prefix(request, token)}/", text)
-    return web.Response(text=text, status=status, content_type=content_type or "text/plain")
+    # JSON, or else plain text, never as the box says: this answer is on holmd's own
+    # origin, where a page's script (a box may serve anything on its socket) would call
+    # the API as the server's own page.
+    kind = "application/json" if content_type == "application/json" else "text/plain"
+    return web.Response(text=text, status=status, content_type=kind, headers=_NO_SNIFF)
 
 
 async def relay_socket(request: web.Request) -> web.WebSocketResponse:
