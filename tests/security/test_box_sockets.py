@@ -23,6 +23,7 @@ from http_kit import Client, ok_json
 from local_kit import LocalServer, client_of, new_box, started
 
 from holm.adapters.local.sandbox import AGENT_SITE
+from holm.http.routes import cdp
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
@@ -120,8 +121,9 @@ async def test_holmd_follows_no_link_a_box_puts_where_its_sockets_were(
         )
 
 
-# The box's own server on its DevTools socket, its agent's moved aside: a page. (aiohttp
-# is in the agent's site-packages, which the box sees at AGENT_SITE.)
+# The box's own server on its DevTools socket, its agent's moved aside: a page, an answer
+# larger than any of Chromium's, and a large WebSocket message. (aiohttp is in the agent's
+# site-packages, which the box sees at AGENT_SITE.)
 HOSTILE_DEVTOOLS = """
 import os
 from aiohttp import web
@@ -134,9 +136,24 @@ async def page(request):
     return web.Response(text=PAGE, content_type="text/html")
 
 
+async def large(request):
+    return web.Response(body=b"[" + b" " * (17 << 20) + b"]", content_type="application/json")
+
+
+async def socket(request):
+    ws = web.WebSocketResponse()
+    await ws.prepare(request)
+    await ws.send_bytes(b"x" * (2 << 20))
+    await ws.send_str("small")
+    await ws.receive()
+    return ws
+
+
 os.rename(SOCKET, SOCKET + ".own")
 app = web.Application()
 app.router.add_get("/json/version", page)
+app.router.add_get("/json/protocol", large)
+app.router.add_get("/devtools/page/large", socket)
 if os.fork() == 0:
     os.setsid()
     quiet = os.open("/dev/null", os.O_RDWR)
@@ -184,3 +201,18 @@ async def test_what_a_box_serves_through_the_devtools_relay_is_no_page_of_holmd(
         assert answer.status == 200 and "<script>" in await answer.text()
         assert answer.content_type == "text/plain"
         assert answer.headers["X-Content-Type-Options"] == "nosniff"
+
+
+async def test_the_devtools_relay_holds_no_more_of_a_boxs_answer_than_its_limit(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay holds each answer of the box whole before it passes it on: without a
+    limit, a box would grow holmd's memory as far as it likes."""
+    # A WebSocket message over the relay's limit, scaled down (256 MiB would be a slow test).
+    monkeypatch.setattr(cdp, "MAX_MESSAGE", 1 << 20)
+    async with hostile_devtools(server) as (client, prefix):
+        large = await client.get(f"{prefix}/json/protocol")
+        assert large.status == 503 and len(await large.read()) < 1000
+        async with client.ws_connect(f"{prefix}/devtools/page/large") as ws:
+            first = await ws.receive(timeout=60)
+        assert first.type == aiohttp.WSMsgType.CLOSE, first.type

@@ -30,6 +30,11 @@ from holm.wire.api import CdpAddress, CdpQuery
 from ..routing import Route, engine_of, json_response, query_of
 
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=30)
+# What the relay holds of the box's answers, which the box may make as large as it likes:
+# an HTTP answer (Chromium's largest, `/json/protocol`, is 1.6 MB) and a WebSocket message
+# (Playwright's own limit), each whole in holmd's memory before it is passed on.
+MAX_JSON_BYTES = 16 << 20
+MAX_MESSAGE = 256 << 20
 _NO_SNIFF = {"X-Content-Type-Options": "nosniff"}
 _LOCAL_WS = re.compile(r"(ws://|ws=)(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?/")
 
@@ -92,7 +97,12 @@ async def _devtools_json(socket: str, method: str, path: str) -> tuple[int, byte
             _session(socket) as session,
             session.request(method, "http://localhost" + path, timeout=HTTP_TIMEOUT) as r,
         ):
-            return r.status, await r.read(), r.content_type
+            body = bytearray()
+            async for chunk in r.content.iter_any():
+                body += chunk
+                if len(body) > MAX_JSON_BYTES:
+                    raise Unavailable(f"the box's DevTools answered over {MAX_JSON_BYTES} bytes")
+            return r.status, bytes(body), r.content_type
     except (aiohttp.ClientError, OSError) as exc:
         raise Unavailable(f"the box's DevTools did not answer: {exc}") from None
 
@@ -145,10 +155,10 @@ async def relay_socket(request: web.Request) -> web.WebSocketResponse:
     remaining = grant.expires_at_ms / 1000 - time.time()
     async with _session(grant.socket) as session:
         try:
-            upstream = await session.ws_connect("http://localhost" + path, max_msg_size=0)
+            upstream = await session.ws_connect("http://localhost" + path, max_msg_size=MAX_MESSAGE)
         except (aiohttp.ClientError, OSError) as exc:
             raise Unavailable(f"the box's DevTools did not answer: {exc}") from None
-        client = web.WebSocketResponse(max_msg_size=0)
+        client = web.WebSocketResponse(max_msg_size=MAX_MESSAGE)
         await client.prepare(request)
 
         async def pump(
