@@ -106,6 +106,12 @@ async def test_a_wrong_type_is_named(client: Client) -> None:
         ),
         ({"spec": {"desktop": {"packages": ["-y"]}}}, "invalid package name '-y'"),
         ({"spec": {"policy": {"advertise": "a.example/#"}}}, "advertise must be a host name"),
+        # An IPv6 zone may hold `]`, `@` and `#`: `http://[::1%]@evil.example:80#]:8080/…`
+        # is evil.example's page, with the ticket in its fragment.
+        (
+            {"spec": {"policy": {"advertise": "::1%]@evil.example:80#"}}},
+            "advertise must be a host name",
+        ),
     ],
 )
 async def test_minimums_and_limits_of_a_create(
