@@ -20,9 +20,15 @@ from pathlib import Path
 
 
 @contextlib.contextmanager
-def hi_server(address: str) -> Iterator[int]:
-    """A TCP server on `address` that answers b"hi" to every connection; its port."""
-    server = socket.create_server((address, 0))
+def hi_server(address: str, scope: int = 0) -> Iterator[int]:
+    """A TCP server on `address` that answers b"hi" to every connection; its port. `scope`
+    is the interface of a link-local IPv6 address."""
+    if scope:
+        server = socket.socket(socket.AF_INET6)
+        server.bind((address, 0, 0, scope))
+        server.listen()
+    else:
+        server = socket.create_server((address, 0))
     port: int = server.getsockname()[1]
     stop = threading.Event()
 

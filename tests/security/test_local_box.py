@@ -5,6 +5,7 @@ names the promise each one holds."""
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import socket
 import subprocess
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from net_kit import hi_server
 
 from holm.adapters.local.sandbox import BOX_UID
 from holm.wire.actions import Click, Evaluate, EvaluateWhat, OpenUrl
@@ -124,6 +126,46 @@ def test_a_box_with_the_network_reaches_a_host_out_there_but_none_of_this_hosts_
     with socket.create_connection((test_host.host_address, test_host.host_side_port)) as s:
         assert s.recv(2) == b"hi"
     assert connect(online, test_host.host_address, test_host.host_side_port).startswith("refused")
+
+
+LINK_LOCAL = textwrap.dedent("""
+    import socket, sys
+    index = next(i for i, name in socket.if_nameindex() if name != "lo")
+    with socket.socket(socket.AF_INET6) as s:
+        s.settimeout(10)
+        try:
+            s.connect((sys.argv[1], int(sys.argv[2]), 0, index))
+            print("reached", s.recv(2).decode())
+        except OSError as exc:
+            print("refused", exc)
+""")
+
+
+def way_out_link_local() -> tuple[str, int] | None:
+    """The host's own link-local IPv6 address on the interface of its default route (the
+    one pasta takes a box's packets out by), with that interface's index."""
+    with open("/proc/net/route") as f:
+        ways = [w[0] for w in (line.split() for line in f) if w[1:2] == ["00000000"]]
+    with open("/proc/net/if_inet6") as f:
+        for raw, index, _, scope, _, name in (line.split() for line in f):
+            if name in ways and scope == "20":
+                return str(ipaddress.IPv6Address(int(raw, 16))), int(index, 16)
+    return None
+
+
+def test_a_box_with_the_network_reaches_no_link_local_address_of_the_host(online: Box) -> None:
+    """pasta takes the host's own `fe80::…` from the box to the host; an interface-bound
+    lookup (a link-local address and its zone) passes over an `unreachable` route."""
+    found = way_out_link_local()
+    if found is None:
+        pytest.skip("the host has no IPv6 link-local address on its way out")
+    address, index = found
+    with hi_server(address, index) as port:
+        with socket.socket(socket.AF_INET6) as s:
+            s.connect((address, port, 0, index))
+            assert s.recv(2) == b"hi"  # the host does reach it
+        reached = online.exec(f"python3 -c '{LINK_LOCAL}' {address} {port}")
+        assert reached.stdout.startswith("refused"), reached
 
 
 def test_a_box_without_the_network_reaches_nothing(

@@ -10,9 +10,9 @@ box reaches what any program of the host reaches, except:
 
 - the host's loopback: pasta maps no address of the box to it (`--no-map-gw`, and no
   port is forwarded either way: `-t none -u none -T none -U none`);
-- the host's other own addresses (a docker bridge's, a veth's): the box's routing table
-  says they are unreachable, so a service the host binds to all its addresses is out of
-  reach too. Root in the box has no CAP_NET_ADMIN to change that.
+- the host's other own addresses (a docker bridge's, a veth's, and the link-local ones):
+  the box's routing rules prohibit them, so a service the host binds to all its addresses
+  is out of reach too. Root in the box has no CAP_NET_ADMIN to change that.
 
 pasta runs as the box's host uid, in the host's network namespace, outside the box's pid
 namespace. It does not end when the box does: the runtime ends it with the box, by the pid
@@ -154,7 +154,8 @@ def _pasta_of(pidfile: Path) -> procs.ProcStat | None:
 
 
 def host_addresses() -> list[str]:
-    """The host's own addresses but its loopback ones (IPv4 and global IPv6), from /proc."""
+    """The host's own addresses but its loopback ones (IPv4 and IPv6, link-local ones
+    included: pasta takes the host's own `fe80::…` from the box to the host), from /proc."""
     found: set[str] = set()
     with contextlib.suppress(OSError), open("/proc/net/fib_trie") as f:
         last = ""
@@ -172,30 +173,34 @@ def host_addresses() -> list[str]:
     for text in sorted(found):
         with contextlib.suppress(ValueError):
             address = ipaddress.ip_address(text)
-            if not (address.is_loopback or address.is_link_local or address.is_unspecified):
+            if not (address.is_loopback or address.is_unspecified):
                 kept.append(text)
     return kept
 
 
 def block_host_addresses(init_pid: int) -> None:
-    """Routes in the box's namespace that make each of the host's own addresses
-    unreachable. The address pasta gave the box (the host's, on its outbound interface)
-    stays the box's own: a local address wins over any route."""
-    lines = []
-    for address in host_addresses():
-        bits = 128 if ":" in address else 32
-        lines.append(f"route add unreachable {address}/{bits}\n")
-    if not lines:
-        return
-    done = subprocess.run(
-        ["nsenter", f"--target={init_pid}", "--net", "--", "ip", "-batch", "-"],
-        input="".join(lines).encode(),
-        capture_output=True,
-        env=ENV,
-        timeout=PASTA_TIMEOUT_S,
-    )
-    if done.returncode != 0:
-        raise NetworkFailed(
-            "could not route the host's addresses away from the box: "
-            + done.stderr.decode(errors="replace").strip()
+    """Rules in the box's namespace that prohibit each of the host's own addresses. Rules,
+    not `unreachable` routes: an IPv6 route lookup bound to an interface (a link-local
+    address with its zone, or a socket's `IPV6_UNICAST_IF`) passes over a route that is not
+    on that interface, and a reject route is on `lo`; a rule applies whatever the
+    interface. The address pasta gave the box (the host's, on its outbound interface)
+    stays the box's own: the rules come after the table of local addresses."""
+    addresses = host_addresses()
+    for family, bits in (("-4", 32), ("-6", 128)):
+        lines = [
+            f"rule add to {a}/{bits} prohibit\n" for a in addresses if (":" in a) == (bits == 128)
+        ]
+        if not lines:
+            continue
+        done = subprocess.run(
+            ["nsenter", f"--target={init_pid}", "--net", "--", "ip", family, "-batch", "-"],
+            input="".join(lines).encode(),
+            capture_output=True,
+            env=ENV,
+            timeout=PASTA_TIMEOUT_S,
         )
+        if done.returncode != 0:
+            raise NetworkFailed(
+                "could not keep the box from the host's addresses: "
+                + done.stderr.decode(errors="replace").strip()
+            )
