@@ -99,12 +99,31 @@ def connect(box: Box, address: str, port: int) -> str:
     return result.stdout.strip()
 
 
+ABSTRACT = textwrap.dedent("""
+    import socket, sys
+    try:
+        socket.socket(socket.AF_UNIX).connect("\\0" + sys.argv[1])
+        print("reached")
+    except OSError as exc:
+        print("refused", exc)
+""")
+
+
 def test_no_box_reaches_the_hosts_loopback(online: Box, offline: Box, loopback_server: int) -> None:
     with socket.create_connection(("127.0.0.1", loopback_server)) as s:
         assert s.recv(2) == b"hi"  # the host does reach it
-    for box in (online, offline):
-        for address in ("127.0.0.1", "localhost"):
-            assert connect(box, address, loopback_server).startswith("refused"), box
+    # Nor the host's abstract Unix sockets (an X server's among them): they belong to a
+    # network namespace.
+    name = f"holm-test-{os.urandom(4).hex()}"
+    with socket.socket(socket.AF_UNIX) as abstract:
+        abstract.bind("\0" + name)
+        abstract.listen()
+        with socket.socket(socket.AF_UNIX) as probe:
+            probe.connect("\0" + name)  # the host does reach it
+        for box in (online, offline):
+            for address in ("127.0.0.1", "localhost"):
+                assert connect(box, address, loopback_server).startswith("refused"), box
+            assert box.sh(f"python3 -c '{ABSTRACT}' {name}").startswith("refused"), box
 
 
 FETCH = textwrap.dedent("""
