@@ -545,9 +545,9 @@ DISPLAY_COUNT = 4
 def test_a_process_in_a_box_has_no_token_and_is_refused(
     state_root: Path, servers: list[Holmd]
 ) -> None:
-    """A real local box (it shares the host's network by default, so it reaches holmd on
-    127.0.0.1): what runs in it has no token in its environment or its filesystem, and
-    holmd refuses it (401), or cannot be reached at all."""
+    """A real local box (its 127.0.0.1 is its own, so holmd should not even be there): what
+    runs in it has no token in its environment or its filesystem, and holmd cannot be
+    reached, or refuses it (401)."""
     state_dir = state_root / "state"
     launcher = str(ROOT / "tests" / "cli" / "serve_holmd.py")
     holmd = Holmd(
