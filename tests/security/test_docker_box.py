@@ -13,6 +13,7 @@ from pathlib import Path
 
 import docker
 import pytest
+from net_kit import hi_server
 
 from holm.adapters.docker.runtime import DockerRuntime, container_name
 from holm.wire.spec import Placement, Policy, Spec
@@ -159,3 +160,41 @@ def test_a_docker_box_reaches_no_bus_and_no_sound_server_of_another(
     finally:
         for box in (a, b):
             loop.run(runtime.delete(box.box_id))
+
+
+SERVE_ON_ALL = textwrap.dedent("""
+    import os, socket
+    server = socket.create_server(("0.0.0.0", 8123))
+    if os.fork() == 0:
+        os.setsid()
+        quiet = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(quiet, fd)
+        while True:
+            client, _ = server.accept()
+            client.sendall(b"hi")
+            client.close()
+""")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="docker boxes share the engine's default bridge (docs/security.md, "
+    "What could not be done here)",
+)
+def test_a_docker_box_reaches_no_service_of_another_box_or_of_the_hosts_addresses(
+    runtime: DockerRuntime, loop: Loop, online: Box
+) -> None:
+    """What a local box is kept from: another box's services on its own addresses, and
+    the host's services on the host's own addresses (here the bridge's gateway)."""
+    other = create(runtime, loop, network=True)
+    try:
+        other.sh(f"python3 -c '{SERVE_ON_ALL}'")
+        address = other.sh("hostname -i").split()[0]
+        gateway = online.sh(f"python3 -c '{GATEWAY}'").strip()
+        with hi_server(gateway) as port:
+            on_the_host = connect(online, gateway, port)
+        assert connect(online, address, 8123).startswith("refused")
+        assert on_the_host.startswith("refused")
+    finally:
+        loop.run(runtime.delete(other.box_id))
