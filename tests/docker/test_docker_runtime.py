@@ -16,6 +16,7 @@ from holm.adapters.docker.runtime import (
     DockerRuntime,
     container_name,
     docker_runtime_if_engine_answers,
+    owned_profile,
     profile_volume,
 )
 from holm.adapters.registry import make_runtimes
@@ -359,6 +360,27 @@ async def test_a_browser_profile_outlives_its_box_and_serves_one_box_at_a_time(
     finally:
         await runtime.delete(second)
         engine.volumes.get(profile_volume(profile)).remove()
+
+
+async def test_a_browser_profile_is_its_workspace_s_own(
+    make_runtime: MakeRuntime, engine: docker.DockerClient
+) -> None:
+    """Two workspaces that name the same profile get one each: a box of one never opens the
+    cookies of the other's (and neither waits for the other's box to end)."""
+    runtime = make_runtime(chromium=False)
+    profile = f"test-{new_box_id()}"
+    mine, theirs = new_box_id(), new_box_id()
+    try:
+        await runtime.create(mine, Spec(), Placement(profile=profile), owner="ws_mine")
+        await _shell(runtime, mine, "echo signed-in > ~/.holm/cookie")
+        await runtime.create(theirs, Spec(), Placement(profile=profile), owner="ws_theirs")
+        seen = await _shell(runtime, theirs, "test -e ~/.holm/cookie && echo seen || echo none")
+        assert seen == "none\n"
+    finally:
+        for box_id in (mine, theirs):
+            await runtime.delete(box_id)
+        for owner in ("ws_mine", "ws_theirs"):
+            engine.volumes.get(profile_volume(owned_profile(profile, owner))).remove()
 
 
 async def test_the_server_has_the_docker_runtime_when_the_engine_answers(

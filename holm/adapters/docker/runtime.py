@@ -162,8 +162,16 @@ def container_name(box_id: str) -> str:
 
 
 def profile_volume(profile: str) -> str:
-    """The named volume of a browser profile: it outlives the boxes that use it."""
+    """The named volume of a browser profile (`owned_profile`): it outlives the boxes that
+    use it."""
     return f"holm-profile-{profile}"
+
+
+def owned_profile(profile: str, owner: str | None) -> str:
+    """A placement's profile as its workspace's own: two workspaces that name the same
+    profile get one each, or one's box would open the other's cookies. The server token's
+    (no owner) keep the name as given."""
+    return profile if owner is None else f"{owner}.{profile}"
 
 
 class DockerRuntime:
@@ -266,7 +274,7 @@ class DockerRuntime:
         if placement.idle_timeout_secs is not None:
             labels[LABEL_IDLE] = str(placement.idle_timeout_secs)
         if placement.profile is not None:
-            labels[LABEL_PROFILE] = placement.profile
+            labels[LABEL_PROFILE] = owned_profile(placement.profile, owner)
         if owner is not None:
             labels[LABEL_OWNER] = owner
         async with self._locks.lifecycle(box_id):
@@ -322,10 +330,10 @@ class DockerRuntime:
             if container.status in ("running", "paused", "restarting"):
                 raise Denied(f"box {box_id} is running; stop it before starting it again")
             run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
-            placement = _placement_decoder.decode(container.labels.get(LABEL_PLACEMENT, "{}"))
+            profile = container.labels.get(LABEL_PROFILE)
             await self._call(_empty, run_dir)
-            if placement.profile is not None:
-                await self._call(self._refuse_profile_in_use, placement.profile, box_id)
+            if profile:
+                await self._call(self._refuse_profile_in_use, profile, box_id)
             # The same container: a stopped box keeps its files, persistent or not.
             await self._call(container.start)
             screens = _spec_decoder.decode(container.labels[LABEL_SPEC]).desktop.screens
@@ -440,9 +448,10 @@ class DockerRuntime:
         if not spec.policy.network:
             options["network_mode"] = "none"
         volumes = {str(run_dir): {"bind": BOX_RUN, "mode": "rw"}}
-        if placement.profile is not None:
-            self._refuse_profile_in_use(placement.profile, labels[LABEL_BOX])
-            volumes[profile_volume(placement.profile)] = {"bind": BOX_PROFILES, "mode": "rw"}
+        profile = labels.get(LABEL_PROFILE)
+        if profile:
+            self._refuse_profile_in_use(profile, labels[LABEL_BOX])
+            volumes[profile_volume(profile)] = {"bind": BOX_PROFILES, "mode": "rw"}
         self.client.containers.run(
             image,
             ["sh", "-c", _START_COMMAND, "holm-box", *agent],
@@ -628,5 +637,6 @@ __all__ = [
     "DockerRuntime",
     "container_name",
     "docker_runtime_if_engine_answers",
+    "owned_profile",
     "profile_volume",
 ]
