@@ -136,6 +136,15 @@ async def page(request):
     return web.Response(text=PAGE, content_type="text/html")
 
 
+async def elsewhere(request):
+    # Addresses of another host than the box's, as a box may name them.
+    return web.json_response([{
+        "url": "https://example.com/?ws=10.9.8.7:9/x",
+        "webSocketDebuggerUrl": "ws://10.9.8.7:9222/devtools/page/P",
+        "devtoolsFrontendUrl": "/devtools/inspector.html?ws=10.9.8.7:9222/devtools/page/P",
+    }])
+
+
 async def large(request):
     return web.Response(body=b"[" + b" " * (17 << 20) + b"]", content_type="application/json")
 
@@ -153,6 +162,7 @@ os.rename(SOCKET, SOCKET + ".own")
 app = web.Application()
 app.router.add_get("/json/version", page)
 app.router.add_get("/json/protocol", large)
+app.router.add_get("/json/list", elsewhere)
 app.router.add_get("/devtools/page/large", socket)
 if os.fork() == 0:
     os.setsid()
@@ -172,9 +182,9 @@ PUT_BACK = (
 
 
 @contextlib.asynccontextmanager
-async def hostile_devtools(server: LocalServer) -> AsyncIterator[tuple[Client, str]]:
-    """A box serving HOSTILE_DEVTOOLS, and the relay's prefix of a DevTools address made
-    for it before; then Chromium's own DevTools again."""
+async def hostile_devtools(server: LocalServer) -> AsyncIterator[tuple[Client, str, str]]:
+    """A box serving HOSTILE_DEVTOOLS, the relay's prefix of a DevTools address made for it
+    before, and the box; then Chromium's own DevTools again."""
     client = client_of(server)
     box = await new_box(server)
     try:
@@ -182,7 +192,7 @@ async def hostile_devtools(server: LocalServer) -> AsyncIterator[tuple[Client, s
         prefix = "/v1/cdp/" + address["url"].split("/v1/cdp/", 1)[1]
         site = f"PYTHONPATH={AGENT_SITE}"
         await box_exec(client, box, "env", site, "python3", "-c", HOSTILE_DEVTOOLS)
-        yield client, prefix
+        yield client, prefix, box
         await box_exec(client, box, "sh", "-c", PUT_BACK)
         # Chromium's own answers: JSON stays JSON.
         version = await client.get(f"{prefix}/json/version")
@@ -196,7 +206,7 @@ async def test_what_a_box_serves_through_the_devtools_relay_is_no_page_of_holmd(
 ) -> None:
     """The DevTools relay answers on holmd's own origin: a page there would run its script
     as the server's own page (with auth off, one the guards let drive every box)."""
-    async with hostile_devtools(server) as (client, prefix):
+    async with hostile_devtools(server) as (client, prefix, _):
         answer = await client.get(f"{prefix}/json/version")
         assert answer.status == 200 and "<script>" in await answer.text()
         assert answer.content_type == "text/plain"
@@ -210,9 +220,26 @@ async def test_the_devtools_relay_holds_no_more_of_a_boxs_answer_than_its_limit(
     limit, a box would grow holmd's memory as far as it likes."""
     # A WebSocket message over the relay's limit, scaled down (256 MiB would be a slow test).
     monkeypatch.setattr(cdp, "MAX_MESSAGE", 1 << 20)
-    async with hostile_devtools(server) as (client, prefix):
+    async with hostile_devtools(server) as (client, prefix, _):
         large = await client.get(f"{prefix}/json/protocol")
         assert large.status == 503 and len(await large.read()) < 1000
         async with client.ws_connect(f"{prefix}/devtools/page/large") as ws:
             first = await ws.receive(timeout=60)
         assert first.type == aiohttp.WSMsgType.CLOSE, first.type
+
+
+async def test_the_devtools_relay_names_no_address_a_box_gives_but_its_own(
+    server: LocalServer,
+) -> None:
+    """A client connects where the relay's answers say: an address of another host that a
+    box names would send it there, out of the relay."""
+    async with hostile_devtools(server) as (client, prefix, box):
+        [page] = await ok_json(await client.get(f"{prefix}/json/list"))
+        token = prefix.split("/v1/cdp/")[1]
+        assert page["webSocketDebuggerUrl"].endswith(f"/v1/cdp/{token}/devtools/page/P")
+        assert "10.9.8.7" not in page["devtoolsFrontendUrl"]
+        # A page's own URL is the page's, whatever it holds.
+        assert page["url"] == "https://example.com/?ws=10.9.8.7:9/x"
+        # No browser address at all: no DevTools address is made, and no 500.
+        refused = await client.post(f"/v1/boxes/{box}/cdp")
+        assert refused.status == 503, await refused.text()

@@ -17,6 +17,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 import msgspec
@@ -36,7 +37,13 @@ HTTP_TIMEOUT = aiohttp.ClientTimeout(total=30)
 MAX_JSON_BYTES = 16 << 20
 MAX_MESSAGE = 256 << 20
 _NO_SNIFF = {"X-Content-Type-Options": "nosniff"}
-_LOCAL_WS = re.compile(r"(ws://|ws=)(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?/")
+# A DevTools address in an answer's address fields: whatever host the box names (its
+# Chromium says 127.0.0.1; a hostile box may name any other, which a client would then
+# connect to). Only those fields: a page's own URL may hold `ws=…/` too.
+_BOX_WS = re.compile(r"(wss?://|wss?=)[^/\s\"'&]+/")
+_ADDRESS_KEYS = frozenset(
+    {"webSocketDebuggerUrl", "devtoolsFrontendUrl", "devtoolsFrontendUrlCompat"}
+)
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,40 @@ def _prefix(request: web.Request, token: str) -> str:
     return f"{request.host}/v1/cdp/{token}"
 
 
+def _relayed(request: web.Request, token: str, address: str) -> str:
+    """A DevTools address made this relay's: no address inside the box, nor any other a box
+    names, reaches the client."""
+
+    def ours(found: re.Match[str]) -> str:
+        scheme = "ws=" if found.group(1).endswith("=") else "ws://"
+        return f"{scheme}{_prefix(request, token)}/"
+
+    return _BOX_WS.sub(ours, address)
+
+
+def _relayed_json(request: web.Request, token: str, body: bytes) -> str:
+    """A DevTools JSON answer with its address fields made this relay's (`_relayed`); an
+    answer that is no JSON as it came (it goes out as plain text)."""
+
+    def mend(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                key: _relayed(request, token, item)
+                if key in _ADDRESS_KEYS and isinstance(item, str)
+                else mend(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, list):
+            return [mend(item) for item in value]
+        return value
+
+    try:
+        decoded = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return body.decode(errors="replace")
+    return msgspec.json.encode(mend(decoded)).decode()
+
+
 async def make_address(request: web.Request) -> web.Response:
     box_id = request.match_info["id"]
     q = query_of(request, CdpQuery)
@@ -121,10 +162,16 @@ async def make_address(request: web.Request) -> web.Response:
     status, body, _ = await _devtools_json(socket, "GET", "/json/version")
     if status != 200:
         raise Unavailable(f"the box's DevTools answered {status}")
+    try:
+        version = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        version = None
+    browser_ws = version.get("webSocketDebuggerUrl") if isinstance(version, dict) else None
+    if not isinstance(browser_ws, str):
+        raise Unavailable("the box's DevTools gave no browser address")
     # Only once the box's DevTools answers: a refusal leaves no live token behind.
     token, grant = _grants(request).make(box_id, socket, q.ttl_secs)
-    browser_ws = msgspec.json.decode(body).get("webSocketDebuggerUrl", "")
-    ws_url = _LOCAL_WS.sub(lambda m: f"{m.group(1)}{_prefix(request, token)}/", browser_ws)
+    ws_url = _relayed(request, token, browser_ws)
     address = CdpAddress(
         url=f"http://{_prefix(request, token)}", ws_url=ws_url, expires_at_ms=grant.expires_at_ms
     )
@@ -139,9 +186,8 @@ async def relay_json(request: web.Request) -> web.Response:
     if request.query_string:
         path += "?" + request.query_string
     status, body, content_type = await _devtools_json(grant.socket, request.method, path)
-    text = body.decode(errors="replace")
     # The addresses DevTools gives are inside the box: they become this relay's.
-    text = _LOCAL_WS.sub(lambda m: f"{m.group(1)}{_prefix(request, token)}/", text)
+    text = _relayed_json(request, token, body)
     # JSON, or else plain text, never as the box says: this answer is on holmd's own
     # origin, where a page's script (a box may serve anything on its socket) would call
     # the API as the server's own page.
