@@ -22,7 +22,7 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal, ParamSpec, TypeVar
 
@@ -61,6 +61,7 @@ from holm.adapters.local.sandbox import (
     launch,
 )
 from holm.adapters.refusals import refuse_what_no_runtime_runs
+from holm.adapters.to_the_end import in_thread
 from holm.errors import (
     BadRequest,
     Denied,
@@ -177,7 +178,7 @@ class LocalRuntime:
             record.placement = placement
             record.owner = owner
             record.created_at_ms = _now_ms()
-            await _in_thread(write_record, paths.record, record)
+            await in_thread(write_record, paths.record, record)
             return self._started(paths, record)
 
     async def _create(
@@ -201,11 +202,11 @@ class LocalRuntime:
             spare=spare,
         )
         async with self._locks.lifecycle(box_id):
-            await _in_thread(self._make_folder, paths, record)
+            await in_thread(self._make_folder, paths, record)
             try:
                 return await self._bring_up(paths, record)
             except BaseException:
-                await _in_thread(self._remove, paths)
+                await in_thread(self._remove, paths)
                 raise
 
     async def pause(self, box_id: str) -> None:
@@ -214,13 +215,13 @@ class LocalRuntime:
             assert record.init_pid is not None and record.init_start is not None
             # Before the freeze: a desktop asked for meanwhile is looked at afresh.
             self._paused.add(box_id)
-            await _in_thread(procs.freeze, record.init_pid, record.init_start)
+            await in_thread(procs.freeze, record.init_pid, record.init_start)
 
     async def resume(self, box_id: str) -> None:
         async with self._locks.lifecycle(box_id):
             record = self._live_record(box_id, Denied)
             assert record.init_pid is not None and record.init_start is not None
-            await _in_thread(procs.thaw, record.init_pid, record.init_start)
+            await in_thread(procs.thaw, record.init_pid, record.init_start)
             self._paused.discard(box_id)
 
     async def stop(self, box_id: str) -> None:
@@ -229,7 +230,7 @@ class LocalRuntime:
             if record.state == "stopped":
                 return
             await self._drop_desktop(box_id)
-            await _in_thread(self._end, paths, record)
+            await in_thread(self._end, paths, record)
 
     async def start(self, box_id: str) -> Started:
         async with self._locks.lifecycle(box_id):
@@ -240,13 +241,13 @@ class LocalRuntime:
             # is left of it first; its home survives that only when it is persistent. A box
             # stopped with `stop` keeps its files whatever its placement.
             if record.state != "stopped":
-                await _in_thread(self._end, paths, record, keep_home=record.placement.persistent)
+                await in_thread(self._end, paths, record, keep_home=record.placement.persistent)
             return await self._bring_up(paths, record)
 
     async def delete(self, box_id: str) -> None:
         async with self._locks.lifecycle(box_id):
             await self._drop_desktop(box_id)
-            await _in_thread(self._remove, BoxPaths(self.boxes_dir, box_id))
+            await in_thread(self._remove, BoxPaths(self.boxes_dir, box_id))
         self._locks.forget(box_id)
 
     def _list(self) -> list[RuntimeBox]:
@@ -383,17 +384,17 @@ class LocalRuntime:
         write_record(paths.record, record)
 
     async def _bring_up(self, paths: BoxPaths, record: BoxRecord) -> Started:
-        record = await _in_thread(self._launch, paths, record)
+        record = await in_thread(self._launch, paths, record)
         proc = self._children[record.box_id]
         attaching = self._attaching.pop(record.box_id, None)
         if attaching is not None:
             # The box started meanwhile; it is not ready before its network is up.
             try:
-                record.net_pid, record.net_start = await _in_thread(attaching.wait)
+                record.net_pid, record.net_start = await in_thread(attaching.wait)
             except network.NetworkFailed as exc:
                 raise Unavailable(f"box {record.box_id}: {exc}: {_tail(paths.log)}") from None
             record.net_pidfile = None
-            await _in_thread(write_record, paths.record, record)
+            await in_thread(write_record, paths.record, record)
         desktop = await self._await_ready(paths, record, proc)
         self._desktops.keep(record.box_id, desktop)
         return self._started(paths, record)
@@ -544,17 +545,6 @@ class LocalRuntime:
         shutil.rmtree(paths.dir, ignore_errors=True)
 
     # Locks
-
-
-async def _in_thread(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """`fn` in a thread, seen through to its end even when the caller is cancelled: a
-    launch or an end left running behind a cleanup would race it."""
-    work = asyncio.ensure_future(asyncio.to_thread(fn, *args, **kwargs))
-    try:
-        return await asyncio.shield(work)
-    except asyncio.CancelledError:
-        await asyncio.wait([work])
-        raise
 
 
 def _screens(record: BoxRecord) -> int:
