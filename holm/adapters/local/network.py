@@ -1,7 +1,9 @@
-"""The way out of a local box that may use the network: a user-mode network stack (pasta,
-from Debian's `passt`) attached to the box's own network namespace.
+"""The way out of a box that may use the network: a user-mode network stack (pasta, from
+Debian's `passt`) attached to the box's own network namespace. Both runtimes use it: a
+local box's namespace is bwrap's, a docker box's the engine's (a container of
+`network_mode="none"`, docs/runtimes.md).
 
-Every local box has its own network namespace, so 127.0.0.1 in a box is the box's own:
+Every box has its own network namespace, so 127.0.0.1 in a box is the box's own:
 holmd and every service bound to the host's loopback are out of reach, and so are the
 abstract Unix sockets of the host (its X displays among them). A box whose policy allows
 the network gets pasta: an interface configured like the host's (its address, its
@@ -14,7 +16,8 @@ box reaches what any program of the host reaches, except:
   the box's routing rules prohibit them, so a service the host binds to all its addresses
   is out of reach too. Root in the box has no CAP_NET_ADMIN to change that.
 
-pasta runs as the box's host uid, in the host's network namespace, outside the box's pid
+pasta runs as the box's host uid (as root for a docker box, see `_target`), in the
+host's network namespace, outside the box's pid
 namespace. It does not end when the box does: the runtime ends it with the box, by the pid
 and start time this module returns (kept in the box's record, like the box's own init).
 It comes up while the box starts; the box is not ready before it is up.
@@ -100,31 +103,65 @@ class Attaching:
 
 
 def attach(init_pid: int, box_uid: int, log: Path) -> Attaching:
-    """Give the network namespace of the box whose init is `init_pid` a way out. The
+    """Give the network namespace of the box whose init is `init_pid` a way out (pasta
+    runs as `box_uid` when the box has a user namespace of its own, see `_target`). The
     host's own addresses are routed away first, so that the box never has a way to them;
     pasta then comes up while the box starts (`Attaching.wait` says when it is up)."""
     if not available():
         raise NetworkFailed("pasta (Debian's `passt` package) is not installed")
     block_host_addresses(init_pid)
-    # pasta writes its pid once it is the box's uid, which may reach no folder of holmd's:
-    # the file is made for it where that uid can reach it.
-    fd, name = tempfile.mkstemp(prefix="holm-pasta-", suffix=".pid", dir="/tmp")
-    os.fchown(fd, box_uid, box_uid)
-    os.close(fd)
-    pidfile = Path(name)
-    argv = [PASTA, *PASTA_OPTIONS, "--runas", str(box_uid), "--pid", str(pidfile)]
-    argv.append(str(init_pid))
-    with open(log, "ab") as out:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            env=ENV,
-            cwd="/",
-            start_new_session=True,
-        )
+    uid, target, netns = _target(init_pid, box_uid)
+    try:
+        # pasta writes its pid once it is the box's uid, which may reach no folder of
+        # holmd's: the file is made for it where that uid can reach it.
+        fd, name = tempfile.mkstemp(prefix="holm-pasta-", suffix=".pid", dir="/tmp")
+        os.fchown(fd, uid, uid)
+        os.close(fd)
+        pidfile = Path(name)
+        argv = [PASTA, *PASTA_OPTIONS, "--pid", str(pidfile), *target]
+        with open(log, "ab") as out:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                env=ENV,
+                cwd="/",
+                start_new_session=True,
+                pass_fds=() if netns is None else (netns,),
+            )
+    finally:
+        if netns is not None:
+            os.close(netns)
     return Attaching(process, pidfile)
+
+
+def _target(init_pid: int, box_uid: int) -> tuple[int, list[str], int | None]:
+    """As whom pasta runs, how it joins the box's network namespace, and the descriptor
+    of that namespace it is handed, if any.
+
+    A local box has a user namespace of its own, owned by its host uid: pasta joins it
+    and runs as that uid. A docker box's namespaces are the engine's, owned by the host's
+    user namespace: pasta cannot join that one (it is already in it), and only root with
+    CAP_SYS_ADMIN may enter a network namespace of root's, which pasta does again
+    whenever it talks to the box's side. So there it runs as root, with CAP_SYS_ADMIN
+    and CAP_NET_BIND_SERVICE only, under its own seccomp filter. It is handed the
+    namespace open: with so few capabilities it may not open the /proc entry of a box's
+    init that holds a capability it lacks (CAP_SETGID, docker/runtime.py)."""
+    if _user_namespace(init_pid) != _user_namespace(os.getpid()):
+        return box_uid, ["--runas", str(box_uid), str(init_pid)], None
+    try:
+        netns = os.open(f"/proc/{init_pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise NetworkFailed(f"the box's init {init_pid} is gone: {exc}") from None
+    return 0, ["--runas", "0", "--netns", f"/proc/self/fd/{netns}"], netns
+
+
+def _user_namespace(pid: int) -> int:
+    try:
+        return os.stat(f"/proc/{pid}/ns/user").st_ino
+    except OSError as exc:
+        raise NetworkFailed(f"the box's init {pid} is gone: {exc}") from None
 
 
 def end_left_behind(pidfile: Path) -> None:
