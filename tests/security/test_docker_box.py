@@ -4,6 +4,7 @@ none answers, and the default box image built when it is not there (minutes, onc
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 import socket
 import subprocess
@@ -16,11 +17,19 @@ import pytest
 from net_kit import hi_server
 
 from holm.adapters.docker.runtime import DockerRuntime, container_name
+from holm.adapters.local.network import host_addresses
 from holm.wire.spec import Placement, Policy, Spec
 
 from .conftest import SECRET, SECRET_NAME, Box, FarHost, Loop
 from .test_box_servers import SERVERS, assert_private
-from .test_local_box import CONNECT, FETCH, FORK_LOOP, PIDS_MAX
+from .test_local_box import (
+    CONNECT,
+    FETCH,
+    FORK_LOOP,
+    LINK_LOCAL,
+    PIDS_MAX,
+    way_out_link_local,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -67,7 +76,9 @@ def create(runtime: DockerRuntime, loop: Loop, *, network: bool, spec: Spec | No
 
 
 @pytest.fixture(scope="module")
-def online(runtime: DockerRuntime, loop: Loop) -> Iterator[Box]:
+def online(runtime: DockerRuntime, loop: Loop, test_host: FarHost) -> Iterator[Box]:
+    """Made after the test host: a box is kept from the host's own addresses that the
+    host has when the box starts."""
     box = create(runtime, loop, network=True)
     yield box
     loop.run(runtime.delete(box.box_id))
@@ -130,7 +141,8 @@ def test_no_docker_box_reaches_the_hosts_loopback(
 ) -> None:
     with socket.create_connection(("127.0.0.1", loopback_server)) as s:
         assert s.recv(2) == b"hi"
-    # The bridge's gateway is the host: a service bound to its loopback is not there.
+    # Nor is it behind the box's gateway: pasta maps no address of the box to the host's
+    # loopback.
     gateway = online.sh(f"python3 -c '{GATEWAY}'").strip()
     assert gateway
     for box, address in ((online, "127.0.0.1"), (online, gateway), (offline, "127.0.0.1")):
@@ -177,24 +189,47 @@ SERVE_ON_ALL = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docker boxes share the engine's default bridge (docs/security.md, "
-    "What could not be done here)",
-)
+OWN_ADDRESSES = textwrap.dedent("""
+    last = ""
+    for line in open("/proc/net/fib_trie"):
+        words = line.split()
+        if words and words[0] in ("|--", "+--"):
+            last = words[1]
+        elif "/32 host LOCAL" in line and not last.startswith("127."):
+            print(last)
+""")
+
+
 def test_a_docker_box_reaches_no_service_of_another_box_or_of_the_hosts_addresses(
-    runtime: DockerRuntime, loop: Loop, online: Box
+    runtime: DockerRuntime, loop: Loop, online: Box, test_host: FarHost
 ) -> None:
     """What a local box is kept from: another box's services on its own addresses, and
-    the host's services on the host's own addresses (here the bridge's gateway)."""
+    the host's services on the host's own addresses: the engine's bridge gateway, the test
+    host's veth end, and the host's address on its way out."""
     other = create(runtime, loop, network=True)
     try:
         other.sh(f"python3 -c '{SERVE_ON_ALL}'")
-        address = other.sh("hostname -i").split()[0]
-        gateway = online.sh(f"python3 -c '{GATEWAY}'").strip()
-        with hi_server(gateway) as port:
-            on_the_host = connect(online, gateway, port)
-        assert connect(online, address, 8123).startswith("refused")
-        assert on_the_host.startswith("refused")
+        assert connect(other, "127.0.0.1", 8123) == "reached hi"  # it does serve
+        addresses = set(other.sh(f"python3 -c '{OWN_ADDRESSES}'").split())
+        assert addresses
+        for address in addresses:
+            assert connect(online, address, 8123).startswith("refused"), address
+        hosts = [a for a in host_addresses() if ipaddress.ip_address(a).version == 4]
+        assert test_host.host_address in hosts and "172.17.0.1" in hosts
+        for address in hosts:
+            with hi_server(address) as port:
+                with socket.create_connection((address, port)) as s:
+                    assert s.recv(2) == b"hi"  # the host does reach it
+                assert connect(online, address, port).startswith("refused"), address
     finally:
         loop.run(runtime.delete(other.box_id))
+
+
+def test_a_docker_box_reaches_no_link_local_address_of_the_host(online: Box) -> None:
+    found = way_out_link_local()
+    if found is None:
+        pytest.skip("the host has no IPv6 link-local address on its way out")
+    address, index = found
+    with hi_server(address, index) as port:
+        reached = online.exec(f"python3 -c '{LINK_LOCAL}' {address} {port}")
+        assert reached.stdout.startswith("refused"), reached

@@ -44,6 +44,7 @@ from holm.adapters.agent.command import agent_command
 from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import Desktop, Progress
 from holm.adapters.box_locks import BoxLocks
+from holm.adapters.docker import network
 from holm.adapters.docker.images import (
     DEFAULT_BASE_IMAGE,
     LABEL_KEY,
@@ -56,6 +57,7 @@ from holm.adapters.docker.images import (
 )
 from holm.adapters.local.limits import DEFAULT_PIDS_MAX, parse_cpus, parse_memory
 from holm.adapters.refusals import refuse_what_no_runtime_runs
+from holm.adapters.to_the_end import in_thread
 from holm.errors import (
     BadRequest,
     Denied,
@@ -281,7 +283,8 @@ class DockerRuntime:
             if await self._call(self._find, box_id) is not None:
                 raise BadRequest(f"the docker runtime already has a box {box_id}")
             try:
-                await self._call(self._run_container, image.image, labels)
+                container = await self._call(self._run_container, image.image, labels)
+                await self._attach_network(box_id, container)
                 started = await self._await_ready(box_id, run_dir, spec.desktop.screens)
             except BaseException:
                 await self._drop_desktop(box_id)
@@ -323,6 +326,8 @@ class DockerRuntime:
             self._paused.discard(box_id)
             if container.status in ("running", "paused", "restarting"):
                 await self._call(container.stop, timeout=self.stop_grace_s)
+            # Also when the container ended by itself: its pasta does not.
+            await self._call(network.end, _box_dir(container))
 
     async def start(self, box_id: str) -> Started:
         async with self._locks.lifecycle(box_id):
@@ -338,6 +343,7 @@ class DockerRuntime:
             await self._call(container.start)
             screens = _spec_decoder.decode(container.labels[LABEL_SPEC]).desktop.screens
             try:
+                await self._attach_network(box_id, container)
                 return await self._await_ready(box_id, run_dir, screens)
             except BaseException:
                 await self._drop_desktop(box_id)
@@ -423,7 +429,7 @@ class DockerRuntime:
     def _run_dir(self, box_id: str) -> Path:
         return self.boxes_dir / box_id / "run"
 
-    def _run_container(self, image: str, labels: dict[str, str]) -> None:
+    def _run_container(self, image: str, labels: dict[str, str]) -> Any:
         spec = canonical_spec(_spec_decoder.decode(labels[LABEL_SPEC]))
         placement = _placement_decoder.decode(labels[LABEL_PLACEMENT])
         desktop = spec.desktop
@@ -445,14 +451,12 @@ class DockerRuntime:
             options["mem_limit"] = parse_memory(placement.memory)
         if placement.cpus is not None:
             options["nano_cpus"] = int(parse_cpus(placement.cpus) * 1e9)
-        if not spec.policy.network:
-            options["network_mode"] = "none"
         volumes = {str(run_dir): {"bind": BOX_RUN, "mode": "rw"}}
         profile = labels.get(LABEL_PROFILE)
         if profile:
             self._refuse_profile_in_use(profile, labels[LABEL_BOX])
             volumes[profile_volume(profile)] = {"bind": BOX_PROFILES, "mode": "rw"}
-        self.client.containers.run(
+        return self.client.containers.run(
             image,
             ["sh", "-c", _START_COMMAND, "holm-box", *agent],
             name=container_name(labels[LABEL_BOX]),
@@ -470,8 +474,33 @@ class DockerRuntime:
             volumes=volumes,
             tmpfs={"/tmp": "mode=1777"},
             shm_size=SHM_SIZE,
+            # No network of the engine's, with the network or without: a box that may
+            # use it gets pasta (`_attach_network`), so that no bridge joins it to other
+            # boxes or to the host's addresses.
+            network_mode="none",
             **options,
         )
+
+    async def _attach_network(self, box_id: str, container: Any) -> None:
+        """Give a box that may use the network its way out, as a local box has it
+        (docker/network.py); the box is not ready before it is up."""
+        spec = _spec_decoder.decode(container.labels[LABEL_SPEC])
+        if not spec.policy.network:
+            return
+        await self._call(container.reload)
+        init_pid = int(container.attrs.get("State", {}).get("Pid") or 0)
+        try:
+            if init_pid <= 0:
+                raise network.NetworkFailed("the box's container does not run")
+            await in_thread(network.attach, init_pid, _box_dir(container))
+        except network.NetworkFailed as exc:
+            # A container that ended on its way up says why in its own log; the engine
+            # may not have seen its end yet.
+            if init_pid <= 0 or not Path(f"/proc/{init_pid}").exists():
+                with suppress(HolmError, requests.exceptions.RequestException):
+                    await self._call(container.wait, timeout=self.stop_grace_s)
+            await self._check_running(box_id)
+            raise Unavailable(f"box {box_id}: {exc}") from None
 
     def _refuse_profile_in_use(self, profile: str, box_id: str) -> None:
         # Two Chromiums on one profile would corrupt it; and a start clears its locks.
@@ -546,6 +575,7 @@ class DockerRuntime:
             run_dir = Path(container.labels.get(LABEL_RUN_DIR) or run_dir)
             with suppress(docker.errors.NotFound):
                 container.remove(force=True, v=True)
+        network.end(run_dir.parent)
         shutil.rmtree(run_dir.parent if run_dir.name == "run" else run_dir, ignore_errors=True)
 
     # Locks
@@ -616,6 +646,11 @@ def _decode_or_none(decoder: msgspec.json.Decoder[T], text: str | None) -> T | N
         return decoder.decode(text)
     except msgspec.DecodeError:
         return None
+
+
+def _box_dir(container: Any) -> Path:
+    """The box's folder on the host: its run folder's parent, which the box cannot reach."""
+    return Path(container.labels[LABEL_RUN_DIR]).parent
 
 
 def _log_tail(container: Any) -> str:

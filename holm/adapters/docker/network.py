@@ -1,0 +1,77 @@
+"""A docker box's way out, the same as a local box's: the container has no network of the
+engine's (`network_mode="none"`, so no bridge, no address another box or the host's
+bridge could reach), and pasta is attached to its namespace as to a local box's
+(`holm.adapters.local.network`, where the rules that keep the host's addresses out are).
+
+The container's labels cannot change once it runs, so which pasta serves it is kept in
+the box's folder (`pasta.json`, next to its run folder, out of the box's reach). A
+restarted holmd finds it there: it neither loses the pasta of a box that runs on nor
+starts a second one. The record names the pidfile while pasta comes up (a holmd that
+dies meanwhile leaves it to the next one), then pasta's pid and start time.
+
+Everything here blocks: call it from a thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import msgspec
+
+from holm.adapters.local import network, procs
+from holm.adapters.local.network import NetworkFailed
+
+RECORD = "pasta.json"
+LOG = "pasta.log"
+END_GRACE_S = 1.0
+LOG_TAIL_CHARS = 1500
+
+
+class PastaRecord(msgspec.Struct, omit_defaults=True):
+    pidfile: str | None = None
+    pid: int | None = None
+    start: int | None = None
+
+
+def attach(init_pid: int, box_dir: Path) -> None:
+    """Give the container whose init is `init_pid` (the engine's `State.Pid`) its way out;
+    returns once it is up. Whatever pasta an earlier run of the box left goes first."""
+    end(box_dir)
+    attaching = network.attach(init_pid, 0, box_dir / LOG)
+    _write(box_dir, PastaRecord(pidfile=str(attaching.pidfile)))
+    try:
+        pid, start = attaching.wait()
+    except NetworkFailed as exc:
+        (box_dir / RECORD).unlink(missing_ok=True)
+        raise NetworkFailed(f"{exc}: {log_tail(box_dir)}") from None
+    _write(box_dir, PastaRecord(pid=pid, start=start))
+
+
+def end(box_dir: Path) -> None:
+    """End the box's pasta, if it has one."""
+    try:
+        record = msgspec.json.decode((box_dir / RECORD).read_bytes(), type=PastaRecord)
+    except (OSError, msgspec.DecodeError):
+        return
+    if record.pid is not None and record.start is not None:
+        procs.end_one(record.pid, record.start, END_GRACE_S)
+    if record.pidfile is not None:
+        network.end_left_behind(Path(record.pidfile))
+    (box_dir / RECORD).unlink(missing_ok=True)
+
+
+def log_tail(box_dir: Path) -> str:
+    with contextlib.suppress(OSError):
+        return (box_dir / LOG).read_text(errors="replace").strip()[-LOG_TAIL_CHARS:]
+    return "(no log)"
+
+
+def _write(box_dir: Path, record: PastaRecord) -> None:
+    box_dir.mkdir(parents=True, exist_ok=True)
+    part = box_dir / f"{RECORD}.part"
+    part.write_bytes(msgspec.json.encode(record))
+    part.replace(box_dir / RECORD)
+
+
+__all__ = ["NetworkFailed", "attach", "end", "log_tail"]
