@@ -5,6 +5,9 @@ over the bind-mounted socket."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import tempfile
 from pathlib import Path
 
 import docker
@@ -19,6 +22,7 @@ from holm.adapters.docker.runtime import (
     owned_profile,
     profile_volume,
 )
+from holm.adapters.local import procs
 from holm.adapters.registry import make_runtimes
 from holm.config import Config, load_config
 from holm.errors import (
@@ -454,3 +458,59 @@ async def test_each_screen_s_viewer_answers_rfb_on_its_host_socket(
             assert await reader.readexactly(2) == b"\x01\x01"
         finally:
             writer.close()
+
+
+def _pasta_of(runtime: DockerRuntime, box_id: str) -> tuple[int, int]:
+    record = json.loads((runtime.boxes_dir / box_id / "pasta.json").read_text())
+    return record["pid"], record["start"]
+
+
+def _netns_of(pid: int) -> str:
+    return os.readlink(f"/proc/{pid}/ns/net")
+
+
+async def test_a_docker_boxs_pasta_ends_with_the_box_whoever_ends_it(
+    make_runtime: MakeRuntime, engine: docker.DockerClient
+) -> None:
+    first, second = make_runtime(chromium=False), make_runtime(chromium=False)
+    box_id = new_box_id()
+    await first.create(box_id, Spec(policy=Policy(network=True)), Placement())
+    pid, start = _pasta_of(first, box_id)
+    assert Path(f"/proc/{pid}/comm").read_text().startswith(("pasta", "passt"))
+    container = engine.containers.get(container_name(box_id))
+    assert container.attrs["HostConfig"]["NetworkMode"] == "none"
+    init = container.attrs["State"]["Pid"]
+    # pasta serves the container's namespace, from the host's.
+    held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    assert _netns_of(init) in held and _netns_of(pid) == _netns_of(os.getpid())
+
+    # Paused, the box keeps its pasta; another runtime object (a restarted holmd) that
+    # stops it ends pasta too.
+    await second.pause(box_id)
+    assert procs.is_alive(pid, start)
+    await second.resume(box_id)
+    await second.stop(box_id)
+    assert not procs.is_alive(pid, start)
+    assert not (second.boxes_dir / box_id / "pasta.json").exists()
+
+    # Started again: one new pasta, for the container's new namespace.
+    await second.start(box_id)
+    again = _pasta_of(second, box_id)
+    assert again != (pid, start) and procs.is_alive(*again)
+    assert await _shell(second, box_id, "tail -n +3 /proc/net/dev | cut -d: -f1 | sort | xargs")
+
+    # A holmd that died while pasta came up left only its pidfile in the record.
+    pidfile = Path(tempfile.mkstemp(prefix="holm-pasta-", dir="/tmp")[1])
+    pidfile.write_text(f"{again[0]}\n")
+    (first.boxes_dir / box_id / "pasta.json").write_text(json.dumps({"pidfile": str(pidfile)}))
+    await first.delete(box_id)
+    assert not procs.is_alive(*again)
+    assert not pidfile.exists()
+
+
+async def test_a_docker_box_without_the_network_gets_no_pasta(runtime: DockerRuntime) -> None:
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(policy=Policy(network=False)), Placement())
+    assert not (runtime.boxes_dir / box_id / "pasta.json").exists()
+    interfaces = await _shell(runtime, box_id, "tail -n +3 /proc/net/dev | cut -d: -f1")
+    assert interfaces.split() == ["lo"]
