@@ -231,12 +231,16 @@ async def test_a_container_removed_behind_the_runtime_is_no_longer_listed(
 ) -> None:
     runtime = make_runtime(chromium=False)
     box_id = new_box_id()
-    await runtime.create(box_id, Spec(), Placement())
+    await runtime.create(box_id, Spec(policy=Policy(network=True)), Placement())
+    pasta = _pasta_of(runtime, box_id)
     engine.containers.get(container_name(box_id)).remove(force=True)
 
     assert box_id not in {box.box_id for box in await runtime.list()}
+    # Its pasta, which holds the namespace it served, ends once the listing misses it.
+    assert not procs.is_alive(*pasta)
     with pytest.raises(NotFound):
         await runtime.pause(box_id)
+    await runtime.delete(box_id)
 
 
 async def test_a_box_without_network_has_only_its_loopback(make_runtime: MakeRuntime) -> None:

@@ -362,7 +362,18 @@ class DockerRuntime:
             all=True,
             filters={"label": [LABEL_BOX, f"{LABEL_RUNTIME}={self.name}"]},
         )
-        return [_runtime_box(c) for c in containers]
+        listed = [_runtime_box(c) for c in containers]
+        await self._call(self._end_orphaned_pastas, {box.box_id for box in listed})
+        return listed
+
+    def _end_orphaned_pastas(self, listed: set[str]) -> None:
+        """End the pasta of each box whose container is gone without its delete (removed
+        behind the runtime's back): nothing else would, as pasta holds the namespace it
+        serves. The reaper lists the boxes every 30 s. Its folder stays: a box the server
+        took for lost keeps its files, as before."""
+        for record in self.boxes_dir.glob(f"*/{network.RECORD}"):
+            if record.parent.name not in listed:
+                network.end(record.parent)
 
     async def viewer_socket(self, box_id: str, screen: int) -> Path:
         container = await self._call(self._get, box_id)
