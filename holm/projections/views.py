@@ -24,12 +24,17 @@ def advertised(origin: str, host: str | None) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def viewer_pages(box_id: str, screens: int, viewer_base: str, spec: Spec | None) -> list[str]:
-    """The server's viewer page of each screen (each takes a ticket), on its public origin
-    `viewer_base`, or on the host the spec advertises if it names one: what a caller is
-    shown in place of the runtime's sockets."""
+def viewer_page(box_id: str, screen: int, viewer_base: str, spec: Spec | None) -> str:
+    """The server's viewer page of a screen (it takes a ticket), on its public origin
+    `viewer_base`, or on the host the spec advertises if it names one."""
     base = advertised(viewer_base.rstrip("/"), spec.policy.advertise if spec else None)
-    return [f"{base}/v1/boxes/{box_id}/screens/{i}/view" for i in range(screens)]
+    return f"{base}/v1/boxes/{box_id}/screens/{screen}/view"
+
+
+def viewer_pages(box_id: str, screens: int, viewer_base: str, spec: Spec | None) -> list[str]:
+    """`viewer_page` of each screen: what a caller is shown in place of the runtime's
+    sockets."""
+    return [viewer_page(box_id, i, viewer_base, spec) for i in range(screens)]
 
 
 def box_view(state: BoxState, viewer_base: str | None = None) -> BoxView:

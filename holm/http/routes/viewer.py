@@ -16,7 +16,7 @@ from aiohttp import web
 
 from holm.engine import guards
 from holm.errors import NotFound
-from holm.projections.views import advertised
+from holm.projections.views import viewer_page
 from holm.wire.actions import Action
 from holm.wire.api import (
     GivenBack,
@@ -54,8 +54,7 @@ def socket_path_of(box_id: str, screen: int) -> str:
 async def page_url(request: web.Request, box_id: str, screen: int, ticket: str) -> str:
     """The viewer page with a ticket, on the host the box's spec advertises, if any."""
     spec = (await engine_of(request).box(box_id)).spec
-    base = advertised(public_base(request), spec.policy.advertise if spec else None)
-    return f"{base}/v1/boxes/{box_id}/screens/{screen}/view?ticket={ticket}"
+    return f"{viewer_page(box_id, screen, public_base(request), spec)}?ticket={ticket}"
 
 
 async def make_ticket(request: web.Request) -> web.Response:
