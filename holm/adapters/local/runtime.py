@@ -24,7 +24,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, ParamSpec, TypeVar
+from typing import Literal
 
 from holm.adapters.agent.client import AgentConnections, AgentDesktop
 from holm.adapters.agent_ready import await_agent
@@ -76,8 +76,6 @@ from holm.wire.runtime import Capabilities, RuntimeBox, Started
 from holm.wire.spec import MAX_SCREENS, Placement, Spec, canonical_spec, packages_of_app
 
 ProcessState = Literal["running", "paused", "stopped"]
-P = ParamSpec("P")
-T = TypeVar("T")
 
 DEFAULT_DISPLAY_BASE = 100
 DEFAULT_DISPLAY_COUNT = 200
