@@ -357,23 +357,31 @@ class DockerRuntime:
         self._locks.forget(box_id)
 
     async def list(self) -> list[RuntimeBox]:
+        # The pasta records are read before the containers are listed: a record written
+        # since belongs to a box whose container the listing may have missed (a create
+        # under way), not to one that is gone.
+        with_pasta = await self._call(self._boxes_with_pasta)
         containers = await self._call(
             self.client.containers.list,
             all=True,
             filters={"label": [LABEL_BOX, f"{LABEL_RUNTIME}={self.name}"]},
         )
         listed = [_runtime_box(c) for c in containers]
-        await self._call(self._end_orphaned_pastas, {box.box_id for box in listed})
+        orphaned = with_pasta - {box.box_id for box in listed}
+        if orphaned:
+            await self._call(self._end_orphaned_pastas, orphaned)
         return listed
 
-    def _end_orphaned_pastas(self, listed: set[str]) -> None:
+    def _boxes_with_pasta(self) -> set[str]:
+        return {record.parent.name for record in self.boxes_dir.glob(f"*/{network.RECORD}")}
+
+    def _end_orphaned_pastas(self, box_ids: set[str]) -> None:
         """End the pasta of each box whose container is gone without its delete (removed
         behind the runtime's back): nothing else would, as pasta holds the namespace it
         serves. The reaper lists the boxes every 30 s. Its folder stays: a box the server
         took for lost keeps its files, as before."""
-        for record in self.boxes_dir.glob(f"*/{network.RECORD}"):
-            if record.parent.name not in listed:
-                network.end(record.parent)
+        for box_id in box_ids:
+            network.end(self.boxes_dir / box_id)
 
     async def viewer_socket(self, box_id: str, screen: int) -> Path:
         container = await self._call(self._get, box_id)
