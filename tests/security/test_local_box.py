@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from net_kit import hi_server
 
+from holm.adapters.base import Desktop
 from holm.adapters.local.sandbox import BOX_UID
 from holm.wire.actions import Click, Evaluate, EvaluateWhat, OpenUrl
 from holm.wire.results import Evaluated
@@ -250,15 +251,24 @@ def test_a_page_in_a_box_finds_nothing_of_the_agents_click_listener(online: Box)
     )
     looked = "[...seen, typeof __holmLanded, Object.keys(window).filter(k => /holm/i.test(k))]"
 
-    async def look() -> object:
-        desktop = await online.runtime.desktop(online.box_id)
-        await desktop.act(0, OpenUrl(url=page))
-        await desktop.act(0, Click(at=Point(x=640, y=500)))
-        seen = await desktop.act(0, Evaluate(what=EvaluateWhat(expression=looked)))
+    async def evaluate(desktop: Desktop, expression: str) -> object:
+        seen = await desktop.act(0, Evaluate(what=EvaluateWhat(expression=expression)))
         assert isinstance(seen, Evaluated)
         return seen.value
 
-    assert online.loop.run(look()) == ["undefined", "undefined", "undefined", []]
+    async def look() -> object:
+        desktop = await online.runtime.desktop(online.box_id)
+        await desktop.act(0, OpenUrl(url=page))
+        # A click sent as the page first shows may come before it takes input (seen once
+        # under CI's load): click again until the page has seen one.
+        for _ in range(10):
+            await desktop.act(0, Click(at=Point(x=640, y=500)))
+            if await evaluate(desktop, "seen.length") != 1:
+                break
+        return await evaluate(desktop, looked)
+
+    *kinds, keys = online.loop.run(look())
+    assert keys == [] and len(kinds) >= 3 and set(kinds) == {"undefined"}, kinds
 
 
 # A box is not root on the host
