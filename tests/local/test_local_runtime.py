@@ -21,6 +21,7 @@ from desktop_kit import launch, read_bytes, run, windows, write_bytes
 from holm.adapters.base import Desktop
 from holm.adapters.local import procs
 from holm.adapters.local import runtime as runtime_module
+from holm.adapters.local.box_ids import range_of
 from holm.adapters.local.records import BoxPaths, BoxRecord, read_record, write_record
 from holm.adapters.local.runtime import LocalRuntime
 from holm.adapters.local.sandbox import Launched, SandboxPlan, bwrap_argv
@@ -265,6 +266,32 @@ async def test_a_file_in_one_box_is_invisible_to_another_and_to_the_host(
     assert not Path("/tmp/scratch-of-a.txt").exists()
 
 
+async def test_each_box_runs_as_a_range_of_host_ids_of_its_own(
+    make_runtime: MakeRuntime, state_dir: Path
+) -> None:
+    """The kernel counts inotify instances, user namespaces and queued signals per host
+    uid; boxes that shared one would share those counts (box_ids.py)."""
+    runtime = make_runtime(chromium=False)
+    a, b = new_id(), new_id()
+    await asyncio.gather(
+        runtime.create(a, Spec(), Placement()), runtime.create(b, Spec(), Placement())
+    )
+    uids = {}
+    for box_id in (a, b):
+        uid = record_of(runtime, box_id).box_uid
+        assert uid is not None and range_of(uid) is not None
+        await shell(await runtime.desktop(box_id), "echo mine > /home/box/mine.txt")
+        home = BoxPaths(runtime.boxes_dir, box_id).home
+        assert home.stat().st_uid == (home / "mine.txt").stat().st_uid == uid
+        # Every process of the box runs as an id of its range: root in it as the first.
+        for pid in box_pids(runtime, box_id):
+            status = Path(f"/proc/{pid}/status").read_text()
+            real = int(next(x for x in status.splitlines() if x.startswith("Uid:")).split()[1])
+            assert range_of(real) == range_of(uid), (box_id, pid, real)
+        uids[box_id] = uid
+    assert range_of(uids[a]) != range_of(uids[b])
+
+
 async def test_host_secrets_are_not_visible_in_a_box(make_runtime: MakeRuntime) -> None:
     runtime = make_runtime(chromium=False)
     box_id = new_id()
@@ -381,11 +408,14 @@ async def test_stop_and_start_of_a_persistent_box_keep_its_files_in_a_new_deskto
     with pytest.raises(Denied):
         await runtime.pause(box_id)
 
+    uid = record_of(runtime, box_id).box_uid
     started = await runtime.start(box_id)
     assert len(started.viewer_urls) == 1
     fresh = await runtime.desktop(box_id)
     assert fresh is not desktop
     assert await read_bytes(fresh, "/home/box/kept.txt") == b"still here"
+    # The box keeps its range of host ids, and so its files keep their owner.
+    assert record_of(runtime, box_id).box_uid == uid == (home / "kept.txt").stat().st_uid
     assert "absent" in await shell(fresh, "test -e /tmp/scratch.txt || echo absent")
     assert "chromium" in [w.class_.lower() for w in await windows(fresh, 0)]
     assert set(box_pids(runtime, box_id)).isdisjoint(old_pids)

@@ -18,7 +18,7 @@ import pytest
 from net_kit import hi_server
 
 from holm.adapters.base import Desktop
-from holm.adapters.local.sandbox import BOX_UID
+from holm.adapters.local.box_ids import range_of
 from holm.wire.actions import Click, Evaluate, EvaluateWhat, OpenUrl
 from holm.wire.results import Evaluated
 from holm.wire.values import Point
@@ -279,7 +279,8 @@ def test_a_box_is_not_root_on_the_host(local: LocalBoxes, online: Box, state_dir
     probe = state_dir / "boxes" / online.box_id / "home" / "owner-probe"
     owner = os.stat(probe)
     assert owner.st_uid != 0 and owner.st_gid != 0
-    assert owner.st_uid == local.runtime.box_uid == BOX_UID
+    assert owner.st_uid == local.record(online).box_uid
+    assert range_of(owner.st_uid) is not None
     record = local.record(online)
     pids = [*local.pids(online), record.net_pid or 0]
     assert record.net_pid is not None and len(pids) >= 5
@@ -290,6 +291,54 @@ def test_a_box_is_not_root_on_the_host(local: LocalBoxes, online: Box, state_dir
     # Root in the box holds CAP_SETGID, and that only over the box's own ids.
     assert online.sh("grep CapEff /proc/self/status").split()[1] == f"{1 << 6:016x}"
     assert online.exec("touch /etc/passwd").code != 0
+
+
+# A box that takes what the kernel counts per user leaves the other boxes theirs
+
+# Holds every inotify instance the kernel lets its user have, says how many, and keeps
+# them until it is killed.
+HOLD_INOTIFY = textwrap.dedent("""
+    import ctypes, errno, os, sys, time
+    libc = ctypes.CDLL(None, use_errno=True)
+    held = []
+    while len(held) < 100_000:
+        fd = libc.inotify_init()
+        if fd < 0:
+            break
+        held.append(fd)
+    with open(sys.argv[1] + ".tmp", "w") as out:
+        out.write(f"{os.getpid()} {len(held)} {errno.errorcode[ctypes.get_errno()]}")
+    os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+    time.sleep(120)
+""")
+ONE_INOTIFY = (
+    "import ctypes; fd = ctypes.CDLL(None, use_errno=True).inotify_init(); "
+    "print('opened' if fd >= 0 else 'refused', ctypes.get_errno())"
+)
+
+
+def test_a_box_that_holds_every_inotify_instance_leaves_another_box_its_own(
+    local: LocalBoxes, online: Box, offline: Box
+) -> None:
+    """The kernel counts inotify instances per host uid (fs.inotify.max_user_instances),
+    and no namespace splits that count; each box has a range of host ids of its own
+    (box_ids.py), so a box that takes them all takes only its own."""
+    assert range_of(local.record(online).host_uid) != range_of(local.record(offline).host_uid)
+    script = online.sh("mktemp").strip()
+    online.sh(f"cat > {script} << 'EOF'\n{HOLD_INOTIFY}\nEOF")
+    online.sh(f"setsid python3 {script} /tmp/held < /dev/null > /dev/null 2>&1 &")
+    try:
+        held = online.sh(
+            "for i in $(seq 100); do test -e /tmp/held && break; sleep 0.1; done; cat /tmp/held"
+        )
+        _, count, error = held.split()
+        limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
+        assert error == "EMFILE" and 0 < int(count) <= limit, held
+        # The box itself can open no more (its own programs share its range).
+        assert online.sh(f'python3 -c "{ONE_INOTIFY}"').split()[0] == "refused"
+        assert offline.sh(f'python3 -c "{ONE_INOTIFY}"').split()[0] == "opened"
+    finally:
+        online.exec("test -e /tmp/held && kill $(cut -d' ' -f1 /tmp/held)")
 
 
 # A fork bomb stops at the box's pids limit

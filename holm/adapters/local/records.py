@@ -10,7 +10,7 @@ of the last one by reading their folders.
       home/        /home/box in the box
       run/         /run/holm in the box: agent.sock, vnc-<i>.sock
 
-home/ and run/ belong to the box's host uid (`sandbox.BOX_UID`), the rest to holmd.
+home/ and run/ belong to the box's host uid (`BoxRecord.box_uid`), the rest to holmd.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Literal
 
 import msgspec
 
+from holm.adapters.local.box_ids import BOX_UID
 from holm.wire.spec import Placement, Spec
 
 RECORD = "box.json"
@@ -60,6 +61,14 @@ class BoxRecord(msgspec.Struct, kw_only=True):
     net_pidfile: str | None = None
     # Started for the warm pool and not claimed yet (runtime.SpareBoxes).
     spare: bool = False
+    # The host uid of root in the box, the first of its range of ids (box_ids.py), given
+    # when the box is made and kept for its life; none for a box made before boxes had
+    # ranges of their own, whose range is the first.
+    box_uid: int | None = None
+
+    @property
+    def host_uid(self) -> int:
+        return BOX_UID if self.box_uid is None else self.box_uid
 
 
 _encoder = msgspec.json.Encoder()

@@ -32,6 +32,7 @@ from holm.adapters.base import Desktop
 from holm.adapters.box_locks import BoxLocks
 from holm.adapters.features import FEATURE_PACKAGES
 from holm.adapters.local import network, procs
+from holm.adapters.local.box_ids import free_box_uid
 from holm.adapters.local.host_packages import refuse_missing
 from holm.adapters.local.limits import (
     DEFAULT_PIDS_MAX,
@@ -53,7 +54,6 @@ from holm.adapters.local.records import (
     write_record,
 )
 from holm.adapters.local.sandbox import (
-    BOX_UID,
     LaunchFailed,
     SandboxPlan,
     box_env,
@@ -106,7 +106,6 @@ class LocalRuntime:
         stop_grace_s: float = STOP_GRACE_S,
         chromium: bool = True,
         cgroups: Cgroups | None = None,
-        box_uid: int = BOX_UID,
         pids_max: int | None = DEFAULT_PIDS_MAX,
     ) -> None:
         self.boxes_dir = boxes_dir
@@ -119,8 +118,6 @@ class LocalRuntime:
         # that do not need a browser.
         self.chromium = chromium
         self.cgroups = Cgroups() if cgroups is None else cgroups
-        # The host uid of root in this runtime's boxes (and of their files).
-        self.box_uid = box_uid
         # The most tasks a box may have at once, where a pids controller is there.
         self.pids_max = pids_max
         boxes_dir.mkdir(parents=True, exist_ok=True)
@@ -373,13 +370,18 @@ class LocalRuntime:
     # Bringing a desktop up and down
 
     def _make_folder(self, paths: BoxPaths, record: BoxRecord) -> None:
-        try:
-            paths.dir.mkdir()
-        except FileExistsError:
-            raise BadRequest(f"the local runtime already has a box {record.box_id}") from None
-        paths.home.mkdir(mode=0o700)
-        paths.run.mkdir(mode=0o700)
-        write_record(paths.record, record)
+        # Under the lock, so that two boxes made at once see each other's range.
+        with locked(self.boxes_dir):
+            record.box_uid = free_box_uid(r.host_uid for r in read_records(self.boxes_dir))
+            if record.box_uid is None:
+                raise Unavailable("every range of host ids for local boxes is in use")
+            try:
+                paths.dir.mkdir()
+            except FileExistsError:
+                raise BadRequest(f"the local runtime already has a box {record.box_id}") from None
+            paths.home.mkdir(mode=0o700)
+            paths.run.mkdir(mode=0o700)
+            write_record(paths.record, record)
 
     async def _bring_up(self, paths: BoxPaths, record: BoxRecord) -> Started:
         record = await in_thread(self._launch, paths, record)
@@ -414,8 +416,9 @@ class LocalRuntime:
         for lock in paths.home.glob(".holm/chromium-*/Singleton*"):
             if lock.name in CHROMIUM_LOCKS:
                 lock.unlink(missing_ok=True)
-        _own(paths.home, self.box_uid)
-        _own(paths.run, self.box_uid)
+        uid = record.host_uid
+        _own(paths.home, uid)
+        _own(paths.run, uid)
         with locked(self.boxes_dir):
             base = self._free_display_base(desktop.screens)
             record.display_base = base
@@ -442,12 +445,12 @@ class LocalRuntime:
             chromium=self.chromium,
             apps=spec.apps,
             features=list(desktop.features or []),
-            box_uid=self.box_uid,
+            box_uid=uid,
             server_id=self.server_id,
         )
 
         def attach_network(init_pid: int) -> network.Attaching:
-            attaching = network.attach(init_pid, self.box_uid, paths.log)
+            attaching = network.attach(init_pid, uid, paths.log)
             # Should holmd die before pasta is up, the next one ends it by this file.
             record.net_pidfile = str(attaching.pidfile)
             write_record(paths.record, record)
@@ -458,7 +461,7 @@ class LocalRuntime:
                 joining_argv(record.cgroups, bwrap_argv(plan)),
                 paths.log,
                 env=box_env(plan),
-                box_uid=self.box_uid,
+                box_uid=uid,
                 attach_network=attach_network if plan.network else None,
             )
         except LaunchFailed as exc:

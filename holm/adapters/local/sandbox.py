@@ -10,10 +10,10 @@ Nothing of holmd reaches a box: every process of it, the sandbox's own PID 1 inc
 starts from the environment `box_env` composes, never from holmd's.
 
 A box is not root on the host. Its processes run in a user namespace of their own, where
-the box's ids 0…65535 are the host's `BOX_UID`…`BOX_UID + 65535`: root in the box (with
-no capability but CAP_SETGID) is an unprivileged uid on the host, and a terminal's `tty`
-group is mapped, so xterm works on the box's private devpts. The box's files in its home
-belong to `BOX_UID` on the host.
+the box's ids 0…65535 are a range of the host's of its own (`box_ids.py`), from
+`SandboxPlan.box_uid` on: root in the box (with no capability but CAP_SETGID) is an
+unprivileged uid on the host, and a terminal's `tty` group is mapped, so xterm works on the
+box's private devpts. The box's files in its home belong to that uid on the host.
 
 A box always has its own network namespace. Without `policy.network` it has only its own
 loopback; with it, `network.py` attaches a user-mode network stack (pasta) that reaches
@@ -42,6 +42,7 @@ from typing import IO, NamedTuple
 
 from holm.adapters.agent.command import agent_command
 from holm.adapters.local import procs
+from holm.adapters.local.box_ids import BOX_ID_COUNT, BOX_UID
 from holm.adapters.local.network import Attaching, NetworkFailed
 from holm.wire.spec import AppDefinition, Feature
 
@@ -52,11 +53,6 @@ AGENT_SITE = "/opt/holm/site"
 AGENT_SRC = "/opt/holm/src"
 # Debian's interpreter: the venv is built on it, so the venv's compiled packages load here.
 AGENT_PYTHON = "/usr/bin/python3"
-# The host uid (and gid) of root in a box, the first of BOX_ID_COUNT: past the ranges that
-# useradd, /etc/subuid and systemd's containers give out (systemd's end at 0x6FFFFFFF), so
-# no account of the host owns them.
-BOX_UID = 0x70000000
-BOX_ID_COUNT = 65536
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 # The box's namespaces besides its user namespace (`--unshare-user`, always first) and
