@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -510,6 +511,37 @@ async def test_a_docker_boxs_pasta_ends_with_the_box_whoever_ends_it(
     await first.delete(box_id)
     assert not procs.is_alive(*again)
     assert not pidfile.exists()
+
+
+async def test_a_running_docker_box_whose_pasta_ended_gets_a_new_one_when_listed(
+    make_runtime: MakeRuntime,
+) -> None:
+    """As a local box (tests/local): the next listing, the reaper's or a restarted
+    holmd's, gives a box whose pasta ended a new one."""
+    runtime = make_runtime(chromium=False)
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(policy=Policy(network=True)), Placement())
+    interfaces = "tail -n +3 /proc/net/dev | cut -d: -f1 | sort | xargs"
+    served = await _shell(runtime, box_id, interfaces)
+    assert served != "lo\n"
+    pid, start = _pasta_of(runtime, box_id)
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(200):
+        if not procs.is_alive(pid, start):
+            break
+        await asyncio.sleep(0.05)
+    # pasta's interface went with it.
+    assert await _shell(runtime, box_id, interfaces) == "lo\n"
+
+    listed = await make_runtime(chromium=False).list()
+    assert [box.state for box in listed if box.box_id == box_id] == ["running"]
+    again = _pasta_of(runtime, box_id)
+    assert again != (pid, start) and procs.is_alive(*again)
+    assert await _shell(runtime, box_id, interfaces) == served
+    await runtime.list()
+    assert _pasta_of(runtime, box_id) == again
+    await runtime.delete(box_id)
+    assert not procs.is_alive(*again)
 
 
 async def test_a_docker_box_without_the_network_gets_no_pasta(runtime: DockerRuntime) -> None:

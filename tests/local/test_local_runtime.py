@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,6 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 from desktop_kit import launch, read_bytes, run, windows, write_bytes
+from net_kit import hi_server, served_host
 
 from holm.adapters.base import Desktop
 from holm.adapters.local import procs
@@ -642,6 +644,67 @@ async def test_a_boxs_pasta_ends_with_the_box_whoever_ends_it(
     await first.delete(box_id)
     assert not procs.is_alive(again.net_pid, again.net_start)
     assert not pidfile.exists()
+
+
+def _prohibited(init_pid: int) -> list[str]:
+    """The rules that keep the box from the host's own addresses, read from the host."""
+    shown = subprocess.run(
+        ["nsenter", f"--target={init_pid}", "--net", "--", "ip", "rule", "show"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [line for line in shown.stdout.splitlines() if "prohibit" in line]
+
+
+async def test_a_running_box_whose_pasta_ended_gets_a_new_one_when_boxes_are_listed(
+    make_runtime: MakeRuntime, tmp_path: Path
+) -> None:
+    """A pasta that crashes (or is killed) leaves its box without a way out; the next
+    listing (the reaper's, every 30 s, or a restarted holmd's) gives the box a new one."""
+    (tmp_path / "hello").write_text("hi from the test host")
+    with served_host(tmp_path, "loc") as host, hi_server(host.host_address) as host_side:
+        runtime = make_runtime(chromium=False)
+        box_id = new_id()
+        await runtime.create(box_id, spec(network=True), Placement())
+        desktop = await runtime.desktop(box_id)
+        fetch = f"http://{host.address}:{host.http_port}/hello"
+        fetched = [
+            "python3",
+            "-c",
+            f"import urllib.request as u; print(u.urlopen('{fetch}').read().decode())",
+        ]
+        assert (await run(desktop, *fetched)).stdout == "hi from the test host\n"
+        record = record_of(runtime, box_id)
+        assert record.init_pid is not None and record.net_pid is not None
+        assert record.net_start is not None
+        rules = _prohibited(record.init_pid)
+        assert rules
+
+        os.kill(record.net_pid, signal.SIGKILL)
+        await wait_for(lambda: not procs.is_alive(record.net_pid or 0, record.net_start or 0))
+        assert (await run(desktop, *fetched)).code != 0
+
+        # A restarted holmd: another runtime object lists the boxes.
+        listed = await make_runtime(chromium=False).list()
+        assert [box.state for box in listed if box.box_id == box_id] == ["running"]
+        again = record_of(runtime, box_id)
+        assert again.net_pid is not None and again.net_start is not None
+        assert again.net_pid != record.net_pid and again.net_pidfile is None
+        assert procs.is_alive(again.net_pid, again.net_start)
+        status = Path(f"/proc/{again.net_pid}/status").read_text()
+        assert f"Uid:\t{record.box_uid}\t" in status
+        assert (await run(desktop, *fetched)).stdout == "hi from the test host\n"
+        # The rules made at the box's start still keep it from the host's addresses.
+        assert _prohibited(record.init_pid) == rules
+        reach = f"import socket; socket.create_connection(('{host.host_address}', {host_side}), 5)"
+        assert (await run(desktop, "python3", "-c", reach)).code != 0
+
+        # A listing with nothing lost starts no pasta.
+        await runtime.list()
+        assert record_of(runtime, box_id).net_pid == again.net_pid
+        await runtime.delete(box_id)
+        assert not procs.is_alive(again.net_pid, again.net_start)
 
 
 def test_a_box_that_does_not_come_up_gets_no_file_its_run_folder_links_to(

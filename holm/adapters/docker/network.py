@@ -38,7 +38,31 @@ def attach(init_pid: int, box_dir: Path) -> None:
     """Give the container whose init is `init_pid` (the engine's `State.Pid`) its way out;
     returns once it is up. Whatever pasta an earlier run of the box left goes first."""
     end(box_dir)
-    attaching = network.attach(init_pid, 0, box_dir / LOG)
+    _attach(init_pid, box_dir, again=False)
+
+
+def attach_again(init_pid: int, box_dir: Path) -> None:
+    """Give a running box whose pasta ended (`lost`) a new one. Its namespace keeps the
+    rules made at its start. Should this fail, the box stays `lost`, to be tried again."""
+    dead = _read(box_dir)
+    try:
+        _attach(init_pid, box_dir, again=True)
+    except NetworkFailed:
+        if dead is not None:
+            _write(box_dir, dead)
+        raise
+
+
+def lost(box_dir: Path) -> bool:
+    """Whether the box's pasta came up and has ended since (it crashed, or was killed)."""
+    record = _read(box_dir)
+    if record is None or record.pid is None or record.start is None:
+        return False
+    return not procs.is_alive(record.pid, record.start)
+
+
+def _attach(init_pid: int, box_dir: Path, *, again: bool) -> None:
+    attaching = network.attach(init_pid, 0, box_dir / LOG, again=again)
     _write(box_dir, PastaRecord(pidfile=str(attaching.pidfile)))
     try:
         pid, start = attaching.wait()
@@ -50,9 +74,8 @@ def attach(init_pid: int, box_dir: Path) -> None:
 
 def end(box_dir: Path) -> None:
     """End the box's pasta, if it has one."""
-    try:
-        record = msgspec.json.decode((box_dir / RECORD).read_bytes(), type=PastaRecord)
-    except (OSError, msgspec.DecodeError):
+    record = _read(box_dir)
+    if record is None:
         return
     if record.pid is not None and record.start is not None:
         procs.end_one(record.pid, record.start, END_GRACE_S)
@@ -67,6 +90,13 @@ def log_tail(box_dir: Path) -> str:
     return "(no log)"
 
 
+def _read(box_dir: Path) -> PastaRecord | None:
+    try:
+        return msgspec.json.decode((box_dir / RECORD).read_bytes(), type=PastaRecord)
+    except (OSError, msgspec.DecodeError):
+        return None
+
+
 def _write(box_dir: Path, record: PastaRecord) -> None:
     box_dir.mkdir(parents=True, exist_ok=True)
     part = box_dir / f"{RECORD}.part"
@@ -74,4 +104,4 @@ def _write(box_dir: Path, record: PastaRecord) -> None:
     part.replace(box_dir / RECORD)
 
 
-__all__ = ["NetworkFailed", "attach", "end", "log_tail"]
+__all__ = ["NetworkFailed", "attach", "attach_again", "end", "log_tail", "lost"]

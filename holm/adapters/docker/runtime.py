@@ -26,6 +26,7 @@ Every docker SDK call runs in a thread.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import shutil
 import time
@@ -81,6 +82,7 @@ from holm.wire.spec import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 LABEL_BOX = "holm.box"
 LABEL_SERVER = "holm.server"
@@ -370,7 +372,33 @@ class DockerRuntime:
         orphaned = with_pasta - {box.box_id for box in listed}
         if orphaned:
             await self._call(self._end_orphaned_pastas, orphaned)
+        for container in await self._call(self._without_network, containers):
+            await self._renew_network(container)
         return listed
+
+    def _without_network(self, containers: Sequence[Any]) -> Sequence[Any]:
+        return [
+            c
+            for c in containers
+            if c.status == "running" and c.labels.get(LABEL_RUN_DIR) and network.lost(_box_dir(c))
+        ]
+
+    async def _renew_network(self, container: Any) -> None:
+        """Give a running box whose pasta ended (it crashed, or was killed) a new one: the
+        box had no way out since, and would have none until a stop and a start. The
+        reaper lists the boxes every 30 s, and a restarted holmd at once."""
+        box_id = container.labels[LABEL_BOX]
+        async with self._locks.lifecycle(box_id):
+            try:
+                await self._call(container.reload)
+                init_pid = int(container.attrs.get("State", {}).get("Pid") or 0)
+                if container.status != "running" or init_pid <= 0:
+                    return
+                if await self._call(network.lost, _box_dir(container)):
+                    await in_thread(network.attach_again, init_pid, _box_dir(container))
+                    log.info("box %s: its pasta had ended; a new one serves it", box_id)
+            except (HolmError, network.NetworkFailed) as exc:
+                log.warning("box %s: its network could not come back: %s", box_id, exc)
 
     def _boxes_with_pasta(self) -> set[str]:
         return {record.parent.name for record in self.boxes_dir.glob(f"*/{network.RECORD}")}

@@ -102,14 +102,18 @@ class Attaching:
         end_left_behind(self.pidfile)
 
 
-def attach(init_pid: int, box_uid: int, log: Path) -> Attaching:
+def attach(init_pid: int, box_uid: int, log: Path, *, again: bool = False) -> Attaching:
     """Give the network namespace of the box whose init is `init_pid` a way out (pasta
     runs as `box_uid` when the box has a user namespace of its own, see `_target`). The
     host's own addresses are routed away first, so that the box never has a way to them;
-    pasta then comes up while the box starts (`Attaching.wait` says when it is up)."""
+    pasta then comes up while the box starts (`Attaching.wait` says when it is up).
+
+    `again` is for a box whose pasta ended while the box runs: its namespace keeps the
+    rules made at its start (root in the box cannot remove them), so none are added."""
     if not available():
         raise NetworkFailed("pasta (Debian's `passt` package) is not installed")
-    block_host_addresses(init_pid)
+    if not again:
+        block_host_addresses(init_pid)
     uid, target, netns = _target(init_pid, box_uid)
     try:
         # pasta writes its pid once it is the box's uid, which may reach no folder of

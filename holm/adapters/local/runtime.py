@@ -17,6 +17,7 @@ Errors, as the engine sees them:
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import stat
@@ -85,6 +86,8 @@ LOG_TAIL_BYTES = 2000
 RUN_LOG_TAIL_BYTES = 400
 # Chromium refuses a profile whose lock names a live process of the same host; after a
 # stop the lock's pid may be reused by an unrelated process of the new namespace.
+log = logging.getLogger(__name__)
+
 CHROMIUM_LOCKS = ("SingletonLock", "SingletonSocket", "SingletonCookie")
 
 
@@ -266,7 +269,52 @@ class LocalRuntime:
         )
 
     async def list(self) -> list[RuntimeBox]:
-        return await asyncio.to_thread(self._list)
+        listed = await asyncio.to_thread(self._list)
+        running = [box.box_id for box in listed if box.state == "running"]
+        for box_id in await asyncio.to_thread(self._without_network, running):
+            await self._renew_network(box_id)
+        return listed
+
+    def _without_network(self, box_ids: Sequence[str]) -> Sequence[str]:
+        return [box_id for box_id in box_ids if self._lost_network(box_id) is not None]
+
+    async def _renew_network(self, box_id: str) -> None:
+        """Give a running box whose pasta ended (it crashed, or was killed) a new one: the
+        box had no way out since, and would have none until a stop and a start. The
+        reaper lists the boxes every 30 s, and a restarted holmd at once. Looked at first
+        without the box's lock, which a create holds until the box is ready."""
+        async with self._locks.lifecycle(box_id):
+            try:
+                await in_thread(self._attach_again, box_id)
+            except (network.NetworkFailed, OSError) as exc:
+                log.warning("box %s: its network could not come back: %s", box_id, exc)
+
+    def _lost_network(self, box_id: str) -> BoxRecord | None:
+        """The record of the box, if it runs with a pasta recorded as up that has ended."""
+        record = read_record(BoxPaths(self.boxes_dir, box_id).record)
+        if record is None or record.net_pidfile is not None:
+            return None
+        pid, start = record.net_pid, record.net_start
+        if pid is None or start is None or box_id in self._attaching:
+            return None
+        if self._box_state(record) != "running" or procs.is_alive(pid, start):
+            return None
+        return record
+
+    def _attach_again(self, box_id: str) -> None:
+        record = self._lost_network(box_id)
+        if record is None or record.init_pid is None:
+            return
+        paths = BoxPaths(self.boxes_dir, box_id)
+        attaching = network.attach(record.init_pid, record.host_uid, paths.log, again=True)
+        record.net_pidfile = str(attaching.pidfile)
+        write_record(paths.record, record)
+        try:
+            record.net_pid, record.net_start = attaching.wait()
+        finally:
+            record.net_pidfile = None
+            write_record(paths.record, record)
+        log.info("box %s: its pasta had ended; a new one serves it", box_id)
 
     async def viewer_socket(self, box_id: str, screen: int) -> Path:
         paths, _ = self._record(box_id)
