@@ -36,6 +36,7 @@ from checkout import REPO, base_checkout, short
 PAGE = "data:text/html,<title>Still</title><h1>A simple page</h1><p>Nothing moves here.</p>"
 # How long the box stays idle on its page before it is measured: Chromium ends the
 # processes it started for its start-up (and frees what they held) within a few seconds.
+# `--idle 200` measures past what Chromium starts 3 minutes in (docs/agent.md, "Memory").
 IDLE_S = 10.0
 MACHINE_MIB = 24 * 1024
 OWN = "(own pages)"
@@ -134,7 +135,7 @@ def box_pids(boxes_dir: Path, box_id: str) -> list[int]:
     return pids
 
 
-async def boxes(display_base: int, count: int) -> dict[str, dict[str, int]]:
+async def boxes(display_base: int, count: int, idle_s: float = IDLE_S) -> dict[str, dict[str, int]]:
     """Start `count` boxes of the default spec on PAGE side by side, let them idle, and
     measure them together: KiB of PSS and USS, and how many processes, by kind, summed over
     the boxes; their own pages counted once for all of them."""
@@ -151,7 +152,7 @@ async def boxes(display_base: int, count: int) -> dict[str, dict[str, int]]:
             await runtime.create(box_id, Spec(), Placement())
             desktop = await runtime.desktop(box_id)
             await desktop.act(0, OpenUrl(url=PAGE))
-        await asyncio.sleep(IDLE_S)
+        await asyncio.sleep(idle_s)
         groups: dict[str, dict[str, int]] = {}
         anonymous: set[int] = set()
         files: set[int] = set()
@@ -183,7 +184,9 @@ async def boxes(display_base: int, count: int) -> dict[str, dict[str, int]]:
         shutil.rmtree(state, ignore_errors=True)
 
 
-def measure_in(code: str, display_base: int, together: int) -> dict[str, dict[str, int]]:
+def measure_in(
+    code: str, display_base: int, together: int, idle_s: float
+) -> dict[str, dict[str, int]]:
     """`together` boxes started by the code in folder `code` (its `holm` package), in a
     process of its own: the boxes' agents and programs come from that code."""
     env = {**os.environ, "PYTHONPATH": code}
@@ -196,6 +199,8 @@ def measure_in(code: str, display_base: int, together: int) -> dict[str, dict[st
             str(display_base),
             "--together",
             str(together),
+            "--idle",
+            str(idle_s),
         ],
         env=env,
         capture_output=True,
@@ -212,7 +217,7 @@ def mib(kib: float) -> str:
     return f"{kib / 1024:7.1f}"
 
 
-def compare(base: str, rounds: int, display_base: int, together: int) -> None:
+def compare(base: str, rounds: int, display_base: int, together: int, idle_s: float) -> None:
     """Boxes of REV `base` and of this checkout, in turns, `rounds` of each, `together`
     boxes at a time; the median of each figure per box, side by side."""
     rev = short(base)
@@ -224,13 +229,15 @@ def compare(base: str, rounds: int, display_base: int, together: int) -> None:
         sides = {f"base {rev}": old, "this checkout": str(REPO)}
         for _ in range(rounds):
             for side, code in sides.items():
-                runs.setdefault(side, []).append(measure_in(code, display_base, together))
+                runs.setdefault(side, []).append(measure_in(code, display_base, together, idle_s))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average after:  {load}")
-    report(runs, rounds, together)
+    report(runs, rounds, together, idle_s)
 
 
-def report(runs: dict[str, list[dict[str, dict[str, int]]]], rounds: int, together: int) -> None:
+def report(
+    runs: dict[str, list[dict[str, dict[str, int]]]], rounds: int, together: int, idle_s: float
+) -> None:
     sides = list(runs)
     kinds = sorted({k for side in sides for run in runs[side] for k in run} - {OWN})
 
@@ -243,6 +250,7 @@ def report(runs: dict[str, list[dict[str, dict[str, int]]]], rounds: int, togeth
 
     what = "alone" if together == 1 else f"per box, {together} boxes side by side"
     print(f"an idle box (default spec: 1280x800, Chromium on a still page), {what}")
+    print(f"measured after {idle_s:.0f} s idle on its page")
     print(f"median of {rounds}")
     head = "".join(f"{side:>26}" for side in sides)
     print(f"{'PSS MiB (processes)':<32}{head}")

@@ -14,13 +14,14 @@ box starts, and how long the runtime still waits for it is timed around `Attachi
 The same file runs against another checkout of holm (PYTHONPATH=<that checkout>), so
 that two versions are measured in one sitting.
 
-    .venv/bin/python bench/local.py --memory [--base REV] [--rounds N] [--together K]
+    .venv/bin/python bench/local.py --memory [--base REV] [--rounds N] [--together K] [--idle S]
 
 prints instead what an idle box of the default spec costs in memory (box_memory.py): PSS
 by kind of process, the whole box's PSS and USS, and how many such boxes 24 GiB holds,
 for the code of REV (default: where this branch left main) beside this checkout's, their
 boxes started in turns (default 3 rounds). With `--together K`, K boxes run side by side
-and each figure is per box: what a server with K boxes holds for each.
+and each figure is per box: what a server with K boxes holds for each. `--idle S` measures
+after S seconds idle on the page (default 10).
 """
 
 from __future__ import annotations
@@ -190,6 +191,9 @@ def parse() -> argparse.Namespace:
     parser.add_argument(
         "--together", type=int, default=1, help="with --memory: boxes measured side by side"
     )
+    parser.add_argument(
+        "--idle", type=float, default=10.0, help="with --memory: seconds idle before measuring"
+    )
     # One box measured, for --memory, with the code on PYTHONPATH; prints JSON.
     parser.add_argument("--memory-box", type=int, metavar="DISPLAY_BASE", help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -200,13 +204,18 @@ if __name__ == "__main__":
     if options.memory_box is not None:
         import box_memory
 
-        print(json.dumps(asyncio.run(box_memory.boxes(options.memory_box, options.together))))
+        measured = box_memory.boxes(options.memory_box, options.together, options.idle)
+        print(json.dumps(asyncio.run(measured)))
     elif options.memory:
         import box_memory
         from checkout import merge_base
 
         box_memory.compare(
-            options.base or merge_base(), options.rounds, options.display_base, options.together
+            options.base or merge_base(),
+            options.rounds,
+            options.display_base,
+            options.together,
+            options.idle,
         )
     else:
         if options.offline:

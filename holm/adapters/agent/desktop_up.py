@@ -60,6 +60,11 @@ MEMORY_FLAGS = (
     # No GPU, no SwiftShader: the GPU process composites in software only.
     "--disable-gpu",
     "--disable-software-rasterizer",
+    # The device's class for an on-device AI model given as "GPU blocked" (8), as it is
+    # here: otherwise Chromium starts its OnDeviceModelService 3 minutes in to measure
+    # the class, and keeps that process (~8.5 MiB a box). No model can come anyway:
+    # component updates are off.
+    "--optimization-guide-performance-class=8",
 )
 # --- end of the memory flags ---
 
