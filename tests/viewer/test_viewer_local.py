@@ -243,15 +243,80 @@ async def test_novnc_in_a_browser_connects_through_the_page(
     assert counted == {"watching": 0, "driving": 0, "person_driving": False, "taken_over": False}
 
 
+# Run in the box: connects `argv[1]` viewers to screen 0's socket, reads each one's RFB
+# greeting, and prints the greetings, then how many x11vnc run and every TCP socket that
+# listens (state 0A of /proc/net/tcp*) and is an x11vnc's or on its port (5900, 0x170C),
+# while they are connected; then closes them and prints how many x11vnc are left once they
+# have had a moment to end.
+VIEWERS_IN_BOX = """
+import glob, os, socket, sys, time
+def x11vncs():
+    found = []
+    for comm in glob.glob('/proc/[0-9]*/comm'):
+        try:
+            if open(comm).read().strip() == 'x11vnc':
+                found.append(comm.split('/')[2])
+        except OSError:
+            pass
+    return found
+print(len(x11vncs()))
+viewers = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect('/run/holm/vnc-0.sock')
+    s.settimeout(10)
+    print(s.recv(12).decode().strip())
+    viewers.append(s)
+print(len(x11vncs()))
+sockets = set()
+for pid in x11vncs():
+    for fd in glob.glob(f'/proc/{pid}/fd/*'):
+        try:
+            sockets.add(os.readlink(fd))
+        except OSError:
+            pass
+for path in ('/proc/net/tcp', '/proc/net/tcp6'):
+    for line in open(path).read().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == '0A' and (f'socket:[{fields[9]}]' in sockets or ':170C' in fields[1]):
+            print('x11vnc listens on', fields[1])
+for s in viewers:
+    s.close()
+for _ in range(50):
+    if not x11vncs():
+        break
+    time.sleep(0.1)
+print(len(x11vncs()))
+"""
+
+
+async def _viewers_in_box(client: Client, box: str, count: int) -> list[str]:
+    body = {"argv": ["python3", "-c", VIEWERS_IN_BOX, str(count)], "timeout_ms": 30_000}
+    done = await ok_json(await client.post(f"/v1/boxes/{box}/exec", json=body))
+    assert done["code"] == 0, done
+    return list(done["stdout"].splitlines())
+
+
+async def test_a_screen_runs_an_x11vnc_only_for_each_viewer_connected(
+    server: LocalServer, box: str
+) -> None:
+    """No VNC server runs in an idle box; each viewer that connects gets an x11vnc of its
+    own (viewer_socket.py), which ends when the viewer leaves."""
+    client = client_of(server)
+    # Viewers of earlier tests have left: their x11vnc end within a moment.
+    for _ in range(50):
+        before, *_ = await _viewers_in_box(client, box, 0)
+        if before == "0":
+            break
+        await asyncio.sleep(0.1)
+    assert await _viewers_in_box(client, box, 2) == ["0", "RFB 003.008", "RFB 003.008", "2", "0"]
+
+
 async def test_the_screen_s_vnc_server_listens_on_no_tcp_port(
     server: LocalServer, box: str
 ) -> None:
-    """x11vnc is reached through its Unix socket only: no TCP socket listens in the box."""
-    client = client_of(server)
-    body = {"argv": ["cat", "/proc/net/tcp", "/proc/net/tcp6"]}
-    listed = await ok_json(await client.post(f"/v1/boxes/{box}/exec", json=body))
-    assert listed["code"] == 0 and "local_address" in listed["stdout"]
-    # Column 4 of /proc/net/tcp* is the state; 0A is LISTEN.
-    listening = [line for line in listed["stdout"].splitlines()[1:] if line.split()[3:4] == ["0A"]]
-    # 5900 is 0x170C, x11vnc's first port.
-    assert [line for line in listening if ":170C" in line] == [], listening
+    """x11vnc is reached through its Unix socket only: while a viewer is connected, no TCP
+    socket listens in the box."""
+    seen = await _viewers_in_box(client_of(server), box, 1)
+    assert seen[1:3] == ["RFB 003.008", "1"], seen
+    assert [line for line in seen if line.startswith("x11vnc listens")] == [], seen

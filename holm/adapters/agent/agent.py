@@ -27,6 +27,7 @@ from holm.adapters.agent.pages import Pages
 from holm.adapters.agent.recording import Recorder
 from holm.adapters.agent.screen import Screen
 from holm.adapters.agent.tiles import FrameHasher
+from holm.adapters.agent.viewer_socket import ViewerSocket
 from holm.adapters.agent.widgets import Widgets
 from holm.errors import BadRequest, Failed, HolmError, ScreenUnavailable, Timeout, Unsupported
 from holm.wire.actions import RecordWhat
@@ -86,6 +87,8 @@ class Agent:
         self._warming: set[asyncio.Task[None]] = set()
         # The first screen's DevTools, on a socket in the run folder (devtools_bridge.py).
         self._bridge: asyncio.AbstractServer | None = None
+        # Each screen's viewer socket, which starts an x11vnc per viewer (viewer_socket.py).
+        self._viewers: list[ViewerSocket] = []
         self._display_lock = asyncio.Lock()
         # What every program of the box has in its environment besides box_env's (the
         # sound server's address, the accessibility bus's, or that there is none).
@@ -146,9 +149,10 @@ class Agent:
             name = screen.display_name
             env = self._env(name)
             await screen.connect(name)
-            viewer = asyncio.create_task(
-                asyncio.to_thread(desktop_up.start_viewer, i, name, self.run_dir, env)
-            )
+            part = "the viewer socket"
+            viewer = ViewerSocket(i, name, self.run_dir, env)
+            self._viewers.append(viewer)
+            screen.vnc_socket = str(viewer.path)
             part = "the window manager (openbox)"
             await asyncio.to_thread(desktop_up.start_window_manager, i, name, self.run_dir, env)
             if "dock" in o.features:
@@ -165,10 +169,6 @@ class Agent:
                     env,
                     accessibility=self._widgets is not None,
                 )
-            part = "the viewer (x11vnc)"
-            sock, vnc = await viewer
-            await asyncio.to_thread(desktop_up.wait_viewer, i, sock, vnc, self.run_dir)
-            screen.vnc_socket = str(sock)
             if chromium is not None:
                 part = "chromium"
                 screen.devtools_port = await asyncio.to_thread(

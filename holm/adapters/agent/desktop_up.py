@@ -1,4 +1,5 @@
-"""Bringing a screen up: Xvfb, openbox, x11vnc and Chromium, each a child of the agent.
+"""Bringing a screen up: Xvfb, openbox and Chromium, each a child of the agent (x11vnc
+starts only for a viewer: viewer_socket.py).
 
 Everything here blocks (it waits for processes and sockets); the server runs it in threads.
 """
@@ -221,52 +222,6 @@ def start_window_manager(
     finally:
         conn.close()
     return proc
-
-
-def start_viewer(
-    screen: int, display_name: str, run_dir: Path, env: dict[str, str]
-) -> tuple[Path, subprocess.Popen[bytes]]:
-    """x11vnc on a Unix socket only: `-rfbport 0` keeps it off TCP over IPv4, and
-    `-rfbportv6 -1 -noipv6` off IPv6 (with `-no6` alone it still listens on [::]:5900).
-    Not `-localhost`: it refuses every client of the Unix socket ("localhost does not
-    match 127.0.0.1"), so no viewer could connect."""
-    sock = run_dir / f"vnc-{screen}.sock"
-    sock.unlink(missing_ok=True)
-    proc = processes.spawn(
-        [
-            "x11vnc",
-            "-display",
-            display_name,
-            "-unixsock",
-            str(sock),
-            "-rfbport",
-            "0",
-            "-no6",
-            "-rfbportv6",
-            "-1",
-            "-noipv6",
-            "-forever",
-            "-shared",
-            "-nopw",
-            "-quiet",
-        ],
-        env=env,
-        log_path=run_dir / f"x11vnc-{screen}.log",
-    )
-    processes.supervise(f"x11vnc {display_name}", proc)
-    return sock, proc
-
-
-def wait_viewer(screen: int, sock: Path, proc: subprocess.Popen[bytes], run_dir: Path) -> None:
-    deadline = time.monotonic() + XVFB_START_S
-    while not sock.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise StartFailed(
-                f"screen {screen}: the viewer (x11vnc) did not open {sock} "
-                f"(see {run_dir / f'x11vnc-{screen}.log'})"
-            )
-        time.sleep(0.02)
-    os.chmod(sock, 0o600)
 
 
 # Text carets that blink change the screen twice a second for as long as a field has the

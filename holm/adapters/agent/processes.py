@@ -63,8 +63,11 @@ def spawn(
     log_path: Path | None = None,
     capture: bool = False,
     pass_fds: Sequence[int] = (),
+    stdio: int | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start a child in its own process group (so its group can be signalled as one)."""
+    """Start a child in its own process group (so its group can be signalled as one).
+    With `stdio`, that descriptor is its stdin and stdout (an inetd-style server's
+    connection), and its stderr goes to `log_path`."""
     opened: int | None = None
     if capture:
         out = subprocess.PIPE
@@ -78,8 +81,8 @@ def spawn(
                 raise OSError("the box is ending")
             proc = subprocess.Popen(
                 list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
+                stdin=subprocess.DEVNULL if stdio is None else stdio,
+                stdout=out if stdio is None else stdio,
                 stderr=out,
                 env=dict(env),
                 cwd=cwd,
