@@ -110,7 +110,12 @@ class ViewerSocket:
                         processes.kill_group(proc.pid, signal.SIGTERM)
 
     def _accept(self, poller: select.poll) -> None:
-        conn, _ = self._listener.accept()
+        try:
+            conn, _ = self._listener.accept()
+        except OSError as exc:
+            # Out of descriptors, say: the viewer is not served, the socket stays.
+            log.warning("%s: a viewer could not be accepted: %s", self._display, exc)
+            return
         if len(self._viewers) + len(self._leaving) >= MAX_VIEWERS:
             log.warning("%s: %d viewers already, one refused", self._display, MAX_VIEWERS)
             conn.close()

@@ -84,10 +84,10 @@ READY_TIMEOUT_S = 90.0
 STOP_GRACE_S = 5.0
 LOG_TAIL_BYTES = 2000
 RUN_LOG_TAIL_BYTES = 400
-# Chromium refuses a profile whose lock names a live process of the same host; after a
-# stop the lock's pid may be reused by an unrelated process of the new namespace.
 log = logging.getLogger(__name__)
 
+# Chromium refuses a profile whose lock names a live process of the same host; after a
+# stop the lock's pid may be reused by an unrelated process of the new namespace.
 CHROMIUM_LOCKS = ("SingletonLock", "SingletonSocket", "SingletonCookie")
 
 
@@ -281,8 +281,8 @@ class LocalRuntime:
     async def _renew_network(self, box_id: str) -> None:
         """Give a running box whose pasta ended (it crashed, or was killed) a new one: the
         box had no way out since, and would have none until a stop and a start. The
-        reaper lists the boxes every 30 s, and a restarted holmd at once. Looked at first
-        without the box's lock, which a create holds until the box is ready."""
+        reaper lists the boxes every 30 s, and a restarted holmd at once. `list` looks for
+        such boxes without their locks, which a create holds until the box is ready."""
         async with self._locks.lifecycle(box_id):
             try:
                 await in_thread(self._attach_again, box_id)
