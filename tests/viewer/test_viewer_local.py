@@ -312,6 +312,65 @@ async def test_a_screen_runs_an_x11vnc_only_for_each_viewer_connected(
     assert await _viewers_in_box(client, box, 2) == ["0", "RFB 003.008", "RFB 003.008", "2", "0"]
 
 
+# Run in the box: a viewer on screen 0's socket that only watches (it sends no input), as
+# a person with a view ticket does: raw pixels, one whole frame, then incremental update
+# requests for `argv[1]` seconds, each sent as the last update arrives; prints how many.
+WATCHER_IN_BOX = """
+import socket, struct, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect('/run/holm/vnc-0.sock')
+s.settimeout(10)
+def recv(n):
+    data = b''
+    while len(data) < n:
+        part = s.recv(n - len(data))
+        if not part:
+            raise EOFError
+        data += part
+    return data
+recv(12); s.sendall(b'RFB 003.008\\n')
+recv(recv(1)[0]); s.sendall(b'\\x01'); recv(4); s.sendall(b'\\x01')
+width, height = struct.unpack('>HH', recv(4)); recv(16); recv(struct.unpack('>I', recv(4))[0])
+s.sendall(b'\\x02\\x00' + struct.pack('>Hi', 1, 0))
+def update(incremental):
+    s.sendall(struct.pack('>BBHHHH', 3, incremental, 0, 0, width, height))
+    while recv(1)[0] != 0:
+        pass
+    recv(1)
+    for _ in range(struct.unpack('>H', recv(2))[0]):
+        _, _, w, h, encoding = struct.unpack('>HHHHi', recv(12))
+        recv(w * h * 4)
+update(0)
+began, count = time.monotonic(), 0
+while time.monotonic() - began < float(sys.argv[1]):
+    update(1)
+    count += 1
+print(count)
+"""
+ANIMATION = (
+    "data:text/html,<title>Animation</title><body style='margin:0'>"
+    "<canvas id=c width=640 height=400></canvas><script>const g = c.getContext('2d');"
+    "let n = 0; (function f() { g.fillStyle = `hsl(${n++ % 360},80%,50%)`;"
+    "g.fillRect(0, 0, 640, 400); requestAnimationFrame(f); })();</script>"
+)
+
+
+async def test_a_viewer_that_only_watches_sees_an_animation_move(
+    server: LocalServer, box: str
+) -> None:
+    """x11vnc naps between looks at the screen while its client sends no input, unless
+    told not to (`-nonap`): a watcher saw an animating page 0.3 times a second."""
+    client = client_of(server)
+    body = {"actions": [{"type": "open_url", "url": ANIMATION}]}
+    await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/actions", json=body))
+    run = {"argv": ["python3", "-c", WATCHER_IN_BOX, "3"], "timeout_ms": 30_000}
+    done = await ok_json(await client.post(f"/v1/boxes/{box}/exec", json=run))
+    assert done["code"] == 0, done
+    # The page changes every frame: 35 updates a second here, 0.3 without -nonap. The
+    # bound is far under the first, for a loaded machine, and far over the second.
+    assert int(done["stdout"]) >= 6, done
+
+
 async def test_the_screen_s_vnc_server_listens_on_no_tcp_port(
     server: LocalServer, box: str
 ) -> None:

@@ -39,8 +39,12 @@ LEAVE_S = 3.0
 
 
 def x11vnc_argv(display_name: str) -> list[str]:
+    # -nonap: x11vnc otherwise "naps" between looks at the screen when its client sends no
+    # input, as a person who only watches does: an animating page reached such a viewer
+    # at 0.3 updates a second, and at 35 with it (tests/viewer/test_viewer_local.py).
     return [
         "x11vnc",
+        "-nonap",
         "-inetd",
         "-display",
         display_name,
