@@ -180,9 +180,9 @@ async def measure(base: str, state_dir: Path, rounds: int, seconds: float) -> No
         firsts: dict[str, list[tuple[float, float, float]]] = {way: [] for way in ways}
         for _ in range(max(5, rounds // 3)):
             for way, opened in ways.items():
-                # x11vnc without a client looks at its socket every 200 ms; a viewer comes
-                # at any moment of that. Back to back, each way's rounds met the same moment
-                # of it (the relay's just after x11vnc began a wait, +190 ms).
+                # A viewer comes at any moment. (Before the box's agent started an x11vnc
+                # per viewer, x11vnc looked at its socket every 200 ms, and back to back
+                # each way's rounds met the same moment of that wait.)
                 await asyncio.sleep(random.uniform(0.25, 0.45))
                 firsts[way].append(await first_frame(opened))
         for way, label in (
