@@ -91,27 +91,28 @@ class ViewerSocket:
     def _serve(self) -> None:
         poller = select.poll()
         poller.register(self._listener, select.POLLIN)
-        viewers, leaving = self._viewers, self._leaving
         while True:
             for fd, _ in poller.poll(WATCH_MS):
                 if fd == self._listener.fileno():
                     self._accept(poller)
-                    continue
-                conn, proc = viewers.pop(fd)
-                poller.unregister(fd)
-                conn.close()
-                leaving[proc] = time.monotonic() + LEAVE_S
-            for fd, (conn, proc) in list(viewers.items()):
+                else:
+                    self._leaving[self._forget(poller, fd)] = time.monotonic() + LEAVE_S
+            for fd, (_, proc) in list(self._viewers.items()):
                 if proc.poll() is not None:
-                    del viewers[fd]
-                    poller.unregister(fd)
-                    conn.close()
+                    self._forget(poller, fd)
             now = time.monotonic()
-            for proc, deadline in list(leaving.items()):
+            for proc, deadline in list(self._leaving.items()):
                 if proc.poll() is not None or now >= deadline:
-                    del leaving[proc]
+                    del self._leaving[proc]
                     if proc.poll() is None:
                         processes.kill_group(proc.pid, signal.SIGTERM)
+
+    def _forget(self, poller: select.poll, fd: int) -> subprocess.Popen[bytes]:
+        """Stop watching a viewer's connection and close it; its x11vnc."""
+        conn, proc = self._viewers.pop(fd)
+        poller.unregister(fd)
+        conn.close()
+        return proc
 
     def _accept(self, poller: select.poll) -> None:
         try:
