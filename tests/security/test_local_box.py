@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from net_kit import hi_server
 
+from holm.adapters.agent.viewer_socket import MAX_VIEWERS
 from holm.adapters.base import Desktop
 from holm.adapters.local.box_ids import range_of
 from holm.wire.actions import Click, Evaluate, EvaluateWhat, OpenUrl
@@ -339,6 +340,38 @@ def test_a_box_that_holds_every_inotify_instance_leaves_another_box_its_own(
         assert offline.sh(f'python3 -c "{ONE_INOTIFY}"').split()[0] == "opened"
     finally:
         online.exec("test -e /tmp/held && kill $(cut -d' ' -f1 /tmp/held)")
+
+
+# A box that opens its own viewer socket over and over
+
+# Run in the box: opens `argv[1]` connections to screen 0's viewer socket at once and
+# prints, for each, what it was greeted with (or `closed`), then closes them all.
+FLOOD_VIEWERS = textwrap.dedent("""
+    import socket, sys
+    opened = []
+    for _ in range(int(sys.argv[1])):
+        s = socket.socket(socket.AF_UNIX)
+        s.connect("/run/holm/vnc-0.sock")
+        s.settimeout(20)
+        opened.append(s)
+    for s in opened:
+        try:
+            print(s.recv(12).decode().strip() or "closed")
+        except OSError as exc:
+            print(type(exc).__name__)
+    for s in opened:
+        s.close()
+""")
+
+
+def test_a_box_flooding_its_viewer_socket_gets_at_most_16_vnc_servers(
+    online: Box,
+) -> None:
+    """The box's agent starts an x11vnc per connection to a screen's viewer socket
+    (viewer_socket.py); a box that opens it again and again gets no more than
+    MAX_VIEWERS of them at once, the other connections closed unserved."""
+    seen = online.sh(f"python3 -c '{FLOOD_VIEWERS}' {MAX_VIEWERS + 4}").split("\n")[:-1]
+    assert seen == ["RFB 003.008"] * MAX_VIEWERS + ["closed"] * 4, seen
 
 
 # A fork bomb stops at the box's pids limit
