@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shlex
 import socket
 import struct
 import subprocess
@@ -205,14 +206,27 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def start_window_manager(
     screen: int, display_name: str, run_dir: Path, env: dict[str, str]
 ) -> subprocess.Popen[bytes]:
+    """Start openbox and return once its event loop runs.
+
+    openbox names itself on the root (`_NET_SUPPORTING_WM_CHECK`) early in its start and
+    then goes on starting. A window mapped in that gap can have its MapRequest read off
+    the connection during the start and then sit in Xlib's queue, unseen by openbox's
+    loop, which waits on the socket: the window stays unmapped until some later event
+    wakes openbox (seen: an xeyes launched as the box came up, never shown in 30 s). So
+    the screen is up only once openbox has run its `--startup` command, which it runs
+    right before its loop."""
+    started = run_dir / f"openbox-{screen}.started"
+    started.unlink(missing_ok=True)
     proc = processes.spawn(
-        ["openbox", "--sm-disable"], env=env, log_path=run_dir / f"openbox-{screen}.log"
+        ["openbox", "--sm-disable", "--startup", shlex.join(["touch", str(started)])],
+        env=env,
+        log_path=run_dir / f"openbox-{screen}.log",
     )
     processes.supervise(f"openbox {display_name}", proc)
     conn = display.Display(display_name)
     try:
         deadline = time.monotonic() + WM_START_S
-        while not wm_running(conn):
+        while not (wm_running(conn) and started.exists()):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise StartFailed(
                     f"screen {screen}: the window manager (openbox) did not start "
