@@ -5,12 +5,15 @@ figures, asserts nothing.
 
 holmd runs in its own process (bench/http_api.py's `served`, durable local store) with one
 box showing a page with a text field; the client sends, one at a time on one keep-alive
-connection, batches of one `move`, one `click` and one `type` of 10 characters (and one
-`type` right after a click, which waits for the click to land), then unchanged frames
-(`GET …/frame?have=`), and prints each one's p50 and p95 (targets: move ≤ 1 ms, click ≤ 2
-ms, type ≤ 3 ms, unchanged frame ≤ 1 ms), then the breakdown of the clicks
+connection, batches of one `move`, one `click` and one `type` of 10 characters, each kind
+in a series of its own, then a `type` right after a click (which waits for the click to
+land), then unchanged frames (`GET …/frame?have=`), and prints each one's p50 and p95
+(targets: move ≤ 1 ms, click ≤ 2 ms, type ≤ 3 ms, unchanged frame ≤ 1 ms). Each request is
+sent twice, by two clients in turns: a lean one (bench/lean_http.py: a blocking socket,
+about 30 µs of Python a request), whose figures are what holmd answers in, and aiohttp's,
+which spends about 0.5 ms of its own on each. Then the breakdown of the clicks
 (bench/breakdown.py), and the CPU each process spent per timed click: holmd, and its box's
-agent, Chromium, Xvfb and the rest (from /proc), and this client per request. With
+agent, Chromium, Xvfb and the rest (from /proc), and each client per request. With
 `--pause-ms`, that also holds what they did while idle between the clicks. Last, this
 machine's floors: a Unix socket round trip between two processes and a small append with
 its fdatasync, back to back and after the pause.
@@ -44,6 +47,7 @@ from typing import Any
 import aiohttp
 import box_memory
 from http_api import CONFIRM, add_against, percentile, served_sides
+from lean_http import LeanHttp
 from proc_cpu import cpu_by_process
 from store import fsync_latency_ms
 
@@ -58,7 +62,9 @@ UNCHANGED = "frame, unchanged (have)"
 AFTER_CLICK = "type right after a click"
 # What the CPU figures are grouped by (box_memory.kind names each process of a box).
 CPU_GROUPS = ("holmd", "agent", "Chromium", "Xvfb", "the box's other processes")
-CLIENT = "this client (per request)"
+# The two clients every timed request is sent by, in turns.
+LEAN, AIOHTTP = "lean client", "aiohttp client"
+CLIENTS = (LEAN, AIOHTTP)
 
 
 def _cpu_group(what: str) -> str:
@@ -88,8 +94,13 @@ class Side:
         self.pid = pid
         self.session = session
         self.box = ""
+        self.lean = LeanHttp(base)
         self.timeline: dict[str, Any] = {}
-        self.times: dict[str, list[float]] = {kind: [] for kind in [*actions(0), UNCHANGED]}
+        self.times: dict[tuple[str, str], list[float]] = {
+            (kind, client): [] for kind in [*actions(0), UNCHANGED] for client in CLIENTS
+        }
+        # CPU seconds this process spent in each client's timed requests.
+        self.client_cpu: dict[str, float] = dict.fromkeys(CLIENTS, 0.0)
         self.cpu: dict[str, float] = {}
 
     def cpu_now(self) -> dict[str, float]:
@@ -100,12 +111,22 @@ class Side:
             spent[what] = spent.get(what, 0.0) + seconds
         return spent
 
-    async def batch(self, *steps: dict[str, Any]) -> Any:
-        url = f"{self.base}/v1/boxes/{self.box}/screens/0/actions"
-        async with self.session.post(url, json={"actions": list(steps)}) as response:
+    async def batch(self, *steps: dict[str, Any], client: str = AIOHTTP) -> Any:
+        path = f"/v1/boxes/{self.box}/screens/0/actions"
+        if client == LEAN:
+            return self.lean.json("POST", path, {"actions": list(steps)})
+        async with self.session.post(self.base + path, json={"actions": list(steps)}) as response:
             body = await response.json()
             assert response.status == 200, body
         return body
+
+    async def frame(self, have: str | None = None, client: str = AIOHTTP) -> Any:
+        path = f"/v1/boxes/{self.box}/screens/0/frame"
+        if client == LEAN:
+            return self.lean.json("GET", path if have is None else f"{path}?have={have}")
+        params = {} if have is None else {"have": have}
+        async with self.session.get(self.base + path, params=params) as response:
+            return await response.json()
 
     async def start(self) -> None:
         async with self.session.post(f"{self.base}/v1/boxes", json={}) as response:
@@ -116,24 +137,25 @@ class Side:
         await self.batch({"type": "click", "at": {"x": AT[0], "y": AT[1]}})
 
     async def timed(self, kind: str, n: int, keep: bool) -> None:
-        if kind == AFTER_CLICK:
-            await self.batch(actions(n)["click"])
-        began = time.perf_counter()
-        await self.batch(actions(n)[kind])
-        if keep:
-            self.times[kind].append((time.perf_counter() - began) * 1000)
+        """One `kind` sent by each client, in an order that swaps each round."""
+        for client in CLIENTS if n % 2 else CLIENTS[::-1]:
+            if kind == AFTER_CLICK:
+                await self.batch(actions(n)["click"], client=client)
+            began, cpu = time.perf_counter(), time.process_time()
+            await self.batch(actions(n)[kind], client=client)
+            if keep:
+                self.times[kind, client].append((time.perf_counter() - began) * 1000)
+                self.client_cpu[client] += time.process_time() - cpu
 
-    async def unchanged_frame(self, keep: bool) -> None:
-        """An unchanged frame (`have` the hash just read); a screen still settling after
-        the last action gives no figure."""
-        url = f"{self.base}/v1/boxes/{self.box}/screens/0/frame"
-        async with self.session.get(url) as response:
-            have = (await response.json())["hash"]
-        began = time.perf_counter()
-        async with self.session.get(url, params={"have": have}) as response:
-            answer = await response.json()
-        if keep and answer.get("unchanged"):
-            self.times[UNCHANGED].append((time.perf_counter() - began) * 1000)
+    async def unchanged_frame(self, n: int, keep: bool) -> None:
+        """An unchanged frame (`have` the hash just read) by each client; a screen still
+        settling after the last action gives no figure."""
+        for client in CLIENTS if n % 2 else CLIENTS[::-1]:
+            have = (await self.frame(client=client))["hash"]
+            began = time.perf_counter()
+            answer = await self.frame(have, client=client)
+            if keep and answer.get("unchanged"):
+                self.times[UNCHANGED, client].append((time.perf_counter() - began) * 1000)
 
     async def breakdown(self, clicks: int = 1) -> dict[str, Any]:
         """What each part spent per click, and when (bench/breakdown.py), since the last
@@ -147,6 +169,7 @@ class Side:
         return parts
 
     async def end(self) -> None:
+        self.lean.close()
         if self.box:
             url = f"{self.base}/v1/boxes/{self.box}"
             async with self.session.delete(url, headers=CONFIRM):
@@ -177,18 +200,20 @@ async def bench(args: argparse.Namespace, served: list[tuple[str, str, int]]) ->
                 await side.breakdown()
             pause = args.pause_ms / 1000
             before = [side.cpu_now() for side in sides]
-            client = time.process_time()
             await rounds(sides, ["click"], args.rounds, 0, pause)
-            client = time.process_time() - client
+            # Each round's click goes once by each client.
+            clicks = args.rounds * len(CLIENTS)
             for side, was in zip(sides, before, strict=True):
                 now = side.cpu_now()
-                side.cpu = {k: (now[k] - was.get(k, 0.0)) / args.rounds for k in now}
-                side.cpu[CLIENT] = client / args.rounds / len(sides)
-            parts = [await side.breakdown(args.rounds) for side in sides]
-            await rounds(sides, ["move", "type", AFTER_CLICK], args.rounds, 20, pause)
+                side.cpu = {k: (now[k] - was.get(k, 0.0)) / clicks for k in now}
+                for client in CLIENTS:
+                    side.cpu[client] = side.client_cpu[client] / args.rounds
+            parts = [await side.breakdown(clicks) for side in sides]
+            for kind in ("move", "type", AFTER_CLICK):
+                await rounds(sides, [kind], args.rounds, 20, pause)
             for n in range(args.rounds + 20):
                 for side in sides if n % 2 else sides[::-1]:
-                    await side.unchanged_frame(n >= 20)
+                    await side.unchanged_frame(n, n >= 20)
             report(sides, parts)
         finally:
             for side in sides:
@@ -198,12 +223,13 @@ async def bench(args: argparse.Namespace, served: list[tuple[str, str, int]]) ->
 def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
     names = "".join(f"{side.name:>24}" for side in sides)
     print(f"\nREST on a Chromium screen, p50 / p95 ms, one request at a time{'':6}{names}")
-    for kind in sides[0].times:
+    for kind, client in sides[0].times:
         cells = "".join(
-            f"{statistics.median(s.times[kind]):>15.2f} / {percentile(s.times[kind], 0.95):5.2f}"
-            for s in sides
+            f"{statistics.median(t):>15.2f} / {percentile(t, 0.95):5.2f}"
+            for t in (s.times[kind, client] or [float("nan")] for s in sides)
         )
-        print(f"  {kind.replace('type', 'type 10 characters', 1):64}{cells}")
+        label = f"{kind.replace('type', 'type 10 characters', 1)}, {client}"
+        print(f"  {label:64}{cells}")
     print("  (a frame counts only when it was unchanged: a screen still settling gives none)")
     print(f"\nwhere one click's time goes inside holmd, ms per click (calls){'':7}{names}")
     for part in sorted({name for p in parts for name in p}):
@@ -217,9 +243,10 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
             )
         print(f"  {part:64}{cells}")
     print(f"\nCPU per click, ms, by process (the timed clicks){'':22}{names}")
-    for group in (*CPU_GROUPS, CLIENT):
+    for group in (*CPU_GROUPS, *CLIENTS):
         cells = "".join(f"{s.cpu.get(group, 0.0) * 1000:>24.2f}" for s in sides)
-        print(f"  {group:64}{cells}")
+        label = f"this process, {group}, per request" if group in CLIENTS else group
+        print(f"  {label:64}{cells}")
     for side in sides:
         if not side.timeline:
             continue

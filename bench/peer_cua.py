@@ -47,9 +47,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from click_path import AT, PAGE
+from click_path import AT, CLIENTS, LEAN, PAGE
 from click_path import Side as HolmSide
 from http_api import percentile, served
+from lean_http import LeanHttp
 
 from holm.adapters.agent.desktop_up import CHROMIUM_FLAGS, CHROMIUM_WINDOW_FLAGS, MEMORY_FLAGS
 
@@ -78,31 +79,37 @@ class Cua:
     def __init__(self, base: str, session: aiohttp.ClientSession) -> None:
         self.base = base
         self.session = session
-        self.times: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        self.lean = LeanHttp(base)
+        self.times: dict[tuple[str, str], list[float]] = {
+            (kind, client): [] for kind in KINDS for client in CLIENTS
+        }
 
-    async def cmd(self, command: str, **params: Any) -> dict[str, Any]:
+    async def cmd(self, command: str, client: str, **params: Any) -> dict[str, Any]:
         body = {"command": command, "params": params}
-        async with self.session.post(f"{self.base}/cmd", json=body) as response:
-            text = await response.text()
+        if client == LEAN:
+            text = self.lean.request("POST", "/cmd", body)[1].decode()
+        else:
+            async with self.session.post(f"{self.base}/cmd", json=body) as response:
+                text = await response.text()
         # One server-sent event: "data: {...}".
         answer: dict[str, Any] = json.loads(text.partition("data: ")[2])
         assert answer.get("success"), answer
         return answer
 
-    async def operation(self, kind: str, n: int) -> None:
+    async def operation(self, kind: str, n: int, client: str) -> None:
         x, y = AT[0] + n % 100, AT[1] + n % 50
         if kind == "move":
-            await self.cmd("move_cursor", x=x, y=y)
+            await self.cmd("move_cursor", client, x=x, y=y)
         elif kind == "click":
-            await self.cmd("left_click", x=x, y=y)
+            await self.cmd("left_click", client, x=x, y=y)
         elif kind != FRAME:
-            await self.cmd("type_text", text=TEXT)
+            await self.cmd("type_text", client, text=TEXT)
         else:
-            await self.cmd("type_text", text="x")
+            await self.cmd("type_text", client, text="x")
             await asyncio.sleep(PAINTED_S)
             began = time.perf_counter()
-            await self.cmd("screenshot")
-            self.times[kind].append((time.perf_counter() - began) * 1000)
+            await self.cmd("screenshot", client)
+            self.times[kind, client].append((time.perf_counter() - began) * 1000)
 
 
 class Holm(HolmSide):
@@ -110,36 +117,37 @@ class Holm(HolmSide):
 
     def __init__(self, base: str, pid: int, session: aiohttp.ClientSession) -> None:
         super().__init__("holm (durable trace)", base, pid, session)
-        self.times = {kind: [] for kind in KINDS}
+        self.times = {(kind, client): [] for kind in KINDS for client in CLIENTS}
 
-    async def operation(self, kind: str, n: int) -> None:
+    async def operation(self, kind: str, n: int, client: str) -> None:
         x, y = AT[0] + n % 100, AT[1] + n % 50
         if kind == "move":
-            await self.batch({"type": "move", "to": {"x": x, "y": y}})
+            await self.batch({"type": "move", "to": {"x": x, "y": y}}, client=client)
         elif kind == "click":
-            await self.batch({"type": "click", "at": {"x": x, "y": y}})
+            await self.batch({"type": "click", "at": {"x": x, "y": y}}, client=client)
         elif kind != FRAME:
-            await self.batch({"type": "type", "text": TEXT})
+            await self.batch({"type": "type", "text": TEXT}, client=client)
         else:
-            await self.batch({"type": "type", "text": "x"})
+            await self.batch({"type": "type", "text": "x"}, client=client)
             await asyncio.sleep(PAINTED_S)
             began = time.perf_counter()
-            async with self.session.get(f"{self.base}/v1/boxes/{self.box}/screens/0/frame") as r:
-                assert r.status == 200 and (await r.json())["png_base64"]
-            self.times[kind].append((time.perf_counter() - began) * 1000)
+            assert (await self.frame(client=client))["png_base64"]
+            self.times[kind, client].append((time.perf_counter() - began) * 1000)
 
 
 async def timed(side: Cua | Holm, kind: str, n: int, keep: bool) -> None:
-    if kind == FRAME:
-        before = len(side.times[kind])
-        await side.operation(kind, n)
-        if not keep:
-            del side.times[kind][before:]
-        return
-    began = time.perf_counter()
-    await side.operation(kind, n)
-    if keep:
-        side.times[kind].append((time.perf_counter() - began) * 1000)
+    """One `kind` sent by each client, in an order that swaps each round."""
+    for client in CLIENTS if n % 2 else CLIENTS[::-1]:
+        if kind == FRAME:
+            before = len(side.times[kind, client])
+            await side.operation(kind, n, client)
+            if not keep:
+                del side.times[kind, client][before:]
+            continue
+        began = time.perf_counter()
+        await side.operation(kind, n, client)
+        if keep:
+            side.times[kind, client].append((time.perf_counter() - began) * 1000)
 
 
 async def bench(holmd: tuple[str, int], cua_base: str, rounds: int, warm: int) -> None:
@@ -148,7 +156,7 @@ async def bench(holmd: tuple[str, int], cua_base: str, rounds: int, warm: int) -
         cua = Cua(cua_base, session)
         await holm.start()
         # The text field has the focus on both sides before the first round.
-        await cua.cmd("left_click", x=AT[0], y=AT[1])
+        await cua.cmd("left_click", LEAN, x=AT[0], y=AT[1])
         try:
             for n in range(warm + rounds):
                 for side in (holm, cua) if n % 2 else (cua, holm):
@@ -156,14 +164,16 @@ async def bench(holmd: tuple[str, int], cua_base: str, rounds: int, warm: int) -
                         await timed(side, kind, n, n >= warm)
         finally:
             await holm.end()
+            cua.lean.close()
     print(f"\np50 / p95 ms, one request at a time, {rounds} rounds{'':14}", end="")
     print("".join(f"{side.name:>26}" for side in (holm, cua)))
     for kind in KINDS:
-        cells = "".join(
-            f"{statistics.median(s.times[kind]):>17.2f} / {percentile(s.times[kind], 0.95):6.2f}"
-            for s in (holm, cua)
-        )
-        print(f"  {kind:<56}{cells}")
+        for client in CLIENTS:
+            cells = "".join(
+                f"{statistics.median(t):>17.2f} / {percentile(t, 0.95):6.2f}"
+                for t in (s.times[kind, client] for s in (holm, cua))
+            )
+            print(f"  {f'{kind}, {client}':<56}{cells}")
     print(f"load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
