@@ -9,6 +9,9 @@ it.
 median time since the request began, over the batches since the last read: the parts of a
 click one after another, with the gaps between them (a hop to a thread, a turn of the event
 loop) that no part's own figure shows.
+
+`GET /bench/breakdown?on=0` turns the timers off (and `on=1` back on): a bench that times
+requests for its figures times them without the timers' own cost in them.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ SPENT: dict[str, list[float]] = defaultdict(list)
 # benches), and those of the batches answered since the last read.
 MOMENTS: list[tuple[str, float]] = []
 TIMELINES: list[list[tuple[str, float]]] = []
+# Whether the timers time (`GET /bench/breakdown?on=`).
+ON = [True]
 
 
 def _moment(label: str) -> None:
@@ -38,6 +43,8 @@ def _moment(label: str) -> None:
 def _timed(name: Callable[..., str] | str, fn: Callable[..., Awaitable[Any]]) -> Any:
     @functools.wraps(fn)
     async def run(*args: Any, **kwargs: Any) -> Any:
+        if not ON[0]:
+            return await fn(*args, **kwargs)
         label = name if isinstance(name, str) else name(*args, **kwargs)
         began = time.perf_counter()
         _moment(f"{label} begins")
@@ -53,6 +60,8 @@ def _timed(name: Callable[..., str] | str, fn: Callable[..., Awaitable[Any]]) ->
 def _timed_sync(name: str, fn: Callable[..., Any]) -> Any:
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
+        if not ON[0]:
+            return fn(*args, **kwargs)
         began = time.perf_counter()
         _moment(f"{name} begins")
         try:
@@ -132,6 +141,9 @@ def _instrument_mcp() -> None:
 @web.middleware
 async def timing_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Outermost: the time the server spent on a request from its parsed headers on."""
+    if not ON[0]:
+        untimed: web.StreamResponse = await handler(request)
+        return untimed
     batch = request.path.endswith("/actions")
     if batch:
         MOMENTS.clear()
@@ -150,6 +162,8 @@ async def timing_middleware(request: web.Request, handler: Any) -> web.StreamRes
 
 async def read_breakdown(request: web.Request) -> web.Response:
     """What each part spent, per click, since the last read; then start over."""
+    if "on" in request.query:
+        ON[0] = request.query["on"] == "1"
     clicks = max(1, int(request.query.get("clicks", "1")))
     parts = {
         name: {"calls_per_click": len(spent) / clicks, "ms_per_click": sum(spent) * 1000 / clicks}

@@ -8,12 +8,13 @@ box showing a page with a text field; the client sends, one at a time on one kee
 connection, batches of one `move`, one `click` and one `type` of 10 characters, each kind
 in a series of its own, then a `type` right after a click (which waits for the click to
 land), then unchanged frames (`GET …/frame?have=`), and prints each one's p50 and p95
-(targets: move ≤ 1 ms, click ≤ 2 ms, type ≤ 3 ms, unchanged frame ≤ 1 ms). Each request is
-sent twice, by two clients in turns: a lean one (bench/lean_http.py: a blocking socket,
-about 30 µs of Python a request), whose figures are what holmd answers in, and aiohttp's,
-which spends about 0.5 ms of its own on each. Then the breakdown of the clicks
-(bench/breakdown.py), and the CPU each process spent per timed click: holmd, and its box's
-agent, Chromium, Xvfb and the rest (from /proc), and each client per request. With
+(targets: move ≤ 1 ms, click ≤ 2 ms, type ≤ 3 ms, unchanged frame ≤ 1 ms), with holmd's
+timers (bench/breakdown.py) off. Each request is sent twice, by two clients in turns: a
+lean one (bench/lean_http.py: a blocking socket, about 30 µs of Python a request), whose
+figures are what holmd answers in, and aiohttp's, which spends about 0.5 ms of its own on
+each. Then the breakdown of as many clicks again, timed inside holmd, and the CPU each
+process spent per timed click: holmd, and its box's agent, Chromium, Xvfb and the rest
+(from /proc), and each client per request. With
 `--pause-ms`, that also holds what they did while idle between the clicks. Last, this
 machine's floors: a Unix socket round trip between two processes and a small append with
 its fdatasync, back to back and after the pause.
@@ -157,10 +158,10 @@ class Side:
             if keep and answer.get("unchanged"):
                 self.times[UNCHANGED, client].append((time.perf_counter() - began) * 1000)
 
-    async def breakdown(self, clicks: int = 1) -> dict[str, Any]:
+    async def breakdown(self, clicks: int = 1, timers: bool = True) -> dict[str, Any]:
         """What each part spent per click, and when (bench/breakdown.py), since the last
-        read."""
-        query = {"clicks": clicks}
+        read; holmd's timers on or off after."""
+        query = {"clicks": clicks, "on": int(timers)}
         async with self.session.get(f"{self.base}/bench/breakdown", params=query) as response:
             parts: dict[str, Any] = await response.json()
         async with self.session.get(f"{self.base}/bench/timeline") as response:
@@ -194,21 +195,23 @@ async def bench(args: argparse.Namespace, served: list[tuple[str, str, int]]) ->
         try:
             for side in sides:
                 await side.start()
-            # The clicks alone first, for a breakdown of clicks only.
+            # The clicks alone first, for a breakdown of clicks only: timed inside holmd
+            # (bench/breakdown.py), then sent again with its timers off for the figures.
             await rounds(sides, ["click"], 0, 50)
             for side in sides:
                 await side.breakdown()
             pause = args.pause_ms / 1000
-            before = [side.cpu_now() for side in sides]
-            await rounds(sides, ["click"], args.rounds, 0, pause)
+            await rounds(sides, ["click"], 0, args.rounds, pause)
             # Each round's click goes once by each client.
             clicks = args.rounds * len(CLIENTS)
+            parts = [await side.breakdown(clicks, timers=False) for side in sides]
+            before = [side.cpu_now() for side in sides]
+            await rounds(sides, ["click"], args.rounds, 0, pause)
             for side, was in zip(sides, before, strict=True):
                 now = side.cpu_now()
                 side.cpu = {k: (now[k] - was.get(k, 0.0)) / clicks for k in now}
                 for client in CLIENTS:
                     side.cpu[client] = side.client_cpu[client] / args.rounds
-            parts = [await side.breakdown(clicks) for side in sides]
             for kind in ("move", "type", AFTER_CLICK):
                 await rounds(sides, [kind], args.rounds, 20, pause)
             for n in range(args.rounds + 20):
