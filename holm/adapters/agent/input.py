@@ -5,17 +5,21 @@ screen runs them on its input thread, or on the agent's loop when they cannot sl
 nothing is on that thread: `Screen.on_input`). Every action ends with `sync()`, so the X
 server has done it before the next query on any connection (which then sees its effect).
 
-On the agent's loop that wait is owed rather than waited (`deferring`): the requests are
-sent and the answer goes out at once. The X server does a connection's requests in order,
-so later input on this connection needs no wait; a call on the thread or a query on
-another connection pays it first (`settle()`, `Screen.on_input`), and the loop pays it a
-little later when nothing asks. The wait was most of a click's answer on a busy screen
+On the agent's loop that wait is owed rather than waited (`deferring`), and the requests
+are sent right after the answer (`send_unsent`, which `Screen.on_input` schedules before
+anything else the loop does): a request written to the X server wakes it, and it often
+takes the CPU from the agent there and then, to do the input and tell Chromium, so an
+answer written after it waited for all of that. The X server does a connection's requests
+in order, so later input on this connection needs no wait; a call on the thread or a query
+on another connection pays it first (`settle()`, `Screen.on_input`), and the loop pays it
+a little later when nothing asks. The wait was most of a click's answer on a busy screen
 (bench/agent.py): with Chromium on it, the X server serves Chromium's answer to the click
 before it answers the `sync`.
 """
 
 from __future__ import annotations
 
+import select
 import threading
 import time
 from collections import OrderedDict
@@ -23,6 +27,7 @@ from collections import OrderedDict
 import msgspec
 from Xlib import XK, X
 from Xlib.display import Display
+from Xlib.error import ConnectionClosedError
 
 from holm.adapters.agent import keys
 from holm.adapters.agent.fake_input import FakeInput
@@ -73,9 +78,14 @@ class Input:
         # least recently used is rebound first.
         self._spare: list[int] = [int(first) + i for i, syms in enumerate(mapping) if not any(syms)]
         self._bound: OrderedDict[int, int] = OrderedDict()
-        # While true, `sync()` only sends what is queued and owes the wait (`settle`).
+        # While true, `sync()` owes the wait (`settle`) and leaves what is queued to be sent
+        # (`send_unsent`).
         self.deferring = False
         self.owed = False
+        self.unsent = False
+        # Whether the X server has hung up (a look, no read): what a write would have told.
+        self._hangup = select.poll()
+        self._hangup.register(conn.fileno(), select.POLLRDHUP)
 
     # Low level
 
@@ -157,16 +167,24 @@ class Input:
         """Wait until the X server has done every request sent; while `deferring`, send
         them and owe the wait."""
         if self.deferring:
-            self.conn.flush()
-            self.owed = True
+            if self._hangup.poll(0):
+                # Sending now would fail: the step must not be answered as done.
+                raise ConnectionClosedError("display")
+            self.owed = self.unsent = True
             return
         self.conn.sync()
-        self.owed = False
+        self.owed = self.unsent = False
+
+    def send_unsent(self) -> None:
+        """Send what a deferred `sync()` left queued (its wait stays owed)."""
+        if self.unsent:
+            self.unsent = False
+            self.conn.flush()
 
     def settle(self) -> None:
         """Wait for the X server if a deferred `sync()` is owed."""
         if self.owed:
-            self.owed = False
+            self.owed = self.unsent = False
             self.conn.sync()
 
     def position(self) -> tuple[int, int]:

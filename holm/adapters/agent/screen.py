@@ -75,6 +75,8 @@ class Screen:
         self._input: Input | None = None
         # When the X server's wait that input on the loop owes is paid if nothing asks first.
         self._settling: asyncio.TimerHandle | None = None
+        # Whether `_send_input` is scheduled (input.py, `send_unsent`).
+        self._sending = False
         self._grabber: capture.Grabber | None = None
         self.hasher = hasher
         self._grid: TileGrid | None = None
@@ -145,6 +147,11 @@ class Screen:
                 return work(conn)
             finally:
                 conn.deferring = False
+                if conn.unsent and not self._sending:
+                    # Sent in the loop's next turn, after this answer is written and
+                    # before any other request is read (input.py).
+                    self._sending = True
+                    asyncio.get_running_loop().call_soon(self._send_input)
                 if conn.owed and self._settling is None:
                     self._settling = asyncio.get_running_loop().call_later(
                         SETTLE_S, self._settle_input
@@ -153,6 +160,12 @@ class Screen:
         # loop) before the thread gets anything: never two calls on the connection at once.
         self._settle_input()
         return await self.input_lane.run(lambda: work(conn))
+
+    def _send_input(self) -> None:
+        self._sending = False
+        # Work given to the input thread since was preceded by a settle, which sent it all.
+        if self._input is not None and self.input_lane.idle:
+            self._input.send_unsent()
 
     def _settle_input(self) -> None:
         if self._settling is not None:
