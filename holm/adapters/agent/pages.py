@@ -93,12 +93,25 @@ class Pages:
         """The tabs, front first: the last listing when nothing changed since."""
         self._follow_tabs()
         caught_up = await self._watch.caught_up()
-        key = (self._watch.changes, self._touched, self._window_changes())
-        if caught_up and self._watch.live and self._listed is not None and self._listed[0] == key:
-            return self._listed[1]
+        kept, key = self._listed, self._listing_key()
+        if caught_up and self._watch.live and kept is not None and kept[0] == key:
+            return kept[1]
         listed = await self._list_tabs()
         self._listed = (key, listed) if self._watch.live else None
         return listed
+
+    def known_tabs(self) -> list[Tab] | None:
+        """The last listing when nothing changed since and the tab watch has read all that
+        Chromium sent, known without waiting; None when `tabs` must look further."""
+        listed = self._listed
+        if listed is None or not self._watch.live or not self._watch.read_all():
+            return None
+        return listed[1] if listed[0] == self._listing_key() else None
+
+    def _listing_key(self) -> tuple[int, int, int]:
+        """What a listing is good for: the tab watch's count of changes, ours, the window
+        watch's."""
+        return (self._watch.changes, self._touched, self._window_changes())
 
     async def _list_tabs(self) -> list[Tab]:
         targets = await self._json("GET", "/json/list")

@@ -388,6 +388,9 @@ class Screen:
         """The screen's windows: the last listing while the window watch has told of no
         change since (window_watch.py; waiting `windows_settle_s` at most for it to take
         the events it was sent), else a listing on the query thread."""
+        known = self.known_windows()
+        if known is not None:
+            return known
         watch, listed = self.window_watch, self._listed
         if watch is None:
             return await self.on_query(self._listing)
@@ -403,6 +406,15 @@ class Screen:
         listing = await self.on_query(self._listing)
         self._listed = (changes, listing)
         return listing
+
+    def known_windows(self) -> list[WindowInfo] | None:
+        """The last listing when the window watch has told of no change since and has
+        taken every event it was sent, known without waiting; None when `windows` must
+        look further."""
+        watch, listed = self.window_watch, self._listed
+        if watch is None or listed is None or listed[0] != watch.changes:
+            return None
+        return listed[1] if watch.settled() else None
 
     def window_changes(self) -> int:
         """The window watch's count of changes (0 before it is up)."""

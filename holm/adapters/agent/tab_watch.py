@@ -130,9 +130,13 @@ class TabWatch:
         and a listing kept from before would then be answered. False when some still are
         (the caller lists afresh)."""
         for _ in range(turns):
-            if self._ws is None or not self._ws.unread():
+            if self.read_all():
                 return True
             await asyncio.sleep(0)
+        return self.read_all()
+
+    def read_all(self) -> bool:
+        """Whether every message Chromium sent before now has been read, now."""
         return self._ws is None or not self._ws.unread()
 
     def _landed(self, params: object) -> None:
