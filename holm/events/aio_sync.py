@@ -119,8 +119,8 @@ class AioSync:
             del self._waiting[key]
             raise NotSubmitted(ctypes.get_errno(), "io_submit took no fdatasync")
         # The kernel finishes an fdatasync it took whatever happens here: a caller that
-        # stops waiting leaves it to be told and dropped.
-        result = await asyncio.shield(done)
+        # stops waiting cancels `done`, and the end is told and dropped (`_told`).
+        result = await done
         if result < 0:
             raise OSError(-result, os.strerror(-result))
 
