@@ -9,7 +9,7 @@ agent raises `Transport`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -27,20 +27,25 @@ class Desktop(Protocol):
 
     Every in-box operation is an action (`holm.wire.actions`): `act` does it and answers
     its `Result`. Frames are apart because the frame watcher asks for them whenever a
-    screen changed and an unchanged one must cost no PNG."""
+    screen changed and an unchanged one must cost no PNG.
 
-    async def act(self, screen: int, action: Action) -> ActionResult:
+    `act`, `end_batch` and `frame` may send their request as they are called, before
+    they are awaited (the agent's client does): a caller that must order them calls them
+    in that order, under whatever lock orders them."""
+
+    def act(self, screen: int, action: Action) -> Awaitable[ActionResult]:
         """Do one action (a batch step or a single operation) and return its result.
         Actions that do not use a screen (exec, files, apps) ignore `screen`."""
         ...
 
-    async def end_batch(self, screen: int) -> BatchEnd:
+    def end_batch(self, screen: int) -> Awaitable[BatchEnd]:
         """Release what a batch left down without a `hold_ms`; tell what stays down, and
         the screen's windows and tabs as they are now (what every batch answers with: one
-        round trip for all three)."""
+        round trip for all three). It may be asked while the batch's last act on `screen`
+        is still being done: it is done after every act on `screen` asked before it."""
         ...
 
-    async def frame(
+    def frame(
         self,
         screen: int,
         *,
@@ -49,7 +54,7 @@ class Desktop(Protocol):
         region: Region | None = None,
         scale: int = 100,
         encoding: Encoding = PNG,
-    ) -> FrameResult:
+    ) -> Awaitable[FrameResult]:
         """A capture, as a PNG unless `encoding` says otherwise; when its hash equals `have`,
         `unchanged` and nothing is encoded."""
         ...

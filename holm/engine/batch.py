@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import inspect
 import uuid
+from collections.abc import Awaitable
 
 import msgspec
 
@@ -72,16 +74,22 @@ async def run_steps(
     results: list[StepResult] = []
     appends: list[asyncio.Future[list[Entry]]] = []
     stopped_at: int | None = None
-    ending: asyncio.Future[tuple[BatchEnd, FrameResult | None, Point | None]] | None = None
+    # The batch's end, once asked; then all that the answer adds after the steps.
+    ended: Awaitable[BatchEnd] | None = None
+    after: Awaitable[After] | None = None
+    last = len(request.actions) - 1
     try:
         for index, action in enumerate(request.actions):
-            value, error = await _step(desktop, screen, action)
+            # The batch's end goes right behind the last step (the box does it after the
+            # step), so that its round trip is over by the time the step is durable.
+            value, error, ended = await _step(
+                desktop, screen, action, end=index == last and not request.settle_ms
+            )
             stops = error is not None and not request.keep_going
-            if (stops or index == len(request.actions) - 1) and not request.settle_ms:
-                # The batch's end (a round trip to the agent, now the longest wait after the
-                # last step) is asked before the step's entries go to the store, so that its
-                # request goes out first: tasks start in the order they are made.
-                ending = asyncio.ensure_future(_after_batch(desktop, screen, request))
+            if (stops or index == last) and not request.settle_ms:
+                # What the answer adds (the frame, the cursor) is asked before the step's
+                # entries go to the store, so that its request goes out first.
+                after = _ask_after_batch(desktop, screen, request, ended)
             entries = _entries_of(actor, screen, action, value, error, batch, index)
             appends.append(journal.submit(box_id, entries))
             results.append(
@@ -100,32 +108,34 @@ async def run_steps(
         # Whatever broke off the steps (an entry that could not be made, a cancelled
         # request): what went down in the batch is still released, and the entries already
         # queued are durable, before the error goes on.
-        if ending is None:
-            ending = asyncio.ensure_future(_after_batch(desktop, screen, request))
-        await asyncio.gather(ending, *appends, return_exceptions=True)
+        if after is None:
+            after = _ask_after_batch(desktop, screen, request, ended)
+        await asyncio.gather(after, *appends, return_exceptions=True)
         raise
-    if ending is None:
+    if after is None:
         if request.settle_ms:
             await asyncio.sleep(request.settle_ms / 1000)
-        ending = asyncio.ensure_future(_after_batch(desktop, screen, request))
+        after = _ask_after_batch(desktop, screen, request, ended)
     # Both are awaited to the end whatever fails, so the entries are durable before any
-    # answer, an error included.
-    after, appended = await asyncio.gather(
-        ending,
-        asyncio.gather(*appends),
-        return_exceptions=True,
-    )
-    if isinstance(appended, BaseException):
-        raise appended
-    if isinstance(after, BaseException):
-        raise after
-    ended, frame, cursor = after
-    released, held = ended.released, ended.held
+    # answer, an error included; the entries' error is the one told.
+    failed: Exception | None = None
+    for append in appends:
+        try:
+            await append
+        except Exception as exc:
+            failed = failed or exc
+    try:
+        ended_with, frame, cursor = await after
+    except Exception as exc:
+        raise failed or exc from None
+    if failed is not None:
+        raise failed
+    released, held = ended_with.released, ended_with.held
     return ActionsResult(
         results=results,
         stopped_at=stopped_at,
-        windows=ended.windows,
-        tabs=ended.tabs,
+        windows=ended_with.windows,
+        tabs=ended_with.tabs,
         released=released.buttons,
         released_keys=released.keys,
         holding=_holding(held.buttons, held),
@@ -181,37 +191,66 @@ def _entries_of(
 
 
 async def _step(
-    desktop: Desktop, screen: int, action: Action
-) -> tuple[ActionResult | None, HolmError | None]:
+    desktop: Desktop, screen: int, action: Action, *, end: bool
+) -> tuple[ActionResult | None, HolmError | None, Awaitable[BatchEnd] | None]:
+    """Do one step; with `end`, ask the batch's end right behind it (the desktop may send
+    each request as it is asked: holm/adapters/base.py)."""
+    doing = desktop.act(screen, action)
+    ended = desktop.end_batch(screen) if end else None
     try:
-        value = await boundary(desktop.act(screen, action), f"a {type_of(action)} step")
+        value = await boundary(doing, f"a {type_of(action)} step")
     except HolmError as exc:
-        return None, exc
-    return value, None
+        return None, exc, ended
+    except BaseException:
+        # Broken off (a cancelled request): the caller asks the end anew.
+        if inspect.iscoroutine(ended):
+            ended.close()
+        raise
+    return value, None, ended
+
+
+# What a batch's answer adds after its steps: the end, and the frame and the cursor.
+After = tuple[BatchEnd, FrameResult | None, Point | None]
+
+
+def _ask_after_batch(
+    desktop: Desktop, screen: int, request: ActionsRequest, ended: Awaitable[BatchEnd] | None
+) -> Awaitable[After]:
+    """Ask for the batch's end (unless `ended` was asked already) and for the frame and the
+    cursor when `want` names them, now; await the answer for all of them."""
+    end = desktop.end_batch(screen) if ended is None else ended
+    frame = None
+    if "frame" in request.want:
+        encoding = encoding_of(request.frame_format, request.frame_quality)
+        frame = desktop.frame(screen, have=request.have_frame, encoding=encoding)
+    cursor = desktop.act(screen, Cursor()) if "cursor" in request.want else None
+    return _after_batch(end, frame, cursor)
 
 
 async def _after_batch(
-    desktop: Desktop, screen: int, request: ActionsRequest
-) -> tuple[BatchEnd, FrameResult | None, Point | None]:
-    async def nothing() -> None:
-        return None
-
-    async def cursor() -> Point:
-        return expect(await desktop.act(screen, Cursor()), Point)
-
-    frame = (
-        desktop.frame(
-            screen,
-            have=request.have_frame,
-            encoding=encoding_of(request.frame_format, request.frame_quality),
-        )
-        if "frame" in request.want
-        else nothing()
-    )
-    where = cursor() if "cursor" in request.want else nothing()
-    return await boundary(
-        asyncio.gather(desktop.end_batch(screen), frame, where),
-        "reading the screen after a batch",
+    end: Awaitable[BatchEnd],
+    frame: Awaitable[FrameResult] | None,
+    cursor: Awaitable[ActionResult] | None,
+) -> After:
+    """Each answer awaited, whatever another's fate; the first error is the one told."""
+    failed: Exception | None = None
+    got: list[object] = []
+    for call, what in (
+        (end, "releasing what the batch holds"),
+        (frame, "reading the screen after a batch"),
+        (cursor, "reading the screen after a batch"),
+    ):
+        try:
+            got.append(None if call is None else await boundary(call, what))
+        except Exception as exc:
+            failed = failed or exc
+    if failed is not None:
+        raise failed
+    ended, seen, where = got
+    return (
+        expect(ended, BatchEnd),
+        None if seen is None else expect(seen, FrameResult),
+        None if where is None else expect(where, Point),
     )
 
 

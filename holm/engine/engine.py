@@ -546,15 +546,17 @@ class Engine:
         if on_screen:
             guards.screen_of(state, screen, drive=not reading)
         desktop = await self._desktop(box_id)
-        doing = boundary(desktop.act(screen, action), f"a {type_of(action)}")
+        what = f"a {type_of(action)}"
+        # The desktop may send the action as it is asked (holm/adapters/base.py): it is
+        # asked under the screen's lock, when it takes one.
         if reading:
-            result = await doing
+            result = await boundary(desktop.act(screen, action), what)
         elif on_screen:
             async with self._screen_lock(box_id, screen):
-                result = await doing
+                result = await boundary(desktop.act(screen, action), what)
             self.watchers.nudge(box_id, screen)
         else:
-            result = await doing
+            result = await boundary(desktop.act(screen, action), what)
             # A command can open windows on any screen.
             self.watchers.nudge(box_id)
         entries = recorded_alone(action, result, screen, actor)

@@ -106,7 +106,7 @@ async def test_a_lost_agent_fails_calls_with_transport(tmp_path: Path) -> None:
     try:
         desktop = await AgentDesktop.connect(running.socket)
         await desktop.ready(30)
-        call = asyncio.create_task(desktop.act(0, a.Wait(ms=20_000)))
+        call = asyncio.ensure_future(desktop.act(0, a.Wait(ms=20_000)))
         await asyncio.sleep(0.2)
         stop_agent(running)
         with pytest.raises(Transport) as lost:

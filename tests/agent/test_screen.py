@@ -117,7 +117,7 @@ async def test_a_capture_on_one_screen_does_not_block_input_on_the_other(
 ) -> None:
     # Many full-size captures (each with a PNG encode) on screen 1, and clicks on screen 0
     # sent while they are in flight: the clicks finish before the captures do.
-    captures = [asyncio.create_task(desktop.frame(1, scale=200)) for _ in range(4)]
+    captures = [asyncio.ensure_future(desktop.frame(1, scale=200)) for _ in range(4)]
     await asyncio.sleep(0)
     clicks_done = 0
     for i in range(10):

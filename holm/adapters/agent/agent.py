@@ -212,6 +212,7 @@ class Agent:
             pid=os.getpid(),
             ready=self.ready.is_set() and self.failure is None,
             failure=self.failure,
+            ordered_end=True,
             screens=[
                 p.ScreenInfo(
                     screen=s.index,

@@ -1,9 +1,11 @@
 """`AgentDesktop`: a box's `Desktop` over one connection to its agent.
 
 Calls are multiplexed on the connection by request id, so concurrent calls (a capture on
-one screen, a click on another) run concurrently in the agent. Errors come back as
-`holm.errors` classes; a lost connection fails every call in flight, and every later one,
-with `Transport` (retryable: the runtime may reconnect).
+one screen, a click on another) run concurrently in the agent. `act`, `end_batch` and
+`frame` send their request when they are called and answer a future, so that a batch's
+steps and its end go out one behind the other with no task between them. Errors come back
+as `holm.errors` classes; a lost connection fails every call in flight, and every later
+one, with `Transport` (retryable: the runtime may reconnect).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,6 +29,9 @@ from holm.wire.spec import AppDefinition
 from holm.wire.values import PNG, Encoding, Region
 
 T = TypeVar("T")
+
+# How long a new connection waits for the agent's info (`AgentConnections.connect`).
+INFO_WITHIN_S = 5.0
 
 _decoders: dict[Any, msgspec.msgpack.Decoder[Any]] = {}
 # What `end_batch` answers: a `BatchEnd`, or an older agent's `[Released, Held]`.
@@ -47,8 +53,14 @@ class AgentDesktop:
         self._reader = reader
         self._writer = writer
         self._ids = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[msgspec.Raw]] = {}
+        # The calls sent and not answered: their futures and the types their answers decode to.
+        self._waiting: dict[int, tuple[asyncio.Future[Any], Any]] = {}
         self._lost: str | None = None
+        # Whether the agent does an `EndBatch` after the acts on its screen sent before
+        # it (told by `ready` and `info`); until told, this side waits for them itself.
+        self._ordered_end = False
+        # The acts asked and not answered yet, by screen.
+        self._acting: dict[int, set[asyncio.Future[Any]]] = {}
         self._reading = asyncio.create_task(self._read())
 
     @classmethod
@@ -83,14 +95,19 @@ class AgentDesktop:
             while True:
                 body = await p.read_frame(self._reader)
                 reply = p.response_decoder.decode(body)
-                future = self._waiting.pop(reply.id, None)
-                if future is None or future.done():
+                waiting = self._waiting.pop(reply.id, None)
+                if waiting is None or waiting[0].done():
                     continue
+                future, kind = waiting
                 if isinstance(reply, p.Err):
                     cls = ERRORS_BY_CODE.get(reply.code, Internal)
                     future.set_exception(cls(reply.message, retryable=reply.retryable))
-                else:
-                    future.set_result(reply.value)
+                    continue
+                try:
+                    future.set_result(_decode(reply.value, kind))
+                except (ValueError, msgspec.DecodeError) as exc:
+                    # An answer of the wrong shape fails its call, not the connection.
+                    future.set_exception(exc)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except (ValueError, msgspec.DecodeError) as exc:
@@ -101,30 +118,45 @@ class AgentDesktop:
 
     def _lose(self, why: str) -> None:
         self._lost = why
-        for future in self._waiting.values():
+        for future, _ in self._waiting.values():
             if not future.done():
                 future.set_exception(Transport(f"lost the box's agent: {why}"))
         self._waiting.clear()
         self._writer.close()
 
-    async def call(self, request: p.Request, kind: type[T]) -> T:
-        """Send one request and decode its answer as `kind`."""
+    def send(self, request: p.Request, kind: Any) -> asyncio.Future[Any]:
+        """Send one request now; the future answers it decoded as `kind` (and fails with
+        `Transport` when the connection is lost, before or after)."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if self._lost is not None:
-            raise Transport(f"lost the box's agent: {self._lost}")
-        future: asyncio.Future[msgspec.Raw] = asyncio.get_running_loop().create_future()
-        self._waiting[request.id] = future
+            future.set_exception(Transport(f"lost the box's agent: {self._lost}"))
+            return future
+        self._waiting[request.id] = (future, kind)
+        # A caller that stops waiting leaves no entry behind for an answer that never comes.
+        future.add_done_callback(lambda _: self._waiting.pop(request.id, None))
+        if isinstance(request, p.Act):
+            acts = self._acting.setdefault(request.screen, set())
+            acts.add(future)
+            future.add_done_callback(acts.discard)
         try:
             self._writer.write(p.frame(request))
+        except (ConnectionError, RuntimeError) as exc:
+            self._lose(str(exc))
+        return future
+
+    async def call(self, request: p.Request, kind: type[T]) -> T:
+        """Send one request and decode its answer as `kind`."""
+        future = self.send(request, kind)
+        try:
             await self._writer.drain()
         except (ConnectionError, RuntimeError) as exc:
-            self._waiting.pop(request.id, None)
             self._lose(str(exc))
-            raise Transport(f"lost the box's agent: {exc}") from None
-        try:
-            raw = await future
-        finally:
-            self._waiting.pop(request.id, None)
-        return _decode(raw, kind)
+        result: T = await future
+        return result
+
+    def _told(self, info: p.AgentInfo) -> p.AgentInfo:
+        self._ordered_end = info.ordered_end
+        return info
 
     def _id(self) -> int:
         return next(self._ids)
@@ -139,27 +171,36 @@ class AgentDesktop:
         error names what failed."""
         timeout_ms = max(1, int(timeout * 1000))
         try:
-            return await asyncio.wait_for(
-                self.call(p.Ready(id=self._id(), timeout_ms=timeout_ms), p.AgentInfo),
-                timeout + 5,
+            return self._told(
+                await asyncio.wait_for(
+                    self.call(p.Ready(id=self._id(), timeout_ms=timeout_ms), p.AgentInfo),
+                    timeout + 5,
+                )
             )
         except TimeoutError:
             raise Timeout(f"the box's agent did not answer within {timeout} s") from None
 
     async def info(self) -> p.AgentInfo:
-        return await self.call(p.Info(id=self._id()), p.AgentInfo)
+        return self._told(await self.call(p.Info(id=self._id()), p.AgentInfo))
 
     async def define_apps(self, apps: dict[str, AppDefinition]) -> list[str]:
         return await self.call(p.DefineApps(id=self._id(), apps=apps), list[str])
 
     # Desktop
 
-    async def act(self, screen: int, action: Action) -> ActionResult:
-        request = p.Act(id=self._id(), screen=screen, action=action)
-        result: ActionResult = await self.call(request, type(action).Result)
-        return result
+    def act(self, screen: int, action: Action) -> asyncio.Future[ActionResult]:
+        return self.send(p.Act(id=self._id(), screen=screen, action=action), type(action).Result)
 
-    async def end_batch(self, screen: int) -> BatchEnd:
+    def end_batch(self, screen: int) -> Awaitable[BatchEnd]:
+        if self._ordered_end:
+            # The agent does it after the acts on the screen sent before it.
+            return self.send(p.EndBatch(id=self._id(), screen=screen), BatchEnd)
+        return self._end_batch_after_acts(screen)
+
+    async def _end_batch_after_acts(self, screen: int) -> BatchEnd:
+        """For an agent that may do the end beside the acts before it: they end first."""
+        if self._acting.get(screen):
+            await asyncio.wait(list(self._acting[screen]))
         request = p.EndBatch(id=self._id(), screen=screen)
         ended: BatchEnd | tuple[Released, Held] = await self.call(request, _BATCH_END)
         if isinstance(ended, BatchEnd):
@@ -174,7 +215,7 @@ class AgentDesktop:
             tabs = TabList(tabs=[])  # no Chromium on the screen, or not up
         return BatchEnd(released=released, held=held, windows=windows.windows, tabs=tabs.tabs)
 
-    async def frame(
+    def frame(
         self,
         screen: int,
         *,
@@ -183,7 +224,7 @@ class AgentDesktop:
         region: Region | None = None,
         scale: int = 100,
         encoding: Encoding = PNG,
-    ) -> FrameResult:
+    ) -> asyncio.Future[FrameResult]:
         request = p.Frame(
             id=self._id(),
             screen=screen,
@@ -193,7 +234,7 @@ class AgentDesktop:
             scale=scale,
             encoding=encoding,
         )
-        return await self.call(request, FrameResult)
+        return self.send(request, FrameResult)
 
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
         return await self.call(p.FrameHash(id=self._id(), screen=screen), tuple[str, int, int])
@@ -229,7 +270,17 @@ class AgentConnections:
         return desktop
 
     async def connect(self, box_id: str, socket_path: str | Path) -> AgentDesktop:
-        return self.keep(box_id, await AgentDesktop.connect(socket_path))
+        desktop = await AgentDesktop.connect(socket_path)
+        try:
+            # What the agent can do (`AgentInfo.ordered_end`) is told by its info. An agent
+            # slow to tell (a box under load) is used as one that cannot, rather than
+            # holding every caller of this box behind the runtime's connect lock.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(desktop.info(), INFO_WITHIN_S)
+        except BaseException:
+            await desktop.close()
+            raise
+        return self.keep(box_id, desktop)
 
     async def drop(self, box_id: str) -> None:
         desktop = self._desktops.pop(box_id, None)

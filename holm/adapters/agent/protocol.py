@@ -56,7 +56,9 @@ class Act(_Request, tag="act"):
 
 class EndBatch(_Request, tag="end_batch"):
     """Release what the batch left down; the answer is a `BatchEnd`, with the screen's
-    windows and tabs."""
+    windows and tabs. It is done after every `Act` on the same screen that came before it
+    on the connection (`AgentInfo.ordered_end`), so a client may send it right behind the
+    batch's last step, without waiting for that step's answer."""
 
     screen: int
 
@@ -137,6 +139,9 @@ class AgentInfo(msgspec.Struct, kw_only=True):
     ready: bool
     screens: list[ScreenInfo]
     failure: str | None = None
+    # An `EndBatch` waits for the acts on its screen sent before it; False from an agent
+    # older than that (a box an older holmd started), whose client waits for them instead.
+    ordered_end: bool = False
 
 
 encoder = msgspec.msgpack.Encoder()

@@ -4,6 +4,7 @@ work is done, so a slow request never holds up another on the same connection.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -48,14 +49,13 @@ class Connection:
         self.reader = reader
         self.writer = writer
         self.tasks: set[asyncio.Task[None]] = set()
+        # The acts being done, by screen: an `EndBatch` waits for those sent before it.
+        self.acting: dict[int, set[asyncio.Task[None]]] = {}
 
     async def serve(self) -> None:
         try:
             while True:
-                body = await p.read_frame(self.reader)
-                task = asyncio.create_task(self._answer(body))
-                self.tasks.add(task)
-                task.add_done_callback(self.tasks.discard)
+                self._begin(await p.read_frame(self.reader))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except ValueError as exc:
@@ -65,8 +65,8 @@ class Connection:
                 task.cancel()
             self.writer.close()
 
-    async def _answer(self, body: bytes) -> None:
-        reply: p.Ok | p.Err
+    def _begin(self, body: bytes) -> None:
+        """Answer one request in a task of its own: a slow one holds up no other."""
         try:
             request = p.request_decoder.decode(body)
         except msgspec.DecodeError as exc:
@@ -74,19 +74,40 @@ class Connection:
                 request_id = p.request_id_decoder.decode(body).id
             except msgspec.DecodeError:
                 request_id = -1
-            reply = p.Err.of(request_id, BadRequest(f"a request the agent cannot read: {exc}"))
-        else:
-            try:
-                reply = p.Ok(request.id, await self.agent.answer(request))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                reply = p.Err.of(request.id, to_holm_error(exc))
+            error = BadRequest(f"a request the agent cannot read: {exc}")
+            self._reply(p.Err.of(request_id, error))
+            return
+        after: list[asyncio.Task[None]] = []
+        if isinstance(request, p.EndBatch):
+            after = list(self.acting.get(request.screen, ()))
+        task = asyncio.create_task(self._answer(request, after))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        if isinstance(request, p.Act):
+            acts = self.acting.setdefault(request.screen, set())
+            acts.add(task)
+            task.add_done_callback(acts.discard)
+
+    async def _answer(self, request: p.Request, after: list[asyncio.Task[None]]) -> None:
+        reply: p.Ok | p.Err
         try:
-            self.writer.write(p.frame(reply))
+            pending = [task for task in after if not task.done()]
+            if pending:
+                # Each of those answers its own errors: only its end is waited for.
+                await asyncio.wait(pending)
+            reply = p.Ok(request.id, await self.agent.answer(request))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            reply = p.Err.of(request.id, to_holm_error(exc))
+        self._reply(reply)
+        # Flow control, as for every writer of a stream: wait while holmd reads behind.
+        with contextlib.suppress(ConnectionError):
             await self.writer.drain()
-        except ConnectionError:
-            pass
+
+    def _reply(self, reply: p.Ok | p.Err) -> None:
+        with contextlib.suppress(ConnectionError):
+            self.writer.write(p.frame(reply))
 
 
 async def serve(options: Options, apps: dict[str, AppDefinition] | None = None) -> None:

@@ -297,6 +297,9 @@ class MemoryDesktop:
 
     def __init__(self, box: MemoryBox) -> None:
         self.box = box
+        # The acts being done, by screen: a batch's end asked meanwhile waits for them, as
+        # the agent's does (holm/adapters/base.py, `end_batch`).
+        self._acting: dict[int, set[asyncio.Future[None]]] = {}
 
     def _screen(self, screen: int) -> _Screen:
         if not 0 <= screen < len(self.box.screens):
@@ -312,6 +315,16 @@ class MemoryDesktop:
             screen.changes.bump()
 
     async def act(self, screen: int, action: Action) -> ActionResult:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        acts = self._acting.setdefault(screen, set())
+        acts.add(done)
+        try:
+            return await self._act(screen, action)
+        finally:
+            acts.discard(done)
+            done.set_result(None)
+
+    async def _act(self, screen: int, action: Action) -> ActionResult:
         match action:
             case Exec(what=what):
                 return await self._exec(what.argv, what.timeout_ms)
@@ -575,6 +588,8 @@ class MemoryDesktop:
         return r.WindowChanged(id=window, window=replace(target))
 
     async def end_batch(self, screen: int) -> BatchEnd:
+        if self._acting.get(screen):
+            await asyncio.wait(list(self._acting[screen]))
         s = self._screen(screen)
         released = Released(buttons=sorted(s.buttons), keys=sorted(s.keys))
         s.buttons.clear()
