@@ -220,3 +220,80 @@ async def test_an_agent_from_before_batch_end_still_answers_windows_and_tabs(
     assert ending and ended.released.keys == ["shift"]
     assert any(found.class_ == "Chromium" for found in ended.windows)
     assert ended.tabs
+
+
+async def _first_done(*calls: Awaitable[object]) -> list[int]:
+    """The order in which `calls` (asked already) were answered."""
+    order: list[int] = []
+    futures = [asyncio.ensure_future(call) for call in calls]
+    for index, future in enumerate(futures):
+        future.add_done_callback(lambda _, index=index: order.append(index))
+    await asyncio.gather(*futures)
+    return order
+
+
+async def test_an_end_sent_right_behind_a_step_is_done_after_it(desktop: AgentDesktop) -> None:
+    """The agent says it orders them (`ordered_end`, which `ready` told), so the client
+    sends the end at once; a slow step (keys typed 60 ms apart, on the input thread) is
+    still done first, and the shift it held is released by that end."""
+    assert (await desktop.info()).ordered_end
+    typing = desktop.act(SCREEN, a.Type(text="abcd", delay_ms=60))
+    holding = desktop.act(SCREEN, a.KeyDown(key="shift"))
+    end = desktop.end_batch(SCREEN)
+    assert await _first_done(end, typing, holding) == [1, 2, 0]
+    assert (await end).released.keys == ["shift"]
+
+
+async def test_the_agent_does_an_end_after_the_acts_sent_before_it(agent: RunningAgent) -> None:
+    """On the wire: a `wait` and an `end_batch` in one write; the end's answer comes after
+    the wait's, though the end alone takes a few milliseconds."""
+    reader, writer = await asyncio.open_unix_connection(str(agent.socket))
+    try:
+        waiting = p.Act(id=1, screen=SCREEN, action=a.Wait(ms=300))
+        writer.write(p.frame(waiting) + p.frame(p.EndBatch(id=2, screen=SCREEN)))
+        answers = [p.response_decoder.decode(await p.read_frame(reader)).id for _ in range(2)]
+    finally:
+        writer.close()
+    assert answers == [1, 2]
+
+
+async def test_a_client_of_an_agent_that_does_not_order_them_waits_for_the_step(
+    agent: RunningAgent, tmp_path: Path
+) -> None:
+    """Until the agent has said it orders an end behind the acts before it (a connection
+    that asked for no info, as of an older agent), the client sends the end only once the
+    steps on its screen are answered. A relay to the real agent notes what passes."""
+    seen: list[str] = []
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_unix_connection(
+            str(agent.socket), limit=p.MAX_FRAME_BYTES
+        )
+
+        async def down() -> None:
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                while True:
+                    body = await p.read_frame(up_reader)
+                    seen.append(f"answer {p.response_decoder.decode(body).id}")
+                    writer.write(len(body).to_bytes(4, "big") + body)
+
+        answering = asyncio.create_task(down())
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                request = p.request_decoder.decode(await p.read_frame(reader))
+                seen.append(f"{type(request).__name__} {request.id}")
+                up_writer.write(p.frame(request))
+        answering.cancel()
+        up_writer.close()
+
+    path = tmp_path / "plain.sock"
+    server = await asyncio.start_unix_server(relay, path=str(path), limit=p.MAX_FRAME_BYTES)
+    try:
+        plain = await AgentDesktop.connect(path)
+        waiting = plain.act(SCREEN, a.Wait(ms=200))
+        await plain.end_batch(SCREEN)
+        await waiting
+        await plain.close()
+    finally:
+        server.close()
+    assert seen[:3] == ["Act 1", "answer 1", "EndBatch 2"], seen

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+import pytest
 from Xlib.display import Display
 
 from holm.adapters.agent.acts import _inline
@@ -141,3 +142,19 @@ async def test_a_call_on_the_thread_waits_for_the_x_server_first(
         )
     [(name, after_the_grab)] = began
     assert name.startswith("input-0") and after_the_grab
+
+
+async def test_input_on_the_loop_reaches_the_x_server_with_nothing_after_it(
+    screen: Screen, painter: Display, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its requests go out at the loop's next turn, after the answer: not only when more
+    input, a query or the owed wait (held off here) comes."""
+    monkeypatch.setattr("holm.adapters.agent.screen.SETTLE_S", 600.0)
+    await screen.on_input(lambda i: i.move((130, 70), "instant", None, 0), _inline("instant"))
+    root = painter.screen().root
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        pointer = root.query_pointer()
+        if (pointer.root_x, pointer.root_y) == (130, 70):
+            return
+    raise AssertionError("the move never reached the X server")
