@@ -16,6 +16,7 @@ requests for its figures times them without the timers' own cost in them.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import gc
 import statistics
@@ -73,6 +74,31 @@ def _timed_sync(name: str, fn: Callable[..., Any]) -> Any:
     return run
 
 
+def _timed_sent(name: Callable[..., str] | str, fn: Callable[..., Any]) -> Any:
+    """For a call that sends its request when called and answers a future (AgentDesktop's
+    act, end_batch and frame): timed from the call to the future's end, and still sent at
+    once, so the timers do not move the request to when it is awaited."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        answer = fn(*args, **kwargs)
+        if not ON[0]:
+            return answer
+        label = name if isinstance(name, str) else name(*args, **kwargs)
+        began = time.perf_counter()
+        _moment(f"{label} begins")
+        future = asyncio.ensure_future(answer)
+
+        def ended(_: object) -> None:
+            SPENT[label].append(time.perf_counter() - began)
+            _moment(f"{label} ends")
+
+        future.add_done_callback(ended)
+        return future
+
+    return run
+
+
 def instrument() -> None:
     """Wrap the parts of a click; call it before the app is made."""
     from holm.adapters.agent.client import AgentDesktop
@@ -86,8 +112,8 @@ def instrument() -> None:
 
     Engine.run_batch = _timed("engine.run_batch (all of the batch)", Engine.run_batch)  # type: ignore[method-assign]
     LocalStore.append = _timed("store append + fsync", LocalStore.append)  # type: ignore[method-assign]
-    AgentDesktop.act = _timed(agent_part, AgentDesktop.act)  # type: ignore[method-assign]
-    AgentDesktop.end_batch = _timed("agent round trip: end_batch", AgentDesktop.end_batch)  # type: ignore[method-assign]
+    AgentDesktop.act = _timed_sent(agent_part, AgentDesktop.act)  # type: ignore[method-assign]
+    AgentDesktop.end_batch = _timed_sent("agent round trip: end_batch", AgentDesktop.end_batch)  # type: ignore[method-assign]
     AgentDesktop.frame_hash = _timed("watcher: frame hash (the agent)", AgentDesktop.frame_hash)  # type: ignore[method-assign]
     FrameWatchers.record = _timed("watcher: record a frame", FrameWatchers.record)  # type: ignore[method-assign]
     screens.json_response = _timed_sync("response encode", screens.json_response)  # type: ignore[attr-defined]
