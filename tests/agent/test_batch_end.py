@@ -182,31 +182,18 @@ async def test_an_agent_from_before_batch_end_still_answers_windows_and_tabs(
     that older shape."""
     ending: set[int] = set()
 
-    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_unix_connection(
-            str(agent.socket), limit=p.MAX_FRAME_BYTES
-        )
+    def noted(request: p.Request) -> None:
+        if isinstance(request, p.EndBatch):
+            ending.add(request.id)
 
-        async def down() -> None:
-            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
-                while True:
-                    body = await p.read_frame(up_reader)
-                    reply = p.response_decoder.decode(body)
-                    if isinstance(reply, p.RawOk) and reply.id in ending:
-                        ended = msgspec.msgpack.decode(reply.value, type=BatchEnd)
-                        body = p.encoder.encode(p.Ok(reply.id, [ended.released, ended.held]))
-                    writer.write(len(body).to_bytes(4, "big") + body)
+    def older_shape(body: bytes) -> bytes:
+        reply = p.response_decoder.decode(body)
+        if isinstance(reply, p.RawOk) and reply.id in ending:
+            ended = msgspec.msgpack.decode(reply.value, type=BatchEnd)
+            return p.encoder.encode(p.Ok(reply.id, [ended.released, ended.held]))
+        return body
 
-        answering = asyncio.create_task(down())
-        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
-            while True:
-                body = await p.read_frame(reader)
-                request = p.request_decoder.decode(body)
-                if isinstance(request, p.EndBatch):
-                    ending.add(request.id)
-                up_writer.write(p.frame(request))
-        answering.cancel()
-        up_writer.close()
+    relay = _relay(agent, noted, older_shape)
 
     path = tmp_path / "older.sock"
     server = await asyncio.start_unix_server(relay, path=str(path), limit=p.MAX_FRAME_BYTES)
@@ -265,26 +252,13 @@ async def test_a_client_of_an_agent_that_does_not_order_them_waits_for_the_step(
     steps on its screen are answered. A relay to the real agent notes what passes."""
     seen: list[str] = []
 
-    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_unix_connection(
-            str(agent.socket), limit=p.MAX_FRAME_BYTES
-        )
+    def answered(body: bytes) -> bytes:
+        seen.append(f"answer {p.response_decoder.decode(body).id}")
+        return body
 
-        async def down() -> None:
-            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
-                while True:
-                    body = await p.read_frame(up_reader)
-                    seen.append(f"answer {p.response_decoder.decode(body).id}")
-                    writer.write(len(body).to_bytes(4, "big") + body)
-
-        answering = asyncio.create_task(down())
-        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
-            while True:
-                request = p.request_decoder.decode(await p.read_frame(reader))
-                seen.append(f"{type(request).__name__} {request.id}")
-                up_writer.write(p.frame(request))
-        answering.cancel()
-        up_writer.close()
+    relay = _relay(
+        agent, lambda request: seen.append(f"{type(request).__name__} {request.id}"), answered
+    )
 
     path = tmp_path / "plain.sock"
     server = await asyncio.start_unix_server(relay, path=str(path), limit=p.MAX_FRAME_BYTES)
@@ -297,3 +271,37 @@ async def test_a_client_of_an_agent_that_does_not_order_them_waits_for_the_step(
     finally:
         server.close()
     assert seen[:3] == ["Act 1", "answer 1", "EndBatch 2"], seen
+
+
+Relay = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def _relay(
+    agent: RunningAgent,
+    on_request: Callable[[p.Request], object],
+    on_answer: Callable[[bytes], bytes],
+) -> Relay:
+    """A connection handler that passes each frame on to the real agent and back: each
+    request is shown to `on_request`, each answer's body goes back as `on_answer` makes it."""
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_unix_connection(
+            str(agent.socket), limit=p.MAX_FRAME_BYTES
+        )
+
+        async def down() -> None:
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                while True:
+                    body = on_answer(await p.read_frame(up_reader))
+                    writer.write(len(body).to_bytes(4, "big") + body)
+
+        answering = asyncio.create_task(down())
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                request = p.request_decoder.decode(await p.read_frame(reader))
+                on_request(request)
+                up_writer.write(p.frame(request))
+        answering.cancel()
+        up_writer.close()
+
+    return relay
