@@ -83,9 +83,12 @@ class StillScreens:
     def moved(self, box_id: str, screen: int | None = None) -> None:
         """The server did something that may draw on the box (on `screen`, or anywhere)."""
         self._generation[box_id] = self.generation(box_id) + 1
+        if screen is not None:
+            # Every action gives its screen: no look at the other boxes' screens.
+            self._drop((box_id, screen))
+            return
         for key in [key for key in self._still if key[0] == box_id]:
-            if screen in (None, key[1]):
-                self._drop(key)
+            self._drop(key)
 
     def forget(self, box_id: str) -> None:
         self.moved(box_id)

@@ -65,8 +65,14 @@ class FrameWatchers:
         """The server did something that may change the screen (all screens when None):
         look soon, and forget that it was still."""
         self.still.moved(box_id, screen)
-        for (box, number), event in self._nudged.items():
-            if box == box_id and screen in (None, number):
+        if screen is not None:
+            # Every action gives its screen: no look at the other boxes' screens.
+            nudged = self._nudged.get((box_id, screen))
+            if nudged is not None:
+                nudged.set()
+            return
+        for (box, _), event in self._nudged.items():
+            if box == box_id:
                 event.set()
 
     def start(self, box_id: str) -> None:
