@@ -28,7 +28,9 @@ which on this machine's VMs makes every wake-up of a thread or process dearer (a
 With `--against DIR`, a second holmd runs the code of the checkout DIR (e.g. a git worktree
 of main: `git worktree add /tmp/before main`) with a box of its own, and every round goes
 to both, in turns that swap each round, so that both see the same load: the figures of the
-two columns are comparable, whatever else the machine is doing.
+two columns are comparable, whatever else the machine is doing. With `--block N`, a side
+runs N rounds before the other's turn: the side that waits has a still page by then, and
+the figures of each are those of one box alone.
 """
 
 from __future__ import annotations
@@ -177,16 +179,22 @@ class Side:
                 pass
 
 
+# Rounds one side runs before the other takes its turn (`--block`).
+BLOCK = [1]
+
+
 async def rounds(
     sides: list[Side], kinds: list[str], count: int, warm: int, pause_s: float = 0.0
 ) -> None:
-    for n in range(warm + count):
-        # Each round in the other order: neither side always runs right after the other.
-        for side in sides if n % 2 else sides[::-1]:
-            for kind in kinds:
-                if pause_s:
-                    await asyncio.sleep(pause_s)
-                await side.timed(kind, n, n >= warm)
+    block = BLOCK[0]
+    for first in range(0, warm + count, block):
+        # Each turn in the other order: neither side always runs right after the other.
+        for side in sides if (first // block) % 2 else sides[::-1]:
+            for n in range(first, min(first + block, warm + count)):
+                for kind in kinds:
+                    if pause_s:
+                        await asyncio.sleep(pause_s)
+                    await side.timed(kind, n, n >= warm)
 
 
 async def bench(args: argparse.Namespace, served: list[tuple[str, str, int]]) -> None:
@@ -314,8 +322,17 @@ def main() -> None:
         "Chromium is done drawing the last step's answer, so one side's drawing does not "
         "land in the other's figures",
     )
+    parser.add_argument(
+        "--block",
+        type=int,
+        default=1,
+        help="with --against, rounds a side runs before the other's turn (default 1): in "
+        "blocks, the side that waits has a still page, so the other's figures hold none of "
+        "its Chromium's drawing",
+    )
     add_against(parser)
     args = parser.parse_args()
+    BLOCK[0] = max(1, args.block)
     flags = ["--chromium", "--breakdown"]
     with contextlib.ExitStack() as stack:
         sides = served_sides(stack, "h5c-bench-", flags, args.against)
