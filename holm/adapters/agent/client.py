@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from holm.adapters.agent import protocol as p
+from holm.adapters.agent.acts_in_flight import ActsInFlight
 from holm.adapters.agent.box_socket import open_box_connection
 from holm.errors import ERRORS_BY_CODE, HolmError, Internal, Timeout, Transport
 from holm.wire.actions import Action, Tabs, Windows
@@ -59,8 +60,8 @@ class AgentDesktop:
         # Whether the agent does an `EndBatch` after the acts on its screen sent before
         # it (told by `ready` and `info`); until told, this side waits for them itself.
         self._ordered_end = False
-        # The acts asked and not answered yet, by screen.
-        self._acting: dict[int, set[asyncio.Future[Any]]] = {}
+        # The acts asked and not answered yet.
+        self._acting = ActsInFlight()
         self._reading = asyncio.create_task(self._read())
 
     @classmethod
@@ -135,9 +136,7 @@ class AgentDesktop:
         # A caller that stops waiting leaves no entry behind for an answer that never comes.
         future.add_done_callback(lambda _: self._waiting.pop(request.id, None))
         if isinstance(request, p.Act):
-            acts = self._acting.setdefault(request.screen, set())
-            acts.add(future)
-            future.add_done_callback(acts.discard)
+            self._acting.add(request.screen, future)
         try:
             self._writer.write(p.frame(request))
         except (ConnectionError, RuntimeError) as exc:
@@ -199,8 +198,7 @@ class AgentDesktop:
 
     async def _end_batch_after_acts(self, screen: int) -> BatchEnd:
         """For an agent that may do the end beside the acts before it: they end first."""
-        if self._acting.get(screen):
-            await asyncio.wait(list(self._acting[screen]))
+        await self._acting.done(screen)
         request = p.EndBatch(id=self._id(), screen=screen)
         ended: BatchEnd | tuple[Released, Held] = await self.call(request, _BATCH_END)
         if isinstance(ended, BatchEnd):

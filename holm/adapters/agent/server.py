@@ -10,12 +10,14 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 import msgspec
 from Xlib import error as xerror
 
 from holm.adapters.agent import processes
 from holm.adapters.agent import protocol as p
+from holm.adapters.agent.acts_in_flight import ActsInFlight
 from holm.adapters.agent.agent import Agent, Options
 from holm.errors import BadRequest, Failed, HolmError, Internal, ScreenUnavailable
 from holm.wire.spec import AppDefinition
@@ -49,8 +51,8 @@ class Connection:
         self.reader = reader
         self.writer = writer
         self.tasks: set[asyncio.Task[None]] = set()
-        # The acts being done, by screen: an `EndBatch` waits for those sent before it.
-        self.acting: dict[int, set[asyncio.Task[None]]] = {}
+        # The acts being done: an `EndBatch` waits for those sent before it on its screen.
+        self.acting = ActsInFlight()
 
     async def serve(self) -> None:
         try:
@@ -77,21 +79,19 @@ class Connection:
             error = BadRequest(f"a request the agent cannot read: {exc}")
             self._reply(p.Err.of(request_id, error))
             return
-        after: list[asyncio.Task[None]] = []
+        after: list[asyncio.Future[Any]] = []
         if isinstance(request, p.EndBatch):
-            after = list(self.acting.get(request.screen, ()))
+            after = self.acting.pending(request.screen)
         task = asyncio.create_task(self._answer(request, after))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         if isinstance(request, p.Act):
-            acts = self.acting.setdefault(request.screen, set())
-            acts.add(task)
-            task.add_done_callback(acts.discard)
+            self.acting.add(request.screen, task)
 
-    async def _answer(self, request: p.Request, after: list[asyncio.Task[None]]) -> None:
+    async def _answer(self, request: p.Request, after: list[asyncio.Future[Any]]) -> None:
         reply: p.Ok | p.Err
         try:
-            pending = [task for task in after if not task.done()]
+            pending = [act for act in after if not act.done()]
             if pending:
                 # Each of those answers its own errors: only its end is waited for.
                 await asyncio.wait(pending)

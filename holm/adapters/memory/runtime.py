@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 from msgspec.structs import replace
 from PIL import Image
 
+from holm.adapters.agent.acts_in_flight import ActsInFlight
 from holm.adapters.agent.change_count import ChangeCount
 from holm.adapters.agent.encoding import image_bytes
 from holm.adapters.agent.widgets import role_matches, text_rank
@@ -299,7 +300,7 @@ class MemoryDesktop:
         self.box = box
         # The acts being done, by screen: a batch's end asked meanwhile waits for them, as
         # the agent's does (holm/adapters/base.py, `end_batch`).
-        self._acting: dict[int, set[asyncio.Future[None]]] = {}
+        self._acting = ActsInFlight()
 
     def _screen(self, screen: int) -> _Screen:
         if not 0 <= screen < len(self.box.screens):
@@ -316,12 +317,10 @@ class MemoryDesktop:
 
     async def act(self, screen: int, action: Action) -> ActionResult:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        acts = self._acting.setdefault(screen, set())
-        acts.add(done)
+        self._acting.add(screen, done)
         try:
             return await self._act(screen, action)
         finally:
-            acts.discard(done)
             done.set_result(None)
 
     async def _act(self, screen: int, action: Action) -> ActionResult:
@@ -588,8 +587,7 @@ class MemoryDesktop:
         return r.WindowChanged(id=window, window=replace(target))
 
     async def end_batch(self, screen: int) -> BatchEnd:
-        if self._acting.get(screen):
-            await asyncio.wait(list(self._acting[screen]))
+        await self._acting.done(screen)
         s = self._screen(screen)
         released = Released(buttons=sorted(s.buttons), keys=sorted(s.keys))
         s.buttons.clear()
