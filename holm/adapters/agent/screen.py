@@ -388,9 +388,6 @@ class Screen:
         """The screen's windows: the last listing while the window watch has told of no
         change since (window_watch.py; waiting `windows_settle_s` at most for it to take
         the events it was sent), else a listing on the query thread."""
-        known = self.known_windows()
-        if known is not None:
-            return known
         watch, listed = self.window_watch, self._listed
         if watch is None:
             return await self.on_query(self._listing)
