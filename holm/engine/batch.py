@@ -10,7 +10,8 @@ import asyncio
 import base64
 import inspect
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
 
 import msgspec
 
@@ -38,6 +39,8 @@ from holm.wire.values import Point, encoding_of
 
 from .guards import boundary
 from .journal import Journal, entry
+
+T = TypeVar("T")
 
 
 def frame_view(frame: FrameResult) -> FrameView:
@@ -118,12 +121,7 @@ async def run_steps(
         after = _ask_after_batch(desktop, screen, request, ended)
     # Both are awaited to the end whatever fails, so the entries are durable before any
     # answer, an error included; the entries' error is the one told.
-    failed: Exception | None = None
-    for append in appends:
-        try:
-            await append
-        except Exception as exc:
-            failed = failed or exc
+    _, failed = await _each(appends)
     try:
         ended_with, frame, cursor = await after
     except Exception as exc:
@@ -233,17 +231,14 @@ async def _after_batch(
     cursor: Awaitable[ActionResult] | None,
 ) -> After:
     """Each answer awaited, whatever another's fate; the first error is the one told."""
-    failed: Exception | None = None
-    got: list[object] = []
-    for call, what in (
-        (end, "releasing what the batch holds"),
-        (frame, "reading the screen after a batch"),
-        (cursor, "reading the screen after a batch"),
-    ):
-        try:
-            got.append(None if call is None else await boundary(call, what))
-        except Exception as exc:
-            failed = failed or exc
+    reading = "reading the screen after a batch"
+    got, failed = await _each(
+        [
+            boundary(end, "releasing what the batch holds"),
+            None if frame is None else boundary(frame, reading),
+            None if cursor is None else boundary(cursor, reading),
+        ]
+    )
     if failed is not None:
         raise failed
     ended, seen, where = got
@@ -252,6 +247,20 @@ async def _after_batch(
         None if seen is None else expect(seen, FrameResult),
         None if where is None else expect(where, Point),
     )
+
+
+async def _each(calls: Sequence[Awaitable[T] | None]) -> tuple[list[T | None], Exception | None]:
+    """Each of `calls` awaited in turn, whatever another's fate: their answers (None for a
+    call that failed or was not made) and the first error."""
+    failed: Exception | None = None
+    got: list[T | None] = []
+    for call in calls:
+        try:
+            got.append(None if call is None else await call)
+        except Exception as exc:
+            got.append(None)
+            failed = failed or exc
+    return got, failed
 
 
 def _holding(names: list[str], held: Held) -> list[Holding]:
