@@ -1,8 +1,8 @@
 """The warm pool: `POST /v1/boxes` → a `ready` answer, for a box taken from the pool and
 for a cold one of the same spec (the default: 1280×800 with Chromium), p50 over N each, one
 after the other, through holmd's app (HTTP on 127.0.0.1, the durable local store, real
-local boxes). Figures of the run before (kept in ~/.cache/holm-bench/pool.json) are printed
-beside the new ones.
+local boxes). Figures of the run before (bench/last_run.py) are printed beside the new
+ones.
 
     .venv/bin/python bench/pool.py [N] [DISPLAY_BASE]      (default 5 boxes, displays :520…)
 
@@ -14,7 +14,6 @@ only in real use, where creates come faster than boots).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import statistics
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
+from last_run import keep, previous
 
 from holm.adapters.local.runtime import LocalRuntime
 from holm.config import load_config, parse_pool, server_id_of
@@ -32,7 +32,6 @@ from holm.events import LocalStore
 from holm.http.app import create_app
 from holm.http.routing import SLOT
 
-LAST = Path.home() / ".cache" / "holm-bench" / "pool.json"
 CONFIRM = {"x-holm-confirm-delete": "true"}
 
 
@@ -89,14 +88,13 @@ async def main(n: int, display_base: int) -> None:
     finally:
         shutil.rmtree(state, ignore_errors=True)
     now = {"pooled": statistics.median(pooled), "cold": statistics.median(cold)}
-    before: dict[str, float] = json.loads(LAST.read_text()) if LAST.exists() else {}
+    before = previous("pool")
     print(f"POST /v1/boxes → ready, p50 of {n}    this run   run before")
     for name, label in (("pooled", "pooled (goal ≤ 100 ms)"), ("cold", "cold")):
         print(f"  {label:<30} {ms(now[name])}   {ms(before.get(name))}")
     spread = f"{ms(min(pooled)).strip()} to {ms(max(pooled)).strip()}"
     print(f"  pooled, min to max             {spread}")
-    LAST.parent.mkdir(parents=True, exist_ok=True)
-    LAST.write_text(json.dumps(now))
+    keep("pool", now)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,202 @@
+"""Issue 14's figures in one run, each beside its goal and beside this machine's run before
+(bench/last_run.py): what a box costs an agent at the plainest steps, at rest, and to get.
+
+    .venv/bin/python bench/goals.py [--rounds 200] [--idle-seconds 20] [--creates 5]
+
+One holmd in its own process (bench/http_api.py's `served`, the durable local store) with
+one box of the default spec (1280×800, Chromium), a text field filling its page. The
+lean client (bench/lean_http.py) sends, one at a time on one keep-alive connection, a
+series of each kind: a batch of one `move`, of one `click`, of one `type` of 10
+characters; an unchanged frame (`GET …/frame?have=`); a PNG frame of the screen just
+after a letter was typed (the batch of the letter first, then 0.1 s for Chromium to draw
+it). Then the box shows a still, simple page: the CPU holmd and every process of the box
+spend over `--idle-seconds`, and the box's PSS (bench/box_memory.py), alone on the machine,
+then beside a second box on the same page (each box's share of the pages they both map,
+Chromium's binary above all, is half). Last, `POST /v1/boxes` to its `ready` answer for
+boxes taken from a warm pool and for cold ones (bench/pool.py's `creates`).
+
+A figure of the run before was measured under that run's load, which on this shared
+machine can be twice this one's: the side-by-side benches (`click_path.py --against`,
+`local.py --memory --base`) compare code under one load. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+import box_memory
+from checkout import REPO
+from click_path import LEAN, Side, actions
+from http_api import served
+from last_run import keep, previous
+from pool import creates
+from proc_cpu import cpu_seconds
+
+# What Chromium is given to draw a typed letter before its frame is asked for.
+PAINTED_S = 0.1
+# Each figure: its name, what it is, its unit and its goal (None: printed beside another).
+GOALS: tuple[tuple[str, str, str, float | None], ...] = (
+    ("move", "REST move, p50", "ms", 1.0),
+    ("click", "REST click, p50", "ms", 2.0),
+    ("type", "REST type 10 characters, p50", "ms", 3.0),
+    ("png", "PNG frame after a letter, p50", "ms", 10.0),
+    ("unchanged", "unchanged frame (have), p50", "ms", 1.0),
+    ("idle_cpu", "idle box and holmd, share of a core", "%", 1.0),
+    ("pss", "PSS of the idle box, alone", "MiB", 350.0),
+    ("pss_two", "PSS of an idle box, 2 side by side", "MiB", 350.0),
+    ("pooled", "pooled create → ready, p50", "ms", 100.0),
+    ("cold", "cold create → ready, p50", "ms", None),
+)
+POOL_DISPLAYS = 520
+
+
+async def rest_figures(side: GoalsSide, rounds: int, warm: int = 20) -> dict[str, float]:
+    """p50 ms of each kind of request, each kind in a series of its own."""
+    times: dict[str, list[float]] = {}
+    for kind in ("move", "click", "type"):
+        for n in range(warm + rounds):
+            began = time.perf_counter()
+            await side.batch(actions(n)[kind], client=LEAN)
+            if n >= warm:
+                times.setdefault(kind, []).append(time.perf_counter() - began)
+    for n in range(warm + rounds):
+        await side.batch({"type": "type", "text": "x"}, client=LEAN)
+        await asyncio.sleep(PAINTED_S)
+        began = time.perf_counter()
+        assert (await side.frame(client=LEAN))["png_base64"]
+        if n >= warm:
+            times.setdefault("png", []).append(time.perf_counter() - began)
+    for n in range(warm + rounds):
+        have = (await side.frame(client=LEAN))["hash"]
+        began = time.perf_counter()
+        answer = await side.frame(have, client=LEAN)
+        # A screen still settling gives no figure.
+        if n >= warm and answer.get("unchanged"):
+            times.setdefault("unchanged", []).append(time.perf_counter() - began)
+    return {kind: statistics.median(spent) * 1000 for kind, spent in times.items()}
+
+
+async def still(side: GoalsSide) -> list[int]:
+    """The box of `side` on a still page, once Chromium has ended what it started for its
+    start-up and the watcher's last frame is in: the pids of its processes."""
+    await side.batch({"type": "open_url", "url": box_memory.PAGE}, client=LEAN)
+    await asyncio.sleep(box_memory.IDLE_S)
+    return box_memory.box_pids(side.boxes_dir, side.box)
+
+
+def pss_mib(pids: list[int]) -> float:
+    return sum(box_memory.smaps_rollup(pid).get("pss", 0) for pid in pids) / 1024
+
+
+async def at_rest(side: GoalsSide, idle_s: float) -> dict[str, float]:
+    """The box on a still page: holmd's and the box's CPU over `idle_s`, and its PSS alone
+    on the machine; then its PSS and a second box's, divided by two."""
+    pids = await still(side)
+    # The box outlives holmd, so it is not under it: its processes are roots of their own.
+    before, _ = cpu_seconds([side.pid, *pids])
+    await asyncio.sleep(idle_s)
+    after, _ = cpu_seconds([side.pid, *pids])
+    figures = {"idle_cpu": (after - before) / idle_s * 100, "pss": pss_mib(pids)}
+    beside = GoalsSide("beside it", side.base, side.pid, side.session, side.boxes_dir)
+    try:
+        await beside.start()
+        pids += await still(beside)
+        figures["pss_two"] = pss_mib(pids) / 2
+    finally:
+        await beside.end()
+    return figures
+
+
+class GoalsSide(Side):
+    """click_path's side, knowing where its holmd keeps its boxes."""
+
+    def __init__(
+        self, name: str, base: str, pid: int, session: aiohttp.ClientSession, boxes_dir: Path
+    ) -> None:
+        super().__init__(name, base, pid, session)
+        self.boxes_dir = boxes_dir
+
+
+async def box_figures(
+    base: str, pid: int, boxes_dir: Path, rounds: int, idle_s: float
+) -> dict[str, float]:
+    async with aiohttp.ClientSession() as session:
+        side = GoalsSide("this checkout", base, pid, session, boxes_dir)
+        try:
+            await side.start()
+            figures = await rest_figures(side, rounds)
+            figures |= await at_rest(side, idle_s)
+        finally:
+            await side.end()
+    return figures
+
+
+async def create_figures(n: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="hgoals-pool-", dir="/tmp") as state:
+        cold = await creates(Path(state) / "cold", POOL_DISPLAYS, n, "")
+        pooled = await creates(Path(state) / "pooled", POOL_DISPLAYS, n, "default:1")
+    return {"pooled": statistics.median(pooled) * 1000, "cold": statistics.median(cold) * 1000}
+
+
+def report(now: dict[str, float], before: dict[str, object]) -> None:
+    kept = before.get("figures")
+    was: dict[str, float] = kept if isinstance(kept, dict) else {}
+    run_before = f"run before ({before.get('commit', '-')})" if was else "run before"
+    print(f"\n{'':44}{'goal':>10}{'this run':>12}{run_before:>26}")
+    for name, label, unit, goal in GOALS:
+        aim = "" if goal is None else f"≤ {goal:g} {unit}"
+        value = now.get(name)
+        cell = "-" if value is None else f"{value:.2f} {unit}"
+        met = "" if goal is None or value is None else ("  met" if value <= goal else "  not met")
+        old = was.get(name)
+        old_cell = "-" if old is None else f"{old:.2f} {unit}"
+        print(f"  {label:42}{aim:>10}{cell:>12}{old_cell:>26}{met}")
+    if was:
+        print(f"  (run before: {before.get('at', '?')}, load average {before.get('load', '?')})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--idle-seconds", type=float, default=20)
+    parser.add_argument("--creates", type=int, default=5)
+    args = parser.parse_args()
+    loads = [os.getloadavg()[0]]
+    # holmd is ended outside any event loop: it ends the boxes left with one of its own.
+    with served("hgoals-", ["--chromium"]) as (base, state_dir, pid):
+        box = box_figures(base, pid, state_dir / "boxes", args.rounds, args.idle_seconds)
+        now = asyncio.run(box)
+    now |= asyncio.run(create_figures(args.creates))
+    loads.append(os.getloadavg()[0])
+    load = f"{min(loads):.1f} to {max(loads):.1f}"
+    print(f"load average {load} on {os.cpu_count()} cores")
+    before = previous("goals")
+    report(now, before)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=REPO, check=False)
+    with contextlib.suppress(OSError):
+        keep(
+            "goals",
+            {
+                "figures": now,
+                "commit": commit + ("+" if dirty.returncode else ""),
+                "at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                "load": load,
+            },
+        )
+
+
+if __name__ == "__main__":
+    main()
