@@ -4,7 +4,9 @@
         box = await holm.create_box(Spec(desktop=DesktopSpec(width=1024, height=768)))
         await holm.act(box.id, [OpenUrl(url="https://example.com")])
 
-`SyncHolmClient` is the same client for scripts without an event loop.
+`SyncHolmClient` is the same client for scripts without an event loop: the same methods,
+whose requests block (holm/blocking_http.py), so that neither aiohttp nor asyncio is
+imported for it (most of a `holm` command's start, before).
 
 The server's URL comes from `HOLM_SERVER_URL` (else `http://` + `HOLM_SERVER_ADDR`, else
 `http://127.0.0.1:8080`) and its token from `HOLM_SERVER_TOKEN`, else, for a server on this
@@ -16,14 +18,13 @@ as the `holm.errors` class of its `code`; a server that cannot be reached at all
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
-import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import (
     TYPE_CHECKING,
+    Any,
     Concatenate,
     Generic,
     Literal,
@@ -32,11 +33,11 @@ from typing import (
     TypeVar,
     Unpack,
 )
+from urllib.parse import urlsplit
 
-import aiohttp
 import msgspec
-from yarl import URL
 
+from holm.blocking_http import BlockingHttp, TransportError
 from holm.errors import (
     ERRORS_BY_CODE,
     ErrorBody,
@@ -145,6 +146,8 @@ from holm.wire.spec import Placement, Spec
 from holm.wire.values import ImageFormat, Point, Region, Selection
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from holm.wire.diff import TraceDiff
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -178,7 +181,7 @@ def server_token(environ: Mapping[str, str] | None = None, url: str | None = Non
     if env.get("HOLM_SERVER_TOKEN"):
         return env["HOLM_SERVER_TOKEN"]
     try:
-        host = URL(url or server_url(env)).host
+        host = urlsplit(url or server_url(env)).hostname
     except ValueError:
         return None
     if host is None or not is_loopback(host):
@@ -249,6 +252,8 @@ class HolmClient:
 
     def _open_session(self) -> aiohttp.ClientSession:
         if self._session is None:
+            import aiohttp
+
             headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
             # No total timeout: an exec may run 10 minutes and a fork 3; the server bounds
             # them. Only the connection itself is bounded here.
@@ -274,22 +279,29 @@ class HolmClient:
             sent_headers["content-type"] = "application/json"
         if idempotency_key is not None:
             sent_headers["idempotency-key"] = idempotency_key
-        session = self._open_session()
-        try:
-            async with session.request(
-                method,
-                self.url + path,
-                params=_query(params or {}),
-                data=data,
-                headers=sent_headers,
-            ) as response:
-                payload = await response.read()
-                status = response.status
-        except aiohttp.ClientConnectionError as exc:
-            raise ServerUnreachable(f"cannot reach holmd at {self.url}: {exc}") from exc
+        status, payload = await self._send(method, path, _query(params or {}), data, sent_headers)
         if status >= 400:
             raise error_from_response(status, payload)
         return status, payload
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        data: bytes | None,
+        headers: dict[str, str],
+    ) -> tuple[int, bytes]:
+        import aiohttp
+
+        session = self._open_session()
+        try:
+            async with session.request(
+                method, self.url + path, params=query, data=data, headers=headers
+            ) as response:
+                return response.status, await response.read()
+        except aiohttp.ClientConnectionError as exc:
+            raise ServerUnreachable(f"cannot reach holmd at {self.url}: {exc}") from exc
 
     async def _call(
         self, type_: type[T], method: str, path: str, **options: Unpack[_RequestOptions]
@@ -839,48 +851,73 @@ def _screen(box_id: str, screen: int) -> str:
     return f"/v1/boxes/{box_id}/screens/{screen}"
 
 
+class _BlockingHolmClient(HolmClient):
+    """`HolmClient` whose requests block (holm/blocking_http.py): its coroutines wait on
+    nothing, so each runs to its end at its first step, in the caller's thread."""
+
+    def __init__(self, url: str | None, token: str | None) -> None:
+        super().__init__(url, token)
+        self._http = BlockingHttp(self.url, self._connect_timeout)
+        self._headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        data: bytes | None,
+        headers: dict[str, str],
+    ) -> tuple[int, bytes]:
+        try:
+            return self._http.send(method, path, query, data, {**self._headers, **headers})
+        except TransportError as exc:
+            raise ServerUnreachable(f"cannot reach holmd at {self.url}: {exc}") from exc
+
+    async def close(self) -> None:
+        self._http.close()
+
+
+def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
+    """The value of a coroutine of `_BlockingHolmClient`, run without an event loop: it
+    never waits, so its first step is its whole run."""
+    try:
+        work.send(None)
+    except StopIteration as done:
+        value: T = done.value
+        return value
+    work.close()
+    raise RuntimeError("a SyncHolmClient call waited for an event loop")
+
+
 class _Sync(Generic[P, T]):
     """A method of `SyncHolmClient`: the same method of `HolmClient`, run to its end."""
 
-    def __init__(self, method: Callable[Concatenate[HolmClient, P], Awaitable[T]]) -> None:
+    def __init__(
+        self, method: Callable[Concatenate[HolmClient, P], Coroutine[Any, Any, T]]
+    ) -> None:
         self._method = method
 
     def __get__(self, owner: SyncHolmClient, kind: type[SyncHolmClient]) -> Callable[P, T]:
         def call(*args: P.args, **kwargs: P.kwargs) -> T:
-            return owner.run(self._method(owner.client, *args, **kwargs))
+            return _to_the_end(self._method(owner.client, *args, **kwargs))
 
         return call
 
 
 class SyncHolmClient:
-    """`HolmClient` for code without an event loop: it runs the async client on a private
-    loop in its own thread, so it also works where a loop is already running."""
+    """`HolmClient` for code without an event loop, or inside one (a notebook's): each
+    call blocks its thread until the answer is in. Threads may share one: each has its
+    own connection."""
 
     def __init__(self, url: str | None = None, token: str | None = None) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="holm-client", daemon=True
-        )
-        self._thread.start()
-        self.client = HolmClient(url, token)
+        self.client: HolmClient = _BlockingHolmClient(url, token)
 
     @property
     def url(self) -> str:
         return self.client.url
 
-    def run(self, work: Awaitable[T]) -> T:
-        async def wrapped() -> T:
-            return await work
-
-        return asyncio.run_coroutine_threadsafe(wrapped(), self._loop).result()
-
     def close(self) -> None:
-        if self._loop.is_closed():
-            return
-        self.run(self.client.close())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        _to_the_end(self.client.close())
 
     def __enter__(self) -> SyncHolmClient:
         return self

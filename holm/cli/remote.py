@@ -68,8 +68,9 @@ class Remote:
         # Opened on first use, so a command that fails on its arguments starts no thread.
         with self._opening:
             if self._client is None:
-                # The client is aiohttp, most of a `holm` process's start: imported here,
-                # it is paid only by a command that talks to a server.
+                # The client and the wire types it decodes are a third of a `holm`
+                # process's start: imported here, they are paid only by a command that
+                # talks to a server.
                 from holm.client import SyncHolmClient
 
                 self._client = SyncHolmClient(self._url, self._token)

@@ -1,7 +1,8 @@
 """`holm` starts fast because it imports only what the command it runs needs: `holm --help`
-no command module, `holm trace FILE.jsonl` no client, no store and no rich. Each is a real
-process of the console script, whose imports `python -X importtime` lists; the lines
-`holm --help` prints for commands it has not imported are those of the commands.
+no command module, `holm trace FILE.jsonl` no client, no store and no rich, a command that
+talks to a server neither aiohttp nor asyncio. Each is a real process of the console
+script, whose imports `python -X importtime` lists; the lines `holm --help` prints for
+commands it has not imported are those of the commands.
 """
 
 from __future__ import annotations
@@ -70,11 +71,15 @@ def test_trace_of_a_file_imports_no_client_no_store_and_no_rich(tmp_path: Path) 
     assert not {"holm.cli.history", "holm.cli.trace_ls", "holm.projections.trace_html"} & modules
 
 
-def test_a_command_that_talks_to_a_server_imports_its_client(tmp_path: Path) -> None:
+def test_a_command_that_talks_to_a_server_imports_its_client_and_no_event_loop(
+    tmp_path: Path,
+) -> None:
     # A closed port: the command gets as far as sending, and says nothing answered (14).
     done, modules = imports_of(tmp_path, "ls", "--url", "http://127.0.0.1:9")
     assert done.returncode == 14, done.stderr
-    assert {"holm.cli.boxes", "holm.client", "aiohttp"} <= modules
+    assert {"holm.cli.boxes", "holm.client", "holm.blocking_http"} <= modules
+    # Its requests block (holm/blocking_http.py): no aiohttp, no asyncio.
+    assert not {"aiohttp", "asyncio"} & modules
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
