@@ -6,9 +6,9 @@ tests start it, on displays :260 to :279).
     .venv/bin/python bench/cli.py --startup [--base REV] [--rounds N]
 
 Prints the median and the 90th percentile of each, in milliseconds. `--startup` prints only
-the start of `holm --help` and `holm trace FILE.jsonl`, for this checkout beside the code of
-REV (default: where this branch left main), both run by the same console script in turns,
-under the load average it prints.
+the start of `holm --help`, `holm trace FILE.jsonl` and `holm ls` to a port nothing
+listens on, for this checkout beside the code of REV (default: where this branch left
+main), both run by the same console script in turns, under the load average it prints.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import os
 import resource
+import socket
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from e2e_kit import HOLM, Holmd  # noqa: E402
 sys.path.append(str(_HERE))
 from checkout import base_checkout, merge_base, short  # noqa: E402
 
+from holm.cli.remote import EXIT_UNREACHABLE  # noqa: E402
 from holm.client import HolmClient, SyncHolmClient  # noqa: E402
 from holm.wire.actions import Move  # noqa: E402
 from holm.wire.values import Point  # noqa: E402
@@ -44,7 +46,7 @@ from holm.wire.values import Point  # noqa: E402
 def report(name: str, times_s: list[float]) -> None:
     ms = sorted(t * 1000 for t in times_s)
     p90 = ms[min(len(ms) - 1, int(len(ms) * 0.9))]
-    print(f"{name:<42} median {statistics.median(ms):8.1f} ms   p90 {p90:8.1f} ms   n={len(ms)}")
+    print(f"{name:<48} median {statistics.median(ms):8.1f} ms   p90 {p90:8.1f} ms   n={len(ms)}")
 
 
 def timed_process(args: list[str], env: dict[str, str], rounds: int) -> list[float]:
@@ -55,11 +57,15 @@ def one_process(args: list[str], env: dict[str, str]) -> float:
     return cpu_and_wall(args, env)[1]
 
 
-def cpu_and_wall(args: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """A process's CPU time (user + system: what load changes least) and wall time."""
+def cpu_and_wall(
+    args: list[str], env: dict[str, str], codes: tuple[int, ...] = (0,)
+) -> tuple[float, float]:
+    """A process's CPU time (user + system: what load changes least) and wall time; it
+    must end with one of `codes`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([str(HOLM), *args], env=env, capture_output=True, check=True)
+    done = subprocess.run([str(HOLM), *args], env=env, capture_output=True, check=False)
+    assert done.returncode in codes, done.stderr
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
@@ -69,7 +75,16 @@ def startup_figures(base: str, rounds: int) -> None:
     repo = _HERE.parent
     rev = short(base)
     trace_file = repo / "fixtures" / "traces" / "spec_example.jsonl"
-    commands = {"holm --help": ["--help"], "holm trace FILE.jsonl": ["trace", str(trace_file)]}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    # `holm ls` to a port nothing listens on: the start of a command that talks to a
+    # server (its client imported, a connection refused), which then exits with 14.
+    commands = {
+        "holm --help": (["--help"], 0),
+        "holm trace FILE.jsonl": (["trace", str(trace_file)], 0),
+        "holm ls, no server there": (["ls", "--url", nobody], EXIT_UNREACHABLE),
+    }
     with tempfile.TemporaryDirectory(prefix="holm-base-") as old:
         base_checkout(rev, Path(old))
         trees = {f"base {rev}": old, "this checkout": str(repo)}
@@ -77,10 +92,10 @@ def startup_figures(base: str, rounds: int) -> None:
         print(f"load average before: {_load()}  ({os.cpu_count()} cores)")
         for _ in range(rounds):
             # In turns, so that both see the same load.
-            for name, args in commands.items():
+            for name, (args, code) in commands.items():
                 for tree, path in trees.items():
                     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": path}
-                    cpu, wall = cpu_and_wall(args, env)
+                    cpu, wall = cpu_and_wall(args, env, codes=(code,))
                     times.setdefault((name, tree, "wall"), []).append(wall)
                     times.setdefault((name, tree, "cpu"), []).append(cpu)
         for name in commands:
