@@ -33,12 +33,11 @@ class TransportError(Exception):
 
 
 class BlockingHttp:
-    """Requests to one server (`url`: scheme, host, port and a path prefix)."""
+    """Requests to one server (`url`: an http or https URL, its host and port, and a path
+    prefix)."""
 
     def __init__(self, url: str, connect_timeout: float) -> None:
         parts = urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            raise ValueError(f"not an http(s) URL: {url!r}")
         self._https = parts.scheme == "https"
         self._host = parts.hostname or "127.0.0.1"
         self._port = parts.port

@@ -40,6 +40,7 @@ import msgspec
 from holm.blocking_http import BlockingHttp, TransportError
 from holm.errors import (
     ERRORS_BY_CODE,
+    BadRequest,
     ErrorBody,
     HolmError,
     Internal,
@@ -192,6 +193,20 @@ def server_token(environ: Mapping[str, str] | None = None, url: str | None = Non
         return None
 
 
+def _http_url(url: str) -> str:
+    """`url` when it names an http or https server; a bad request otherwise, before any
+    request is made of it."""
+    try:
+        parts = urlsplit(url)
+        named = parts.scheme in ("http", "https") and bool(parts.hostname)
+        named = named and (parts.port is None or parts.port > 0)
+    except ValueError:  # a port out of range, a bracket left open
+        named = False
+    if not named:
+        raise BadRequest(f"{url!r} is not the http or https URL of a server")
+    return url
+
+
 # Body-less error answers (a proxy's, or aiohttp's own 404/405) still get a class by status.
 _ERRORS_BY_STATUS: dict[int, type[HolmError]] = {}
 for _cls in ERRORS_BY_CODE.values():
@@ -229,7 +244,7 @@ class HolmClient:
         *,
         connect_timeout: float = 10.0,
     ) -> None:
-        self.url = (url or server_url()).rstrip("/")
+        self.url = _http_url((url or server_url()).rstrip("/"))
         self.token = token if token is not None else server_token(url=self.url)
         self._connect_timeout = connect_timeout
         self._session: aiohttp.ClientSession | None = None

@@ -80,6 +80,16 @@ def test_the_sync_client_raises_the_same_errors() -> None:
         client.list_boxes()
 
 
+@pytest.mark.parametrize(
+    "url", ["foo", "ftp://127.0.0.1:9", "http://", "http://127.0.0.1:99999", "http://[::1"]
+)
+def test_a_url_that_names_no_http_server_is_a_bad_request_before_any_request(url: str) -> None:
+    for client in (HolmClient, SyncHolmClient):
+        with pytest.raises(BadRequest) as caught:
+            client(url)
+        assert repr(url.rstrip("/")) in caught.value.message
+
+
 def test_the_url_comes_from_the_environment() -> None:
     assert server_url({}) == DEFAULT_URL
     assert server_url({"HOLM_SERVER_ADDR": "127.0.0.1:9000"}) == "http://127.0.0.1:9000"
