@@ -25,9 +25,15 @@ class ActsInFlight:
 
     async def done(self, screen: int) -> None:
         """Until every act on `screen` asked so far is done (each answers its own errors)."""
-        pending = self.pending(screen)
-        if pending:
-            await asyncio.wait(pending)
+        await all_done(self.pending(screen))
 
 
-__all__ = ["ActsInFlight"]
+async def all_done(acts: list[asyncio.Future[Any]]) -> None:
+    """Until each of `acts` is done; only their end is waited for (each answers its own
+    errors)."""
+    pending = [act for act in acts if not act.done()]
+    if pending:
+        await asyncio.wait(pending)
+
+
+__all__ = ["ActsInFlight", "all_done"]

@@ -17,7 +17,7 @@ from Xlib import error as xerror
 
 from holm.adapters.agent import processes
 from holm.adapters.agent import protocol as p
-from holm.adapters.agent.acts_in_flight import ActsInFlight
+from holm.adapters.agent.acts_in_flight import ActsInFlight, all_done
 from holm.adapters.agent.agent import Agent, Options
 from holm.errors import BadRequest, Failed, HolmError, Internal, ScreenUnavailable
 from holm.wire.spec import AppDefinition
@@ -91,10 +91,7 @@ class Connection:
     async def _answer(self, request: p.Request, after: list[asyncio.Future[Any]]) -> None:
         reply: p.Ok | p.Err
         try:
-            pending = [act for act in after if not act.done()]
-            if pending:
-                # Each of those answers its own errors: only its end is waited for.
-                await asyncio.wait(pending)
+            await all_done(after)
             reply = p.Ok(request.id, await self.agent.answer(request))
         except asyncio.CancelledError:
             raise
