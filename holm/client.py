@@ -247,6 +247,8 @@ class HolmClient:
         self.url = _http_url((url or server_url()).rstrip("/"))
         self.token = token if token is not None else server_token(url=self.url)
         self._connect_timeout = connect_timeout
+        # Sent with every request.
+        self._auth = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> HolmClient:
@@ -269,11 +271,10 @@ class HolmClient:
         if self._session is None:
             import aiohttp
 
-            headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
             # No total timeout: an exec may run 10 minutes and a fork 3; the server bounds
             # them. Only the connection itself is bounded here.
             timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout)
-            self._session = aiohttp.ClientSession(headers=headers, timeout=timeout)
+            self._session = aiohttp.ClientSession(headers=self._auth, timeout=timeout)
         return self._session
 
     async def request(
@@ -316,7 +317,10 @@ class HolmClient:
             ) as response:
                 return response.status, await response.read()
         except aiohttp.ClientConnectionError as exc:
-            raise ServerUnreachable(f"cannot reach holmd at {self.url}: {exc}") from exc
+            raise self._unreachable(exc) from exc
+
+    def _unreachable(self, exc: Exception) -> ServerUnreachable:
+        return ServerUnreachable(f"cannot reach holmd at {self.url}: {exc}")
 
     async def _call(
         self, type_: type[T], method: str, path: str, **options: Unpack[_RequestOptions]
@@ -873,7 +877,6 @@ class _BlockingHolmClient(HolmClient):
     def __init__(self, url: str | None, token: str | None) -> None:
         super().__init__(url, token)
         self._http = BlockingHttp(self.url, self._connect_timeout)
-        self._headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     async def _send(
         self,
@@ -884,9 +887,9 @@ class _BlockingHolmClient(HolmClient):
         headers: dict[str, str],
     ) -> tuple[int, bytes]:
         try:
-            return self._http.send(method, path, query, data, {**self._headers, **headers})
+            return self._http.send(method, path, query, data, {**self._auth, **headers})
         except TransportError as exc:
-            raise ServerUnreachable(f"cannot reach holmd at {self.url}: {exc}") from exc
+            raise self._unreachable(exc) from exc
 
     async def close(self) -> None:
         self._http.close()
