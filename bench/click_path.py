@@ -44,6 +44,7 @@ import socket
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,8 @@ CPU_GROUPS = ("holmd", "agent", "Chromium", "Xvfb", "the box's other processes")
 # The two clients every timed request is sent by, in turns.
 LEAN, AIOHTTP = "lean client", "aiohttp client"
 CLIENTS = (LEAN, AIOHTTP)
+# Time for Chromium to paint a typed letter before its frame is asked for.
+PAINTED_S = 0.1
 
 
 def _cpu_group(what: str) -> str:
@@ -139,9 +142,9 @@ class Side:
         await self.batch({"type": "open_url", "url": PAGE})
         await self.batch({"type": "click", "at": {"x": AT[0], "y": AT[1]}})
 
-    async def timed(self, kind: str, n: int, keep: bool) -> None:
+    async def timed(self, kind: str, n: int, keep: bool, clients: Sequence[str] = CLIENTS) -> None:
         """One `kind` sent by each client, in an order that swaps each round."""
-        for client in CLIENTS if n % 2 else CLIENTS[::-1]:
+        for client in clients if n % 2 else clients[::-1]:
             if kind == AFTER_CLICK:
                 await self.batch(actions(n)["click"], client=client)
             began, cpu = time.perf_counter(), time.process_time()
@@ -150,15 +153,23 @@ class Side:
                 self.times[kind, client].append((time.perf_counter() - began) * 1000)
                 self.client_cpu[client] += time.process_time() - cpu
 
-    async def unchanged_frame(self, n: int, keep: bool) -> None:
+    async def unchanged_frame(self, n: int, keep: bool, clients: Sequence[str] = CLIENTS) -> None:
         """An unchanged frame (`have` the hash just read) by each client; a screen still
         settling after the last action gives no figure."""
-        for client in CLIENTS if n % 2 else CLIENTS[::-1]:
+        for client in clients if n % 2 else clients[::-1]:
             have = (await self.frame(client=client))["hash"]
             began = time.perf_counter()
             answer = await self.frame(have, client=client)
             if keep and answer.get("unchanged"):
                 self.times[UNCHANGED, client].append((time.perf_counter() - began) * 1000)
+
+    async def painted_frame(self, client: str) -> float:
+        """Ms to get a PNG frame of the screen once a letter typed into the page is drawn."""
+        await self.batch({"type": "type", "text": "x"}, client=client)
+        await asyncio.sleep(PAINTED_S)
+        began = time.perf_counter()
+        assert (await self.frame(client=client))["png_base64"]
+        return (time.perf_counter() - began) * 1000
 
     async def breakdown(self, clicks: int = 1, timers: bool = True) -> dict[str, Any]:
         """What each part spent per click, and when (bench/breakdown.py), since the last

@@ -29,21 +29,18 @@ import os
 import statistics
 import subprocess
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
 import box_memory
-from checkout import REPO
-from click_path import LEAN, Side, actions
+from checkout import REPO, short
+from click_path import LEAN, UNCHANGED, Side
 from http_api import served
 from last_run import keep, previous
 from pool import creates
-from proc_cpu import cpu_seconds
+from proc_cpu import share_of_a_core
 
-# What Chromium is given to draw a typed letter before its frame is asked for.
-PAINTED_S = 0.1
 # Each figure: its name, what it is, its unit and its goal (None: printed beside another).
 GOALS: tuple[tuple[str, str, str, float | None], ...] = (
     ("move", "REST move, p50", "ms", 1.0),
@@ -61,29 +58,22 @@ POOL_DISPLAYS = 520
 
 
 async def rest_figures(side: GoalsSide, rounds: int, warm: int = 20) -> dict[str, float]:
-    """p50 ms of each kind of request, each kind in a series of its own."""
-    times: dict[str, list[float]] = {}
+    """p50 ms of each kind of request by the lean client, each kind in a series of its own
+    (click_path's `Side.timed`)."""
     for kind in ("move", "click", "type"):
         for n in range(warm + rounds):
-            began = time.perf_counter()
-            await side.batch(actions(n)[kind], client=LEAN)
-            if n >= warm:
-                times.setdefault(kind, []).append(time.perf_counter() - began)
+            await side.timed(kind, n, n >= warm, clients=(LEAN,))
+    painted = [await side.painted_frame(LEAN) for _ in range(warm + rounds)][warm:]
     for n in range(warm + rounds):
-        await side.batch({"type": "type", "text": "x"}, client=LEAN)
-        await asyncio.sleep(PAINTED_S)
-        began = time.perf_counter()
-        assert (await side.frame(client=LEAN))["png_base64"]
-        if n >= warm:
-            times.setdefault("png", []).append(time.perf_counter() - began)
-    for n in range(warm + rounds):
-        have = (await side.frame(client=LEAN))["hash"]
-        began = time.perf_counter()
-        answer = await side.frame(have, client=LEAN)
-        # A screen still settling gives no figure.
-        if n >= warm and answer.get("unchanged"):
-            times.setdefault("unchanged", []).append(time.perf_counter() - began)
-    return {kind: statistics.median(spent) * 1000 for kind, spent in times.items()}
+        await side.unchanged_frame(n, n >= warm, clients=(LEAN,))
+    figures = {
+        kind: statistics.median(side.times[kind, LEAN]) for kind in ("move", "click", "type")
+    }
+    return {
+        **figures,
+        "png": statistics.median(painted),
+        "unchanged": statistics.median(side.times[UNCHANGED, LEAN]),
+    }
 
 
 async def still(side: GoalsSide) -> list[int]:
@@ -103,10 +93,8 @@ async def at_rest(side: GoalsSide, idle_s: float) -> dict[str, float]:
     on the machine; then its PSS and a second box's, divided by two."""
     pids = await still(side)
     # The box outlives holmd, so it is not under it: its processes are roots of their own.
-    before, _ = cpu_seconds([side.pid, *pids])
-    await asyncio.sleep(idle_s)
-    after, _ = cpu_seconds([side.pid, *pids])
-    figures = {"idle_cpu": (after - before) / idle_s * 100, "pss": pss_mib(pids)}
+    share, _ = await share_of_a_core([side.pid, *pids], idle_s)
+    figures = {"idle_cpu": share, "pss": pss_mib(pids)}
     beside = GoalsSide("beside it", side.base, side.pid, side.session, side.boxes_dir)
     try:
         await beside.start()
@@ -182,9 +170,7 @@ def main() -> None:
     print(f"load average {load} on {os.cpu_count()} cores")
     before = previous("goals")
     report(now, before)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-    ).stdout.strip()
+    commit = short("HEAD")
     dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=REPO, check=False)
     with contextlib.suppress(OSError):
         keep(

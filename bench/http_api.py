@@ -253,16 +253,13 @@ async def idle_cpu(
     from holm.adapters.local.records import read_records
 
     sys.path.append(str(Path(__file__).resolve().parent))
-    from proc_cpu import cpu_seconds
+    from proc_cpu import share_of_a_core
 
     # A moment for the watchers' first frames and the pages to settle.
     await asyncio.sleep(3)
     # The boxes outlive holmd, so they are not all under it: each from its outer bwrap.
     roots = [server] + [r.bwrap_pid for r in read_records(state_dir / "boxes") if r.bwrap_pid]
-    before, _ = cpu_seconds(roots)
-    await asyncio.sleep(seconds)
-    after, processes = cpu_seconds(roots)
-    share = (after - before) / seconds * 100
+    share, processes = await share_of_a_core(roots, seconds)
     desktop = "Chromium on a still page" if chromium else "no Chromium"
     print(
         f"idle: holmd and its {boxes} boxes ({desktop}, {processes} processes) used "

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from click_path import AT, CLIENTS, LEAN, PAGE
+from click_path import AT, CLIENTS, LEAN, PAGE, PAINTED_S
 from click_path import Side as HolmSide
 from http_api import percentile, served
 from lean_http import LeanHttp
@@ -60,8 +60,6 @@ TEXT = "abcdefghij"
 TYPE_AFTER_CLICK = "type 10 characters right after the click"
 FRAME = "frame after a letter (PNG)"
 KINDS = ("click", TYPE_AFTER_CLICK, "move", "type 10 characters", FRAME)
-# Time for Chromium to paint a typed letter before its frame is asked for.
-PAINTED_S = 0.1
 # cua's server, started with pyautogui's pause off and pyscreeze told to grab the screen
 # with pillow (it does so only where gnome-screenshot is installed; else it runs scrot, a
 # process per frame): cua at its fastest.
@@ -128,11 +126,7 @@ class Holm(HolmSide):
         elif kind != FRAME:
             await self.batch({"type": "type", "text": TEXT}, client=client)
         else:
-            await self.batch({"type": "type", "text": "x"}, client=client)
-            await asyncio.sleep(PAINTED_S)
-            began = time.perf_counter()
-            assert (await self.frame(client=client))["png_base64"]
-            self.times[kind, client].append((time.perf_counter() - began) * 1000)
+            self.times[kind, client].append(await self.painted_frame(client))
 
 
 async def timed(side: Cua | Holm, kind: str, n: int, keep: bool) -> None:

@@ -3,6 +3,7 @@ what each process of it spends on a request."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 
@@ -35,3 +36,12 @@ def cpu_seconds(roots: list[int]) -> tuple[float, int]:
     they are."""
     seen = cpu_by_process(roots)
     return sum(seen.values()), len(seen)
+
+
+async def share_of_a_core(roots: list[int], seconds: float) -> tuple[float, int]:
+    """The percent of one core that the processes `roots` and every process under them
+    used over the next `seconds`, and how many they were at the end."""
+    before, _ = cpu_seconds(roots)
+    await asyncio.sleep(seconds)
+    after, processes = cpu_seconds(roots)
+    return (after - before) / seconds * 100, processes
