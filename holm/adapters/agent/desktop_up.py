@@ -67,6 +67,13 @@ MEMORY_FLAGS = (
     # the class, and keeps that process (~8.5 MiB a box). No model can come anyway:
     # component updates are off.
     "--optimization-guide-performance-class=8",
+    # Compositing (all the GPU process does here) on a thread of the browser, and no
+    # unsandboxed zygote, which was there to fork the GPU process: two Chromium images
+    # fewer, each with its own relocated copy of Chromium's tables (~19 MiB of a box's own
+    # pages). Either flag alone saves nothing. Chromium's sandbox is off in a box anyway
+    # (--no-sandbox: the box is the sandbox), so no boundary goes with the GPU process.
+    "--in-process-gpu",
+    "--no-unsandboxed-zygote",
 )
 # --- end of the memory flags ---
 
