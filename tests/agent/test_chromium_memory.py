@@ -3,9 +3,11 @@ on a real Xvfb with the box's own Chromium command line."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,34 +37,63 @@ def display(tmp_path: Path) -> Iterator[str]:
     xvfb.wait()
 
 
-def _starts_the_model_service(display: str, argv: list[str], within_s: float) -> bool:
-    """Whether Chromium, started with `argv` and the early measure, starts the on-device
-    model service within `within_s`."""
-    # Chromium reads its last --enable-features only: the trial's feature joins the box's.
-    argv = [f"{a},{TRIAL}<{TRIAL}" if a.startswith("--enable-features=") else a for a in argv]
+@contextlib.contextmanager
+def _chromium(display: str, argv: list[str]) -> Iterator[int]:
+    """Chromium started with `argv` on `display`: its pid, the leader of its process group."""
     chromium = subprocess.Popen(
-        [*argv, *EARLY],
+        argv,
         env={**os.environ, "DISPLAY": display},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + within_s
-        while time.monotonic() < deadline:
-            # -ww: whole command lines; without a terminal ps cuts them at 80 columns.
-            group = subprocess.run(
-                ["ps", "-ww", "-o", "args=", "-g", str(chromium.pid)],
-                capture_output=True,
-                text=True,
-            )
-            if MODEL_SERVICE in group.stdout:
-                return True
-            time.sleep(0.25)
-        return False
+        yield chromium.pid
     finally:
         processes.kill_group(chromium.pid)
         chromium.wait()
+
+
+def _command_lines(group: int) -> list[str]:
+    # -ww: whole command lines; without a terminal ps cuts them at 80 columns.
+    listed = subprocess.run(
+        ["ps", "-ww", "-o", "args=", "-g", str(group)], capture_output=True, text=True
+    )
+    return listed.stdout.splitlines()
+
+
+def _starts_the_model_service(display: str, argv: list[str], within_s: float) -> bool:
+    """Whether Chromium, started with `argv` and the early measure, starts the on-device
+    model service within `within_s`."""
+    # Chromium reads its last --enable-features only: the trial's feature joins the box's.
+    argv = [f"{a},{TRIAL}<{TRIAL}" if a.startswith("--enable-features=") else a for a in argv]
+    with _chromium(display, [*argv, *EARLY]) as group:
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            if any(MODEL_SERVICE in line for line in _command_lines(group)):
+                return True
+            time.sleep(0.25)
+        return False
+
+
+def _kinds_once_rendering(display: str, argv: list[str]) -> Counter[str]:
+    """How many of each kind of process (`--type`, "browser" for none) Chromium started
+    with `argv` has once its page has a renderer, and after Chromium is done starting."""
+    with _chromium(display, argv) as group:
+        deadline = time.monotonic() + 30
+        while not any("--type=renderer" in line for line in _command_lines(group)):
+            assert time.monotonic() < deadline, "Chromium started no renderer within 30 s"
+            time.sleep(0.25)
+        # Chromium starts its helpers within its first second or so; the GPU process and
+        # the zygotes come before the first renderer.
+        time.sleep(2)
+        kinds: Counter[str] = Counter()
+        for line in _command_lines(group):
+            words = line.split()
+            if words and words[0].endswith("/chromium"):
+                types = [w.partition("=")[2] for w in words if w.startswith("--type=")]
+                kinds[types[0] if types else "browser"] += 1
+        return kinds
 
 
 def test_a_boxs_chromium_starts_no_on_device_model_service(display: str, tmp_path: Path) -> None:
@@ -74,3 +105,18 @@ def test_a_boxs_chromium_starts_no_on_device_model_service(display: str, tmp_pat
     without = [a for a in argv if not a.startswith(PERFORMANCE_CLASS)]
     assert _starts_the_model_service(display, without, 20)
     assert not _starts_the_model_service(display, argv, 10)
+
+
+def test_a_boxs_chromium_composites_in_its_browser_with_one_zygote(
+    display: str, tmp_path: Path
+) -> None:
+    """No GPU process and no unsandboxed zygote (which only forked it): two Chromium
+    images fewer, each with its own relocated copy of Chromium's tables."""
+    flags = ("--in-process-gpu", "--no-unsandboxed-zygote")
+    argv = desktop_up.chromium_argv(str(tmp_path / "box"), 0)
+    kinds = _kinds_once_rendering(display, argv)
+    assert kinds["gpu-process"] == 0 and kinds["zygote"] == 1, kinds
+    # Without the two switches, the same Chromium starts both: the test can tell.
+    without = [a for a in desktop_up.chromium_argv(str(tmp_path / "other"), 0) if a not in flags]
+    kinds = _kinds_once_rendering(display, without)
+    assert kinds["gpu-process"] == 1 and kinds["zygote"] == 2, kinds
