@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -101,8 +102,26 @@ class Agent:
         failures: list[str] = []
         if "wide_fonts" not in self.options.features:
             self._feature_env.update(features_up.hide_wide_fonts(self.run_dir))
+        # The features' services start while the screens' X servers do: Xvfb needs none of
+        # them, and every program after it starts with their addresses (_bring_up waits).
+        services = asyncio.create_task(self._start_services(failures))
+        await asyncio.gather(*(self._bring_up(s, services) for s in self.screens))
+        # A service that failed in an unforeseen way failed each screen that waited for it.
+        with contextlib.suppress(Exception):
+            await services
+        failures += [s.failure for s in self.screens if s.failure]
+        self.failure = "; ".join(failures) if failures else None
+        if self.failure:
+            log.error("the desktop did not come up: %s", self.failure)
+        else:
+            log.info("the desktop is up: %s", ", ".join(s.display_name for s in self.screens))
+        self.ready.set()
+
+    async def _start_services(self, failures: list[str]) -> None:
+        """The sound server and the accessibility bus, for the features that want them; what
+        did not start goes into `failures`."""
         if "audio" in self.options.features:
-            # Before any screen, so that every Chromium plays to it.
+            # Before any program of a screen, so that every Chromium plays to it.
             try:
                 audio = await asyncio.to_thread(
                     features_up.start_audio, self.run_dir, self._env(None)
@@ -111,7 +130,7 @@ class Agent:
             except desktop_up.StartFailed as exc:
                 failures.append(str(exc))
         if "accessibility" in self.options.features:
-            # Before the screens: their programs find the bus by the address they start with.
+            # Before any program of a screen: they find the bus by the address they start with.
             try:
                 address = await asyncio.to_thread(a11y_bus.start, self.run_dir, self._env(None))
             except a11y_bus.BusFailed as exc:
@@ -122,19 +141,12 @@ class Agent:
                     self._feature_env.pop(name, None)
                 self._feature_env.update(a11y_bus.env_with(address))
                 self._widgets = Widgets()
-        await asyncio.gather(*(self._bring_up(s) for s in self.screens))
-        failures += [s.failure for s in self.screens if s.failure]
-        self.failure = "; ".join(failures) if failures else None
-        if self.failure:
-            log.error("the desktop did not come up: %s", self.failure)
-        else:
-            log.info("the desktop is up: %s", ", ".join(s.display_name for s in self.screens))
-        self.ready.set()
 
-    async def _bring_up(self, screen: Screen) -> None:
+    async def _bring_up(self, screen: Screen, services: asyncio.Task[None]) -> None:
         o = self.options
         i = screen.index
         part = "the X display (Xvfb)"
+        connecting: asyncio.Task[None] | None = None
         try:
             async with self._display_lock:
                 # Screens start one after another from the base, so they do not race each
@@ -147,8 +159,13 @@ class Agent:
                 )
                 screen.display_name = f":{number}"
             name = screen.display_name
+            # The screen's own connections open while its programs start: none of these
+            # needs them, and the tile grid subscribes to DAMAGE before it reads a pixel,
+            # so what the programs draw meanwhile is read at its first hash.
+            connecting = asyncio.create_task(screen.connect(name))
+            part = "the sound server or the accessibility bus"
+            await asyncio.shield(services)
             env = self._env(name)
-            await screen.connect(name)
             part = "the viewer socket"
             viewer = ViewerSocket(i, name, self.run_dir, env)
             self._viewers.append(viewer)
@@ -176,6 +193,10 @@ class Agent:
                 )
                 if i == 0 and screen.devtools_port is not None:
                     self._bridge = await devtools_bridge.bridge(self.run_dir, screen.devtools_port)
+            part = "the screen's X connections"
+            await connecting
+            if chromium is not None:
+                part = "chromium"
                 await screen.wait_still(START_STILL_MS, START_STILL_WITHIN_MS)
             screen.up.set()
             if screen.devtools_port is not None:
@@ -189,6 +210,13 @@ class Agent:
         except Exception as exc:
             log.exception("screen %d", i)
             screen.failure = f"screen {i}: {part} did not start: {type(exc).__name__}: {exc}"
+        finally:
+            if connecting is not None:
+                # Done unless a part after the display failed first (then its own failure,
+                # if any, is not the screen's).
+                connecting.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await connecting
 
     def _env(self, display: str | None) -> dict[str, str]:
         return processes.box_env(self.home, display, self._feature_env)
