@@ -32,7 +32,7 @@ from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import Desktop
 from holm.adapters.box_locks import BoxLocks
 from holm.adapters.features import FEATURE_PACKAGES
-from holm.adapters.local import network, procs
+from holm.adapters.local import agent_bytecode, network, procs
 from holm.adapters.local.box_ids import free_box_uid
 from holm.adapters.local.host_packages import refuse_missing
 from holm.adapters.local.limits import (
@@ -55,10 +55,12 @@ from holm.adapters.local.records import (
     write_record,
 )
 from holm.adapters.local.sandbox import (
+    AGENT_PYTHON,
     LaunchFailed,
     SandboxPlan,
     box_env,
     bwrap_argv,
+    holm_package_dir,
     launch,
 )
 from holm.adapters.refusals import refuse_what_no_runtime_runs
@@ -132,6 +134,8 @@ class LocalRuntime:
         # The network of each box this object is launching, until it is up.
         self._attaching: dict[str, network.Attaching] = {}
         self._locks = BoxLocks()
+        # So that no box compiles the agent's modules at its start (agent_bytecode.py).
+        agent_bytecode.compile_once(AGENT_PYTHON, holm_package_dir())
 
     def can(self) -> Capabilities:
         return Capabilities(
