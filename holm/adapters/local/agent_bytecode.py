@@ -25,10 +25,6 @@ _started: set[Path] = set()
 _lock = threading.Lock()
 
 
-def compile_command(python: str, package_dir: Path) -> list[str]:
-    return [python, "-m", "compileall", "-q", str(package_dir)]
-
-
 def compile_once(python: str, package_dir: Path) -> threading.Thread | None:
     """Compile `package_dir` with `python` on a thread of its own, the first time this
     process asks for that folder; the thread, or None when it was asked before."""
@@ -46,7 +42,7 @@ def compile_once(python: str, package_dir: Path) -> threading.Thread | None:
 def _compile(python: str, package_dir: Path) -> None:
     try:
         done = subprocess.run(
-            compile_command(python, package_dir),
+            [python, "-m", "compileall", "-q", str(package_dir)],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=COMPILE_WITHIN_S,
