@@ -20,6 +20,7 @@ from net_kit import hi_server
 from holm.adapters.agent.viewer_socket import MAX_VIEWERS
 from holm.adapters.base import Desktop
 from holm.adapters.local.box_ids import range_of
+from holm.adapters.local.sandbox import holm_package_dir
 from holm.wire.actions import Click, Evaluate, EvaluateWhat, OpenUrl
 from holm.wire.results import Evaluated
 from holm.wire.values import Point
@@ -292,6 +293,21 @@ def test_a_box_is_not_root_on_the_host(local: LocalBoxes, online: Box, state_dir
     # Root in the box holds CAP_SETGID, and that only over the box's own ids.
     assert online.sh("grep CapEff /proc/self/status").split()[1] == f"{1 << 6:016x}"
     assert online.exec("touch /etc/passwd").code != 0
+
+
+def test_a_box_leaves_no_bytecode_in_the_agents_code(online: Box) -> None:
+    """The agent's bytecode, which holmd writes beside the agent's code (agent_bytecode.py),
+    is as read-only to a box as the code: no box leaves bytecode that another box, or
+    holmd, would run."""
+    cache = "/opt/holm/src/holm/__pycache__"
+    # holmd's own bytecode of a module every box imports, and a file of the box's own.
+    for target in (f"{cache}/errors.cpython-311.pyc", f"{cache}/planted.pyc"):
+        written = online.exec(f"echo planted > {target}")
+        assert written.code != 0 and "Read-only file system" in written.stderr, written
+    host_cache = holm_package_dir() / "__pycache__"
+    assert not (host_cache / "planted.pyc").exists()
+    pyc = host_cache / "errors.cpython-311.pyc"
+    assert not pyc.exists() or b"planted" not in pyc.read_bytes()
 
 
 # A box that takes what the kernel counts per user leaves the other boxes theirs
