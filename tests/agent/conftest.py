@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,8 +19,10 @@ from desktop_kit import tabs
 
 from holm.adapters.agent import AgentDesktop
 
-REPO = Path(__file__).resolve().parents[2]
-SYSTEM_PYTHON = "/usr/bin/python3"
+sys.path.insert(0, str(Path(__file__).parent))
+
+from agent_kit import SYSTEM_PYTHON, agent_env
+
 WIDTH, HEIGHT = 1280, 800
 
 
@@ -48,13 +51,7 @@ def start_agent(tmp: Path, *args: str) -> RunningAgent:
     venv's packages on PYTHONPATH."""
     home, run_dir = tmp / "home", tmp / "run"
     home.mkdir(parents=True, exist_ok=True)
-    site = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
-    env = {
-        "HOME": str(home),
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "PYTHONPATH": f"{REPO}:{site}",
-        "LANG": "C.UTF-8",
-    }
+    env = agent_env(home)
     log = open(tmp / "agent.log", "wb")  # noqa: SIM115 - the child keeps it
     proc = subprocess.Popen(
         [SYSTEM_PYTHON, "-m", "holm.adapters.agent", "--run-dir", str(run_dir), *args],

@@ -141,21 +141,20 @@ async def test_ready_names_the_part_that_failed(tmp_path: Path) -> None:
         stop_agent(running)
 
 
-def test_the_agent_imports_only_what_a_box_has() -> None:
+def test_the_agent_imports_only_what_a_box_has(tmp_path: Path) -> None:
     """Under Debian's Python, the agent loads no part of holm beyond its own package, the
     base interface, the wire types and the errors."""
     import subprocess
 
-    from .conftest import REPO, SYSTEM_PYTHON
+    from agent_kit import SYSTEM_PYTHON, agent_env
 
-    site = next((REPO / ".venv" / "lib").glob("python3*/site-packages"))
     script = (
         "import sys, holm.adapters.agent.__main__\n"
         "print(' '.join(m for m in sys.modules if m.startswith('holm')))"
     )
     loaded = subprocess.run(
         [SYSTEM_PYTHON, "-c", script],
-        env={"PYTHONPATH": f"{REPO}:{site}", "PATH": "/usr/bin:/bin"},
+        env=agent_env(tmp_path),
         capture_output=True,
         text=True,
         check=True,
