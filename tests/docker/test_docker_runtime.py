@@ -474,6 +474,34 @@ def _netns_of(pid: int) -> str:
     return os.readlink(f"/proc/{pid}/ns/net")
 
 
+def _global_ipv6(if_inet6: str) -> set[str]:
+    """The global IPv6 addresses of every interface but the loopback, from the text of a
+    /proc/net/if_inet6 (address, index, prefix length, scope, flags, name)."""
+    return {
+        fields[0]
+        for fields in (line.split() for line in if_inet6.splitlines())
+        if len(fields) == 6 and fields[3] == "00" and fields[5] != "lo"
+    }
+
+
+async def test_a_docker_box_with_the_network_has_the_hosts_ipv6_as_a_local_box_has(
+    make_runtime: MakeRuntime,
+) -> None:
+    runtime = make_runtime(chromium=False)
+    box_id = new_box_id()
+    await runtime.create(box_id, Spec(policy=Policy(network=True)), Placement())
+    try:
+        desktop = await runtime.desktop(box_id)
+        inside = (await run(desktop, "cat", "/proc/net/if_inet6")).stdout
+        # pasta gives the box the address of the host's way out, where the host has one
+        # (the engine turns IPv6 off in a container of no network of its own; the runtime
+        # turns it on).
+        host, box = _global_ipv6(Path("/proc/net/if_inet6").read_text()), _global_ipv6(inside)
+        assert box <= host and bool(box) == bool(host), (box, host)
+    finally:
+        await runtime.delete(box_id)
+
+
 async def test_a_docker_boxs_pasta_ends_with_the_box_whoever_ends_it(
     make_runtime: MakeRuntime, engine: docker.DockerClient
 ) -> None:

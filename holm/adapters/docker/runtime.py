@@ -113,6 +113,7 @@ STATE_POLL_S = 0.5
 LOG_TAIL_LINES = 30
 # Chromium's own /dev/shm use is off (--disable-dev-shm-usage); this is for the rest.
 SHM_SIZE = "256m"
+IPV6_ON = {f"net.ipv6.conf.{name}.disable_ipv6": "0" for name in ("all", "default", "lo")}
 # sun_path holds 108 bytes with its NUL.
 # A profile lock names a pid of the last run; in the same container that pid may now be
 # another process, and Chromium would refuse the profile.
@@ -498,6 +499,11 @@ class DockerRuntime:
             options["mem_limit"] = parse_memory(placement.memory)
         if placement.cpus is not None:
             options["nano_cpus"] = int(parse_cpus(placement.cpus) * 1e9)
+        if spec.policy.network:
+            # The engine turns IPv6 off in a container of no network of its own; pasta
+            # gives the box the host's IPv6 as it does a local box (and stops, refused,
+            # where it is off).
+            options["sysctls"] = dict(IPV6_ON)
         volumes = {str(run_dir): {"bind": BOX_RUN, "mode": "rw"}}
         profile = labels.get(LABEL_PROFILE)
         if profile:

@@ -1,6 +1,6 @@
-"""The way out of a box that may use the network: a user-mode network stack (pasta, from
-Debian's `passt`) attached to the box's own network namespace. Both runtimes use it: a
-local box's namespace is bwrap's, a docker box's the engine's (a container of
+"""The way out of a box that may use the network: a user-mode network stack (passt's pasta,
+built by scripts/build-pasta) attached to the box's own network namespace. Both runtimes
+use it: a local box's namespace is bwrap's, a docker box's the engine's (a container of
 `network_mode="none"`, docs/runtimes.md).
 
 Every box has its own network namespace, so 127.0.0.1 in a box is the box's own:
@@ -30,15 +30,17 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
-import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 from holm.adapters.local import procs
 
-PASTA = "pasta"
+# Built from Debian 13's source package by scripts/build-pasta, into the virtualenv holm
+# runs in: Debian 12's own pasta holds twice the memory in every box (docs/agent.md, Memory).
+PASTA = Path(sys.prefix, "libexec", "holm", "pasta")
 PASTA_OPTIONS = (
     "--config-net",
     # With the gateway mapped, the gateway's address in the box would be the host's
@@ -63,7 +65,7 @@ class NetworkFailed(Exception):
 
 
 def available() -> bool:
-    return shutil.which(PASTA, path=ENV["PATH"]) is not None
+    return os.access(PASTA, os.X_OK)
 
 
 class Attaching:
@@ -111,28 +113,28 @@ def attach(init_pid: int, box_uid: int, log: Path, *, again: bool = False) -> At
     `again` is for a box whose pasta ended while the box runs: its namespace keeps the
     rules made at its start (root in the box cannot remove them), so none are added."""
     if not available():
-        raise NetworkFailed("pasta (Debian's `passt` package) is not installed")
+        raise NetworkFailed(f"pasta is not installed at {PASTA} (scripts/setup builds it)")
     if not again:
         block_host_addresses(init_pid)
-    uid, target, netns = _target(init_pid, box_uid)
+    target, netns = _target(init_pid, box_uid)
     try:
-        # pasta writes its pid once it is the box's uid, which may reach no folder of
-        # holmd's: the file is made for it where that uid can reach it.
+        # pasta opens its pid file before it becomes the box's uid, as root with only the
+        # capabilities it keeps (no CAP_DAC_OVERRIDE): the file is root's, as it opens it.
         fd, name = tempfile.mkstemp(prefix="holm-pasta-", suffix=".pid", dir="/tmp")
-        os.fchown(fd, uid, uid)
         os.close(fd)
         pidfile = Path(name)
-        argv = [PASTA, *PASTA_OPTIONS, "--pid", str(pidfile), *target]
+        argv = [str(PASTA), *PASTA_OPTIONS, "--pid", str(pidfile), *target]
         with open(log, "ab") as out:
             process = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                # pasta closes every descriptor it inherits but these three, before it
+                # opens the namespace: the one it is handed is its stdin.
+                stdin=subprocess.DEVNULL if netns is None else netns,
                 stdout=out,
                 stderr=out,
                 env=ENV,
                 cwd="/",
                 start_new_session=True,
-                pass_fds=() if netns is None else (netns,),
             )
     finally:
         if netns is not None:
@@ -140,9 +142,9 @@ def attach(init_pid: int, box_uid: int, log: Path, *, again: bool = False) -> At
     return Attaching(process, pidfile)
 
 
-def _target(init_pid: int, box_uid: int) -> tuple[int, list[str], int | None]:
-    """As whom pasta runs, how it joins the box's network namespace, and the descriptor
-    of that namespace it is handed, if any.
+def _target(init_pid: int, box_uid: int) -> tuple[list[str], int | None]:
+    """As whom pasta runs and how it joins the box's network namespace (its options), and
+    the descriptor of that namespace it is handed, if any.
 
     A local box has a user namespace of its own, owned by its host uid: pasta joins it
     and runs as that uid. A docker box's namespaces are the engine's, owned by the host's
@@ -153,12 +155,15 @@ def _target(init_pid: int, box_uid: int) -> tuple[int, list[str], int | None]:
     namespace open: with so few capabilities it may not open the /proc entry of a box's
     init that holds a capability it lacks (CAP_SETGID, docker/runtime.py)."""
     if _user_namespace(init_pid) != _user_namespace(os.getpid()):
-        return box_uid, ["--runas", str(box_uid), str(init_pid)], None
+        return ["--runas", str(box_uid), str(init_pid)], None
     try:
         netns = os.open(f"/proc/{init_pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
         raise NetworkFailed(f"the box's init {init_pid} is gone: {exc}") from None
-    return 0, ["--runas", "0", "--netns", f"/proc/self/fd/{netns}"], netns
+    # pasta would watch its namespace's path for the namespace's end, and that path is
+    # its own stdin, which it leaves when it forks into the background: it would end
+    # then. The runtime ends it with the box, as it does a local box's.
+    return ["--runas", "0", "--netns", "/proc/self/fd/0", "--no-netns-quit"], netns
 
 
 def _user_namespace(pid: int) -> int:
@@ -188,7 +193,8 @@ def _pasta_of(pidfile: Path) -> procs.ProcStat | None:
         comm = Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return None
-    # Debian's pasta is passt under another name, run from a per-CPU build.
+    # pasta is passt under another name, and runs its AVX2 build (pasta.avx2) where the
+    # CPU has AVX2 (scripts/build-pasta).
     if not comm.startswith(("pasta", "passt")):
         return None
     return procs.read_stat(pid)

@@ -375,7 +375,7 @@ class LocalRuntime:
             raise Unsupported("this machine gives the local runtime no cpu cgroup to limit")
         if spec.policy.network and not network.available():
             raise Unsupported(
-                "a local box with policy.network needs pasta (Debian's passt package) "
+                "a local box with policy.network needs pasta (scripts/setup builds it) "
                 "to reach out from its own network namespace"
             )
         canonical = canonical_spec(spec)
