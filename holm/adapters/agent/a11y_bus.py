@@ -11,18 +11,17 @@ Everything here blocks; the agent runs it in a thread.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 
-from holm.adapters.agent import processes
+from holm.adapters.agent import commands, processes
 
 DBUS_DAEMON = "/usr/bin/dbus-daemon"
 BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 DBUS_SEND = "/usr/bin/dbus-send"
 START_S = 10.0
 # How long one question to the session bus may take.
-ASK_S = 2.0
+ASK_MS = 2000
 A11Y_BUS_NAME = "org.a11y.Bus"
 
 # A box without the feature: GTK programs would otherwise look for a bus that is not there
@@ -84,16 +83,8 @@ def _has_owner(address: str, name: str) -> bool:
     argv = [DBUS_SEND, f"--bus={address}", "--print-reply=literal", "--reply-timeout=1000"]
     argv += ["--dest=org.freedesktop.DBus", "/org/freedesktop/DBus"]
     argv += ["org.freedesktop.DBus.NameHasOwner", f"string:{name}"]
-    proc = processes.spawn(argv, env={}, capture=True)
-    try:
-        out, _ = proc.communicate(timeout=ASK_S)
-    except subprocess.TimeoutExpired:
-        processes.kill_group(proc.pid)
-        proc.communicate()
-        return False
-    finally:
-        processes.forget(proc)
-    return proc.returncode == 0 and out.split() == [b"boolean", b"true"]
+    done = commands.run(argv, ASK_MS, home="/", env={})
+    return done.code == 0 and done.stdout.split() == ["boolean", "true"]
 
 
 __all__ = ["WITHOUT", "BusFailed", "env_with", "start"]
