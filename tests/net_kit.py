@@ -28,7 +28,8 @@ def hi_server(address: str, scope: int = 0) -> Iterator[int]:
         server.bind((address, 0, 0, scope))
         server.listen()
     else:
-        server = socket.create_server((address, 0))
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        server = socket.create_server((address, 0), family=family)
     port: int = server.getsockname()[1]
     stop = threading.Event()
 
