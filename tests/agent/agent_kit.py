@@ -18,3 +18,12 @@ def agent_env(home: Path) -> dict[str, str]:
         "PYTHONPATH": f"{REPO}:{site}",
         "LANG": "C.UTF-8",
     }
+
+
+def alive(pid: int) -> bool:
+    """Whether pid runs and is not a zombie; it may be reaped between any two looks."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import msgspec
 import pytest
+from agent_kit import alive
 from desktop_kit import list_dir, read_bytes, run, write_bytes
 
 from holm.adapters.agent import AgentDesktop
@@ -43,12 +43,7 @@ async def test_exec_timeout_kills_the_whole_group(desktop: AgentDesktop, tmp_pat
     assert result.code is None
     pid = int(marker.read_text())
     for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        if state == "Z":
+        if not alive(pid):
             break
         time.sleep(0.02)
     else:

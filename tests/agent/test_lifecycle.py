@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from agent_kit import alive
 from desktop_kit import clipboard, cursor, launch, run, windows
 
 from holm.adapters.agent import AgentDesktop
@@ -20,14 +21,6 @@ from .conftest import start_agent, stop_agent
 
 def _ppid(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def _descendants(root: int) -> set[int]:
@@ -93,7 +86,7 @@ async def test_sigterm_ends_the_whole_process_tree(tmp_path: Path) -> None:
         assert daemon in tree and len(tree) >= 4  # Xvfb, openbox, x11vnc, xterm, sleep
         await desktop.close()
         assert stop_agent(running) == 0
-        assert [pid for pid in tree if _alive(pid)] == []
+        assert [pid for pid in tree if alive(pid)] == []
         assert not running.socket.exists()
     finally:
         stop_agent(running)
@@ -193,7 +186,7 @@ async def test_a_dead_display_answers_screen_unavailable(tmp_path: Path) -> None
         xvfb = int(Path(f"/tmp/.X{number}-lock").read_text().strip())
         assert _ppid(xvfb) == running.proc.pid
         os.kill(xvfb, 9)
-        while _alive(xvfb):
+        while alive(xvfb):
             await asyncio.sleep(0.02)
         with pytest.raises(ScreenUnavailable):
             await desktop.frame_hash(0)
