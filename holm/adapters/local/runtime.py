@@ -192,7 +192,8 @@ class LocalRuntime:
         spare: bool,
         owner: str | None = None,
     ) -> Started:
-        self._refuse(box_id, spec, placement)
+        # On a thread: it may ask dpkg (host_packages.py), ~20 ms the loop would wait.
+        await in_thread(self._refuse, box_id, spec, placement)
         paths = BoxPaths(self.boxes_dir, box_id)
         record = BoxRecord(
             box_id=box_id,
