@@ -45,6 +45,21 @@ def test_dpkg_is_asked_again_only_once_its_database_changed(tmp_path: Path) -> N
     os.replace(renamed, status)
     assert host.missing(["dpkg", LACKING]) == [LACKING]
     assert host.asked == 3
+    assert host.missing(["dpkg", LACKING]) == [LACKING]
+    assert host.asked == 3
+
+    # While dpkg runs, it journals each change into `updates/` before it rewrites status.
+    # (Each change is given its own time: two made within one tick of the kernel's clock
+    # could share one.)
+    updates = tmp_path / "updates"
+    updates.mkdir()
+    os.utime(updates, ns=(1_000_000_000, 1_000_000_000))
+    assert host.missing(["dpkg"]) == []
+    assert host.asked == 4
+    (updates / "0000").write_text("Package: bash\n")
+    os.utime(updates, ns=(2_000_000_000, 2_000_000_000))
+    assert host.missing(["dpkg"]) == []
+    assert host.asked == 5
 
 
 async def test_a_local_create_asks_dpkg_off_the_event_loop(

@@ -2,8 +2,9 @@
 feature or an app is there exactly when the host has installed its packages.
 
 dpkg is asked once for the packages of a whole spec, and what it said is kept until its
-database changes: every install and removal writes dpkg's status file anew, so a new
-stamp of that file (inode, size, time) is a new answer. Asked anew at each create, once a
+database changes: every install and removal writes dpkg's status file anew (and, while it
+runs, journals into the `updates` folder beside it), so a new stamp of those (inode, size,
+time) is a new answer. Asked anew at each create, once a
 feature, dpkg-query took about 75 ms of a create of the default spec (its four features,
 ~18 ms a call from holmd's process); a create now asks nothing of dpkg until the host's
 packages change, and the local runtime asks it on a thread, never on the event loop.
@@ -22,15 +23,21 @@ INSTALLED = "ii"
 # Rewritten (a new file renamed over it) by every install and removal.
 DPKG_STATUS = "/var/lib/dpkg/status"
 
-Stamp = tuple[int, int, int] | None
+Stamp = tuple[int, ...] | None
 
 
-def _stamp(path: str) -> Stamp:
+def _stamp(status_path: str) -> Stamp:
+    """The status file's and its `updates` folder's identity, size and time (None when
+    there is no status file: dpkg is then asked every time)."""
     try:
-        st = os.stat(path)
+        status = os.stat(status_path)
     except OSError:
         return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
+    try:
+        updates = os.stat(os.path.join(os.path.dirname(status_path), "updates")).st_mtime_ns
+    except OSError:
+        updates = 0
+    return status.st_ino, status.st_size, status.st_mtime_ns, updates
 
 
 def _installed_of(packages: list[str]) -> set[str]:
