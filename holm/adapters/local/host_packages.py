@@ -4,10 +4,10 @@ feature or an app is there exactly when the host has installed its packages.
 dpkg is asked once for the packages of a whole spec, and what it said is kept until its
 database changes: every install and removal writes dpkg's status file anew (and, while it
 runs, journals into the `updates` folder beside it), so a new stamp of those (inode, size,
-time) is a new answer. Asked anew at each create, once a
-feature, dpkg-query took about 75 ms of a create of the default spec (its four features,
-~18 ms a call from holmd's process); a create now asks nothing of dpkg until the host's
-packages change, and the local runtime asks it on a thread, never on the event loop.
+time) is a new answer. Asked anew at each create, once a feature, dpkg-query took about
+75 ms of a create of the default spec (its four features, ~18 ms a call from holmd's
+process); a create now asks nothing of dpkg until the host's packages change, and the
+local runtime asks it on a thread, never on the event loop.
 """
 
 from __future__ import annotations
