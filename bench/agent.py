@@ -43,9 +43,9 @@ sys.path.insert(0, str(REPO))
 from proc_cpu import cpu_seconds  # noqa: E402
 from Xlib.display import Display  # noqa: E402
 
-from holm.adapters.agent import AgentDesktop  # noqa: E402
-from holm.adapters.agent.capture import Grabber  # noqa: E402
-from holm.adapters.agent.tiles import FrameHasher  # noqa: E402
+from holm.adapters.agent_desktop import AgentDesktop  # noqa: E402
+from holm.agent.frames.capture import Grabber  # noqa: E402
+from holm.agent.frames.tiles import FrameHasher  # noqa: E402
 from holm.wire import actions as a  # noqa: E402
 from holm.wire.values import Point, Region  # noqa: E402
 
@@ -62,7 +62,7 @@ def start(tmp: Path, *args: str, code: Path = REPO) -> tuple[subprocess.Popen[by
         "PYTHONPATH": f"{code}:{site}",
     }
     proc = subprocess.Popen(
-        ["/usr/bin/python3", "-m", "holm.adapters.agent", "--run-dir", str(tmp / "run"), *args],
+        ["/usr/bin/python3", "-m", "holm.agent", "--run-dir", str(tmp / "run"), *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=open(tmp / "agent.log", "wb"),  # noqa: SIM115

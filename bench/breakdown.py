@@ -101,7 +101,7 @@ def _timed_sent(name: Callable[..., str] | str, fn: Callable[..., Any]) -> Any:
 
 def instrument() -> None:
     """Wrap the parts of a click; call it before the app is made."""
-    from holm.adapters.agent.client import AgentDesktop
+    from holm.adapters.agent_desktop import AgentDesktop
     from holm.engine.engine import Engine
     from holm.engine.watcher import FrameWatchers
     from holm.events.local import LocalStore

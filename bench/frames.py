@@ -44,10 +44,10 @@ from typing import cast
 from http_api import add_against, served_sides
 from PIL import Image
 
-from holm.adapters.agent.band_cache import BandCache
-from holm.adapters.agent.encoding import image_bytes
-from holm.adapters.agent.png_bands import PNG_LEVEL
-from holm.adapters.agent.tiles import FrameHasher, TileGrid
+from holm.agent.frames.band_cache import BandCache
+from holm.agent.frames.encoding import image_bytes
+from holm.agent.frames.png_bands import PNG_LEVEL
+from holm.agent.frames.tiles import FrameHasher, TileGrid
 from holm.client import HolmClient
 from holm.wire.actions import Click, OpenUrl, Press, Type, WaitStill
 from holm.wire.values import Encoding, ImageFormat, Point, Region

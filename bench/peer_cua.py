@@ -52,7 +52,7 @@ from click_path import Side as HolmSide
 from http_api import percentile, served
 from lean_http import LeanHttp
 
-from holm.adapters.agent.desktop_up import CHROMIUM_FLAGS, CHROMIUM_WINDOW_FLAGS, MEMORY_FLAGS
+from holm.agent.desktop.desktop_up import CHROMIUM_FLAGS, CHROMIUM_WINDOW_FLAGS, MEMORY_FLAGS
 
 DISPLAY = 470
 SIZE = (1280, 800)

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent import ms, start, stop, time_calls
 
-from holm.adapters.agent import AgentDesktop
+from holm.adapters.agent_desktop import AgentDesktop
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.values import Point

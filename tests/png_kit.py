@@ -1,5 +1,5 @@
 """A PNG checked the way a strict reader would, then decoded: what the agent's own PNG
-writer (holm/adapters/agent/png_bands.py) must give every reader."""
+writer (holm/agent/frames/png_bands.py) must give every reader."""
 
 from __future__ import annotations
 

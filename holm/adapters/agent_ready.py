@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from holm.adapters.agent.client import AgentDesktop
+from holm.adapters.agent_desktop import AgentDesktop
 from holm.errors import HolmError, Timeout, Transport, Unavailable
 
 SOCKET_POLL_S = 0.02

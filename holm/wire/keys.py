@@ -12,7 +12,7 @@ Normalized, an alias is written in lower case (`CTRL` → `ctrl`), a keysym name
 it (`return` → `Return`, `f5` → `F5`), and one character as it is (`A` stays `A`). A name
 that is none of these is refused with `bad_request`, naming it and the nearest known names,
 before anything runs or is recorded (the engine normalizes each action first:
-`normalized_action`). The agent turns the names into keysyms (holm/adapters/agent/keys.py).
+`normalized_action`). The agent turns the names into keysyms (holm/agent/x11/keys.py).
 """
 
 from __future__ import annotations

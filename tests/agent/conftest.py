@@ -17,7 +17,7 @@ import msgspec
 import pytest
 from desktop_kit import tabs
 
-from holm.adapters.agent import AgentDesktop
+from holm.adapters.agent_desktop import AgentDesktop
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -47,14 +47,14 @@ def _accepts(path: Path) -> bool:
 
 
 def start_agent(tmp: Path, *args: str) -> RunningAgent:
-    """Start `python3 -m holm.adapters.agent` the way a runtime does: Debian's Python, the
+    """Start `python3 -m holm.agent` the way a runtime does: Debian's Python, the
     venv's packages on PYTHONPATH."""
     home, run_dir = tmp / "home", tmp / "run"
     home.mkdir(parents=True, exist_ok=True)
     env = agent_env(home)
     log = open(tmp / "agent.log", "wb")  # noqa: SIM115 - the child keeps it
     proc = subprocess.Popen(
-        [SYSTEM_PYTHON, "-m", "holm.adapters.agent", "--run-dir", str(run_dir), *args],
+        [SYSTEM_PYTHON, "-m", "holm.agent", "--run-dir", str(run_dir), *args],
         env=env,
         stdout=log,
         stderr=log,

@@ -16,9 +16,9 @@ from Xlib import X
 from Xlib.display import Display
 from Xlib.xobject.drawable import Window
 
-from holm.adapters.agent import desktop_up, processes
-from holm.adapters.agent.screen import Screen
-from holm.adapters.agent.tiles import FrameHasher
+from holm.agent.desktop import desktop_up, processes
+from holm.agent.frames.tiles import FrameHasher
+from holm.agent.x11.screen import Screen
 
 WIDTH, HEIGHT = 640, 480
 DISPLAY_BASE = 350

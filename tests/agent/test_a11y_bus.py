@@ -17,7 +17,8 @@ pytestmark = pytest.mark.desktop
 BRING_UP = """
 import json, sys
 from pathlib import Path
-from holm.adapters.agent import a11y_bus, processes
+from holm.agent.widgets import a11y_bus
+from holm.agent.desktop import processes
 run_dir = Path(sys.argv[1])
 try:
     address = a11y_bus.start(run_dir, {"PATH": "/usr/bin:/bin", "HOME": str(run_dir)})
@@ -45,6 +46,6 @@ def test_the_bus_comes_up_and_is_asked_without_glib(tmp_path: Path) -> None:
 
 
 def test_a_bus_that_is_not_there_has_no_owner(tmp_path: Path) -> None:
-    from holm.adapters.agent import a11y_bus
+    from holm.agent.widgets import a11y_bus
 
     assert not a11y_bus._has_owner(f"unix:path={tmp_path / 'none.sock'}", "org.a11y.Bus")

@@ -20,10 +20,10 @@ from aiohttp import web
 from desktop_kit import close_window, launch
 from Xlib.display import Display
 
-from holm.adapters.agent import AgentDesktop
-from holm.adapters.agent import protocol as p
-from holm.adapters.agent import windows as w
+from holm.adapters.agent_desktop import AgentDesktop
+from holm.agent.x11 import windows as w
 from holm.wire import actions as a
+from holm.wire import agent_protocol as p
 from holm.wire.runtime import BatchEnd
 
 from .conftest import RunningAgent, write_page

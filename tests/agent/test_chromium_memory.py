@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from holm.adapters.agent import desktop_up, processes
+from holm.agent.desktop import desktop_up, processes
 
 DISPLAY_BASE = 370
 MODEL_SERVICE = "--utility-sub-type=on_device_model.mojom.OnDeviceModelService"

@@ -10,7 +10,7 @@ import pytest
 from agent_kit import alive
 from desktop_kit import list_dir, read_bytes, run, write_bytes
 
-from holm.adapters.agent import AgentDesktop
+from holm.adapters.agent_desktop import AgentDesktop
 from holm.errors import BadRequest, NotFound
 from holm.wire import actions as a
 from holm.wire import results as r

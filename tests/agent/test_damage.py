@@ -15,10 +15,10 @@ import pytest
 from Xlib import X
 from Xlib.display import Display
 
-from holm.adapters.agent.__main__ import parse
-from holm.adapters.agent.command import agent_command, frame_key
-from holm.adapters.agent.screen import Screen
-from holm.adapters.agent.tiles import READS, TILE, FrameHasher, Reads
+from holm.adapters.agent_command import agent_command, frame_key
+from holm.agent.__main__ import parse
+from holm.agent.frames.tiles import READS, TILE, FrameHasher, Reads
+from holm.agent.x11.screen import Screen
 from holm.wire.values import Region
 
 from .own_screen import (

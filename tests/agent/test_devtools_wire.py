@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from aiohttp import WSMsgType, web
 
-from holm.adapters.agent.devtools_wire import Unreachable, WebSocket, request
-from holm.adapters.agent.tab_watch import TabWatch
+from holm.agent.browser.devtools_wire import Unreachable, WebSocket, request
+from holm.agent.browser.tab_watch import TabWatch
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Serve = Callable[[dict[str, Handler]], Awaitable[int]]

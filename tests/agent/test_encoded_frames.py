@@ -12,8 +12,8 @@ import pytest
 from PIL import Image, ImageChops, ImageStat
 from Xlib.display import Display
 
-from holm.adapters.agent import capture
-from holm.adapters.agent.screen import Screen
+from holm.agent.frames import capture
+from holm.agent.x11.screen import Screen
 from holm.wire.values import Encoding, Region
 
 from .own_screen import display, painter, screen, window, x_pixels

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from PIL import Image
 from png_kit import decoded
 
-from holm.adapters.agent.encoding import image_bytes
-from holm.adapters.agent.png_bands import BAND_ROWS, adler32_combine, png
+from holm.agent.frames.encoding import image_bytes
+from holm.agent.frames.png_bands import BAND_ROWS, adler32_combine, png
 from holm.wire.values import Encoding, ImageFormat
 
 

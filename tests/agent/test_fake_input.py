@@ -9,8 +9,8 @@ from Xlib import X
 from Xlib.display import Display
 from Xlib.ext.xtest import FakeInput as XlibFakeInput
 
-from holm.adapters.agent.fake_input import LAYOUT, FakeInput
-from holm.adapters.agent.fake_input import MINOR as MINOR_OPCODE
+from holm.agent.x11.fake_input import LAYOUT, FakeInput
+from holm.agent.x11.fake_input import MINOR as MINOR_OPCODE
 
 from .own_screen import display, painter
 

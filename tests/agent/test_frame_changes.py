@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from Xlib.display import Display
 
-from holm.adapters.agent.screen import Screen
+from holm.agent.x11.screen import Screen
 from holm.wire.values import Region
 
 from .own_screen import display, painter, screen, window

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import pytest
 from desktop_kit import arrange, close_window, cursor, focus, launch
 
-from holm.adapters.agent import AgentDesktop
-from holm.adapters.agent.motion import plan
-from holm.adapters.agent.tab_watch import TabWatch
+from holm.adapters.agent_desktop import AgentDesktop
+from holm.agent.browser.tab_watch import TabWatch
+from holm.agent.motion import plan
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.values import Button, Point
@@ -317,7 +317,7 @@ async def test_human_motion_is_replayable_through_its_seed(desktop: AgentDesktop
 def test_key_names() -> None:
     from Xlib import XK
 
-    from holm.adapters.agent.keys import chord_keysyms
+    from holm.agent.x11.keys import chord_keysyms
     from holm.errors import BadRequest
 
     def sym(name: str) -> int:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from Xlib.display import Display
 
-from holm.adapters.agent.acts import _inline
-from holm.adapters.agent.input import Input
-from holm.adapters.agent.screen import Screen
+from holm.agent.acts import _inline
+from holm.agent.x11.input import Input
+from holm.agent.x11.screen import Screen
 from holm.wire.values import Point
 
 from .own_screen import display, painter, screen, window
@@ -149,7 +149,7 @@ async def test_input_on_the_loop_reaches_the_x_server_with_nothing_after_it(
 ) -> None:
     """Its requests go out at the loop's next turn, after the answer: not only when more
     input, a query or the owed wait (held off here) comes."""
-    monkeypatch.setattr("holm.adapters.agent.screen.SETTLE_S", 600.0)
+    monkeypatch.setattr("holm.agent.x11.screen.SETTLE_S", 600.0)
     await screen.on_input(lambda i: i.move((130, 70), "instant", None, 0), _inline("instant"))
     root = painter.screen().root
     for _ in range(100):

@@ -11,7 +11,7 @@ import pytest
 from agent_kit import alive
 from desktop_kit import clipboard, cursor, launch, run, windows
 
-from holm.adapters.agent import AgentDesktop
+from holm.adapters.agent_desktop import AgentDesktop
 from holm.errors import Failed, ScreenUnavailable, Unsupported
 from holm.wire import actions as a
 from holm.wire.values import Point
@@ -142,7 +142,7 @@ def test_the_agent_imports_only_what_a_box_has(tmp_path: Path) -> None:
     from agent_kit import SYSTEM_PYTHON, agent_env
 
     script = (
-        "import sys, holm.adapters.agent.__main__\n"
+        "import sys, holm.agent.__main__\n"
         "print(' '.join(m for m in sys.modules if m.startswith('holm')))"
     )
     loaded = subprocess.run(
@@ -152,7 +152,7 @@ def test_the_agent_imports_only_what_a_box_has(tmp_path: Path) -> None:
         text=True,
         check=True,
     ).stdout.split()
-    assert "holm.adapters.agent.server" in loaded
+    assert "holm.agent.server" in loaded
     # Each module it loads is in what the docker image copies, and nothing more of holm:
     # a change elsewhere (a REST body, a trace entry) builds no new image.
     from holm.adapters.docker.images import _HOLM_ROOT, AGENT_PATHS

@@ -10,8 +10,8 @@ from __future__ import annotations
 from png_kit import decoded
 from Xlib.display import Display
 
-from holm.adapters.agent.png_bands import BAND_ROWS, DEFLATED
-from holm.adapters.agent.screen import Screen
+from holm.agent.frames.png_bands import BAND_ROWS, DEFLATED
+from holm.agent.x11.screen import Screen
 from holm.wire.values import Region
 
 from .own_screen import HEIGHT, WIDTH, display, fill, painter, screen, window, x_pixels

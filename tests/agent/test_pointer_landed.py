@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from Xlib.display import Display
 
-from holm.adapters.agent import input as input_module
-from holm.adapters.agent.input import Input
-from holm.adapters.agent.tab_watch import _landing
+from holm.agent.browser.tab_watch import _landing
+from holm.agent.x11 import input as input_module
+from holm.agent.x11.input import Input
 
 from .own_screen import HEIGHT, WIDTH, display
 

@@ -8,7 +8,7 @@ import io
 from desktop_kit import cursor
 from PIL import Image
 
-from holm.adapters.agent import AgentDesktop
+from holm.adapters.agent_desktop import AgentDesktop
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.values import Point, Region

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from holm.adapters.agent import AgentDesktop
+from holm.adapters.agent_desktop import AgentDesktop
 from holm.engine.journal import Journal, entry, now_ms
 from holm.engine.watcher import FrameWatchers
 from holm.events.local import LocalStore

@@ -17,7 +17,7 @@ from desktop_kit import (
     windows,
 )
 
-from holm.adapters.agent import AgentDesktop
+from holm.adapters.agent_desktop import AgentDesktop
 from holm.errors import NotFound, Timeout
 from holm.wire import actions as a
 from holm.wire import results as r

@@ -74,7 +74,7 @@ def test_each_part_of_the_image_source_makes_a_new_image() -> None:
 def test_the_source_holds_the_agent_code_and_its_libraries() -> None:
     source = image_source()
     paths = [path for path, _ in source.agent_files]
-    assert "adapters/agent/protocol.py" in paths
+    assert "wire/agent_protocol.py" in paths
     assert "wire/actions.py" in paths
     # The server's code is not in a box's image, nor the wire types only the server reads
     # (REST bodies, trace entries): a change to them builds no new image.

@@ -25,7 +25,7 @@ def _compiled_at_import(code: Path) -> list[str]:
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     imported = subprocess.run(
-        [AGENT_PYTHON, "-s", "-v", "-c", "import holm.adapters.agent.__main__"],
+        [AGENT_PYTHON, "-s", "-v", "-c", "import holm.agent.__main__"],
         env=env,
         # Not this checkout: `-c` imports from the working folder first.
         cwd=code,

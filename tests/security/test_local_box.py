@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from net_kit import hi_server
 
-from holm.adapters.agent.viewer_socket import MAX_VIEWERS
 from holm.adapters.base import Desktop
 from holm.adapters.local.box_ids import range_of
 from holm.adapters.local.sandbox import holm_package_dir
+from holm.agent.desktop.viewer_socket import MAX_VIEWERS
 from holm.wire.actions import Click, Evaluate, EvaluateWhat, OpenUrl
 from holm.wire.results import Evaluated
 from holm.wire.values import Point

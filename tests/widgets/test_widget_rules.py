@@ -11,13 +11,13 @@ import time
 import msgspec
 import pytest
 
-from holm.adapters.agent.app_screens import (
+from holm.agent.widgets.app_screens import (
     DisplayWindows,
     WhereShown,
     environ_display,
     same_display,
 )
-from holm.adapters.agent.widgets import nearest_label, role_matches, split_path, text_rank
+from holm.agent.widgets.atspi import nearest_label, role_matches, split_path, text_rank
 from holm.errors import BadRequest
 from holm.wire import actions as a
 from holm.wire.values import Region

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import msgspec
 
-from holm.adapters.agent import acts, protocol
 from holm.adapters.base import Desktop
 from holm.adapters.memory import runtime as memory
+from holm.agent import acts
 from holm.engine import Engine
 from holm.wire import actions as a
+from holm.wire import agent_protocol as protocol
 from holm.wire import results as r
 from holm.wire.values import Point
 

@@ -50,8 +50,8 @@ COPY holm/ {site_dir}/holm/
 # Bytecode made once here, not by every new container (it is most of the agent's start);
 # and the build fails, not a box, when the agent cannot start in this image.
 RUN python3 -m compileall -q {site_dir} \\
- && python3 -c "import holm.adapters.agent.server, msgspec, PIL, Xlib"
-CMD ["python3", "-m", "holm.adapters.agent", "--run-dir", "/run/holm"]
+ && python3 -c "import holm.agent.server, msgspec, PIL, Xlib"
+CMD ["python3", "-m", "holm.agent", "--run-dir", "/run/holm"]
 """
 
 _APT_STEP = """\

@@ -59,7 +59,7 @@ LABEL_ARCH = "holm.image.arch"
 LABEL_SPEC_DIGEST = "holm.image.spec_digest"
 LABEL_BASE = "holm.image.base"
 
-# The agent's code inside the image: what `python3 -m holm.adapters.agent` imports, and
+# The agent's code inside the image: what `python3 -m holm.agent` imports, and
 # nothing of the server, so a change to the server does not make a new image.
 # Only what the agent imports (tests/agent/test_lifecycle.py holds the list to its imports):
 # a change to a REST body or a trace entry builds no new image.
@@ -74,8 +74,8 @@ AGENT_PATHS = (
     "wire/runtime.py",
     "wire/spec.py",
     "wire/values.py",
-    "adapters/__init__.py",
-    "adapters/agent",
+    "wire/agent_protocol.py",
+    "agent",
 )
 # The agent's libraries; their own dependencies come along.
 AGENT_LIBRARIES = ("msgspec", "pillow", "python-xlib")

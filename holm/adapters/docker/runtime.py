@@ -40,8 +40,8 @@ import docker.errors
 import msgspec
 import requests.exceptions
 
-from holm.adapters.agent.client import AgentConnections
-from holm.adapters.agent.command import agent_command
+from holm.adapters.agent_command import agent_command
+from holm.adapters.agent_desktop import AgentConnections
 from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import Desktop, Progress
 from holm.adapters.box_locks import BoxLocks

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from holm.adapters.agent.client import AgentConnections, AgentDesktop
+from holm.adapters.agent_desktop import AgentConnections, AgentDesktop
 from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import Desktop
 from holm.adapters.box_locks import BoxLocks

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from holm.adapters.agent.command import agent_command
+from holm.adapters.agent_command import agent_command
 from holm.adapters.local import procs
 from holm.adapters.local.box_ids import BOX_ID_COUNT, BOX_UID
 from holm.adapters.local.network import Attaching, NetworkFailed

@@ -28,10 +28,10 @@ from urllib.parse import unquote, urlsplit
 from msgspec.structs import replace
 from PIL import Image
 
-from holm.adapters.agent.acts_in_flight import ActsInFlight
-from holm.adapters.agent.change_count import ChangeCount
-from holm.adapters.agent.encoding import image_bytes
-from holm.adapters.agent.widgets import role_matches, text_rank
+from holm.agent.acts_in_flight import ActsInFlight
+from holm.agent.frames.change_count import ChangeCount
+from holm.agent.frames.encoding import image_bytes
+from holm.agent.widgets.atspi import role_matches, text_rank
 from holm.errors import (
     BadRequest,
     Failed,
@@ -304,7 +304,7 @@ class MemoryDesktop:
 
     def _screen(self, screen: int) -> _Screen:
         if not 0 <= screen < len(self.box.screens):
-            # The agent's words for the same fault (holm/adapters/agent/agent.py).
+            # The agent's words for the same fault (holm/agent/agent.py).
             have = len(self.box.screens)
             raise ScreenUnavailable(f"no screen {screen}: this box has {have}", retryable=False)
         return self.box.screens[screen]

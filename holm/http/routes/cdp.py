@@ -23,7 +23,7 @@ import aiohttp
 import msgspec
 from aiohttp import web
 
-from holm.adapters.agent.box_socket import box_socket
+from holm.box_socket import box_socket
 from holm.engine import guards
 from holm.errors import BadCredential, Unavailable, Unsupported
 from holm.wire.api import CdpAddress, CdpQuery

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from aiohttp import WSMsgType, web
 
-from holm.adapters.agent.box_socket import open_box_connection
+from holm.box_socket import open_box_connection
 from holm.errors import Transport
 from holm.wire.api import ViewerMode
 

@@ -1,0 +1,2 @@
+"""A screen's Chromium through its DevTools: pages, tabs, the DevTools bridge for
+holmd's relay."""

@@ -1,0 +1,1 @@
+"""Frames: the tile hash grid, capture, PNG bands and the other encodings."""

@@ -1,0 +1,1 @@
+"""Native widgets through AT-SPI, and the box's accessibility bus."""
