@@ -47,7 +47,9 @@ DISPLAY_COUNT = 20
 CONFIRM = {"x-holm-confirm-delete": "true"}
 
 
-def serve(state_dir: Path, port: int, chromium: bool, breakdown: bool) -> None:
+def serve(
+    state_dir: Path, port: int, chromium: bool, breakdown: bool, displays: int = DISPLAY_COUNT
+) -> None:
     """The server process: holmd's app over real local boxes and the local store."""
     from aiohttp import web
 
@@ -74,7 +76,7 @@ def serve(state_dir: Path, port: int, chromium: bool, breakdown: bool) -> None:
         state_dir / "boxes",
         server_id_of(state_dir),
         display_base=DISPLAY_BASE,
-        display_count=DISPLAY_COUNT,
+        display_count=displays,
         chromium=chromium,
     )
     app = create_app(config, runtimes={"local": runtime})
@@ -309,10 +311,16 @@ def main() -> None:
         action="store_true",
         help="print where one click's time goes inside holmd (bench/breakdown.py)",
     )
+    parser.add_argument(
+        "--displays",
+        type=int,
+        default=DISPLAY_COUNT,
+        help="X display numbers the server's boxes may take (bench/host.py fills the host)",
+    )
     parser.add_argument("--serve", nargs=2, metavar=("STATE_DIR", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(Path(args.serve[0]), int(args.serve[1]), args.chromium, args.breakdown)
+        serve(Path(args.serve[0]), int(args.serve[1]), args.chromium, args.breakdown, args.displays)
         return
     flags = ["--chromium"] * args.chromium + ["--breakdown"] * args.breakdown
     with served("h5a-bench-", flags) as (base, state_dir, pid):
