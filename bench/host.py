@@ -36,7 +36,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import box_memory
-from http_api import served
+from http_api import CONFIRM, served
 from last_run import keep, previous
 from lean_http import LeanHttp
 from proc_cpu import cpu_by_process
@@ -149,7 +149,7 @@ def fill(base: str, count: int) -> list[str]:
 def remove(base: str, boxes: list[str]) -> None:
     http = LeanHttp(base)
     for box in boxes:
-        http.request("DELETE", f"/v1/boxes/{box}")
+        http.request("DELETE", f"/v1/boxes/{box}", extra=CONFIRM)
 
 
 def memory(state_dir: Path, boxes: list[str], holmd: int) -> dict[str, float]:

@@ -33,10 +33,14 @@ class LeanHttp:
             self._sock = sock
         return self._sock
 
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+    def request(
+        self, method: str, path: str, body: Any = None, extra: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
         """The status and body of one request; `body`, when given, is sent as JSON."""
         data = b"" if body is None else json.dumps(body).encode()
         head = b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (method.encode(), path.encode(), self.host)
+        for name, value in (extra or {}).items():
+            head += b"%s: %s\r\n" % (name.encode(), value.encode())
         if body is not None:
             head += b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(data)
         sock = self._connected()
