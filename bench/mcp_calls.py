@@ -10,7 +10,9 @@ client, over one keep-alive connection each way:
   JSON-RPC message, in a session of its own), all recorded as an `acted` entry, fsynced;
 - an unchanged screen: REST `GET …/frame?have=` against the MCP `screenshot` tool with
   `have` (the goals: an MCP click p50 under 5 ms, at most 1 ms over REST; an unchanged
-  screenshot under 8 ms).
+  screenshot under 8 ms);
+- first, the bytes of the `tools/list` answer, which a model pays in every request (the
+  goal: at most 20,000).
 
 `--against DIR` serves a second holmd from another worktree (old code, e.g. main) and
 measures both in interleaved rounds, so a change is judged under one load. `--breakdown`
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import statistics
 import sys
@@ -126,6 +129,16 @@ class Target:
         async with self.rest.post(f"{self.base}/mcp", json=note, headers=headers) as response:
             assert response.status == 202, response.status
 
+    async def tool_list_bytes(self) -> tuple[int, int]:
+        """The bytes of the `tools/list` answer (what a model's client puts in every request
+        to the model), and how many tools it lists."""
+        body = {"jsonrpc": "2.0", "id": 0, "method": "tools/list"}
+        async with self.rest.post(
+            f"{self.base}/mcp", json=body, headers=self.plain_headers
+        ) as response:
+            raw = await response.read()
+        return len(raw), len(json.loads(raw)["result"]["tools"])
+
     async def plain_call(self, n: int, tool: str, arguments: dict[str, Any]) -> Any:
         body = rpc("tools/call", {"name": tool, "arguments": arguments}, n)
         async with self.rest.post(
@@ -184,6 +197,9 @@ async def bench(targets: list[Target], rounds: int, breakdown: bool) -> None:
     async with contextlib.AsyncExitStack() as stack:
         for target in targets:
             await stack.enter_async_context(target.opened())
+        for target in targets:
+            size, tools = await target.tool_list_bytes()
+            print(f"{target.label}: tools/list {size} bytes for {tools} tools (the goal: 20,000)")
         # Interleaved in rounds of about 100 calls, so that every figure sees the same load.
         turns = max(3, rounds // 100)
         figures: dict[str, list[float]] = {}

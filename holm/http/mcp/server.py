@@ -17,13 +17,13 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from holm.errors import HolmError
 
-from ..routing import CONFIG, SLOT, Caller, Route, caller_of, engine_of, public_base
+from ..routing import CONFIG, MCP_PATH, SLOT, Caller, Route, caller_of, engine_of, public_base
 from .bridge import asgi_handler, run_manager
-from .tools import BY_NAME, TOOLS
+from .tools import BY_NAME, TOOLS, Tool
 
 log = logging.getLogger(__name__)
 
-PATH = "/mcp"
+PATH = MCP_PATH
 MANAGER = web.AppKey("mcp_sessions", StreamableHTTPSessionManager)
 # What rides from the HTTP request to a tool, in the ASGI scope's `state`, which the SDK hands
 # to the tool as its request: the caller (the guards settled it), and the origin a person's
@@ -53,13 +53,19 @@ def list_tools_result() -> types.ListToolsResult:
                 name=tool.name,
                 description=tool.description,
                 input_schema=tool.input_schema(),
-                annotations=types.ToolAnnotations(
-                    read_only_hint=tool.read_only, destructive_hint=tool.destructive
-                ),
+                annotations=_annotations(tool),
             )
             for tool in TOOLS
         ]
     )
+
+
+def _annotations(tool: Tool) -> types.ToolAnnotations:
+    """The hints that say something: MCP's defaults are not read-only and destructive, and
+    a read-only tool's `destructiveHint` means nothing."""
+    if tool.read_only:
+        return types.ToolAnnotations(read_only_hint=True)
+    return types.ToolAnnotations(destructive_hint=tool.destructive)
 
 
 def mcp_server(app: web.Application) -> Server[Any]:

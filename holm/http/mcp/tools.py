@@ -39,24 +39,24 @@ from holm.wire.values import ImageFormat, encoding_of
 
 from ..routes.boxes import fork_answer
 from ..routes.screens import region_of
-from .schemas import lean_schema
+from .schemas import compact_schema, lean_schema
 
 Content = types.TextContent | types.ImageContent
 
 
 class OnBox(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    box: Annotated[str, Meta(min_length=1, description="The box's id, as launch_box answers it.")]
+    # An empty id is refused as every unknown one is (`not_found`).
+    box: str
 
 
 class OnScreen(OnBox, kw_only=True):
-    screen: Annotated[int, Meta(ge=0, description="The screen of the box; 0 is the first.")] = 0
+    screen: Annotated[int, Meta(ge=0)] = 0
 
 
 class OnTab(OnBox, kw_only=True):
-    tab: Annotated[
-        str | None,
-        Meta(description="The tab: its id or the label open_url gave it; none: the front one."),
-    ] = None
+    tab: Annotated[str | None, Meta(description="id or open_url's label; none: the front tab")] = (
+        None
+    )
 
 
 class Nothing(msgspec.Struct, forbid_unknown_fields=True):
@@ -96,6 +96,10 @@ class Tool:
     destructive: bool = False
     # Variants of the wire type's unions the tool refuses, left out of its schema.
     refused: tuple[type, ...] = ()
+    # Its schema names the other tools whose arguments are variants of its unions (a
+    # batch's `click` step is the `click` tool's arguments) rather than repeat them, and
+    # names the steps whose fields take more than `MOST_BYTES`.
+    by_reference: bool = False
 
     # Read once per tool, not per call: `msgspec.structs.fields` evaluates the annotations
     # anew each time, which cost a call 0.2 ms (bench/mcp_calls.py --breakdown).
@@ -142,7 +146,10 @@ class Tool:
         }
         if defs:
             out["$defs"] = defs
-        return lean_schema(out, frozenset(kind.__name__ for kind in self.refused))
+        lean = lean_schema(out, frozenset(kind.__name__ for kind in self.refused))
+        if not self.by_reference:
+            return compact_schema(lean)
+        return compact_schema(lean, _referred(self), MOST_BYTES)
 
     def decode(self, arguments: dict[str, Any] | None) -> Call:
         given = dict(arguments or {})
@@ -343,9 +350,26 @@ def _tool(
     run: Run,
     description: str,
     refused: tuple[type, ...] = (),
+    by_reference: bool = False,
 ) -> Tool:
     text = " ".join(description.split())
-    return Tool(name, text, wire, where, run, name in READ_ONLY, name in DESTRUCTIVE, refused)
+    read_only, destructive = name in READ_ONLY, name in DESTRUCTIVE
+    return Tool(name, text, wire, where, run, read_only, destructive, refused, by_reference)
+
+
+# A step of `batch` with no tool of its own whose fields, written compactly, take more bytes
+# than this is named, not written out: a model that needs it reads docs/api.md.
+MOST_BYTES = 250
+
+
+def _referred(tool: Tool) -> dict[str, str]:
+    """The other tools whose arguments are one wire type (by the name its schema gives it),
+    where that type is not already the arguments of a tool of the same name."""
+    return {
+        other.wire.__name__: other.name
+        for other in TOOLS
+        if other is not tool and other.wire is not Nothing and other.wire is not PathQuery
+    }
 
 
 TOOLS: list[Tool] = [
@@ -354,304 +378,236 @@ TOOLS: list[Tool] = [
         CreateBox,
         Nothing,
         launch_box,
-        """Start a new box: an isolated Linux desktop to drive. Every argument is optional;
-        `{}` is a 1280x800 box with the defaults. Returns the box (its `id`, `state`,
-        `width`, `height`); pass the `id` as `box` to every other tool.
-        Example: {"spec": {"desktop": {"width": 1024, "height": 768}}}""",
+        """Start a box, a Linux desktop with a browser (`{}`: 1280x800). Its `id` is the `box`
+        of the other tools.""",
     ),
     _tool(
         "list_boxes",
         Nothing,
         Nothing,
         list_boxes,
-        """List the boxes that are not removed, oldest first. Returns {"boxes": [...]}, each
-        with its `id` and `state`. Example: {}""",
+        """The boxes not removed, oldest first.""",
     ),
     _tool(
         "box_status",
         Nothing,
         OnBox,
         box_status,
-        """Get one box: its `state` (starting, ready, paused, stopped, failed, …), size,
-        spec and expiry. Example: {"box": "box_0123"}""",
+        """A box: its state, size, spec, expiry.""",
     ),
     _tool(
         "remove_box",
         Nothing,
         OnBox,
         remove_box,
-        """Remove a box for good (its trace stays, so it can still be forked). Returns the
-        removed box. Example: {"box": "box_0123"}""",
+        """Remove a box for good (its trace stays and can be forked).""",
     ),
     _tool(
         "open_url",
         a.OpenUrl,
         OnScreen,
         one_step,
-        """Open a web address in the box's browser (in the current tab, or `target: blank`
-        for a new one). Recorded, and done again by a fork. Returns the tab, its URL and
-        title. Example: {"box": "box_0123", "url": "https://example.com"}""",
+        """Open a URL in the box's browser (`target: blank`: in a new tab).""",
     ),
     _tool(
         "click",
         a.Click,
         OnScreen,
         one_step,
-        """Click at a point of the screen (pixels from the top left; without `at`, where the
-        pointer is), optionally with another button or modifier keys held. Recorded, and
-        done again by a fork. Returns where the pointer ended.
-        Example: {"box": "box_0123", "at": {"x": 640, "y": 400}}""",
+        """Click at a point, in pixels from the top left (no `at`: at the pointer).""",
     ),
     _tool(
         "double_click",
         a.DoubleClick,
         OnScreen,
         one_step,
-        """Double-click at a point (without `at`, where the pointer is). Recorded, and done
-        again by a fork. Returns where the pointer ended.
-        Example: {"box": "box_0123", "at": {"x": 100, "y": 200}}""",
+        """Double-click at a point (no `at`: at the pointer).""",
     ),
     _tool(
         "type_text",
         a.Type,
         OnScreen,
         one_step,
-        """Type text with the keyboard into whatever has the focus. Recorded, and done again
-        by a fork. Returns how many characters were typed.
-        Example: {"box": "box_0123", "text": "hello world"}""",
+        """Type text with the keyboard into whatever has the focus.""",
     ),
     _tool(
         "press_key",
         a.Press,
         OnScreen,
         one_step,
-        """Press keys: `chord` together (a shortcut), then each of `then` in turn. Key names
-        are X keysyms or common names (enter, tab, escape, ctrl, alt, shift, super, f5, a).
-        Recorded, and done again by a fork. Returns the keys pressed.
-        Example: {"box": "box_0123", "chord": ["ctrl", "l"], "then": ["enter"]}""",
+        """Press keys: `chord` together, then each of `then`: X keysyms or enter, tab, ctrl,
+        alt, shift, super, f5, a… Example: {"box": "b", "chord": "ctrl+l"}""",
     ),
     _tool(
         "drag",
         a.Drag,
         OnScreen,
         one_step,
-        """Press a mouse button at `from` (or where the pointer is), move to `to`, release.
-        Recorded, and done again by a fork. Returns where the pointer ended.
-        Example: {"box": "box_0123", "from": {"x": 10, "y": 10}, "to": {"x": 300, "y": 200}}""",
+        """Press a button at `from` (or where the pointer is), move to `to`, release.""",
     ),
     _tool(
         "scroll",
         a.Scroll,
         OnScreen,
         one_step,
-        """Scroll by wheel notches at a point: `dy` positive scrolls down, `dx` positive
-        right. Recorded, and done again by a fork. Returns where the pointer is.
-        Example: {"box": "box_0123", "at": {"x": 640, "y": 400}, "dy": 5}""",
+        """Scroll by wheel notches at a point: `dy` > 0 down, `dx` > 0 right.""",
     ),
     _tool(
         "move",
         a.Move,
         OnScreen,
         one_step,
-        """Move the pointer to a point without clicking (to hover). Recorded, and done again
-        by a fork. Returns where the pointer ended.
-        Example: {"box": "box_0123", "to": {"x": 200, "y": 150}}""",
+        """Move the pointer to a point without clicking (to hover).""",
     ),
     _tool(
         "wait_until_still",
         a.WaitStill,
         OnScreen,
         one_step,
-        """Wait until the screen stops changing for `settle_ms` (at most `within_ms`), e.g.
-        after a page starts loading. Recorded, and done again by a fork. Returns whether it
-        became still, how long it waited and the screen's hash.
-        Example: {"box": "box_0123", "settle_ms": 500}""",
+        """Wait until the screen stops changing for `settle_ms` (at most `within_ms`).""",
     ),
     _tool(
         "open_app",
         a.Launch,
         OnScreen,
         one_step,
-        """Open an application of the box (`xterm`, `chromium`, `mousepad`, or one the box's
-        spec defines) and wait for its window. Recorded, and done again by a fork. Returns
-        the window. Example: {"box": "box_0123", "app": "xterm"}""",
+        """Open an app (xterm, chromium, mousepad, or one of the box's spec) and wait for its
+        window.""",
     ),
     _tool(
         "run_command",
         a.ExecWhat,
         OnBox,
         run_command,
-        """Run a program in the box (no shell: pass `["sh", "-c", "…"]` for one) and wait
-        for it, at most `timeout_ms`. Recorded, and done again by a fork. Returns `code`,
-        `stdout`, `stderr`, `timed_out`.
-        Example: {"box": "box_0123", "argv": ["ls", "-la", "/tmp"]}""",
+        """Run a program in the box (no shell: `["sh", "-c", "…"]` for one).""",
     ),
     _tool(
         "read_file",
         PathQuery,
         OnBox,
         read_file,
-        """Read a file of the box. Returns its `path`, `size` and `text` (or
-        `contents_base64` when it is not UTF-8 text). Recorded with the path and size, not
-        the content. Example: {"box": "box_0123", "path": "/tmp/notes.txt"}""",
+        """Read a file of the box: `text`, or `contents_base64` when not UTF-8.""",
     ),
     _tool(
         "write_file",
         a.WriteWhat,
         OnBox,
         write_file,
-        """Write a file in the box, replacing it; the content is base64. Recorded with the
-        path and size, not the content, so a fork does not write it again. Returns the path
-        and size. Example: {"box": "box_0123", "path": "/tmp/a.txt",
-        "contents_base64": "aGVsbG8K"}""",
+        """Write a file in the box (content in base64), replacing it. A fork does not write
+        it again.""",
     ),
     _tool(
         "list_files",
         PathQuery,
         OnBox,
         list_files,
-        """List a directory of the box: each entry's name, path, type, size and mtime. Not
-        recorded. Example: {"box": "box_0123", "path": "/home"}""",
+        """List a directory of the box.""",
     ),
     _tool(
         "grep",
         a.GrepWhat,
         OnBox,
         grep,
-        """Search files of the box for a regular expression, under `path` (default /).
-        Returns matches with path, line number and text, and `cut` when `limit` stopped
-        it. Not recorded. Example: {"box": "box_0123", "pattern": "TODO", "path": "/srv"}""",
+        """Search the box's files under `path` for a regular expression.""",
     ),
     _tool(
         "clipboard",
         a.Clipboard,
         OnScreen,
         act,
-        """Read the clipboard (no `text`) or set it (with `text`). Returns the selection,
-        its length and, when read, its text. Recorded without the text, so a fork does not
-        set it again. Example: {"box": "box_0123", "text": "copied"}""",
+        """Read the clipboard, or set it with `text`.""",
     ),
     _tool(
         "screenshot",
         FrameQuery,
         OnScreen,
         screenshot,
-        """See the screen: returns an image (PNG, or `format` jpeg or webp at `quality`)
-        and its `hash`, `width`, `height`. Pass the last `hash` as `have` to get no image
-        when nothing changed (`unchanged: true`); `window`, a rectangle (`x`, `y`, `width`,
-        `height`) and `scale` (percent) narrow it. Not recorded.
-        Example: {"box": "box_0123", "scale": 50}""",
+        """See the screen: an image and its `hash` (as `have`: no image if unchanged).
+        `scale` (percent) and `format: "jpeg"` cost fewer tokens.""",
     ),
     _tool(
         "windows",
         a.Windows,
         OnScreen,
         act,
-        """List the windows of a screen with id, title, class, position, size and which is
-        active (`active: true` lists only the one with the keyboard focus). Not recorded.
-        Example: {"box": "box_0123"}""",
+        """The windows of a screen (`active: true`: the focused one).""",
     ),
     _tool(
         "batch",
         ActionsRequest,
         OnScreen,
         batch,
-        """Run several actions in order on one screen, holding it for all of them; each is
-        recorded as a step a fork does again. An action is an object with its `type`
-        (click, type, press, move, drag, scroll, open_url, wait, wait_still, launch, and
-        on_page for a page element: {"type": "on_page", "what": {"op": "fill", "query":
-        "Name", "text": "Ada"}}, …).
-        Stops at the first failure unless `keep_going`. `want: ["frame"]` adds a
-        screenshot at the end. Returns each step's result.
-        Example: {"box": "box_0123", "actions": [{"type": "click", "at": {"x": 50,
-        "y": 60}}, {"type": "type", "text": "hi"}, {"type": "press", "chord": ["enter"]}],
-        "want": ["frame"]}""",
+        """Run steps in order on one screen; each is {"type": …, and its fields}. Stops at the
+        first failure unless `keep_going`; `want: ["frame"]` adds a screenshot. Example:
+        {"box": "b", "actions": [{"type": "click", "at": {"x": 50, "y": 60}}, {"type":
+        "type", "text": "hi"}, {"type": "on_page", "what": {"op": "fill", "query": "Name",
+        "text": "Ada"}}], "want": ["frame"]}""",
         refused=a.NOT_IN_BATCH,
+        by_reference=True,
     ),
     _tool(
         "click_element",
         a.ClickOp,
         OnTab,
         on_page,
-        """Click an element of the page in the browser, named as a person would: its text,
-        label, placeholder, `role name` ("button Continue") or a CSS/XPath selector. Not
-        recorded (put it in `batch` as an `on_page` step to record it). Returns the element
-        chosen, the URL, whether the page navigated, and the controls that changed.
-        Example: {"box": "box_0123", "query": "button Continue"}""",
+        """Click an element of the page by its text, label, `role name` ("button OK") or a
+        CSS/XPath selector. Recorded only as a batch's `on_page` step.""",
     ),
     _tool(
         "fill_field",
         a.FillOp,
         OnTab,
         on_page,
-        """Clear a text field of the page and type `text` into it; the field is named by
-        its label, placeholder or name. Not recorded (in `batch`, as an `on_page` step, it
-        is). Returns the field with its new value.
-        Example: {"box": "box_0123", "query": "Email address", "text": "ada@example.org"}""",
+        """Fill a text field of the page named by its label, placeholder or name.""",
     ),
     _tool(
         "dropdown",
         a.ChooseOp,
         OnTab,
         on_page,
-        """Choose options of a <select> by their label or value (`drop: true` unselects
-        them). Not recorded outside a batch. Returns the options now chosen.
-        Example: {"box": "box_0123", "query": "Country", "options": ["France"]}""",
+        """Choose options of a <select> by label or value (`drop`: unselect).""",
     ),
     _tool(
         "read_page",
         a.ReadWhat,
         OnBox,
         read_page,
-        """Read the page as markdown (headings, links, lists, tables, form fields), plain
-        `text` or `raw` HTML, at most `limit` characters, with its links. Not recorded.
-        Example: {"box": "box_0123", "format": "markdown"}""",
+        """The page as markdown (or `text`, `raw` HTML), with its links.""",
     ),
     _tool(
         "find",
         a.LookWhat,
         OnBox,
         find,
-        """Find the elements of the page a query names (best first: whole matches, then
-        visible ones, top to bottom), each with role, name, value and box on the screen.
-        Not recorded. Example: {"box": "box_0123", "query": "Sign in"}""",
+        """The page's elements a query names, best first, with their boxes on the screen.""",
     ),
     _tool(
         "snapshot",
         a.SnapshotWhat,
         OnBox,
         snapshot,
-        """List the page's controls and headings (role, name, value, checked, disabled,
-        box); `delta: true` lists only those changed since the last snapshot. Not recorded.
-        Example: {"box": "box_0123", "delta": true}""",
+        """The page's controls and headings (`delta`: those changed since the last one).""",
     ),
     _tool(
         "evaluate",
         a.EvaluateWhat,
         OnTab,
         evaluate,
-        """Run a JavaScript expression in the page and return its value (JSON, cut at
-        `limit` characters; promises are awaited up to `timeout_ms`). Not recorded.
-        Example: {"box": "box_0123", "expression": "document.title"}""",
+        """Run a JavaScript expression in the page; returns its value as JSON.""",
     ),
     _tool(
         "fork_box",
         Nothing,
         OnBox,
         fork,
-        """Make a new box that does again every recorded step of this box's trace (a removed
-        box too). Returns the new box and a report: steps attempted, ok, and those skipped
-        with why (written files and clipboard text are not kept in the trace).
-        Example: {"box": "box_0123"}""",
+        """A new box that does this box's recorded steps again; reports what it skipped.""",
     ),
     _tool(
         "trace",
         TraceQuery,
         OnBox,
         trace,
-        """Read what was done to a box, one line per entry: `seq`, actor, what happened. At
-        most `limit` entries after `after`; the last line says how to read on.
-        Example: {"box": "box_0123", "after": 40}""",
+        """What was done to a box, one line an entry, `limit` after `after`.""",
     ),
 ]
 
