@@ -4,7 +4,9 @@ the request comes from, the bearer token, the body's type), body size.
 
 Choices the spec leaves open (docs/api.md says them too):
 - A missing or wrong token (or a removed key): `401` with code `denied` (and
-  `WWW-Authenticate: Bearer`).
+  `WWW-Authenticate: Bearer resource_metadata="…/.well-known/oauth-protected-resource"`,
+  RFC 9728's metadata, which MCP clients look for). On `/mcp`, a refusal's body also
+  carries a JSON-RPC error (`McpRefusal`), which is what an MCP client shows.
 - A workspace's key on a route that takes the server token only (workspaces and keys,
   removing an image, scheduled work): `403` with code `denied`.
 - A workspace's key naming a box that is not its own: `404 not_found`, the very answer an
@@ -27,6 +29,7 @@ from __future__ import annotations
 import hmac
 import logging
 
+import msgspec
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
@@ -48,12 +51,15 @@ from .routing import (
     BOX_PARAMETERS,
     CALLER,
     CONFIG,
+    MCP_PATH,
     SERVER,
+    WELL_KNOWN_RESOURCE,
     WORKSPACES,
     Caller,
     Route,
     engine_of,
     json_response,
+    public_base,
     route_of,
 )
 from .workspaces import Workspaces
@@ -92,6 +98,28 @@ class MisdirectedHost(Denied):
     retryable_default = False
 
 
+# JSON-RPC's code for a request the server will not take.
+JSONRPC_INVALID_REQUEST = -32600
+
+
+class JsonRpcError(msgspec.Struct):
+    code: int
+    message: str
+
+
+class McpRefusal(msgspec.Struct, kw_only=True, omit_defaults=False):
+    """The error body of a request to `/mcp` that the guards refuse (a 401, 403, 413, 415,
+    421): holm's error body, and a JSON-RPC error beside it, since that is what an MCP
+    client reads from an answer that is not a 2xx (the SDK's shows its `message`)."""
+
+    code: str
+    message: str
+    retryable: bool
+    jsonrpc: str = "2.0"
+    id: None = None
+    error: JsonRpcError
+
+
 def error_response(exc: BaseException, request: web.Request) -> web.Response:
     """The answer for any failure: a holm error as it is, aiohttp's own (an unknown route,
     a method, a body too large) mapped to one, anything else an `internal` error."""
@@ -102,8 +130,16 @@ def error_response(exc: BaseException, request: web.Request) -> web.Response:
         log.error("unexpected error on %s %s", request.method, request.path, exc_info=exc)
         exc = Internal(f"a server error: {type(exc).__name__}")
     if isinstance(exc, Unauthorized):
-        headers["WWW-Authenticate"] = "Bearer"
-    body = ErrorBody(code=exc.code, message=exc.message, retryable=exc.retryable)
+        metadata = f"{public_base(request)}{WELL_KNOWN_RESOURCE}"
+        headers["WWW-Authenticate"] = f'Bearer resource_metadata="{metadata}"'
+    body: ErrorBody | McpRefusal = ErrorBody(exc.code, exc.message, exc.retryable)
+    if request.path == MCP_PATH:
+        body = McpRefusal(
+            code=exc.code,
+            message=exc.message,
+            retryable=exc.retryable,
+            error=JsonRpcError(JSONRPC_INVALID_REQUEST, f"{exc.code}: {exc.message}"),
+        )
     response = json_response(body, exc.status)
     response.headers.update(headers)
     return response

@@ -122,6 +122,12 @@ def query_of(request: web.Request, type_: type[T]) -> T:
         raise BadRequest(f"bad query: {exc}") from exc
 
 
+# Where RFC 9728's metadata of this server is (routes/protected_resource.py), which each
+# 401 names; and the MCP endpoint (mcp/), whose refusals an MCP client reads as JSON-RPC.
+WELL_KNOWN_RESOURCE = "/.well-known/oauth-protected-resource"
+MCP_PATH = "/mcp"
+
+
 def json_response(value: object, status: int = 200) -> web.Response:
     return web.Response(body=_encoder.encode(value), status=status, content_type="application/json")
 

@@ -31,7 +31,18 @@ async def test_the_token_is_needed_except_for_health(make_client: MakeClient) ->
     ):
         response = await client.get("/v1/boxes", headers=headers)
         assert "bearer token" in await error_of(response, 401, "denied")
-        assert response.headers["WWW-Authenticate"] == "Bearer"
+        # RFC 9728: where the metadata of this resource is, which MCP clients look for.
+        metadata = f"{client.make_url('/.well-known/oauth-protected-resource')}"
+        challenge = f'Bearer resource_metadata="{metadata}"'
+        assert response.headers["WWW-Authenticate"] == challenge
+    # That metadata is served without a token: a bearer token in the header, and no
+    # authorization server that could issue one.
+    about = await ok_json(await client.get("/.well-known/oauth-protected-resource"))
+    assert about == {
+        "resource": str(client.make_url("")).rstrip("/"),
+        "bearer_methods_supported": ["header"],
+        "resource_name": "holm",
+    }
     good = {"Authorization": f"Bearer {TOKEN}"}
     assert (await ok_json(await client.get("/v1/boxes", headers=good)))["boxes"] == []
     # The scheme is case-insensitive, as HTTP says.

@@ -14,6 +14,7 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import pytest
+from mcp import MCPError
 from mcp_kit import ACCEPT, INIT, TOKEN, call, holmd, json_of, mcp_session
 from PIL import Image
 
@@ -194,8 +195,14 @@ async def test_mcp_needs_the_token(tmp_path: Path) -> None:
                     json=INIT if method == "POST" else None,
                 )
                 assert answer.status_code == 401, (method, headers, answer.text)
-                assert answer.headers["WWW-Authenticate"] == "Bearer"
-                assert answer.json()["code"] == "denied"
+                metadata = f"{url}/.well-known/oauth-protected-resource"
+                challenge = f'Bearer resource_metadata="{metadata}"'
+                assert answer.headers["WWW-Authenticate"] == challenge
+                refused = answer.json()
+                assert refused["code"] == "denied"
+                # And the JSON-RPC error an MCP client reads from an answer that is no 2xx.
+                assert refused["jsonrpc"] == "2.0" and refused["id"] is None
+                assert refused["error"]["message"].startswith("denied: a valid bearer token")
         good = {**ACCEPT, "Authorization": f"Bearer {TOKEN}"}
         answer = await http.post(f"{url}/mcp", headers=good, json=INIT)
         assert answer.status_code == 200, answer.text
@@ -212,6 +219,31 @@ async def test_mcp_needs_the_token(tmp_path: Path) -> None:
             f"{url}/mcp", headers={**good, "Origin": "https://evil.example"}, json=INIT
         )
         assert answer.status_code == 403
+
+
+async def test_the_sdk_client_with_a_wrong_token_says_so(tmp_path: Path) -> None:
+    """What the `mcp` SDK's client does on a 401, as `holm mcp-config` configures a client
+    (a bearer header, no OAuth provider): it does not look at `WWW-Authenticate` at all; it
+    reads the body as a JSON-RPC error and raises that, so the user reads holm's message,
+    which names the token. (With an OAuth provider the SDK would run its OAuth flow on any
+    401; the metadata then names no authorization server, so that flow cannot start: holm
+    has none, its tokens are given by hand.)"""
+    async with holmd(tmp_path) as url:
+        # The SDK's task groups wrap it, once for each.
+        with pytest.raises(BaseExceptionGroup) as refused:
+            async with mcp_session(url, token="not-the-token"):
+                pass
+    (raised,) = _leaves(refused.value)
+    assert isinstance(raised, MCPError), raised
+    error = raised.error
+    assert error.code == -32600
+    assert error.message == "denied: a valid bearer token is needed (Authorization: Bearer …)"
+
+
+def _leaves(group: BaseException) -> list[BaseException]:
+    if isinstance(group, BaseExceptionGroup):
+        return [leaf for inner in group.exceptions for leaf in _leaves(inner)]
+    return [group]
 
 
 async def test_a_body_over_the_limit_is_refused(tmp_path: Path) -> None:

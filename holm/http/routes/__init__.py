@@ -13,6 +13,7 @@ from . import (
     images,
     jobs,
     pages,
+    protected_resource,
     recording,
     runtimes,
     screens,
@@ -26,6 +27,7 @@ from . import (
 
 ALL_ROUTES: list[Route] = [
     *health.ROUTES,
+    *protected_resource.ROUTES,
     *boxes.ROUTES,
     *screens.ROUTES,
     *recording.ROUTES,
