@@ -121,10 +121,14 @@ class AsyncBox(BoxMethods):
     """A box of holmd, its methods coroutines (`async with await AsyncBox.create() as
     box`). Removed when the block ends, unless `keep`."""
 
-    def __init__(self, client: HolmClient, box: BoxView, *, keep: bool = False) -> None:
+    def __init__(
+        self, client: HolmClient, box: BoxView, *, keep: bool = False, owns_client: bool = True
+    ) -> None:
         self.client = client
         self.view = box
         self.keep = keep
+        # A fork shares its source's connection, which the source closes.
+        self._owns_client = owns_client
         super().__init__(RestDriver(client, box.id))
 
     @classmethod
@@ -153,18 +157,21 @@ class AsyncBox(BoxMethods):
         """A new box that does this one's recorded steps again (`keep` as this one's)."""
         done = await self.client.fork(self.id)
         box = await _started(self.client, done.box, asyncio.sleep)
-        return AsyncBox(self.client, box, keep=self.keep if keep is None else keep)
+        keep = self.keep if keep is None else keep
+        return AsyncBox(self.client, box, keep=keep, owns_client=False)
 
     async def remove(self) -> None:
         await self._driver.remove()
 
     async def close(self) -> None:
-        """Remove the box, unless `keep`; then close the connection."""
+        """Remove the box, unless `keep`; then close the connection (a fork's is its
+        source's, closed with it)."""
         try:
             if not self.keep:
                 await self.remove()
         finally:
-            await self.client.close()
+            if self._owns_client:
+                await self.client.close()
 
     async def __aenter__(self) -> AsyncBox:
         return self

@@ -69,8 +69,12 @@ class PageMethods:
         (value,) = await self._driver.steps([action], 0)
         return value
 
-    async def click(self, query: str, *, exact: bool = False, tab: str | None = None) -> Any:
-        return await self._one(a.OnPage(what=a.ClickOp(query=query, exact=exact), tab=tab))
+    async def click(
+        self, query: str, *, exact: bool = False, tab: str | None = None
+    ) -> r.ElementDone:
+        what = a.ClickOp(query=query, exact=exact)
+        done: r.ElementDone = await self._one(a.OnPage(what=what, tab=tab))
+        return done
 
     async def fill(
         self, query: str, text: str, *, exact: bool = False, tab: str | None = None

@@ -85,10 +85,13 @@ async def test_an_async_box_likewise(holmd: Holmd, monkeypatch: pytest.MonkeyPat
         await box.click(640, 400)
         png = await box.screenshot()
         assert await box.page.evaluate("document.title") == "clicked 640,400"
+        async with await box.fork() as forked:
+            assert await forked.page.evaluate("document.title") == "clicked 640,400"
+        # The fork shared its source's connection, and left it open.
         assert (await box.exec(["true"])).code == 0
         box_id = box.id
     assert Image.open(io.BytesIO(png)).size == (1280, 800)
-    assert _state(holmd, box_id) == "gone"
+    assert _state(holmd, box_id) == "gone" and _state(holmd, forked.id) == "gone"
 
 
 def test_importing_holm_loads_no_client() -> None:
