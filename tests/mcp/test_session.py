@@ -15,6 +15,8 @@ import httpx2
 import mcp_types as types
 import pytest
 from mcp import MCPError
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from mcp_kit import ACCEPT, INIT, TOKEN, call, holmd, json_of, mcp_session
 from PIL import Image
 
@@ -225,9 +227,7 @@ async def test_the_sdk_client_with_a_wrong_token_says_so(tmp_path: Path) -> None
     """What the `mcp` SDK's client does on a 401, as `holm mcp-config` configures a client
     (a bearer header, no OAuth provider): it does not look at `WWW-Authenticate` at all; it
     reads the body as a JSON-RPC error and raises that, so the user reads holm's message,
-    which names the token. (With an OAuth provider the SDK would run its OAuth flow on any
-    401; the metadata then names no authorization server, so that flow cannot start: holm
-    has none, its tokens are given by hand.)"""
+    which names the token. (With an OAuth provider, the next test.)"""
     async with holmd(tmp_path) as url:
         # The SDK's task groups wrap it, once for each.
         with pytest.raises(BaseExceptionGroup) as refused:
@@ -238,6 +238,54 @@ async def test_the_sdk_client_with_a_wrong_token_says_so(tmp_path: Path) -> None
     error = raised.error
     assert error.code == -32600
     assert error.message == "denied: a valid bearer token is needed (Authorization: Bearer …)"
+
+
+class _NoTokens:
+    """An OAuth client's storage that has nothing stored."""
+
+    async def get_tokens(self) -> None:
+        return None
+
+    async def set_tokens(self, tokens: Any) -> None:
+        raise AssertionError("holm issued no token")
+
+    async def get_client_info(self) -> None:
+        return None
+
+    async def set_client_info(self, info: Any) -> None:
+        raise AssertionError("holm registered no client")
+
+
+async def test_an_oauth_client_learns_there_is_no_oauth(tmp_path: Path) -> None:
+    """The SDK's client given an OAuth provider runs OAuth on the 401: it reads the metadata
+    the header names (the SDK's parser refuses it, for it names no authorization server),
+    falls back to the server root's OAuth endpoints, and fails at client registration,
+    whose 404 says to give the token in the client's config: the error it raises."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.auth.exceptions import OAuthRegistrationError
+    from mcp.shared.auth import OAuthClientMetadata
+
+    asked: list[str] = []
+
+    async def seen(request: httpx2.Request) -> None:
+        asked.append(f"{request.method} {request.url.path}")
+
+    async with holmd(tmp_path) as url:
+        metadata = OAuthClientMetadata(redirect_uris=["http://127.0.0.1:9/callback"])  # type: ignore[list-item]
+        provider = OAuthClientProvider(f"{url}/mcp", metadata, _NoTokens())
+        with pytest.raises(BaseExceptionGroup) as refused:
+            async with (
+                httpx2.AsyncClient(auth=provider, event_hooks={"request": [seen]}) as http,
+                streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+    (raised,) = _leaves(refused.value)
+    assert isinstance(raised, OAuthRegistrationError), raised
+    assert "holm issues no OAuth clients or tokens" in str(raised)
+    assert "Authorization: Bearer" in str(raised)
+    assert asked[:2] == ["POST /mcp", "GET /.well-known/oauth-protected-resource"]
+    assert asked[-1] == "POST /register"
 
 
 def _leaves(group: BaseException) -> list[BaseException]:
