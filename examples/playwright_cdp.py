@@ -30,7 +30,9 @@ def drive(box: Box, url: str, download: str | None = None) -> dict[str, Any]:
         # The box's own browser context and tab: what its screen shows.
         page = browser.contexts[0].pages[0]
         page.goto(url)
-        seen: dict[str, Any] = {"title": page.title(), "heading": page.locator("h1").text_content()}
+        headings = page.locator("h1")
+        heading = headings.first.text_content() if headings.count() else None
+        seen: dict[str, Any] = {"title": page.title(), "heading": heading}
         if download is not None:
             with page.expect_download() as started:
                 page.click(download)

@@ -1,6 +1,6 @@
 """Fixtures of the examples' tests: the real holmd of the client's and the CLI's end-to-end
-tests (tests/cli/e2e_kit.py), and one box that every example of a module drives (each one
-opens its own page first), removed after them."""
+tests (tests/cli/e2e_kit.py), and one box that every example drives (each one opens its
+own page first), removed after them."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from holm import Box  # noqa: E402
 holmd = e2e_kit.holmd
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def shared_box(holmd: Holmd) -> Iterator[Box]:
     with Box.create(url=holmd.url, token=holmd.token) as box:
         yield box
