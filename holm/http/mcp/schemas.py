@@ -7,8 +7,13 @@ what costs a model tokens and tells it nothing.
   action union, and so do the `$defs` only they used.
 - No `$defs` that nothing refers to.
 
-What is left is still the wire types' own schema: every argument it admits decodes into
-them (tests/mcp/test_schemas.py).
+`compact_schema` then writes the same in fewer bytes (every tool's list is in each request
+a model's client makes: docs/mcp.md, "Size"), and in `batch` names the steps that other
+tools already describe rather than repeat them.
+
+What is left is still the wire types' own schema, generated: every argument it admits
+decodes into them, and a step it names decodes with the arguments of the tool it names
+(tests/mcp/test_schemas.py, tests/mcp/test_tool_list.py).
 """
 
 from __future__ import annotations
@@ -115,8 +120,11 @@ def compact_schema(
       them apart); no empty `required`;
     - an optional field without its `null` variant (absent is null), and no default that
       an absent field implies anyway (false, 0, an empty list or object, null);
-    - each `$defs` entry named in `referred` (a struct that is a tool's own arguments) as
-      that tool's name, with the tag that picks it: the tool's schema has its fields;
+    - `additionalProperties: false` on the top object only (`_closed_at_the_top`), and no
+      struct docstrings;
+    - with `referred` (the `$defs` names of structs that are other tools' arguments), the
+      variants of a union that are those tools' arguments named with the tool, and with
+      `most` the variants larger than that named too (`_referred`);
     - a `$defs` entry used once written where it is used, and a subschema written out
       more than once written once, in `$defs`.
     """
@@ -181,6 +189,7 @@ def _closed_at_the_top(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _implied(default: Any) -> bool:
+    """A default a model assumes of an absent field: no flag, no count, no list, no value."""
     return default is False or default == 0 or default is None or default in ([], {})
 
 
