@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,18 +37,22 @@ SERVER = HERE / "node_modules" / ".bin" / "playwright-mcp"
 async def run(cdp_url: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Make `calls` (`{"name", "input"}`, as a model's `tool_use` blocks) to Playwright
     MCP on the browser at `cdp_url`; each one's answer (`is_error` and its text)."""
-    server = StdioServerParameters(
-        command=str(SERVER),
-        args=["--cdp-endpoint", cdp_url],
-        env={**os.environ, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"},
-    )
     answers = []
-    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        for call in calls:
-            result = await session.call_tool(call["name"], call.get("input", {}))
-            text = "\n".join(getattr(block, "text", "") for block in result.content)
-            answers.append({"name": call["name"], "is_error": bool(result.is_error), "text": text})
+    # Where it writes what it saves (snapshots, screenshots), not the working directory.
+    with tempfile.TemporaryDirectory(prefix="playwright-mcp-") as saved:
+        server = StdioServerParameters(
+            command=str(SERVER),
+            args=["--cdp-endpoint", cdp_url, "--output-dir", saved],
+            env={**os.environ, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"},
+        )
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for call in calls:
+                result = await session.call_tool(call["name"], call.get("input", {}))
+                text = "\n".join(getattr(block, "text", "") for block in result.content)
+                answers.append(
+                    {"name": call["name"], "is_error": bool(result.is_error), "text": text}
+                )
     return answers
 
 
