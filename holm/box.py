@@ -189,10 +189,14 @@ class Box(BlockingBox):
     """A box of holmd, its methods plain calls (`with Box.create() as box`). Removed when
     the block ends, unless `keep`."""
 
-    def __init__(self, client: SyncHolmClient, box: BoxView, *, keep: bool = False) -> None:
+    def __init__(
+        self, client: SyncHolmClient, box: BoxView, *, keep: bool = False, owns_client: bool = True
+    ) -> None:
         self.client = client
         self.view = box
         self.keep = keep
+        # A fork shares its source's connection, which the source closes.
+        self._owns_client = owns_client
         super().__init__(BoxMethods(RestDriver(client.client, box.id)))
 
     @classmethod
@@ -223,16 +227,21 @@ class Box(BlockingBox):
         """A new box that does this one's recorded steps again (`keep` as this one's)."""
         done = self.client.fork(self.id)
         box = run_to_the_end(_started(self.client.client, done.box, _sleep_blocking))
-        return Box(self.client, box, keep=self.keep if keep is None else keep)
+        keep = self.keep if keep is None else keep
+        return Box(self.client, box, keep=keep, owns_client=False)
 
     def remove(self) -> None:
         self.client.delete_box(self.id)
 
     def close(self) -> None:
-        """Remove the box, unless `keep`. The connection stays for the boxes forked from
-        this one."""
-        if not self.keep:
-            self.remove()
+        """Remove the box, unless `keep`; then close the connection (a fork's is its
+        source's, closed with it)."""
+        try:
+            if not self.keep:
+                self.remove()
+        finally:
+            if self._owns_client:
+                self.client.close()
 
     def __enter__(self) -> Box:
         return self
