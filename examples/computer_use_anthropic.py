@@ -161,7 +161,7 @@ def live(box: Box) -> Model:
             messages=messages,
             betas=["computer-use-2025-01-24"],
         )
-        answer: dict[str, Any] = response.model_dump(mode="json")
+        answer: dict[str, Any] = response.model_dump(mode="json", exclude_none=True)
         return answer
 
     return ask

@@ -147,7 +147,7 @@ def live(box: Box) -> Model:
             previous_response_id=last[-1] if last else None,
         )
         last.append(response.id)
-        answer: dict[str, Any] = response.model_dump(mode="json")
+        answer: dict[str, Any] = response.model_dump(mode="json", exclude_none=True)
         return answer
 
     return ask
