@@ -5,6 +5,7 @@ which must name a URL holmd serves."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from holm import Box
 pytestmark = pytest.mark.desktop
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SCRIPT = EXAMPLES / "playwright_mcp" / "run.py"
 FORM = "data:text/html," + quote((EXAMPLES / "fixtures" / "form.html").read_text())
 DOWNLOAD = "data:text/html," + quote(
     "<title>Files</title><h1>Reports</h1>"
@@ -41,10 +43,11 @@ def test_playwright_over_the_relay_and_a_download_lands_in_the_box(shared_box: B
 
 
 async def test_playwright_mcp_replays_its_tool_calls(shared_box: Box) -> None:
-    import sys
-
-    sys.path.insert(0, str(EXAMPLES / "playwright_mcp"))
-    import run as playwright_mcp
+    # By its path: `run` is too common a name to put on sys.path.
+    found = importlib.util.spec_from_file_location("playwright_mcp_run", SCRIPT)
+    assert found is not None and found.loader is not None
+    playwright_mcp = importlib.util.module_from_spec(found)
+    found.loader.exec_module(playwright_mcp)
 
     assert playwright_mcp.SERVER.exists(), "scripts/setup installs Playwright MCP (npm ci)"
     box = shared_box
