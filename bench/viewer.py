@@ -155,7 +155,6 @@ async def measure(base: str, state_dir: Path, rounds: int, seconds: float) -> No
         ticket_path = f"/v1/boxes/{box}/screens/0/viewer/ticket"
         socket_path = f"/v1/boxes/{box}/screens/0/viewer/socket"
         runtime = LocalRuntime(state_dir / "boxes", "bench-viewer", display_base=DISPLAY_BASE)
-        vnc = await runtime.viewer_socket(box, 0)
 
         async def relayed() -> Opened:
             ticket = (await (await client.post(ticket_path, json={})).json())["ticket"]
@@ -169,7 +168,7 @@ async def measure(base: str, state_dir: Path, rounds: int, seconds: float) -> No
             return *ws_transport(ws), close
 
         async def direct() -> Opened:
-            reader, writer = await asyncio.open_unix_connection(str(vnc), limit=1 << 22)
+            reader, writer = await runtime.open_stream(box, "vnc", 0, limit=1 << 22)
 
             async def close() -> None:
                 writer.close()

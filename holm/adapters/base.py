@@ -1,24 +1,36 @@
 """The interface between the engine and the runtimes: a `Runtime` starts and ends boxes,
 and a box's `Desktop` does everything inside it. The engine sees nothing else.
 
-Every runtime runs the same in-box agent in each box and reaches it over a Unix socket;
-`Desktop` is the client side of that agent. Errors are `holm.errors` classes: a step that
-ran and did not succeed raises `Failed`, one the box cannot do raises `Unsupported`, a lost
-agent raises `Transport`.
+Every runtime runs the same in-box agent in each box and reaches it over a byte stream
+(`Runtime.open_stream`: a Unix socket for a box on this host, a relay through an engine's
+API for one elsewhere); `Desktop` is the client side of that agent. Errors are
+`holm.errors` classes: a step that ran and did not succeed raises `Failed`, one the box
+cannot do raises `Unsupported`, a lost agent raises `Transport`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from holm.streams import Stream
 from holm.wire.actions import Action
 from holm.wire.api import ImageInfo
 from holm.wire.results import ActionResult
-from holm.wire.runtime import BatchEnd, Capabilities, FrameResult, RuntimeBox, Started
+from holm.wire.runtime import (
+    BatchEnd,
+    Capabilities,
+    FrameResult,
+    RuntimeBox,
+    Started,
+    StreamKind,
+)
 from holm.wire.spec import Placement, Spec
 from holm.wire.values import PNG, Encoding, Region
+
+# What a stream's reader holds before it stops reading (asyncio's default is 64 KiB): a
+# relay reads the stream in chunks as large as this.
+STREAM_LIMIT = 1 << 20
 
 
 class Desktop(Protocol):
@@ -103,9 +115,14 @@ class Runtime(Protocol):
         """The box's desktop; connected once and shared by every caller."""
         ...
 
-    async def viewer_socket(self, box_id: str, screen: int) -> Path:
-        """Where the screen's VNC server (x11vnc) listens: a Unix socket on the host that
-        holmd may connect to. A runtime without one raises `Unsupported`."""
+    async def open_stream(
+        self, box_id: str, kind: StreamKind, screen: int = 0, *, limit: int = STREAM_LIMIT
+    ) -> Stream:
+        """A new byte stream to the box's agent, to a screen's VNC server (x11vnc, RFB), or
+        to a screen's Chromium DevTools (HTTP and WebSocket, as Chromium serves them on
+        its port): whatever way the runtime reaches its box, a stream the caller owns and
+        closes. `limit` is the reader's buffer (`asyncio.StreamReader`). A runtime without
+        such a stream raises `Unsupported`; one that cannot reach it, `Transport`."""
         ...
 
     async def close(self) -> None: ...
@@ -160,4 +177,13 @@ class AppInstaller(Protocol):
         ...
 
 
-__all__ = ["AppInstaller", "Desktop", "ImageBuilder", "Progress", "Runtime", "SpareBoxes"]
+__all__ = [
+    "STREAM_LIMIT",
+    "AppInstaller",
+    "Desktop",
+    "ImageBuilder",
+    "Progress",
+    "Runtime",
+    "SpareBoxes",
+    "Stream",
+]

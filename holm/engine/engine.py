@@ -16,12 +16,11 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Literal
 
 import msgspec
 
-from holm.adapters.base import AppInstaller, Desktop, Runtime
+from holm.adapters.base import STREAM_LIMIT, AppInstaller, Desktop, Runtime, Stream
 from holm.config import Config
 from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
 from holm.events.browser_states import BrowserStates
@@ -64,7 +63,7 @@ from holm.wire.entries import (
 )
 from holm.wire.keys import normalized_action
 from holm.wire.results import ActionResult
-from holm.wire.runtime import Capabilities, FrameResult, Started
+from holm.wire.runtime import Capabilities, FrameResult, Started, StreamKind
 from holm.wire.spec import (
     DEFAULT_LIFETIME_SECS,
     Placement,
@@ -606,13 +605,33 @@ class Engine:
 
     # Viewers
 
-    async def viewer_socket(self, box_id: str, screen: int) -> Path:
-        """Where the screen's VNC server listens (the box must be ready): for the viewer
-        relay, which checks the viewer's ticket before it asks."""
+    def check_viewer(self, box_id: str, screen: int) -> None:
+        """Refuse a viewer of a screen that is not there to be watched: the box must be
+        ready, have the screen, and its runtime viewers (a ticket is made only then)."""
         state = guards.ready(self.journal.state(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         runtime = self._runtime_named(state.runtime)
-        return await boundary(runtime.viewer_socket(box_id, screen), "finding the viewer")
+        if not runtime.can().viewer:
+            raise Unsupported(f"the {runtime.name} runtime has no viewer of its screens")
+
+    async def open_stream(
+        self, box_id: str, kind: StreamKind, screen: int = 0, *, limit: int = STREAM_LIMIT
+    ) -> Stream:
+        """A byte stream to the box's agent, a screen's VNC server or a screen's DevTools,
+        for the relays (which check their ticket or token before they ask): the box must
+        be ready and have the screen; what its runtime cannot give is `unsupported`. The
+        caller closes it. Nothing through it is recorded."""
+        state = guards.ready(self.journal.state(box_id), box_id)
+        guards.screen_of(state, screen, drive=False)
+        runtime = self._runtime_named(state.runtime)
+        can = runtime.can()
+        if kind == "vnc" and not can.viewer:
+            raise Unsupported(f"the {runtime.name} runtime has no viewer of its screens")
+        if kind == "devtools" and not can.pages:
+            raise Unsupported("this box's runtime gives no DevTools to relay")
+        return await boundary(
+            runtime.open_stream(box_id, kind, screen, limit=limit), f"opening the box's {kind}"
+        )
 
     def taken_over(self, box_id: str, screen: int) -> bool:
         """Whether a person has the screen (the box's state says so)."""

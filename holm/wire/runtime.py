@@ -11,6 +11,11 @@ from holm.wire.results import Tab, WindowInfo
 from holm.wire.spec import Placement, Spec
 from holm.wire.values import ImageFormat
 
+# The byte streams a runtime opens into a box (`Runtime.open_stream`): its agent's
+# protocol, a screen's VNC server (RFB), and a screen's Chromium DevTools (HTTP and
+# WebSocket as Chromium serves them).
+StreamKind = Literal["agent", "vnc", "devtools"]
+
 
 class Capabilities(msgspec.Struct, kw_only=True):
     pause: bool = True
@@ -118,4 +123,5 @@ __all__ = [
     "Released",
     "RuntimeBox",
     "Started",
+    "StreamKind",
 ]

@@ -444,18 +444,17 @@ async def test_create_names_the_image_it_had_to_build(
     assert built.built.spec_digest == (session_image.spec_digest or spec_digest(Spec()))
 
 
-async def test_each_screen_s_viewer_answers_rfb_on_its_host_socket(
+async def test_each_screen_s_viewer_answers_rfb_on_its_stream(
     make_runtime: MakeRuntime,
 ) -> None:
-    """`viewer_socket` names a Unix socket on the host (in the box's run folder) where the
-    screen's x11vnc speaks RFB to holmd, with no password (the relay's ticket guards it)."""
+    """`open_stream(…, "vnc", screen)` reaches the screen's x11vnc (a Unix socket in the
+    box's run folder), which speaks RFB to holmd with no password (the relay's ticket
+    guards it)."""
     runtime = make_runtime(chromium=False)
     box_id = new_box_id()
     await runtime.create(box_id, Spec(desktop=DesktopSpec(screens=2)), Placement())
     for screen in (0, 1):
-        path = await runtime.viewer_socket(box_id, screen)
-        assert path.name == f"vnc-{screen}.sock"
-        reader, writer = await asyncio.open_unix_connection(str(path))
+        reader, writer = await runtime.open_stream(box_id, "vnc", screen)
         try:
             assert await reader.readexactly(12) == b"RFB 003.008\n"
             writer.write(b"RFB 003.008\n")

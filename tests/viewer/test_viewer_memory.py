@@ -8,10 +8,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
+import msgspec
 from http_kit import Client, MakeClient, error_of, new_box, ok_json
 
 from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 from holm.http.viewer.relay import SERVER_VERSION
+from holm.streams import Stream
+from holm.wire.runtime import Capabilities, StreamKind
 
 
 async def test_a_runtime_without_viewers_says_so(make_client: MakeClient) -> None:
@@ -43,9 +46,15 @@ class SocketRuntime(MemoryRuntime):
 
     socket_path: Path
 
-    async def viewer_socket(self, box_id: str, screen: int) -> Path:
+    def can(self) -> Capabilities:
+        return msgspec.structs.replace(super().can(), viewer=True)
+
+    async def open_stream(
+        self, box_id: str, kind: StreamKind, screen: int = 0, *, limit: int = 1 << 16
+    ) -> Stream:
         await self.desktop(box_id)
-        return self.socket_path
+        assert kind == "vnc"
+        return await asyncio.open_unix_connection(self.socket_path, limit=limit)
 
 
 async def socket_client(make_client: MakeClient, world: MemoryWorld, path: Path) -> Client:

@@ -43,7 +43,7 @@ import requests.exceptions
 from holm.adapters.agent_command import agent_command
 from holm.adapters.agent_desktop import AgentConnections
 from holm.adapters.agent_ready import await_agent
-from holm.adapters.base import Desktop, Progress
+from holm.adapters.base import STREAM_LIMIT, Desktop, Progress, Stream
 from holm.adapters.box_locks import BoxLocks
 from holm.adapters.docker import network
 from holm.adapters.docker.images import (
@@ -58,6 +58,7 @@ from holm.adapters.docker.images import (
 )
 from holm.adapters.local.limits import DEFAULT_PIDS_MAX, parse_cpus, parse_memory
 from holm.adapters.refusals import refuse_what_no_runtime_runs
+from holm.adapters.run_sockets import open_run_socket
 from holm.adapters.to_the_end import in_thread
 from holm.errors import (
     BadRequest,
@@ -69,7 +70,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
-from holm.wire.runtime import BuiltImage, Capabilities, RuntimeBox, Started
+from holm.wire.runtime import BuiltImage, Capabilities, RuntimeBox, Started, StreamKind
 from holm.wire.spec import (
     DEFAULT_HEIGHT,
     DEFAULT_WIDTH,
@@ -412,10 +413,14 @@ class DockerRuntime:
         for box_id in box_ids:
             network.end(self.boxes_dir / box_id)
 
-    async def viewer_socket(self, box_id: str, screen: int) -> Path:
+    async def open_stream(
+        self, box_id: str, kind: StreamKind, screen: int = 0, *, limit: int = STREAM_LIMIT
+    ) -> Stream:
         container = await self._call(self._get, box_id)
+        if kind == "devtools" and not self.chromium:
+            raise Unsupported("this docker runtime starts no Chromium: it has no DevTools")
         run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
-        return run_dir / f"vnc-{screen}.sock"
+        return await open_run_socket(run_dir, kind, screen, limit)
 
     async def desktop(self, box_id: str) -> Desktop:
         async with self._locks.connect(box_id):

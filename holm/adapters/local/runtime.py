@@ -29,7 +29,7 @@ from typing import Literal
 
 from holm.adapters.agent_desktop import AgentConnections, AgentDesktop
 from holm.adapters.agent_ready import await_agent
-from holm.adapters.base import Desktop
+from holm.adapters.base import STREAM_LIMIT, Desktop, Stream
 from holm.adapters.box_locks import BoxLocks
 from holm.adapters.features import FEATURE_PACKAGES
 from holm.adapters.local import agent_bytecode, network, procs
@@ -64,6 +64,7 @@ from holm.adapters.local.sandbox import (
     launch,
 )
 from holm.adapters.refusals import refuse_what_no_runtime_runs
+from holm.adapters.run_sockets import open_run_socket
 from holm.adapters.to_the_end import in_thread
 from holm.errors import (
     BadRequest,
@@ -75,7 +76,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
-from holm.wire.runtime import Capabilities, RuntimeBox, Started
+from holm.wire.runtime import Capabilities, RuntimeBox, Started, StreamKind
 from holm.wire.spec import MAX_SCREENS, Placement, Spec, canonical_spec, packages_of_app
 
 ProcessState = Literal["running", "paused", "stopped"]
@@ -321,9 +322,13 @@ class LocalRuntime:
             write_record(paths.record, record)
         log.info("box %s: its pasta had ended; a new one serves it", box_id)
 
-    async def viewer_socket(self, box_id: str, screen: int) -> Path:
+    async def open_stream(
+        self, box_id: str, kind: StreamKind, screen: int = 0, *, limit: int = STREAM_LIMIT
+    ) -> Stream:
         paths, _ = self._record(box_id)
-        return paths.vnc_socket(screen)
+        if kind == "devtools" and not self.chromium:
+            raise Unsupported("this local runtime starts no Chromium: it has no DevTools")
+        return await open_run_socket(paths.run, kind, screen, limit)
 
     async def desktop(self, box_id: str) -> Desktop:
         async with self._locks.connect(box_id):

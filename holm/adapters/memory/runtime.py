@@ -19,7 +19,6 @@ import base64
 import fnmatch
 import hashlib
 import json
-import pathlib
 import re
 import time
 from typing import Literal
@@ -41,6 +40,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
+from holm.streams import Stream
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.actions import (
@@ -106,6 +106,7 @@ from holm.wire.runtime import (
     Released,
     RuntimeBox,
     Started,
+    StreamKind,
 )
 from holm.wire.spec import Placement, Spec, canonical_spec
 from holm.wire.values import PNG, Encoding, Region
@@ -192,7 +193,8 @@ class MemoryRuntime:
             raise Unavailable(f"the {self.name} runtime cannot be reached", retryable=True)
 
     def can(self) -> Capabilities:
-        return Capabilities(persistent=True, profile=True)
+        # No viewer: its screens are no pictures a VNC server could serve.
+        return Capabilities(persistent=True, profile=True, viewer=False)
 
     def _box(self, box_id: str) -> MemoryBox:
         self._reach()
@@ -285,9 +287,11 @@ class MemoryRuntime:
             raise ScreenUnavailable(f"box {box_id} is paused; resume it first")
         return box.desktop
 
-    async def viewer_socket(self, box_id: str, screen: int) -> pathlib.Path:
+    async def open_stream(
+        self, box_id: str, kind: StreamKind, screen: int = 0, *, limit: int = 1 << 16
+    ) -> Stream:
         self._box(box_id)
-        raise Unsupported("the memory runtime has no viewer: its screens are not real")
+        raise Unsupported(f"the {self.name} runtime has no {kind}: its screens are not real")
 
     async def close(self) -> None:
         pass

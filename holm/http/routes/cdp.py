@@ -1,12 +1,13 @@
 """Chrome DevTools for users: `POST …/cdp` makes a short-lived token for one box, and
 `/v1/cdp/{token}/json…` and `/v1/cdp/{token}/devtools/…` relay the DevTools HTTP endpoints
-and WebSocket to that box's Chromium. The relay reaches the browser only through the socket
-the box's agent serves in the box's run folder (`devtools_url`, `unix:…`); no DevTools
-port is reachable outside the box. The token is the only credential these two routes take
-(no bearer token, as the spec says), so it is random (32 bytes), scoped to one box, lives
-`ttl_secs` at most (one hour by default, 24 hours at most), and a WebSocket opened with it
-is closed when it expires. An unknown and an expired token get the same `401`. Nothing here
-is recorded: a DevTools session is the user's own, outside the trace (docs/security.md)."""
+and WebSocket to that box's Chromium. The relay reaches the browser only through a stream
+the engine opens to the box's DevTools (`Engine.open_stream`: for a box on this host, the
+socket its agent serves in its run folder); no DevTools port is reachable outside the box.
+The token is the only credential these two routes take (no bearer token, as the spec says),
+so it is random (32 bytes), scoped to one box, lives `ttl_secs` at most (one hour by
+default, 24 hours at most), and a WebSocket opened with it is closed when it expires. An
+unknown and an expired token get the same `401`. Nothing here is recorded: a DevTools
+session is the user's own, outside the trace (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,18 @@ import contextlib
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import msgspec
 from aiohttp import web
+from aiohttp.client_proto import ResponseHandler
 
-from holm.box_socket import box_socket
-from holm.engine import guards
-from holm.errors import BadCredential, Unavailable, Unsupported
+from holm.engine import Engine
+from holm.errors import BadCredential, Transport, Unavailable
+from holm.streams import Stream, splice, stream_pair
 from holm.wire.api import CdpAddress, CdpQuery
 
 from ..routing import Route, engine_of, json_response, query_of
@@ -49,7 +51,7 @@ _ADDRESS_KEYS = frozenset(
 @dataclass(frozen=True)
 class Grant:
     box_id: str
-    socket: str
+    screen: int
     expires_at_ms: int
 
 
@@ -59,11 +61,11 @@ class Grants:
     def __init__(self) -> None:
         self._grants: dict[str, Grant] = {}
 
-    def make(self, box_id: str, socket: str, ttl_secs: int) -> tuple[str, Grant]:
+    def make(self, box_id: str, screen: int, ttl_secs: int) -> tuple[str, Grant]:
         now = int(time.time() * 1000)
         self._grants = {t: g for t, g in self._grants.items() if g.expires_at_ms > now}
         token = secrets.token_urlsafe(32)
-        grant = Grant(box_id, socket, now + ttl_secs * 1000)
+        grant = Grant(box_id, screen, now + ttl_secs * 1000)
         self._grants[token] = grant
         return token, grant
 
@@ -85,23 +87,60 @@ def _grants(request: web.Request) -> Grants:
     return request.app[GRANTS]
 
 
-@contextlib.asynccontextmanager
-async def _session(socket: str) -> AsyncIterator[aiohttp.ClientSession]:
-    """A session whose every connection is to the box's own socket (`box_socket`): a link
-    the box put in its place leads nowhere."""
-    with contextlib.ExitStack() as opened:
+class _StreamConnector(aiohttp.BaseConnector):
+    """aiohttp's connections made over streams the engine opens into the box (one a
+    connection), never to an address: whatever a box names, the relay reaches only its
+    own DevTools. aiohttp takes a socket, so each stream is spliced to one end of a
+    socket pair."""
+
+    def __init__(self, open_stream: Callable[[], Awaitable[Stream]]) -> None:
+        super().__init__(force_close=True)
+        self._open_stream = open_stream
+        self._splices: set[asyncio.Task[None]] = set()
+
+    async def _create_connection(
+        self, req: Any, traces: Any, timeout: aiohttp.ClientTimeout
+    ) -> ResponseHandler:
+        box = await self._open_stream()
         try:
-            name = opened.enter_context(box_socket(socket))
-        except OSError as exc:
-            raise Unavailable(f"the box's DevTools did not answer: {exc}") from None
-        async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=name)) as session:
-            yield session
+            ours, theirs = await stream_pair()
+        except BaseException:
+            box[1].close()
+            raise
+        task = asyncio.ensure_future(splice(ours, box))
+        self._splices.add(task)
+        task.add_done_callback(self._splices.discard)
+        _, proto = await self._loop.create_unix_connection(self._factory, sock=theirs)
+        return proto
+
+    async def close(self, *, abort_ssl: bool = False) -> None:
+        await super().close()
+        for task in list(self._splices):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
 
 
-async def _devtools_json(socket: str, method: str, path: str) -> tuple[int, bytes, str]:
+@contextlib.asynccontextmanager
+async def _session(engine: Engine, grant: Grant) -> AsyncIterator[aiohttp.ClientSession]:
+    """A session whose every connection is a stream to the box's DevTools."""
+
+    async def open_stream() -> Stream:
+        try:
+            return await engine.open_stream(grant.box_id, "devtools", grant.screen)
+        except Transport as exc:
+            raise Unavailable(f"the box's DevTools did not answer: {exc.message}") from None
+
+    async with aiohttp.ClientSession(connector=_StreamConnector(open_stream)) as session:
+        yield session
+
+
+async def _devtools_json(
+    engine: Engine, grant: Grant, method: str, path: str
+) -> tuple[int, bytes, str]:
     try:
         async with (
-            _session(socket) as session,
+            _session(engine, grant) as session,
             session.request(method, "http://localhost" + path, timeout=HTTP_TIMEOUT) as r,
         ):
             body = bytearray()
@@ -155,11 +194,10 @@ def _relayed_json(request: web.Request, token: str, body: bytes) -> str:
 async def make_address(request: web.Request) -> web.Response:
     box_id = request.match_info["id"]
     q = query_of(request, CdpQuery)
-    state = guards.ready(await engine_of(request).box(box_id), box_id)
-    if not state.devtools_url or not state.devtools_url.startswith("unix:"):
-        raise Unsupported("this box's runtime gives no DevTools to relay")
-    socket = state.devtools_url.removeprefix("unix:")
-    status, body, _ = await _devtools_json(socket, "GET", "/json/version")
+    engine = engine_of(request)
+    # Not a token yet: the stream's guards (a ready box, a runtime with DevTools) first.
+    probe = Grant(box_id, 0, 0)
+    status, body, _ = await _devtools_json(engine, probe, "GET", "/json/version")
     if status != 200:
         raise Unavailable(f"the box's DevTools answered {status}")
     try:
@@ -170,7 +208,7 @@ async def make_address(request: web.Request) -> web.Response:
     if not isinstance(browser_ws, str):
         raise Unavailable("the box's DevTools gave no browser address")
     # Only once the box's DevTools answers: a refusal leaves no live token behind.
-    token, grant = _grants(request).make(box_id, socket, q.ttl_secs)
+    token, grant = _grants(request).make(box_id, probe.screen, q.ttl_secs)
     ws_url = _relayed(request, token, browser_ws)
     address = CdpAddress(
         url=f"http://{_prefix(request, token)}", ws_url=ws_url, expires_at_ms=grant.expires_at_ms
@@ -185,7 +223,8 @@ async def relay_json(request: web.Request) -> web.Response:
     path = "/json" + (f"/{rest}" if rest else "")
     if request.query_string:
         path += "?" + request.query_string
-    status, body, content_type = await _devtools_json(grant.socket, request.method, path)
+    engine = engine_of(request)
+    status, body, content_type = await _devtools_json(engine, grant, request.method, path)
     # The addresses DevTools gives are inside the box: they become this relay's.
     text = _relayed_json(request, token, body)
     # JSON, or else plain text, never as the box says: this answer is on holmd's own
@@ -199,7 +238,7 @@ async def relay_socket(request: web.Request) -> web.WebSocketResponse:
     grant = _grants(request).get(request.match_info["token"])
     path = "/devtools/" + request.match_info["rest"]
     remaining = grant.expires_at_ms / 1000 - time.time()
-    async with _session(grant.socket) as session:
+    async with _session(engine_of(request), grant) as session:
         try:
             upstream = await session.ws_connect("http://localhost" + path, max_msg_size=MAX_MESSAGE)
         except (aiohttp.ClientError, OSError) as exc:

@@ -39,7 +39,7 @@ from ..routing import (
     query_of,
 )
 from ..viewer.person import PersonInput
-from ..viewer.relay import LIVE, TICKETS, OnInput, relay
+from ..viewer.relay import CHUNK, LIVE, TICKETS, OnInput, relay
 
 SCREEN = "/v1/boxes/{id}/screens/{screen:\\d+}"
 NOVNC_PREFIX = "/v1/viewer/novnc"
@@ -62,7 +62,7 @@ async def make_ticket(request: web.Request) -> web.Response:
     body = await body_of(request, TicketRequest)
     engine = engine_of(request)
     # The screen must be there to be watched; the ticket names it.
-    await engine.viewer_socket(box_id, screen)
+    engine.check_viewer(box_id, screen)
     made = request.app[TICKETS].make(box_id, screen, body.mode, engine.desktop(box_id))
     return json_response(
         TicketView(
@@ -80,7 +80,7 @@ async def take_over(request: web.Request) -> web.Response:
     box_id, screen = box_and_screen(request)
     body = await body_of(request, TakeoverRequest)
     engine = engine_of(request)
-    await engine.viewer_socket(box_id, screen)
+    engine.check_viewer(box_id, screen)
     await engine.take_over(box_id, screen, shared=body.shared)
     desktop = engine.desktop(box_id)
     made = request.app[TICKETS].make(box_id, screen, "control", desktop, takeover=True)
@@ -126,13 +126,13 @@ async def viewer_socket(request: web.Request) -> web.StreamResponse:
     mode = _mode(query, "view")
     engine = engine_of(request)
     request.app[TICKETS].check(query.ticket, box_id, screen, mode, engine.desktop(box_id))
-    path = await engine.viewer_socket(box_id, screen)
+    stream = await engine.open_stream(box_id, "vnc", screen, limit=CHUNK)
     on_input: OnInput | None = None
-    if mode == "control":
-        on_input = person_input_of(request, box_id, screen)
     with request.app[LIVE].opened(box_id, screen, mode, query.ticket) as stop:
         try:
-            return await relay(request, path, mode, on_input, stop)
+            if mode == "control":
+                on_input = person_input_of(request, box_id, screen)
+            return await relay(request, stream, mode, on_input, stop)
         finally:
             close = getattr(on_input, "close", None)
             if close is not None:

@@ -1,5 +1,6 @@
-"""The viewer socket: a WebSocket relayed to a screen's x11vnc Unix socket, binary frames
-both ways (as websockify does).
+"""The viewer socket: a WebSocket relayed to a stream to a screen's x11vnc (the engine opens
+it, whatever way the box's runtime reaches the box), binary frames both ways (as websockify
+does).
 
 Back-pressure both ways, so that neither a slow viewer nor a slow x11vnc grows holmd's
 memory: the relay reads x11vnc in chunks of `CHUNK` and awaits each WebSocket send (aiohttp
@@ -25,12 +26,9 @@ import contextlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 from aiohttp import WSMsgType, web
 
-from holm.box_socket import open_box_connection
-from holm.errors import Transport
 from holm.wire.api import ViewerMode
 
 from .rfb import ClientStream, Message, RfbError
@@ -97,17 +95,15 @@ OnInput = Callable[[Message], None]
 
 async def relay(
     request: web.Request,
-    socket_path: Path,
+    stream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
     mode: ViewerMode,
     on_input: OnInput | None = None,
     stop: asyncio.Event | None = None,
 ) -> web.WebSocketResponse:
-    """Connect to `socket_path`, then answer the WebSocket upgrade and pump until either
-    side closes, or `stop` is set. Called only after the ticket was checked."""
-    try:
-        reader, writer = await open_box_connection(socket_path, limit=CHUNK)
-    except OSError as exc:
-        raise Transport(f"the screen's viewer is not reachable: {exc.strerror or exc}") from exc
+    """Answer the WebSocket upgrade and pump between it and `stream` (the screen's VNC
+    server, opened with a reader limit of `CHUNK`) until either side closes, or `stop` is
+    set; the stream is closed after. Called only after the ticket was checked."""
+    reader, writer = stream
     # No permessage-deflate (browsers offer it): RFB's encodings are compressed already,
     # and deflating a raw 4 MB update costs holmd's loop more than it saves.
     ws = web.WebSocketResponse(protocols=("binary",), max_msg_size=MAX_MESSAGE, compress=False)
