@@ -57,6 +57,9 @@ class Config(msgspec.Struct, kw_only=True):
     # The warm pool: how many spare boxes to keep started, by spec digest ("default" in
     # HOLM_POOL names the default spec's).
     pool: dict[str, int] = msgspec.field(default_factory=dict)
+    # The key that seals the secrets of runtimes added (holm/secrets_box.py); without it,
+    # `<state_dir>/secrets.key`, made at first start.
+    secrets_key: str | None = None
 
     @property
     def host(self) -> str:
@@ -92,6 +95,7 @@ _ENV = {
     "fork_wait_cap_ms": "HOLM_FORK_WAIT_CAP_MS",
     "fork_limit_secs": "HOLM_FORK_LIMIT_SECS",
     "pool": "HOLM_POOL",
+    "secrets_key": "HOLM_SECRETS_KEY",
 }
 # Read by holm.server before the rest, to log what loading them says.
 LOG_LEVEL, DEFAULT_LOG_LEVEL = "HOLM_LOG_LEVEL", "INFO"

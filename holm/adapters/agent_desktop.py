@@ -22,6 +22,7 @@ import msgspec
 from holm.agent.acts_in_flight import ActsInFlight
 from holm.box_socket import open_box_connection
 from holm.errors import ERRORS_BY_CODE, HolmError, Internal, Timeout, Transport
+from holm.streams import Stream
 from holm.wire import agent_protocol as p
 from holm.wire.actions import Action, Tabs, Windows
 from holm.wire.results import ActionResult, TabList, WindowList
@@ -268,7 +269,14 @@ class AgentConnections:
         return desktop
 
     async def connect(self, box_id: str, socket_path: str | Path) -> AgentDesktop:
-        desktop = await AgentDesktop.connect(socket_path)
+        return await self._told(box_id, await AgentDesktop.connect(socket_path))
+
+    async def adopt(self, box_id: str, stream: Stream) -> AgentDesktop:
+        """The box's connection over `stream` (opened with a reader limit of the agent's
+        largest frame), however the runtime reached the agent."""
+        return await self._told(box_id, AgentDesktop(*stream))
+
+    async def _told(self, box_id: str, desktop: AgentDesktop) -> AgentDesktop:
         try:
             # What the agent can do (`AgentInfo.ordered_end`) is told by its info. An agent
             # slow to tell (a box under load) is used as one that cannot, rather than

@@ -1,11 +1,17 @@
-"""The runtimes a server has, built from its settings."""
+"""The runtimes a server has, built from its settings, and the providers of the runtimes it
+may be given through the vendor API (`POST /v1/runtimes`)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from holm.adapters.base import Runtime
 from holm.adapters.docker.runtime import docker_runtime_if_engine_answers
+from holm.adapters.holmd.runtime import holm_runtime
 from holm.adapters.local.runtime import LocalRuntime
 from holm.config import Config
+from holm.errors import BadRequest, Unsupported
+from holm.wire.runtime import RuntimeSetup
 
 
 def make_runtimes(config: Config, server_id: str | None) -> dict[str, Runtime]:
@@ -27,4 +33,34 @@ def make_runtimes(config: Config, server_id: str | None) -> dict[str, Runtime]:
     return runtimes
 
 
-__all__ = ["make_runtimes"]
+# The providers that a vendor of the spec names and no client is built for here.
+_NOT_BUILT = {
+    "e2b": "no client for E2B is built in this server (no machine it was built on reaches "
+    "E2B); docs/runtimes.md says how a provider is added",
+}
+PROVIDERS = ("holm",)
+
+
+def remote_runtimes(
+    config: Config, server_id: str | None
+) -> Callable[[RuntimeSetup], Awaitable[Runtime]]:
+    """What makes a runtime of the vendor API from its setup; it reaches nothing, so a
+    runtime whose host is down is made all the same. Unknown providers and fields they do
+    not take are refused."""
+
+    async def make(setup: RuntimeSetup) -> Runtime:
+        folder = config.state_dir / "runtimes" / setup.name
+        match setup.provider:
+            case "holm":
+                return holm_runtime(setup, folder, server_id)
+            case provider if provider in _NOT_BUILT:
+                raise Unsupported(f"provider {provider!r}: {_NOT_BUILT[provider]}")
+            case provider:
+                raise BadRequest(
+                    f"no provider {provider!r}; this server has: {', '.join(PROVIDERS)}"
+                )
+
+    return make
+
+
+__all__ = ["PROVIDERS", "make_runtimes", "remote_runtimes"]

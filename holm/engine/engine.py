@@ -84,6 +84,7 @@ from .journal import Journal, entry, now_ms, stored
 from .pool import pool_of
 from .reaper import every, reap
 from .recording import recorded_alone
+from .vendors import MakeRuntime, Vendors
 from .watcher import FrameWatchers
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,10 @@ class Engine:
         *,
         server_id: str,
         frame_poll_secs: float = FRAME_POLL_SECS,
+        make_runtime: MakeRuntime | None = None,
     ) -> None:
+        """`make_runtime` makes the runtimes of the vendor API (`POST /v1/runtimes`);
+        without it, none can be added."""
         self.config = config
         self.store = store
         self.runtimes = dict(runtimes)
@@ -125,6 +129,7 @@ class Engine:
         self._screen_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._loops: list[asyncio.Task[None]] = []
         self.pool = pool_of(config.pool, self.runtimes.get(config.default_runtime), new_box_id)
+        self.vendors = Vendors(self, make_runtime)
 
     # Start and stop
 
@@ -133,6 +138,7 @@ class Engine:
         (adopting, and forgetting what is lost), and start the watchers and, with an
         internal schedule, the reaper, the pruner and the job runner."""
         await self.journal.rebuild()
+        await self.vendors.load()
         await reconcile(self)
         for state in self.journal.states():
             if not state.removed and state.state == "ready":
@@ -159,6 +165,7 @@ class Engine:
         await self.jobs.close()
         await self.watchers.close()
         await self.journal.close()
+        await self.vendors.close()
 
     # Reading
 

@@ -19,7 +19,14 @@ from holm.errors import HolmError, Unavailable
 from holm.events.store import TraceStore
 from holm.projections.box_state import BoxState, fold_known, state_bearing
 from holm.projections.events_feed import EventsFeed
-from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Actor, Entry
+from holm.wire.entries import (
+    PAGE_MAX,
+    SERVER_TRACE,
+    Actor,
+    Entry,
+    RuntimeAdded,
+    RuntimeRemoved,
+)
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +89,11 @@ class Journal:
     def keep(trace: str, old: Iterable[Entry]) -> Collection[int]:
         """What a prune by age must keep of a trace's old entries for `rebuild` to give
         the state it has now (the store's `KeepEntries`): a box's state-bearing entries,
-        nothing of the server's trace, which is not folded."""
-        return () if trace == SERVER_TRACE else state_bearing(old)
+        and of the server's trace the runtimes added (`runtime_*`), which the engine folds
+        at start."""
+        if trace == SERVER_TRACE:
+            return [e.seq for e in old if isinstance(e, RuntimeAdded | RuntimeRemoved)]
+        return state_bearing(old)
 
     async def append(self, trace: str, entries: Sequence[Entry]) -> list[Entry]:
         """Make `entries` durable, fold them in, and return them with their seq."""

@@ -81,7 +81,7 @@ from holm.events.trace_file import (
     trace_files,
 )
 from holm.wire.api import PruneReport
-from holm.wire.entries import PAGE_MAX, Entry
+from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Entry
 
 LOCK_FILE = "LOCK"
 # Files the writer keeps open between commits (two per trace), least recently used closed.
@@ -264,7 +264,9 @@ class LocalStore:
         async with self._write_lock:
             old, rest = [], []
             for state in self._traces.values():
-                if state.last_at_ms is not None and state.last_at_ms < cutoff_ms:
+                # The server's trace is never old as a whole: it holds the runtimes added.
+                whole = state.name != SERVER_TRACE
+                if whole and state.last_at_ms is not None and state.last_at_ms < cutoff_ms:
                     old.append(state)
                 elif state.first_at_ms is not None and state.first_at_ms < cutoff_ms:
                     rest.append(msgspec.structs.replace(state))

@@ -161,7 +161,9 @@ class MemoryStore:
         frames_cutoff = now_ms - self.keep_frames_secs * 1000
         entries_cutoff = now_ms - self.keep_entries_secs * 1000
         for name, holder in list(self._traces.items()):
-            if holder.last_at_ms is not None and holder.last_at_ms < entries_cutoff:
+            # The server's trace is never old as a whole: it holds the runtimes added.
+            old = holder.last_at_ms is not None and holder.last_at_ms < entries_cutoff
+            if old and name != SERVER_TRACE:
                 del self._traces[name]
                 report.boxes += 1
                 report.entries += len(holder.lines)

@@ -117,7 +117,15 @@ async def _opened(
             runtimes = make_runtimes(config, server_id)
             for runtime in runtimes.values():
                 stack.push_async_callback(runtime.close)
-        engine = Engine(config, store, runtimes, server_id=server_id)
+        from holm.adapters.registry import remote_runtimes
+
+        engine = Engine(
+            config,
+            store,
+            runtimes,
+            server_id=server_id,
+            make_runtime=remote_runtimes(config, server_id),
+        )
         await engine.start()
         stack.push_async_callback(engine.close)
         log.info(

@@ -46,6 +46,8 @@ from holm.wire.entries import (
     ImageBuilt,
     ImageRemoved,
     PageCaptured,
+    RuntimeAdded,
+    RuntimeRemoved,
     TakeoverEnded,
     TakeoverStarted,
     kind_of,
@@ -164,7 +166,7 @@ def apply(state: BoxState | None, entry: Entry) -> BoxState:
             step.update(state="ready", reason=None, adopted=True, **_adopted_fields(state, entry))
         case BoxCreated():
             raise NotABoxTrace(f"entry {entry.seq}: box_created again, in a box already created")
-        case ImageBuilt() | ImageRemoved():
+        case ImageBuilt() | ImageRemoved() | RuntimeAdded() | RuntimeRemoved():
             raise NotABoxTrace(f"entry {entry.seq}: {kind_of(entry)} belongs to the server trace")
         case _:
             raise TypeError(f"not a trace entry: {entry!r}")

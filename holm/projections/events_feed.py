@@ -12,6 +12,9 @@ The events, and the entry each comes from:
     box.failed         box_failed             screen.taken_over  takeover_started
     screen.given_back  takeover_ended         image.built        image_built (server trace)
     image.removed      image_removed (server trace)
+    runtime.added      runtime_added (server trace)
+    runtime.changed    runtime_changed (server trace)
+    runtime.removed    runtime_removed (server trace)
 
 Why `seq` is what it is: the feed has no counter of its own to keep, so `seq` must be a pure
 function of the entries. Events are ordered by (`at_ms`, trace, entry seq), and
@@ -54,6 +57,9 @@ from holm.wire.entries import (
     Entry,
     ImageBuilt,
     ImageRemoved,
+    RuntimeAdded,
+    RuntimeChanged,
+    RuntimeRemoved,
     TakeoverEnded,
     TakeoverStarted,
 )
@@ -108,6 +114,14 @@ def event_of(trace: str, entry: Entry, box: _Box | None) -> Event | None:
             return _box_event("screen.taken_over", trace, entry, box, data)
         case TakeoverEnded(screen=screen):
             return _box_event("screen.given_back", trace, entry, box, {"screen": screen})
+        case RuntimeChanged(name=name, provider=provider, fields=fields):
+            data = {"provider": provider, "fields": fields}
+            return Event(seq=0, at_ms=entry.at_ms, kind="runtime.changed", runtime=name, data=data)
+        case RuntimeAdded(name=name, provider=provider, fields=fields):
+            data = {"provider": provider, "fields": fields}
+            return Event(seq=0, at_ms=entry.at_ms, kind="runtime.added", runtime=name, data=data)
+        case RuntimeRemoved(name=name):
+            return Event(seq=0, at_ms=entry.at_ms, kind="runtime.removed", runtime=name)
         case ImageBuilt() | ImageRemoved():
             kind: EventKind = "image.built" if isinstance(entry, ImageBuilt) else "image.removed"
             data = {"image": entry.image, "spec_digest": entry.spec_digest}

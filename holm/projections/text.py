@@ -45,6 +45,9 @@ from holm.wire.entries import (
     ImageBuilt,
     ImageRemoved,
     PageCaptured,
+    RuntimeAdded,
+    RuntimeChanged,
+    RuntimeRemoved,
     TakeoverEnded,
     TakeoverStarted,
 )
@@ -170,6 +173,12 @@ def entry_text(entry: Entry) -> str:
             where = f" to {_clip(path)}" if path else ""
             text = f"captured the page as {_clip(format_)}{where} ({_bytes(size)})"
             return f"screen {screen}  {text}" if screen is not None else text
+        case RuntimeChanged(name=name, provider=provider):
+            return f"changed runtime {_clip(name)} ({_clip(provider)})"
+        case RuntimeAdded(name=name, provider=provider):
+            return f"added runtime {_clip(name)} ({_clip(provider)})"
+        case RuntimeRemoved(name=name):
+            return f"removed runtime {_clip(name)}"
         case ImageBuilt(runtime=runtime, image=image):
             return f"built image {_clip(image)} on {_clip(runtime)}"
         case ImageRemoved(runtime=runtime, image=image):

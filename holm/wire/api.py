@@ -20,7 +20,7 @@ from holm.wire.entries import PAGE_MAX, Entry
 from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX
 from holm.wire.results import ExecResult, Tab, WindowInfo
 from holm.wire.runtime import Capabilities
-from holm.wire.spec import Feature, Placement, Spec
+from holm.wire.spec import MAX_SCREENS, Feature, Placement, Spec
 from holm.wire.values import ImageFormat, Point, Quality, Selection, encoding_of
 
 BoxStateName = Literal["starting", "ready", "paused", "stopped", "unreachable", "gone", "failed"]
@@ -319,10 +319,50 @@ class EventsQuery(_Request):
 # Runtimes
 
 
+class StreamQuery(_Request):
+    """`GET /v1/boxes/{id}/streams/{kind}`: which screen's VNC server or DevTools."""
+
+    screen: Annotated[int, Meta(ge=0, lt=MAX_SCREENS)] = 0
+
+
+RuntimeName = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
+# A secret's value as given; the server seals it and never gives it back.
+SecretValue = Annotated[str, Meta(max_length=64 * 1024)]
+
+
+class AddRuntime(_Request):
+    """`POST /v1/runtimes`: a remote runtime (a vendor) of `provider`, with the fields and
+    secrets that provider takes (docs/runtimes.md)."""
+
+    name: RuntimeName
+    provider: str
+    fields: dict[str, Any] = msgspec.field(default_factory=dict)
+    secrets: dict[str, SecretValue] = msgspec.field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"AddRuntime(name={self.name!r}, provider={self.provider!r}, secrets=<sealed>)"
+
+
+class ChangeRuntime(_Request):
+    """`PATCH /v1/runtimes/{name}`: fields and secrets to set, each by its name (the others
+    stay as they were); a field given `null` is removed."""
+
+    fields: dict[str, Any] = msgspec.field(default_factory=dict)
+    secrets: dict[str, SecretValue] = msgspec.field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return "ChangeRuntime(secrets=<sealed>)"
+
+
 class RuntimeView(_Response):
     name: str
     default: bool
     can: Capabilities
+    # A runtime added with `POST /v1/runtimes`: its provider, fields, and the names of its
+    # secrets (never their values).
+    provider: str | None = None
+    fields: dict[str, Any] | None = None
+    secrets: list[str] | None = None
 
 
 class RuntimeList(_Response):
@@ -613,11 +653,13 @@ __all__ = [
     "MAX_SCALE",
     "ActionsRequest",
     "ActionsResult",
+    "AddRuntime",
     "BoxList",
     "BoxStateName",
     "BoxView",
     "BuildImage",
     "Catalog",
+    "ChangeRuntime",
     "ClipboardPut",
     "ClipboardQuery",
     "CreateBox",
@@ -653,6 +695,7 @@ __all__ = [
     "Skipped",
     "SocketQuery",
     "StepResult",
+    "StreamQuery",
     "TakeoverRequest",
     "TakeoverView",
     "TicketRequest",

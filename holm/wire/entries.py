@@ -12,6 +12,9 @@ Kinds beyond the spec's table, each documented in docs/trace.md:
   `box_paused` or `box_stopped`); feeds `box.unreachable`.
 - `image_built`, `image_removed`: written to the server-level trace (`SERVER_TRACE`),
   not to a box's; feed `image.built` and `image.removed`.
+- `runtime_added`, `runtime_changed`, `runtime_removed`: a remote runtime of the vendor API,
+  in the server-level trace, its secrets sealed (holm/secrets_box.py); feed `runtime.added`,
+  `runtime.changed` and `runtime.removed`.
 """
 
 from __future__ import annotations
@@ -216,6 +219,31 @@ class ImageRemoved(_Entry, tag="image_removed"):
     spec_digest: str
 
 
+# Remote runtimes (the vendor API): in the server-level trace, so that every server that
+# reads the store has them. The last of a name's entries is what it is.
+
+
+class RuntimeAdded(_Entry, tag="runtime_added"):
+    """A runtime added with `POST /v1/runtimes`: the provider, its fields as given, the
+    names of its secrets, and the secrets themselves only sealed (`sealed`: URL-safe base64
+    of `SecretsBox.seal` of their JSON, bound to `runtime:<name>`), never in clear."""
+
+    name: str
+    provider: str
+    fields: dict[str, Any] = msgspec.field(default_factory=dict)
+    secret_names: list[str] = msgspec.field(default_factory=list)
+    sealed: str = ""
+
+
+class RuntimeChanged(RuntimeAdded, tag="runtime_changed"):
+    """The whole runtime again after `PATCH /v1/runtimes/{name}` (fields merged, secrets
+    sealed anew)."""
+
+
+class RuntimeRemoved(_Entry, tag="runtime_removed"):
+    name: str
+
+
 Entry = (
     BoxCreated
     | ForkedFrom
@@ -243,6 +271,9 @@ Entry = (
     | TakeoverEnded
     | ImageBuilt
     | ImageRemoved
+    | RuntimeAdded
+    | RuntimeChanged
+    | RuntimeRemoved
 )
 
 KINDS: tuple[str, ...] = tuple(str(cls.__struct_config__.tag) for cls in Entry.__args__)
@@ -326,6 +357,9 @@ __all__ = [
     "ImageBuilt",
     "ImageRemoved",
     "PageCaptured",
+    "RuntimeAdded",
+    "RuntimeChanged",
+    "RuntimeRemoved",
     "TakeoverEnded",
     "TakeoverStarted",
     "acted_key",

@@ -19,6 +19,9 @@ EventKind = Literal[
     "screen.given_back",
     "image.built",
     "image.removed",
+    "runtime.added",
+    "runtime.changed",
+    "runtime.removed",
 ]
 
 LIMIT_DEFAULT = 200

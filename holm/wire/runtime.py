@@ -3,7 +3,8 @@ started or still has, a frame, and what a batch left held down."""
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import msgspec
 
@@ -15,6 +16,17 @@ from holm.wire.values import ImageFormat
 # protocol, a screen's VNC server (RFB), and a screen's Chromium DevTools (HTTP and
 # WebSocket as Chromium serves them).
 StreamKind = Literal["agent", "vnc", "devtools"]
+
+
+@dataclass(frozen=True)
+class RuntimeSetup:
+    """What a remote runtime is made of (the vendor API): its name, provider, fields, and
+    its secrets opened, held in memory only and shown by no repr."""
+
+    name: str
+    provider: str
+    fields: dict[str, Any]
+    secrets: dict[str, str] = field(repr=False)
 
 
 class Capabilities(msgspec.Struct, kw_only=True):
@@ -122,6 +134,7 @@ __all__ = [
     "Held",
     "Released",
     "RuntimeBox",
+    "RuntimeSetup",
     "Started",
     "StreamKind",
 ]

@@ -15,7 +15,6 @@ from holm.adapters.memory.runtime import MemoryDesktop, MemoryRuntime, MemoryWor
 from holm.engine.journal import entry
 from holm.events import MemoryStore
 from holm.http.app import declared_routes
-from holm.http.routes.unbuilt import ROUTES as UNBUILT
 from holm.wire.entries import Entry, TakeoverStarted
 from holm.wire.runtime import Capabilities
 
@@ -169,22 +168,6 @@ async def test_a_body_over_the_limit(make_client: MakeClient) -> None:
 
 
 # unsupported, 400
-
-
-@pytest.mark.parametrize("route", UNBUILT, ids=[f"{r.method} {r.path}" for r in UNBUILT])
-async def test_what_is_not_built_yet_says_so(client: Client, route: Any) -> None:
-    path = (
-        route.path.replace("{screen:\\d+}", "0")
-        .replace("{rest:.*}", "x")
-        .replace("{id}", "box_x")
-        .replace("{tab}", "t")
-        .replace("{name}", "n")
-        .replace("{token}", "tok")
-        .replace("{digest}", "d")
-    )
-    method = "POST" if route.method == "*" else route.method
-    response = await client.request(method, path, json={})
-    assert "not built yet" in await error_of(response, 400, "unsupported")
 
 
 async def test_what_the_runtime_cannot_do(client: Client) -> None:

@@ -27,6 +27,7 @@ from urllib.parse import unquote, urlsplit
 from msgspec.structs import replace
 from PIL import Image
 
+from holm.adapters.memory import agent_server
 from holm.agent.acts_in_flight import ActsInFlight
 from holm.agent.frames.change_count import ChangeCount
 from holm.agent.frames.encoding import image_bytes
@@ -40,7 +41,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
-from holm.streams import Stream
+from holm.streams import Stream, stream_pair
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.actions import (
@@ -187,6 +188,8 @@ class MemoryRuntime:
         self.create_delay = create_delay
         self.fail_create: str | None = None
         self.reachable = True
+        # The agent streams served (`open_stream`).
+        self._served: set[asyncio.Task[None]] = set()
 
     def _reach(self) -> None:
         if not self.reachable:
@@ -290,11 +293,22 @@ class MemoryRuntime:
     async def open_stream(
         self, box_id: str, kind: StreamKind, screen: int = 0, *, limit: int = 1 << 16
     ) -> Stream:
-        self._box(box_id)
-        raise Unsupported(f"the {self.name} runtime has no {kind}: its screens are not real")
+        """The agent's protocol, served from the box's desktop (agent_server.py); no VNC
+        server and no DevTools: its screens are not real."""
+        box = self._box(box_id)
+        if kind != "agent":
+            raise Unsupported(f"the {self.name} runtime has no {kind}: its screens are not real")
+        desktop = await self.desktop(box_id)
+        ours, theirs = await stream_pair(limit)
+        served = await asyncio.open_unix_connection(sock=theirs, limit=1 << 27)
+        task = asyncio.create_task(agent_server.serve(desktop, len(box.screens), served))
+        self._served.add(task)
+        task.add_done_callback(self._served.discard)
+        return ours
 
     async def close(self) -> None:
-        pass
+        for task in list(self._served):
+            task.cancel()
 
 
 class MemoryDesktop:

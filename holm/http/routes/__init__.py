@@ -18,7 +18,7 @@ from . import (
     runtimes,
     screens,
     states,
-    unbuilt,
+    streams,
     viewer,
     widgets,
     windows,
@@ -42,9 +42,9 @@ ALL_ROUTES: list[Route] = [
     *runtimes.ROUTES,
     *images.ROUTES,
     *viewer.ROUTES,
+    *streams.ROUTES,
     *jobs.ROUTES,
     *workspaces.ROUTES,
-    *unbuilt.ROUTES,
 ]
 
 __all__ = ["ALL_ROUTES"]
