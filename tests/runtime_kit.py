@@ -1,5 +1,5 @@
 """What tests of several runtimes share: a runtime by name (the in-memory double, local,
-docker), the Docker Engine (started by scripts/dockerd-up when none answers, and stopped at
+docker, and `holm`: another holmd over the double, in this process), the Docker Engine (started by scripts/dockerd-up when none answers, and stopped at
 the end only if these tests started it) and the default spec's box image (the first build
 takes minutes)."""
 
@@ -12,12 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import docker
+from aiohttp import web
 
 from holm.adapters.base import Desktop, Runtime
 from holm.adapters.docker.runtime import DockerRuntime
+from holm.adapters.holmd.runtime import holm_runtime
 from holm.adapters.local.runtime import LocalRuntime
 from holm.adapters.memory.runtime import MemoryRuntime
+from holm.config import load_config
 from holm.wire.api import ImageInfo
+from holm.wire.runtime import RuntimeSetup
 from holm.wire.spec import Spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,6 +58,33 @@ DISPLAY_BASE = 300
 DISPLAY_COUNT = 10
 
 
+TOKEN = "contract-back-token"
+
+
+@contextlib.asynccontextmanager
+async def holmd_of_memory(state_dir: Path) -> AsyncIterator[str]:
+    """Another holmd over the in-memory double, listening on loopback; its URL."""
+    from holm.http.app import create_app
+
+    config = load_config(
+        {},
+        state_dir=str(state_dir),
+        default_runtime="memory",
+        schedule="external",
+        server_token=TOKEN,
+    )
+    runtime = MemoryRuntime(server_id="back")
+    runner = web.AppRunner(create_app(config, runtimes={runtime.name: runtime}))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        host, port = runner.addresses[0][:2]
+        yield f"http://{host}:{port}"
+    finally:
+        await runner.cleanup()
+
+
 @dataclass
 class Box:
     runtime: str
@@ -78,6 +109,12 @@ async def runtime_named(
                 display_base=DISPLAY_BASE,
                 display_count=DISPLAY_COUNT,
             )
+        case "holm":
+            async with holmd_of_memory(state_dir / f"back-{server_id}") as url:
+                setup = RuntimeSetup(
+                    name="far", provider="holm", fields={"url": url}, secrets={"api_key": TOKEN}
+                )
+                yield holm_runtime(setup, state_dir / f"far-{server_id}", server_id)
         case "docker":
             assert docker_client is not None, "a docker runtime needs the Docker Engine"
             await built_image(docker_client, state_dir / "docker", server_id)

@@ -29,6 +29,7 @@ def state_dir() -> Iterator[Path]:
     loop_scope="module",
     params=[
         "memory",
+        "holm",
         pytest.param("local", marks=pytest.mark.desktop),
         pytest.param("docker", marks=[pytest.mark.desktop, pytest.mark.docker]),
     ],

@@ -18,6 +18,7 @@ from holm.wire.spec import Placement, Spec
     "name",
     [
         "memory",
+        "holm",
         pytest.param("local", marks=pytest.mark.desktop),
         pytest.param("docker", marks=[pytest.mark.desktop, pytest.mark.docker]),
     ],

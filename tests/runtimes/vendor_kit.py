@@ -60,11 +60,11 @@ async def holmd(state_dir: Path, runtime: Runtime, **settings: Any) -> AsyncIter
 
 
 @contextlib.asynccontextmanager
-async def back_server(state_dir: Path) -> AsyncIterator[tuple[Client, str]]:
+async def back_server(state_dir: Path, **settings: Any) -> AsyncIterator[tuple[Client, str]]:
     """A holmd over the memory double, with a token."""
     state_dir.mkdir(parents=True, exist_ok=True)
     runtime = MemoryRuntime(server_id=server_id_of(state_dir))
-    async with holmd(state_dir, runtime, server_token=BACK_TOKEN) as back:
+    async with holmd(state_dir, runtime, server_token=BACK_TOKEN, **settings) as back:
         yield back, str(back.make_url("")).rstrip("/")
 
 

@@ -31,7 +31,6 @@ from holm.adapters.agent_desktop import AgentConnections, AgentDesktop
 from holm.adapters.base import STREAM_LIMIT, Desktop, Stream
 from holm.errors import (
     ERRORS_BY_CODE,
-    BadCredential,
     BadRequest,
     ErrorBody,
     Gone,
@@ -196,7 +195,7 @@ class HolmRuntime:
             body = _error_decoder.decode(raw)
         except msgspec.DecodeError:
             return Transport(f"the {self.name} runtime answered {status}")
-        if body.code in (BadCredential.code, "unauthorized") or status == 401:
+        if status == 401:
             # Its token is this server's to fix (PATCH the runtime's api_key), not the
             # caller's credential.
             return Unavailable(
