@@ -1,7 +1,7 @@
 """What tests of several runtimes share: a runtime by name (the in-memory double, local,
-docker, and `holm`: another holmd over the double, in this process), the Docker Engine (started by scripts/dockerd-up when none answers, and stopped at
-the end only if these tests started it) and the default spec's box image (the first build
-takes minutes)."""
+docker, and `holm`: another holmd over the double, in this process), the Docker Engine
+(started by scripts/dockerd-up when none answers, and stopped at the end only if these
+tests started it) and the default spec's box image (the first build takes minutes)."""
 
 from __future__ import annotations
 
