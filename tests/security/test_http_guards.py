@@ -521,20 +521,24 @@ def test_auth_off_off_loopback_stops_holmd_at_start(state_root: Path) -> None:
 # token file at its path on the host. Prints one JSON object.
 FROM_A_BOX = """
 import json, os, sys, urllib.error, urllib.request
-url, token_file, token = sys.argv[1:4]
-try:
-    urllib.request.urlopen(url + "/v1/boxes", timeout=10)
-    api = "200"
-except urllib.error.HTTPError as error:
-    api = str(error.code)
-except OSError:
-    api = "unreachable"
+url, token_file, token, box = sys.argv[1:5]
+def reached(path):
+    try:
+        urllib.request.urlopen(url + path, timeout=10)
+        return "200"
+    except urllib.error.HTTPError as error:
+        return str(error.code)
+    except OSError:
+        return "unreachable"
+api = reached("/v1/boxes")
+# Its own agent's raw stream, for a front server: never for the box.
+stream = reached(f"/v1/boxes/{box}/streams/agent")
 try:
     kept = open(token_file).read()
 except OSError as error:
     kept = type(error).__name__
 seen = token in json.dumps(dict(os.environ)) or token in kept
-print(json.dumps({"api": api, "token_file": kept, "token_seen": seen}))
+print(json.dumps({"api": api, "stream": stream, "token_file": kept, "token_seen": seen}))
 """
 
 DISPLAY_BASE = 320
@@ -547,7 +551,8 @@ def test_a_process_in_a_box_has_no_token_and_is_refused(
 ) -> None:
     """A real local box (its 127.0.0.1 is its own, so holmd should not even be there): what
     runs in it has no token in its environment or its filesystem, and holmd cannot be
-    reached, or refuses it (401)."""
+    reached, or refuses it (401): its API, and the stream relay of its own agent that a
+    front server uses."""
     state_dir = state_root / "state"
     launcher = str(ROOT / "tests" / "cli" / "serve_holmd.py")
     holmd = Holmd(
@@ -564,12 +569,13 @@ def test_a_process_in_a_box_has_no_token_and_is_refused(
     assert token
     box_id = holmd.create_box()
     try:
-        argv = ["python3", "-c", FROM_A_BOX, holmd.url, str(state_dir / "token"), token]
+        argv = ["python3", "-c", FROM_A_BOX, holmd.url, str(state_dir / "token"), token, box_id]
         body = json.dumps({"argv": argv, "timeout_ms": 30_000}).encode()
         status, ran = call(f"{holmd.url}/v1/boxes/{box_id}/exec", "POST", token, body)
         assert status == 200 and ran["code"] == 0, ran
         seen = json.loads(ran["stdout"])
         assert seen["api"] in ("401", "unreachable"), seen
+        assert seen["stream"] in ("401", "unreachable"), seen
         assert seen["token_file"] == "FileNotFoundError", seen
         assert seen["token_seen"] is False
     finally:
