@@ -69,11 +69,13 @@ from holm.wire.actions import (
 from holm.wire.api import (
     ActionsRequest,
     ActionsResult,
+    AddRuntime,
     BoxList,
     BoxView,
     BuildImage,
     Catalog,
     CdpAddress,
+    ChangeRuntime,
     ClipboardPut,
     CookiesPut,
     CreateBox,
@@ -805,6 +807,32 @@ class HolmClient:
     async def runtime(self, name: str) -> RuntimeView:
         return await self._call(RuntimeView, "GET", f"/v1/runtimes/{name}")
 
+    async def add_runtime(
+        self,
+        name: str,
+        provider: str,
+        fields: dict[str, Any] | None = None,
+        secrets: dict[str, str] | None = None,
+    ) -> RuntimeView:
+        """Add a remote runtime (the server token only); its secrets are sealed by the
+        server and never given back."""
+        body = AddRuntime(name=name, provider=provider, fields=fields or {}, secrets=secrets or {})
+        return await self._call(RuntimeView, "POST", "/v1/runtimes", body=body)
+
+    async def change_runtime(
+        self,
+        name: str,
+        fields: dict[str, Any] | None = None,
+        secrets: dict[str, str] | None = None,
+    ) -> RuntimeView:
+        """Set fields (`None` removes one) and secrets of a runtime added; the others stay."""
+        body = ChangeRuntime(fields=fields or {}, secrets=secrets or {})
+        return await self._call(RuntimeView, "PATCH", f"/v1/runtimes/{name}", body=body)
+
+    async def remove_runtime(self, name: str) -> RuntimeView:
+        """Remove a runtime added (`Denied` while a box uses it)."""
+        return await self._call(RuntimeView, "DELETE", f"/v1/runtimes/{name}")
+
     # Images (of the runtimes that build them; another answers `Unsupported`)
 
     async def build_image(self, runtime: str, spec: Spec | None = None) -> ImageInfo:
@@ -1013,6 +1041,9 @@ class SyncHolmClient:
     events = _Sync(HolmClient.events)
     runtimes = _Sync(HolmClient.runtimes)
     runtime = _Sync(HolmClient.runtime)
+    add_runtime = _Sync(HolmClient.add_runtime)
+    change_runtime = _Sync(HolmClient.change_runtime)
+    remove_runtime = _Sync(HolmClient.remove_runtime)
     build_image = _Sync(HolmClient.build_image)
     images = _Sync(HolmClient.images)
     image = _Sync(HolmClient.image)

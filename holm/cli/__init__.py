@@ -81,6 +81,10 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "resume": LazyCommand(_BOXES, "Resume a paused or stopped box."),
     "rm": LazyCommand(_BOXES, "Remove boxes (their traces stay)."),
+    "runtime": LazyCommand(
+        "holm.cli.runtimes",
+        "The server's runtimes, and remote ones added (another holmd: provider `holm`).",
+    ),
     "runtimes": LazyCommand(_BOXES, "List the server's runtimes and what each can do."),
     "shot": LazyCommand(
         _INSIDE, "Write a screenshot of a screen as a PNG file and print its path."
