@@ -618,7 +618,9 @@ class LocalStore:
             old, cut = 0, 0
             for line in read_lines(fd, state.size):
                 envelope = read_envelope(line)
-                if envelope is None or envelope.at_ms >= cutoff_ms:
+                # Never the last entry: a trace kept whole-old (the server's) keeps it.
+                last = old == state.layout.lines - 1
+                if envelope is None or envelope.at_ms >= cutoff_ms or last:
                     break
                 old += 1
                 cut += len(line)

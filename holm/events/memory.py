@@ -64,7 +64,9 @@ class _Trace:
 
     def prune(self, cutoff_ms: int, keep: KeepEntries) -> int:
         """Drop the old prefix but for what `keep` names; how many entries went."""
+        # Never the last entry: a trace kept whole-old (the server's) keeps it.
         old = old_count((at_ms for _, at_ms, _ in self.lines), cutoff_ms)
+        old = max(0, min(old, len(self.lines) - 1))
         prefix = list(islice(self.lines, old))
         named = keep(self.name, (decode_line(line) for _, _, line in prefix))
         kept = [item for item in prefix if item[0] in named]

@@ -4,13 +4,15 @@ across a restart, and refuses what it cannot do with the documented error body."
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
-from http_kit import error_of, ok_json
+from http_kit import engine_of, error_of, ok_json
 from vendor_kit import BACK_TOKEN, back_server, front_server, holm_vendor
 
 from holm.secrets_box import new_key
+from holm.wire.entries import SERVER_TRACE, kind_of
 
 
 async def test_a_holmd_added_as_a_runtime_is_shown_with_its_can_and_no_secret(
@@ -141,3 +143,23 @@ async def test_a_wrong_secrets_key_stops_the_server_with_the_reason(tmp_path: Pa
         with pytest.raises(ValueError, match="HOLM_SECRETS_KEY is no secrets key"):
             async with front_server(tmp_path / "f", secrets_key="short"):
                 pass
+
+
+async def test_a_prune_long_after_keeps_the_runtimes_added(tmp_path: Path) -> None:
+    """The server trace is never old as a whole, and a prune keeps its runtime entries:
+    a runtime added does not go with the retention of the entries."""
+    async with back_server(tmp_path / "back") as (_, url):
+        async with front_server(tmp_path / "f") as front:
+            await ok_json(await front.post("/v1/runtimes", json=holm_vendor("far", url)))
+            await ok_json(await front.post("/v1/runtimes", json=holm_vendor("near", url)))
+            await ok_json(await front.delete("/v1/runtimes/near"))
+            engine = engine_of(front)
+            later = int(time.time() * 1000) + 30 * 24 * 3600 * 1000
+            await engine.store.prune(later, engine.journal.keep)
+            kinds = [kind_of(e) for e in await engine.store.read(SERVER_TRACE, None, 100)]
+            assert kinds == ["runtime_added", "runtime_added", "runtime_removed"]
+        async with front_server(tmp_path / "f") as again:
+            names = [
+                r["name"] for r in (await ok_json(await again.get("/v1/runtimes")))["runtimes"]
+            ]
+            assert names == ["far", "memory"]
