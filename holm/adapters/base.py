@@ -16,7 +16,14 @@ from typing import Protocol, runtime_checkable
 from holm.wire.actions import Action
 from holm.wire.api import ImageInfo
 from holm.wire.results import ActionResult
-from holm.wire.runtime import BatchEnd, Capabilities, FrameResult, RuntimeBox, Started
+from holm.wire.runtime import (
+    BatchEnd,
+    BrowserStarts,
+    Capabilities,
+    FrameResult,
+    RuntimeBox,
+    Started,
+)
 from holm.wire.spec import Placement, Spec
 from holm.wire.values import PNG, Encoding, Region
 
@@ -67,6 +74,12 @@ class Desktop(Protocol):
         """The screen's count of changes as soon as it is past `after`, or as it is after
         `within_ms`. A count names no picture: the frame watcher waits on it, then compares
         hashes."""
+        ...
+
+    async def await_browser(self, screen: int, after: int, within_ms: int) -> BrowserStarts:
+        """How many times the screen's Chromium was started again (it ends when its last
+        window closes), as soon as that is past `after`, or as it is after `within_ms`;
+        `Unsupported` on a screen with no Chromium."""
         ...
 
     async def close(self) -> None: ...

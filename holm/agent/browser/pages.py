@@ -39,6 +39,12 @@ _TWO_FRAMES = {
 HTTP_TIMEOUT_S = 10.0
 
 
+class BrowserClosing(Transport):
+    """The screen's Chromium did not answer, or lists no tab: it is closing its last
+    window, and will end (and be started again, supervisor.py). Nothing was done yet: the
+    operation may be done again on the browser that comes back."""
+
+
 class Pages:
     """One screen's Chromium, reached on 127.0.0.1:`port` (inside the box)."""
 
@@ -79,7 +85,7 @@ class Pages:
         try:
             return await devtools_wire.request(self.port, method, path, HTTP_TIMEOUT_S)
         except devtools_wire.Unreachable as exc:
-            raise Transport(f"could not reach the screen's Chromium: {exc}") from None
+            raise BrowserClosing(f"could not reach the screen's Chromium: {exc}") from None
 
     async def _json(self, method: str, path: str) -> Any:
         status, body = await self._request(method, path)
@@ -132,7 +138,7 @@ class Pages:
         pages = [t for t in await self._json("GET", "/json/list") if t.get("type") == "page"]
         if tab is None:
             if not pages:
-                return dict(await self._json("PUT", "/json/new?about:blank"))
+                raise BrowserClosing("the screen's Chromium lists no tab")
             # DevTools lists the most recently active page first.
             return dict(pages[0])
         wanted = self._labels.get(tab, tab)
@@ -149,6 +155,24 @@ class Pages:
         with contextlib.suppress(Failed, Transport, Timeout, NotFound):
             async with self._session(None):
                 pass
+
+    async def follow(self, port: int) -> None:
+        """The screen's Chromium started again, on `port` (supervisor.py): nothing of the
+        one that ended holds, not its sessions, tabs, labels nor snapshots."""
+        self.port = port
+        if self._watching is not None:
+            self._watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watching
+            self._watching = None
+        sessions, self._pages = list(self._pages.values()), {}
+        for cdp in sessions:
+            with contextlib.suppress(Exception):
+                await cdp.close()
+        self._labels.clear()
+        self._snapshots.clear()
+        self._listed = None
+        self._touch()
 
     def _follow_tabs(self) -> None:
         """Start the tab watch, or start it again when its session ended (a Chromium that
