@@ -304,6 +304,10 @@ class _ElementOp(
 
 
 class ClickOp(_ElementOp, tag="click"):
+    """Clicked as a person would (docs/pages.md): once the element is shown, enabled, at
+    rest and not covered, with trusted input; `force`: by script (`click()`), whatever the
+    element looks like."""
+
     query: Query
     exact: bool = False
     button: Button = "left"
@@ -311,6 +315,7 @@ class ClickOp(_ElementOp, tag="click"):
     new_tab: bool = False
     motion: Motion = "instant"
     seed: int | None = None
+    force: bool = False
 
 
 class DragOp(_ElementOp, tag="drag"):

@@ -786,23 +786,90 @@ async def _on_last(cdp: Cdp, body: str, **args: object) -> Any:
 
 async def _click_at(
     cdp: Cdp,
-    found: dict[str, Any],
+    query: str,
     button: str,
     clicks: int,
     mods: int,
     motion: Motion = "instant",
     seed: int | None = None,
+    force: bool = False,
 ) -> None:
-    if not found.get("visible", True):
-        # An element with no box (a hidden checkbox styled by its label) takes a DOM click.
+    """Click the element the last `_find` chose as a person would: once it can take the
+    click (`_actionable`), at its centre, with trusted input; `force`: a DOM `click()`,
+    whatever the element looks like."""
+    if force:
         await _on_last(cdp, "el.click(); return null;")
         return
-    x, y = _centre(found)
+    x, y = await _actionable(cdp, query)
     moves = await _move(cdp, (x, y), motion, seed)
     for count in range(1, clicks + 1):
         moves.append(cdp.mouse("mousePressed", x, y, button, count, mods))
         moves.append(cdp.mouse("mouseReleased", x, y, button, count, mods))
     await cdp.calls(moves)
+
+
+# How long a click waits for its element to be clickable (Playwright's actionability):
+# shown, enabled, at rest and not covered.
+ACTIONABLE_WITHIN_MS = 3000
+
+_ACTIONABLE = """
+  const el = H.last;
+  if (!el || !el.isConnected) return {why: "it is no longer on the page"};
+  let target = el;
+  // A control hidden behind its styled label (a custom checkbox) is clicked on the label.
+  if (!H.visible(el) && el.labels && el.labels.length)
+    target = Array.from(el.labels).find(l => H.visible(l)) || el;
+  if (!H.visible(target)) {
+    for (let e = target; e && e.nodeType === 1; e = e.parentElement) {
+      const s = getComputedStyle(e);
+      const what = e === target ? "it" : `it is inside <${e.tagName.toLowerCase()}> that`;
+      if (s.display === "none") return {why: `${what} is not displayed (display: none)`};
+      if (s.visibility === "hidden") return {why: `${what} is hidden (visibility: hidden)`};
+      if (Number(s.opacity) === 0) return {why: `${what} is transparent (opacity: 0)`};
+    }
+    const r = target.getBoundingClientRect();
+    return {why: `it has no size (${Math.round(r.width)}x${Math.round(r.height)})`};
+  }
+  if (el.disabled || el.getAttribute("aria-disabled") === "true" ||
+      el.closest("fieldset[disabled]")) return {why: "it is disabled"};
+  const before = target.getBoundingClientRect();
+  if (before.bottom < 0 || before.right < 0 || before.top > innerHeight ||
+      before.left > innerWidth) target.scrollIntoView({block: "center", inline: "center"});
+  const at = target.getBoundingClientRect();
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const r = target.getBoundingClientRect();
+  if (r.x !== at.x || r.y !== at.y || r.width !== at.width || r.height !== at.height)
+    return {why: "it is moving"};
+  const x = r.x + r.width / 2, y = r.y + r.height / 2;
+  if (x < 0 || y < 0 || x > innerWidth || y > innerHeight)
+    return {why: "its centre is outside the page's view"};
+  const root = target.getRootNode();
+  const hit = (root.elementFromPoint ? root : document).elementFromPoint(x, y);
+  const label = hit && hit.closest ? hit.closest("label") : null;
+  if (!hit || !(hit === target || target.contains(hit) || (label && label.control === el))) {
+    const d = hit ? H.describe(hit) : null;
+    const by = d ? `${d.role || d.tag}${d.name ? ` '${d.name.slice(0, 60)}'` : ""}` : "nothing";
+    return {why: `it is covered by ${by}`};
+  }
+  return {x, y};
+"""
+
+
+async def _actionable(cdp: Cdp, query: str) -> tuple[float, float]:
+    """Where to click the element the last `_find` chose, once it is shown, enabled, at
+    rest and the first thing under its centre (waiting up to ACTIONABLE_WITHIN_MS);
+    `Failed` naming why it is not."""
+    deadline = time.monotonic() + ACTIONABLE_WITHIN_MS / 1000
+    while True:
+        got = await cdp.run(_ACTIONABLE)
+        if "why" not in got:
+            return float(got["x"]), float(got["y"])
+        if time.monotonic() > deadline:
+            raise Failed(
+                f"{query!r} cannot be clicked as a person would: {got['why']} "
+                f"(waited {ACTIONABLE_WITHIN_MS} ms; force: true clicks it by script)"
+            )
+        await asyncio.sleep(POLL_S)
 
 
 Command = tuple[str, dict[str, Any]]
@@ -892,7 +959,16 @@ async def _element_op(cdp: Cdp, what: a.ElementOp) -> r.ElementDone:
         case a.ClickOp(query=query, exact=exact, button=button, double=double, new_tab=new):
             found = await _find(cdp, query, exact)
             clicks, mods = 2 if double else 1, 2 if new else 0
-            await _click_at(cdp, found, _BUTTONS[button], clicks, mods, what.motion, what.seed)
+            await _click_at(
+                cdp,
+                query,
+                _BUTTONS[button],
+                clicks,
+                mods,
+                what.motion,
+                what.seed,
+                force=what.force,
+            )
         case a.HoverOp(query=query, exact=exact, motion=motion, seed=seed):
             found = await _find(cdp, query, exact)
             await cdp.calls(await _move(cdp, _centre(found), motion, seed))
@@ -930,7 +1006,7 @@ async def _element_op(cdp: Cdp, what: a.ElementOp) -> r.ElementDone:
             if found.get("checked") is None:
                 raise BadRequest(f"{query!r} is {_kind(found)}, not a checkbox")
             if found["checked"] != on:
-                await _click_at(cdp, found, "left", 1, 0)
+                await _click_at(cdp, query, "left", 1, 0)
                 found = await _on_last(cdp, "return H.describe(el);")
         case a.OptionsOp(query=query, exact=exact):
             found = await _find(cdp, query, exact, "select")
