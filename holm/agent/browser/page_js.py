@@ -200,7 +200,8 @@ INSTALL = r"""
     .map(c => c.el);
   const FITS = {
     editable: el => el.tagName === "TEXTAREA" || el.isContentEditable ||
-      el.tagName === "INPUT" && ["textbox", "searchbox", "spinbutton"].includes(inputRole(el)),
+      el.tagName === "INPUT" && (["textbox", "searchbox", "spinbutton"].includes(inputRole(el)) ||
+        ["date", "time", "datetime-local", "month", "week", "color", "range"].includes(el.type)),
     checkable: el => el.tagName === "INPUT" && ["checkbox", "radio"].includes(el.type) ||
       ["checkbox", "radio", "switch"].includes(role(el)),
     select: el => el.tagName === "SELECT",

@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
-from holm.agent.browser import devtools_wire
+from holm.agent.browser import devtools_wire, input_values
 from holm.agent.browser.cdp_session import COMMAND_TIMEOUT_S, Cdp, thrown
 from holm.agent.browser.tab_watch import Landed, TabWatch
 from holm.agent.motion import plan as motion_plan
@@ -261,12 +261,15 @@ class Pages:
                 )
             # A fill's `change` event, and the value it left, ride on the call that reads
             # the page after it: one round trip fewer.
-            fill = isinstance(what, a.FillOp)
+            fill = what if isinstance(what, a.FillOp) else None
             after = await _settled(cdp, settle_ms, _CHANGED if fill else "")
         if after is None:
             return msgspec.structs.replace(done, navigated=True)
-        if fill and after["last"] is not None:
+        if fill is not None and after["last"] is not None:
             done = msgspec.structs.replace(done, element=_element(after["last"]))
+            # A step that did nothing never answers ok.
+            if fill.text and after["last"].get("value") == "":
+                raise Failed(f"{fill.query!r} took none of the text: it is still empty")
         navigated = before is None or (before["id"], before["url"]) != (after["id"], after["url"])
         return msgspec.structs.replace(
             done,
@@ -764,7 +767,14 @@ async def _find(
     after = (
         "return found;" if then is None else f"found.then = (() => {{ {then} }})(); return found;"
     )
-    found = await cdp.run(_FIND + after, q=query, exact=exact, kind=kind, scroll=scroll)
+    found = await cdp.run(
+        _FIND + after,
+        q=query,
+        exact=exact,
+        kind=kind,
+        scroll=scroll,
+        set_types=sorted(input_values.SET_TYPES),
+    )
     if not isinstance(found, dict):
         raise NotFound(f"nothing on the page matches {query!r}")
     return found
@@ -904,6 +914,7 @@ async def _move(
 
 
 _EDIT = """
+  if (el.tagName === "INPUT" && A.set_types.includes(el.type)) return el.type;
   el.focus();
   if (el.isContentEditable) {
     const range = document.createRange();
@@ -998,7 +1009,9 @@ async def _element_op(cdp: Cdp, what: a.ElementOp) -> r.ElementDone:
                 raise BadRequest(
                     f"{query!r} is a {found['role'] or found['tag']}, not a text field"
                 )
-            if text:
+            if isinstance(found["then"], str):
+                await _set_value(cdp, query, found["then"], text)
+            elif text:
                 await cdp.call("Input.insertText", {"text": text})
             # The `change` event and the field's new value: see `on_page`.
         case a.CheckOp(query=query, exact=exact, on=on):
@@ -1073,6 +1086,32 @@ async def _element_op(cdp: Cdp, what: a.ElementOp) -> r.ElementDone:
         case _:
             raise BadRequest(f"unknown element operation {op!r}")
     return r.ElementDone(op=op, url="", element=_element(found))
+
+
+_SET_VALUE = """
+  el.focus();
+  Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set.call(el, A.value);
+  el.dispatchEvent(new Event("input", {bubbles: true}));
+  return el.value;
+"""
+
+
+async def _set_value(cdp: Cdp, query: str, kind: str, text: str) -> None:
+    """Fill an input typed text cannot (a date, a colour, a range: `input_values.py`) the
+    way a browser takes it: its `value` in the standard's format, then `input` (and
+    `change`, as after any fill); `Failed` when the field did not take it."""
+    value = input_values.value_for(kind, text)
+    took = await _on_last(cdp, _SET_VALUE, value=value)
+    same = took == value
+    if kind == "range" and took:
+        # A range holds the number as its best representation ("50" for "50.0").
+        same = float(took) == float(value)
+    if not same:
+        where = "a range takes a number from its min to its max, in its steps"
+        raise Failed(
+            f"{query!r} did not take {value!r}: it holds {took!r}"
+            + (f" ({where})" if kind == "range" else "")
+        )
 
 
 async def _wait_for(cdp: Cdp, what: a.WaitForOp) -> r.ElementDone:
