@@ -541,7 +541,8 @@ class Console(_Action, tag="console"):
 
 class StateSaveWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """Save the browser's cookies and the storage of `origins` (default: the origins of the
-    open tabs) as Playwright's storage state. `name` keeps it in the server's store."""
+    open tabs) as Playwright's storage state (`indexed_db`: their IndexedDB too). `name`
+    keeps it in the server's store."""
 
     origins: list[str] = msgspec.field(default_factory=list)
     name: str | None = None

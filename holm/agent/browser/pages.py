@@ -25,7 +25,7 @@ from holm.agent.browser import devtools_wire, input_values
 from holm.agent.browser.cdp_session import COMMAND_TIMEOUT_S, Cdp, thrown
 from holm.agent.browser.tab_watch import Landed, TabWatch
 from holm.agent.motion import plan as motion_plan
-from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
+from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.results import PageOpened, Tab, TabDone
@@ -437,8 +437,6 @@ class Pages:
         return r.ConsoleLog(messages=messages[-what.limit :], cut=len(messages) > what.limit)
 
     async def save_state(self, what: a.StateSaveWhat) -> r.BrowserState:
-        if what.indexed_db:
-            raise Unsupported("IndexedDB is not saved by this server")
         async with self._session(None) as cdp:
             cookies = (await cdp.call("Network.getAllCookies")).get("cookies", [])
         wanted = {o.rstrip("/") for o in what.origins}
@@ -459,9 +457,16 @@ class Pages:
                     local=not what.no_local_storage,
                     session=what.session_storage,
                 )
+                databases = await cdp.run(_IDB_SAVE) if what.indexed_db else None
             entry: dict[str, Any] = {"origin": origin, "localStorage": stored["local"]}
             if what.session_storage:
                 entry["sessionStorage"] = stored["session"]
+            if databases is not None:
+                if "error" in databases:
+                    raise Failed(
+                        f"the IndexedDB of {origin} could not be read: {databases['error']}"
+                    )
+                entry["indexedDB"] = databases["databases"]
             origins.append(entry)
         state = {"cookies": [_playwright_cookie(c) for c in cookies], "origins": origins}
         return r.BrowserState(
@@ -481,7 +486,10 @@ class Pages:
         for entry in origins:
             origin = str(entry.get("origin", "")).rstrip("/")
             items = {**_items(entry.get("localStorage")), **_items(entry.get("sessionStorage"))}
-            if not origin or not items:
+            databases = entry.get("indexedDB") or []
+            if not isinstance(databases, list):
+                raise BadRequest(f"the indexedDB of {origin} is not a list of databases")
+            if not origin or not (items or databases):
                 continue
             # Storage belongs to an origin: it is written from a page of that origin.
             page = dict(await self._json("PUT", "/json/new?" + quote("about:blank", safe="")))
@@ -495,6 +503,10 @@ class Pages:
                         local=list(_items(entry.get("localStorage")).items()),
                         session=list(_items(entry.get("sessionStorage")).items()),
                     )
+                    if databases:
+                        put = await cdp.run(_IDB_LOAD, databases=databases)
+                        if put is not None:
+                            raise Failed(f"the IndexedDB of {origin} could not be loaded: {put}")
             finally:
                 await self._close_and_wait(page["id"])
         return r.StateLoaded(cookies=len(cookies), origins=len(origins))
@@ -584,6 +596,70 @@ def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:
             url=details.get("url") or None,
         )
     return None
+
+
+# An origin's IndexedDB as Playwright's storage state keeps it (`indexedDB`: databases of
+# stores, each with its key path, indexes and records), read in a page of the origin: a
+# record's key is kept only where the store has no key path (an inline key is in the value).
+# Values are kept as JSON (a Date becomes its ISO text, a Blob nothing).
+_IDB_SAVE = """
+  const done = r => new Promise((ok, no) => {
+    r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error); });
+  const path = p => Array.isArray(p) ? {keyPathArray: p} : p === null ? {} : {keyPath: p};
+  try {
+    const databases = [];
+    for (const info of await indexedDB.databases()) {
+      const db = await done(indexedDB.open(info.name));
+      const stores = [];
+      for (const name of db.objectStoreNames) {
+        const store = db.transaction(name, "readonly").objectStore(name);
+        const [keys, values] = await Promise.all([done(store.getAllKeys()), done(store.getAll())]);
+        const indexes = Array.from(store.indexNames, n => store.index(n)).map(i =>
+          ({name: i.name, ...path(i.keyPath), multiEntry: i.multiEntry, unique: i.unique}));
+        const records = values.map((value, i) =>
+          store.keyPath === null ? {key: keys[i], value} : {value});
+        stores.push({name, autoIncrement: store.autoIncrement, ...path(store.keyPath),
+          records: JSON.parse(JSON.stringify(records)), indexes});
+      }
+      databases.push({name: db.name, version: db.version, stores});
+      db.close();
+    }
+    return {databases};
+  } catch (e) { return {error: String(e)}; }
+"""
+# And written back: each database opened at its version, its stores and indexes made where
+# missing, its records put. Answers null, or what went wrong.
+_IDB_LOAD = """
+  const done = r => new Promise((ok, no) => {
+    r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error); });
+  const path = o => o.keyPathArray || (o.keyPath === undefined ? null : o.keyPath);
+  try {
+    for (const d of A.databases) {
+      const opening = indexedDB.open(d.name, d.version || 1);
+      opening.onupgradeneeded = () => {
+        const db = opening.result, tx = opening.transaction;
+        for (const s of d.stores || []) {
+          const store = db.objectStoreNames.contains(s.name) ? tx.objectStore(s.name) :
+            db.createObjectStore(s.name, {keyPath: path(s), autoIncrement: !!s.autoIncrement});
+          for (const i of s.indexes || [])
+            if (!store.indexNames.contains(i.name))
+              store.createIndex(i.name, path(i), {unique: !!i.unique, multiEntry: !!i.multiEntry});
+        }
+      };
+      const db = await done(opening);
+      for (const s of d.stores || []) {
+        if (!db.objectStoreNames.contains(s.name)) { db.close(); return `no store ${s.name}`; }
+        const tx = db.transaction(s.name, "readwrite"), store = tx.objectStore(s.name);
+        for (const rec of s.records || [])
+          if (store.keyPath === null && rec.key !== undefined) store.put(rec.value, rec.key);
+          else store.put(rec.value);
+        await new Promise((ok, no) => { tx.oncomplete = ok; tx.onerror = () => no(tx.error); });
+      }
+      db.close();
+    }
+    return null;
+  } catch (e) { return String(e); }
+"""
 
 
 def _items(stored: object) -> dict[str, str]:
