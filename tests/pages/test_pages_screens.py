@@ -1,6 +1,7 @@
 """Every screen has its own Chromium and profile (boxes.md), and every page route reaches
 the one `screen` names in its query (default 0); a batch's page steps go to the batch's
-screen. One box of two screens for the module."""
+screen. One box of two screens for the module, on a server behind a TLS proxy
+(`HOLM_PUBLIC_URL`), whose DevTools addresses are the proxy's."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from page_kit import page
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
 CONFIRM = {"x-holm-confirm-delete": "true"}
+PUBLIC = "https://holm.example.test"
 SECOND = page("<title>Second</title><label>Name <input id=n></label>")
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def server() -> AsyncIterator[LocalServer]:
-    async with started(display_base=390, events_delay_ms=0) as running:
+    async with started(display_base=390, events_delay_ms=0, public_url=PUBLIC) as running:
         yield running
 
 
@@ -109,3 +111,23 @@ async def test_cookies_and_state_belong_to_each_screen_s_profile(
     cleared = await ok_json(await client.delete(f"{base}/cookies", params=one))
     assert cleared["changed"] == 1
     assert (await ok_json(await client.get(f"{base}/cookies", params=one)))["cookies"] == []
+
+
+async def test_devtools_addresses_are_the_public_ones(server: LocalServer, box: str) -> None:
+    client = client_of(server)
+    # The box shows where to ask for a DevTools address, never the socket on holmd's host.
+    shown = await ok_json(await client.get(f"/v1/boxes/{box}"))
+    assert shown["devtools_url"] == f"{PUBLIC}/v1/boxes/{box}/cdp"
+    address = await ok_json(await client.post(f"/v1/boxes/{box}/cdp"))
+    assert address["url"].startswith(f"{PUBLIC}/v1/cdp/")
+    assert address["ws_url"].startswith("wss://holm.example.test/v1/cdp/")
+    assert "/devtools/browser/" in address["ws_url"]
+    # The relayed answers name the proxy's address too (a client follows them there).
+    path = address["url"].removeprefix(PUBLIC)
+    targets = await ok_json(await client.get(f"{path}/json/list"))
+    pages = [t for t in targets if t.get("type") == "page"]
+    assert pages and all(
+        t["webSocketDebuggerUrl"].startswith(f"wss://holm.example.test{path}/devtools/page/")
+        for t in pages
+    )
+    assert all("wss=holm.example.test" in t["devtoolsFrontendUrl"] for t in pages)
