@@ -354,7 +354,8 @@ class Pages:
             }
             try:
                 answer = await cdp.call("Runtime.evaluate", params, timeout_ms / 1000 + 1)
-            except TimeoutError:
+            except Timeout:
+                # Capped, not refused (docs/api.md): the message says which wait ran out.
                 raise Timeout(f"the expression ran past {timeout_ms} ms") from None
         if "exceptionDetails" in answer:
             raise Failed(f"the expression threw: {thrown(answer['exceptionDetails'])}")
