@@ -332,8 +332,6 @@ async def test_a_named_state_is_kept_by_the_server(server: LocalServer) -> None:
     await error_of(await client.post(load, json=both), 400, "bad_request")
     await error_of(await client.post(load, json={}), 400, "bad_request")
     await error_of(await client.post(save, json={"name": "../x"}), 400, "bad_request")
-    # IndexedDB is not saved (docs/api.md): said so, rather than left out of the state.
-    await error_of(await client.post(save, json={"indexed_db": True}), 400, "unsupported")
     removed = await ok_json(await client.delete("/v1/states/work"))
     assert removed == {"name": "work", "removed": True}
     assert not kept.exists() and (await ok_json(await client.get("/v1/states")))["states"] == []
