@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from holm.agent.browser import browser_state
 from holm.agent.browser.pages import BrowserClosing, Pages
 from holm.agent.widgets.atspi import TypeInstead
 from holm.agent.x11.input import Input
@@ -364,13 +365,13 @@ async def _page_action(agent: Agent, pages: Pages, action: a.Action) -> r.Action
         case a.StateSave(what=what):
             if what.name is not None:
                 raise BadRequest("a named state is kept by the server, not the box")
-            return await pages.save_state(what)
+            return await browser_state.save_state(pages, what)
         case a.StateLoad(what=what):
             if what.session_json is None:
                 raise BadRequest("the box loads a state from session_json")
-            return await pages.load_state(what.session_json)
+            return await browser_state.load_state(pages, what.session_json)
         case a.Cookies(what=what):
-            return await pages.cookies(what)
+            return await browser_state.cookies(pages, what)
         case a.Dialog(accept=accept, text=prompt):
             return await pages.dialog(accept, prompt)
     raise Unsupported(f"{type(action).__name__} is not a page action")

@@ -1,7 +1,7 @@
 # ruff: noqa: E501
 """The one script the agent puts in a page (as `window.__holm`) to find elements by meaning,
 describe them, list the controls and read the page as text. docs/pages.md says the rule
-`find` follows; `holm/agent/browser/pages.py` drives it through DevTools."""
+`find` follows; `holm/agent/browser/elements.py` drives it through DevTools."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Tabs and pages of a screen's Chromium through its DevTools: the HTTP `/json` endpoints
-for tabs, and each page's WebSocket for the rest (navigating, finding elements by meaning,
-acting on them with trusted input, reading the page, screenshots, dialogs). The script that
-finds elements is `page_js.py`; docs/pages.md says its rule.
+for tabs, and each page's WebSocket for the rest (navigating, reading the page,
+screenshots, the console, dialogs). What acts on elements by meaning is `elements.py`, a
+browser's cookies and storage `browser_state.py`; the script that finds elements is
+`page_js.py`; docs/pages.md says their rules.
 """
 
 from __future__ import annotations
@@ -17,21 +18,29 @@ import struct
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import msgspec
 
-from holm.agent.browser import devtools_wire, input_values
+from holm.agent.browser import devtools_wire
 from holm.agent.browser.cdp_session import COMMAND_TIMEOUT_S, Cdp, thrown
+from holm.agent.browser.elements import (
+    CHANGED,
+    LOAD_TIMEOUT_S,
+    LOADED,
+    POLL_S,
+    element_op,
+    page_state,
+    quiet,
+    settled,
+    to_element,
+)
 from holm.agent.browser.tab_watch import Landed, TabWatch
-from holm.agent.motion import plan as motion_plan
 from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.results import PageOpened, Tab, TabDone
-from holm.wire.values import Motion
 
-LOAD_TIMEOUT_S = 30.0
 _TWO_FRAMES = {
     "expression": "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))",
     "awaitPromise": True,
@@ -87,7 +96,7 @@ class Pages:
         except devtools_wire.Unreachable as exc:
             raise BrowserClosing(f"could not reach the screen's Chromium: {exc}") from None
 
-    async def _json(self, method: str, path: str) -> Any:
+    async def devtools_json(self, method: str, path: str) -> Any:
         status, body = await self._request(method, path)
         if status == 404:
             raise NotFound(f"DevTools has no {path}")
@@ -120,7 +129,7 @@ class Pages:
         return (self._watch.changes, self._touched, self._window_changes())
 
     async def _list_tabs(self) -> list[Tab]:
-        targets = await self._json("GET", "/json/list")
+        targets = await self.devtools_json("GET", "/json/list")
         # DevTools' /json escapes titles as HTML (`->` comes as `-&gt;`).
         names = {tab: label for label, tab in self._labels.items()}
         return [
@@ -135,7 +144,9 @@ class Pages:
         ]
 
     async def _target(self, tab: str | None) -> dict[str, Any]:
-        pages = [t for t in await self._json("GET", "/json/list") if t.get("type") == "page"]
+        pages = [
+            t for t in await self.devtools_json("GET", "/json/list") if t.get("type") == "page"
+        ]
         if tab is None:
             if not pages:
                 raise BrowserClosing("the screen's Chromium lists no tab")
@@ -153,7 +164,7 @@ class Pages:
         The tab watch starts here too."""
         self._follow_tabs()
         with contextlib.suppress(Failed, Transport, Timeout, NotFound):
-            async with self._session(None):
+            async with self.session(None):
                 pass
 
     async def follow(self, port: int) -> None:
@@ -183,7 +194,7 @@ class Pages:
     async def on_tab(self, tab: str, close: bool) -> TabDone:
         target = await self._target(tab)
         if close:
-            await self._close_and_wait(target["id"])
+            await self.close_and_wait(target["id"])
             await self.forget(target["id"])
         else:
             await self._text(f"/json/activate/{target['id']}")
@@ -200,12 +211,14 @@ class Pages:
         if not url:
             raise BadRequest("url is empty")
         if target == "blank":
-            page = dict(await self._json("PUT", "/json/new?" + quote("about:blank", safe="")))
+            page = dict(
+                await self.devtools_json("PUT", "/json/new?" + quote("about:blank", safe=""))
+            )
             await self._text(f"/json/activate/{page['id']}")
         else:
             page = await self._target(None)
-        async with self._session(page) as cdp:
-            loaded = await _navigate(cdp, url)
+        async with self.session(page) as cdp:
+            loaded = await navigate(cdp, url)
         if label is not None:
             self._labels[label] = page["id"]
             self._touch()
@@ -221,7 +234,7 @@ class Pages:
     # Page content, through the page's WebSocket.
 
     @contextlib.asynccontextmanager
-    async def _session(self, tab: str | dict[str, Any] | None) -> AsyncIterator[Cdp]:
+    async def session(self, tab: str | dict[str, Any] | None) -> AsyncIterator[Cdp]:
         """The kept session of a tab (an ID or a label; None: the front one) or of a
         DevTools target, for one operation at a time."""
         target = tab if isinstance(tab, dict) else await self._target(tab)
@@ -252,9 +265,9 @@ class Pages:
             await cdp.close()
 
     async def on_page(self, what: a.ElementOp, tab: str | None, settle_ms: int) -> r.ElementDone:
-        async with self._session(tab) as cdp:
-            before = await _page(cdp, "return H.before();")
-            done = await _element_op(cdp, what)
+        async with self.session(tab) as cdp:
+            before = await page_state(cdp, "return H.before();")
+            done = await element_op(cdp, what)
             if cdp.dialog is not None:
                 return msgspec.structs.replace(
                     done, url=cdp.tab_url, dialog=str(cdp.dialog.get("message", ""))
@@ -262,11 +275,11 @@ class Pages:
             # A fill's `change` event, and the value it left, ride on the call that reads
             # the page after it: one round trip fewer.
             fill = what if isinstance(what, a.FillOp) else None
-            after = await _settled(cdp, settle_ms, _CHANGED if fill else "")
+            after = await settled(cdp, settle_ms, CHANGED if fill else "")
         if after is None:
             return msgspec.structs.replace(done, navigated=True)
         if fill is not None and after["last"] is not None:
-            done = msgspec.structs.replace(done, element=_element(after["last"]))
+            done = msgspec.structs.replace(done, element=to_element(after["last"]))
             # A step that did nothing never answers ok.
             if fill.text and after["last"].get("value") == "":
                 raise Failed(f"{fill.query!r} took none of the text: it is still empty")
@@ -275,11 +288,11 @@ class Pages:
             done,
             url=after["url"],
             navigated=navigated,
-            changed=[_element(c) for c in after["changed"]],
+            changed=[to_element(c) for c in after["changed"]],
         )
 
     async def look(self, what: a.LookWhat) -> r.Found:
-        async with self._session(what.tab) as cdp:
+        async with self.session(what.tab) as cdp:
             body = """
               const els = H.find(A.q, A.exact, A.role, null);
               if (A.scroll && els.length) els[0].scrollIntoView({block: "center"});
@@ -293,12 +306,12 @@ class Pages:
                 limit=what.limit,
                 scroll=what.scroll,
             )
-        return r.Found(elements=[_element(e) for e in found["elements"]], total=found["total"])
+        return r.Found(elements=[to_element(e) for e in found["elements"]], total=found["total"])
 
     async def snapshot(self, what: a.SnapshotWhat) -> r.PageSnapshot:
-        async with self._session(what.tab) as cdp:
+        async with self.session(what.tab) as cdp:
             if what.quiet_ms:
-                await _quiet(cdp, what.quiet_ms, a.MAX_WAIT_MS)
+                await quiet(cdp, what.quiet_ms, a.MAX_WAIT_MS)
             body = """
               let scope = null;
               if (A.scope !== null) {
@@ -312,7 +325,7 @@ class Pages:
             tab = cdp.tab
         if got.get("missing"):
             raise NotFound(f"nothing on the page matches the scope {what.scope!r}")
-        controls = [_element(c) for c in got["controls"]]
+        controls = [to_element(c) for c in got["controls"]]
         last = self._snapshots.get(tab)
         self._snapshots[tab] = controls
         if what.delta and last is not None:
@@ -322,7 +335,7 @@ class Pages:
         )
 
     async def read(self, what: a.ReadWhat) -> r.PageText:
-        async with self._session(what.tab) as cdp:
+        async with self.session(what.tab) as cdp:
             # Cut in the page: only what is asked for crosses DevTools.
             body = """
               const got = H.read(A.format, A.max_links);
@@ -344,7 +357,7 @@ class Pages:
 
     async def evaluate(self, what: a.EvaluateWhat, tab: str | None) -> r.Evaluated:
         timeout_ms = min(what.timeout_ms, a.MAX_WAIT_MS)
-        async with self._session(tab) as cdp:
+        async with self.session(tab) as cdp:
             params = {
                 "expression": what.expression,
                 "awaitPromise": True,
@@ -367,7 +380,7 @@ class Pages:
         return r.Evaluated(value=value, type=result.get("type", "undefined"))
 
     async def page_shot(self, what: a.PageShotWhat) -> r.PageCaptured:
-        async with self._session(what.tab) as cdp:
+        async with self.session(what.tab) as cdp:
             if what.annotate:
                 await cdp.run(_ANNOTATE, on=True)
             params: dict[str, Any] = {"format": what.format}
@@ -397,33 +410,10 @@ class Pages:
         )
 
     async def pdf(self, what: a.PdfWhat) -> bytes:
-        async with self._session(what.tab) as cdp:
+        async with self.session(what.tab) as cdp:
             params = {"landscape": what.landscape, "printBackground": not what.no_background}
             printed = await cdp.call("Page.printToPDF", params, LOAD_TIMEOUT_S)
         return base64.b64decode(printed.get("data", ""))
-
-    async def cookies(self, what: a.CookiesWhat) -> r.CookieList:
-        async with self._session(None) as cdp:
-            match what.do:
-                case "get":
-                    if what.url is None:
-                        got = await cdp.call("Network.getAllCookies")
-                    else:
-                        got = await cdp.call("Network.getCookies", {"urls": [what.url]})
-                    return r.CookieList(cookies=[_cookie(c) for c in got.get("cookies", [])])
-                case "set":
-                    sent = [_cookie_param(c, what.url) for c in what.cookies]
-                    await cdp.call("Network.setCookies", {"cookies": sent})
-                    return r.CookieList(changed=len(sent))
-            if what.url is None:
-                count = len((await cdp.call("Network.getAllCookies")).get("cookies", []))
-                await cdp.call("Network.clearBrowserCookies")
-                return r.CookieList(changed=count)
-            found = (await cdp.call("Network.getCookies", {"urls": [what.url]})).get("cookies", [])
-            for c in found:
-                params = {"name": c["name"], "domain": c["domain"], "path": c.get("path", "/")}
-                await cdp.call("Network.deleteCookies", params)
-            return r.CookieList(changed=len(found))
 
     async def console(self, what: a.ConsoleWhat) -> r.ConsoleLog:
         async with self._fresh_session(what.tab) as cdp:
@@ -437,88 +427,13 @@ class Pages:
             messages = [m for m in messages if m.level in ("error", "exception")]
         return r.ConsoleLog(messages=messages[-what.limit :], cut=len(messages) > what.limit)
 
-    async def save_state(self, what: a.StateSaveWhat) -> r.BrowserState:
-        async with self._session(None) as cdp:
-            cookies = (await cdp.call("Network.getAllCookies")).get("cookies", [])
-        wanted = {o.rstrip("/") for o in what.origins}
-        origins: list[dict[str, Any]] = []
-        for tab in await self.tabs():
-            parts = urlsplit(tab.url)
-            origin = f"{parts.scheme}://{parts.netloc}"
-            if parts.scheme not in ("http", "https") or (wanted and origin not in wanted):
-                continue
-            if any(o["origin"] == origin for o in origins):
-                continue
-            async with self._session(tab.tab) as cdp:
-                stored = await cdp.run(
-                    "const dump = s => Object.entries(s)"
-                    ".map(([name, value]) => ({name, value}));"
-                    "return {local: A.local ? dump(localStorage) : [],"
-                    " session: A.session ? dump(sessionStorage) : []};",
-                    local=not what.no_local_storage,
-                    session=what.session_storage,
-                )
-                databases = await cdp.run(_IDB_SAVE) if what.indexed_db else None
-            entry: dict[str, Any] = {"origin": origin, "localStorage": stored["local"]}
-            if what.session_storage:
-                entry["sessionStorage"] = stored["session"]
-            if databases is not None:
-                if "error" in databases:
-                    raise Failed(
-                        f"the IndexedDB of {origin} could not be read: {databases['error']}"
-                    )
-                entry["indexedDB"] = databases["databases"]
-            origins.append(entry)
-        state = {"cookies": [_playwright_cookie(c) for c in cookies], "origins": origins}
-        return r.BrowserState(
-            cookies=len(cookies), origins=len(origins), session_json=json.dumps(state)
-        )
-
-    async def load_state(self, session_json: str) -> r.StateLoaded:
-        try:
-            state = json.loads(session_json)
-            cookies = [_cdp_cookie(c) for c in state.get("cookies", [])]
-            origins = list(state.get("origins", []))
-        except (ValueError, AttributeError, KeyError, TypeError) as exc:
-            raise BadRequest(f"session_json is not a storage state: {exc}") from None
-        async with self._session(None) as cdp:
-            if cookies:
-                await cdp.call("Network.setCookies", {"cookies": cookies})
-        for entry in origins:
-            origin = str(entry.get("origin", "")).rstrip("/")
-            items = {**_items(entry.get("localStorage")), **_items(entry.get("sessionStorage"))}
-            databases = entry.get("indexedDB") or []
-            if not isinstance(databases, list):
-                raise BadRequest(f"the indexedDB of {origin} is not a list of databases")
-            if not origin or not (items or databases):
-                continue
-            # Storage belongs to an origin: it is written from a page of that origin.
-            page = dict(await self._json("PUT", "/json/new?" + quote("about:blank", safe="")))
-            try:
-                async with self._session(page) as cdp:
-                    await _navigate(cdp, origin + "/")
-                    await cdp.run(
-                        "for (const [k, v] of A.local) localStorage.setItem(k, v);"
-                        "for (const [k, v] of A.session) sessionStorage.setItem(k, v);"
-                        "return null;",
-                        local=list(_items(entry.get("localStorage")).items()),
-                        session=list(_items(entry.get("sessionStorage")).items()),
-                    )
-                    if databases:
-                        put = await cdp.run(_IDB_LOAD, databases=databases)
-                        if put is not None:
-                            raise Failed(f"the IndexedDB of {origin} could not be loaded: {put}")
-            finally:
-                await self._close_and_wait(page["id"])
-        return r.StateLoaded(cookies=len(cookies), origins=len(origins))
-
-    async def _close_and_wait(self, tab: str) -> None:
+    async def close_and_wait(self, tab: str) -> None:
         """Close a tab and wait until DevTools lists it no more (a closing tab is listed a
         moment longer, and would be taken for the front one)."""
         if [t.tab for t in await self.tabs()] == [tab]:
             # Closing a window's last tab ends Chromium, and with it the screen's browser:
             # a blank tab stays in its place.
-            await self._json("PUT", "/json/new?" + quote("about:blank", safe=""))
+            await self.devtools_json("PUT", "/json/new?" + quote("about:blank", safe=""))
         await self._text(f"/json/close/{tab}")
         deadline = time.monotonic() + COMMAND_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -570,10 +485,6 @@ class Pages:
         await asyncio.gather(*(self.forget(tab) for tab in list(self._pages)))
 
 
-MAX_CHANGED = 50
-POLL_S = 0.1
-
-
 def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:
     params = event.get("params", {})
     if event["method"] == "Runtime.consoleAPICalled":
@@ -599,214 +510,6 @@ def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:
     return None
 
 
-# An origin's IndexedDB as Playwright's storage state keeps it (`indexedDB`: databases of
-# stores, each with its key path, indexes and records), read in a page of the origin: a
-# record's key is kept only where the store has no key path (an inline key is in the value).
-# Values are kept as JSON (a Date becomes its ISO text, a Blob nothing).
-_IDB_SAVE = """
-  const done = r => new Promise((ok, no) => {
-    r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error); });
-  const path = p => Array.isArray(p) ? {keyPathArray: p} : p === null ? {} : {keyPath: p};
-  try {
-    const databases = [];
-    for (const info of await indexedDB.databases()) {
-      const db = await done(indexedDB.open(info.name));
-      const stores = [];
-      for (const name of db.objectStoreNames) {
-        const store = db.transaction(name, "readonly").objectStore(name);
-        const [keys, values] = await Promise.all([done(store.getAllKeys()), done(store.getAll())]);
-        const indexes = Array.from(store.indexNames, n => store.index(n)).map(i =>
-          ({name: i.name, ...path(i.keyPath), multiEntry: i.multiEntry, unique: i.unique}));
-        const records = values.map((value, i) =>
-          store.keyPath === null ? {key: keys[i], value} : {value});
-        stores.push({name, autoIncrement: store.autoIncrement, ...path(store.keyPath),
-          records: JSON.parse(JSON.stringify(records)), indexes});
-      }
-      databases.push({name: db.name, version: db.version, stores});
-      db.close();
-    }
-    return {databases};
-  } catch (e) { return {error: String(e)}; }
-"""
-# And written back: each database opened at its version, its stores and indexes made where
-# missing, its records put. Answers null, or what went wrong.
-_IDB_LOAD = """
-  const done = r => new Promise((ok, no) => {
-    r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error); });
-  const path = o => o.keyPathArray || (o.keyPath === undefined ? null : o.keyPath);
-  try {
-    for (const d of A.databases) {
-      const opening = indexedDB.open(d.name, d.version || 1);
-      opening.onupgradeneeded = () => {
-        const db = opening.result, tx = opening.transaction;
-        for (const s of d.stores || []) {
-          const store = db.objectStoreNames.contains(s.name) ? tx.objectStore(s.name) :
-            db.createObjectStore(s.name, {keyPath: path(s), autoIncrement: !!s.autoIncrement});
-          for (const i of s.indexes || [])
-            if (!store.indexNames.contains(i.name))
-              store.createIndex(i.name, path(i), {unique: !!i.unique, multiEntry: !!i.multiEntry});
-        }
-      };
-      const db = await done(opening);
-      for (const s of d.stores || []) {
-        if (!db.objectStoreNames.contains(s.name)) { db.close(); return `no store ${s.name}`; }
-        const tx = db.transaction(s.name, "readwrite"), store = tx.objectStore(s.name);
-        for (const rec of s.records || [])
-          if (store.keyPath === null && rec.key !== undefined) store.put(rec.value, rec.key);
-          else store.put(rec.value);
-        await new Promise((ok, no) => { tx.oncomplete = ok; tx.onerror = () => no(tx.error); });
-      }
-      db.close();
-    }
-    return null;
-  } catch (e) { return String(e); }
-"""
-
-
-def _items(stored: object) -> dict[str, str]:
-    if not isinstance(stored, list):
-        return {}
-    return {str(i["name"]): str(i["value"]) for i in stored if isinstance(i, dict)}
-
-
-def _playwright_cookie(c: dict[str, Any]) -> dict[str, Any]:
-    """A DevTools cookie as Playwright's storage state writes it."""
-    return {
-        "name": c["name"],
-        "value": c.get("value", ""),
-        "domain": c.get("domain", ""),
-        "path": c.get("path", "/"),
-        "expires": -1 if c.get("session") else c.get("expires", -1),
-        "httpOnly": bool(c.get("httpOnly")),
-        "secure": bool(c.get("secure")),
-        "sameSite": c.get("sameSite", "Lax"),
-    }
-
-
-def _cdp_cookie(c: dict[str, Any]) -> dict[str, Any]:
-    cookie = {
-        "name": c["name"],
-        "value": c["value"],
-        "domain": c["domain"],
-        "path": c.get("path", "/"),
-        "httpOnly": bool(c.get("httpOnly")),
-        "secure": bool(c.get("secure")),
-    }
-    if c.get("sameSite") in ("Strict", "Lax", "None"):
-        cookie["sameSite"] = c["sameSite"]
-    if isinstance(c.get("expires"), int | float) and c["expires"] > 0:
-        cookie["expires"] = c["expires"]
-    return cookie
-
-
-def _cookie(c: dict[str, Any]) -> r.Cookie:
-    expires = c.get("expires")
-    return r.Cookie(
-        name=c["name"],
-        value=c.get("value", ""),
-        domain=c.get("domain", ""),
-        path=c.get("path", "/"),
-        http_only=bool(c.get("httpOnly")),
-        secure=bool(c.get("secure")),
-        same_site=c.get("sameSite"),
-        expires=None if c.get("session") or expires is None or expires < 0 else expires,
-    )
-
-
-def _cookie_param(c: a.CookieIn, url: str | None) -> dict[str, Any]:
-    if url is None and c.domain is None:
-        raise BadRequest(f"cookie {c.name!r} needs a url or a domain")
-    param: dict[str, Any] = {
-        "name": c.name,
-        "value": c.value,
-        "httpOnly": c.http_only,
-        "secure": c.secure,
-    }
-    if url is not None and c.domain is None:
-        param["url"] = url
-    for key, value in (("domain", c.domain), ("path", c.path), ("sameSite", c.same_site)):
-        if value is not None:
-            param[key] = value
-    if c.expires is not None:
-        param["expires"] = c.expires
-    return param
-
-
-def _element(d: dict[str, Any]) -> r.Element:
-    return msgspec.convert(d, r.Element)
-
-
-_AFTER = """
-  const last = H.last && H.last.isConnected ? H.describe(H.last) : null;
-  return {...H.after(A.limit), last};
-"""
-_CHANGED = 'if (H.last) H.last.dispatchEvent(new Event("change", {bubbles: true}));'
-_TICK = "await new Promise(r => setTimeout(r, 0));"
-
-
-async def _page(cdp: Cdp, body: str, **args: object) -> dict[str, Any] | None:
-    """`body`'s answer, or None while the page is between documents."""
-    try:
-        got = await cdp.run(body, **args)
-    except (Failed, Timeout, Transport):
-        return None
-    return got if isinstance(got, dict) else None
-
-
-# The end of a load: the load event, or the main frame's "stopped loading", which comes
-# even where the load event is not sent.
-_LOADED = ("Page.loadEventFired", "Page.frameStoppedLoading")
-_STARTED = (
-    "Page.frameRequestedNavigation",
-    "Page.frameScheduledNavigation",
-    "Page.frameStartedLoading",
-    "Page.frameStartedNavigating",
-)
-
-
-async def _settled(cdp: Cdp, settle_ms: int, first: str = "") -> dict[str, Any] | None:
-    """The page after an element operation (`H.after`: its document, URL and the controls
-    that changed, and `last`, the element the operation found, as it is now), once what the
-    operation started has begun (a navigation, a render), a navigation it started has
-    loaded, and `settle_ms` have passed. `first` is JavaScript run before all that."""
-    if settle_ms:
-        await asyncio.sleep(settle_ms / 1000)
-    state = await _page(cdp, first + _TICK + _AFTER, limit=MAX_CHANGED)
-    if cdp.saw(*_STARTED):
-        await cdp.until(_LOADED, LOAD_TIMEOUT_S)
-        state = await _page(cdp, _AFTER, limit=MAX_CHANGED)
-    return state
-
-
-async def _quiet(cdp: Cdp, quiet_ms: int, within_ms: int) -> None:
-    """Wait until the page's DOM stayed unchanged for `quiet_ms` (at most `within_ms`)."""
-    deadline = time.monotonic() + within_ms / 1000
-    last, since = None, time.monotonic()
-    while time.monotonic() < deadline:
-        try:
-            now = await cdp.run("return H.mark();")
-        except (Failed, Timeout):
-            now = None
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet_ms / 1000:
-            return
-        await asyncio.sleep(POLL_S)
-
-
-_FIND = """
-  const els = H.find(A.q, A.exact, null, A.kind);
-  if (!els.length) return null;
-  const el = els[0];
-  H.last = el;
-  if (A.scroll) {
-    const r = el.getBoundingClientRect();
-    if (r.bottom < 0 || r.right < 0 || r.top > innerHeight || r.left > innerWidth)
-      el.scrollIntoView({block: "center", inline: "center"});
-  }
-  const found = H.describe(el);
-"""
-
 _ANNOTATE = """
   const old = document.getElementById("__holm_annotate");
   if (old) old.remove();
@@ -828,402 +531,8 @@ _ANNOTATE = """
   return null;
 """
 
-_BUTTONS = {"left": "left", "right": "right", "middle": "middle"}
 
-
-async def _find(
-    cdp: Cdp,
-    query: str,
-    exact: bool,
-    kind: str | None = None,
-    scroll: bool = True,
-    then: str | None = None,
-) -> dict[str, Any]:
-    """The element `query` names, described as it was found, and made `H.last`; with
-    `then` (JavaScript using `el`), its value is in `found["then"]`, in the same call."""
-    after = (
-        "return found;" if then is None else f"found.then = (() => {{ {then} }})(); return found;"
-    )
-    found = await cdp.run(
-        _FIND + after,
-        q=query,
-        exact=exact,
-        kind=kind,
-        scroll=scroll,
-        set_types=sorted(input_values.SET_TYPES),
-    )
-    if not isinstance(found, dict):
-        raise NotFound(f"nothing on the page matches {query!r}")
-    return found
-
-
-def _kind(found: dict[str, Any]) -> str:
-    return f"a {found.get('role') or found.get('tag')}"
-
-
-def _centre(found: dict[str, Any]) -> tuple[float, float]:
-    box = found["box"]
-    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-
-
-async def _on_last(cdp: Cdp, body: str, **args: object) -> Any:
-    """Run `body` with `el`, the element the last `_find` chose."""
-    return await cdp.run("const el = H.last; " + body, **args)
-
-
-async def _click_at(
-    cdp: Cdp,
-    query: str,
-    button: str,
-    clicks: int,
-    mods: int,
-    motion: Motion = "instant",
-    seed: int | None = None,
-    force: bool = False,
-) -> None:
-    """Click the element the last `_find` chose as a person would: once it can take the
-    click (`_actionable`), at its centre, with trusted input; `force`: a DOM `click()`,
-    whatever the element looks like."""
-    if force:
-        await _on_last(cdp, "el.click(); return null;")
-        return
-    x, y = await _actionable(cdp, query)
-    moves = await _move(cdp, (x, y), motion, seed)
-    for count in range(1, clicks + 1):
-        moves.append(cdp.mouse("mousePressed", x, y, button, count, mods))
-        moves.append(cdp.mouse("mouseReleased", x, y, button, count, mods))
-    await cdp.calls(moves)
-
-
-# How long a click waits for its element to be clickable (Playwright's actionability):
-# shown, enabled, at rest and not covered.
-ACTIONABLE_WITHIN_MS = 3000
-
-_ACTIONABLE = """
-  const el = H.last;
-  if (!el || !el.isConnected) return {why: "it is no longer on the page"};
-  let target = el;
-  // A control hidden behind its styled label (a custom checkbox) is clicked on the label.
-  if (!H.visible(el) && el.labels && el.labels.length)
-    target = Array.from(el.labels).find(l => H.visible(l)) || el;
-  if (!H.visible(target)) {
-    for (let e = target; e && e.nodeType === 1; e = e.parentElement) {
-      const s = getComputedStyle(e);
-      const what = e === target ? "it" : `it is inside <${e.tagName.toLowerCase()}> that`;
-      if (s.display === "none") return {why: `${what} is not displayed (display: none)`};
-      if (s.visibility === "hidden") return {why: `${what} is hidden (visibility: hidden)`};
-      if (Number(s.opacity) === 0) return {why: `${what} is transparent (opacity: 0)`};
-    }
-    const r = target.getBoundingClientRect();
-    return {why: `it has no size (${Math.round(r.width)}x${Math.round(r.height)})`};
-  }
-  if (el.disabled || el.getAttribute("aria-disabled") === "true" ||
-      el.closest("fieldset[disabled]")) return {why: "it is disabled"};
-  const before = target.getBoundingClientRect();
-  if (before.bottom < 0 || before.right < 0 || before.top > innerHeight ||
-      before.left > innerWidth) target.scrollIntoView({block: "center", inline: "center"});
-  const at = target.getBoundingClientRect();
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-  const r = target.getBoundingClientRect();
-  if (r.x !== at.x || r.y !== at.y || r.width !== at.width || r.height !== at.height)
-    return {why: "it is moving"};
-  const x = r.x + r.width / 2, y = r.y + r.height / 2;
-  if (x < 0 || y < 0 || x > innerWidth || y > innerHeight)
-    return {why: "its centre is outside the page's view"};
-  const root = target.getRootNode();
-  const hit = (root.elementFromPoint ? root : document).elementFromPoint(x, y);
-  const label = hit && hit.closest ? hit.closest("label") : null;
-  if (!hit || !(hit === target || target.contains(hit) || (label && label.control === el))) {
-    const d = hit ? H.describe(hit) : null;
-    const by = d ? `${d.role || d.tag}${d.name ? ` '${d.name.slice(0, 60)}'` : ""}` : "nothing";
-    return {why: `it is covered by ${by}`};
-  }
-  return {x, y};
-"""
-
-
-async def _actionable(cdp: Cdp, query: str) -> tuple[float, float]:
-    """Where to click the element the last `_find` chose, once it is shown, enabled, at
-    rest and the first thing under its centre (waiting up to ACTIONABLE_WITHIN_MS);
-    `Failed` naming why it is not."""
-    deadline = time.monotonic() + ACTIONABLE_WITHIN_MS / 1000
-    while True:
-        got = await cdp.run(_ACTIONABLE)
-        if "why" not in got:
-            return float(got["x"]), float(got["y"])
-        if time.monotonic() > deadline:
-            raise Failed(
-                f"{query!r} cannot be clicked as a person would: {got['why']} "
-                f"(waited {ACTIONABLE_WITHIN_MS} ms; force: true clicks it by script)"
-            )
-        await asyncio.sleep(POLL_S)
-
-
-Command = tuple[str, dict[str, Any]]
-
-
-async def _move(
-    cdp: Cdp,
-    to: tuple[float, float],
-    motion: Motion,
-    seed: int | None,
-    button: str = "none",
-) -> list[Command]:
-    """Move the page's pointer to `to` along `motion`'s path from where it last was (the
-    same paths as the desktop's pointer, `motion.py`): the moves that pause are made here,
-    and the last ones are returned, for the caller to send with what follows."""
-    if motion == "instant":
-        moves = [cdp.mouse("mouseMoved", *to, button)]
-    else:
-        metrics = await cdp.call("Page.getLayoutMetrics")
-        view = metrics.get("cssLayoutViewport") or metrics.get("layoutViewport") or {}
-        bounds = (int(view.get("clientWidth", 1 << 15)), int(view.get("clientHeight", 1 << 15)))
-        end = (round(to[0]), round(to[1]))
-        moves = []
-        for step in motion_plan(cdp.pointer, end, motion, seed, bounds):
-            moves.append(cdp.mouse("mouseMoved", step.x, step.y, button))
-            if step.pause_ms:
-                await cdp.calls(moves)
-                moves = []
-                await asyncio.sleep(step.pause_ms / 1000)
-    cdp.pointer = (round(to[0]), round(to[1]))
-    return moves
-
-
-_EDIT = """
-  if (el.tagName === "INPUT" && A.set_types.includes(el.type)) return el.type;
-  el.focus();
-  if (el.isContentEditable) {
-    const range = document.createRange();
-    range.selectNodeContents(el);
-    const sel = getSelection(); sel.removeAllRanges(); sel.addRange(range);
-    document.execCommand("delete");
-    return true;
-  }
-  if (!("value" in el) || el.tagName === "SELECT" || el.tagName === "BUTTON") return false;
-  const proto = el.tagName === "TEXTAREA" ?
-    HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
-  Object.getOwnPropertyDescriptor(proto, "value").set.call(el, "");
-  el.dispatchEvent(new Event("input", {bubbles: true}));
-  return true;
-"""
-
-_CHOOSE = """
-  if (el.tagName !== "SELECT") return {error: "not a select"};
-  const wanted = A.options.map(o => o.trim().toLowerCase());
-  const opts = Array.from(el.options);
-  const missing = wanted.filter(w => !opts.some(o =>
-    o.label.trim().toLowerCase() === w || o.value.toLowerCase() === w));
-  if (missing.length) return {missing};
-  for (const o of opts) {
-    const hit = wanted.includes(o.label.trim().toLowerCase()) ||
-      wanted.includes(o.value.toLowerCase());
-    if (A.drop) { if (hit) o.selected = false; }
-    else if (el.multiple) { if (hit) o.selected = true; }
-    else if (hit) { o.selected = true; }
-  }
-  el.dispatchEvent(new Event("input", {bubbles: true}));
-  el.dispatchEvent(new Event("change", {bubbles: true}));
-  return {chosen: Array.from(el.selectedOptions).map(o => o.label.trim())};
-"""
-
-_WAIT = """
-  if (A.load && document.readyState !== "complete") return {met: false};
-  for (const q of A.queries) {
-    const els = H.find(q, A.exact, null, null).filter(e => H.visible(e) &&
-      (!A.enabled || !(e.disabled || e.getAttribute("aria-disabled") === "true")));
-    if (A.gone ? els.length === 0 : els.length > 0)
-      return {met: true, query: q, element: A.gone ? null : H.describe(els[0])};
-  }
-  if (!A.queries.length) return {met: true, query: null, element: null};
-  return {met: false};
-"""
-
-
-async def _element_op(cdp: Cdp, what: a.ElementOp) -> r.ElementDone:
-    op = a.op_of(what)
-    found: Any
-    match what:
-        case a.ClickOp(query=query, exact=exact, button=button, double=double, new_tab=new):
-            found = await _find(cdp, query, exact)
-            clicks, mods = 2 if double else 1, 2 if new else 0
-            await _click_at(
-                cdp,
-                query,
-                _BUTTONS[button],
-                clicks,
-                mods,
-                what.motion,
-                what.seed,
-                force=what.force,
-            )
-        case a.HoverOp(query=query, exact=exact, motion=motion, seed=seed):
-            found = await _find(cdp, query, exact)
-            await cdp.calls(await _move(cdp, _centre(found), motion, seed))
-        case a.DragOp(from_=start, to=end, exact=exact, button=button, motion=motion, seed=seed):
-            target = await _find(cdp, end, exact)
-            found = await _find(cdp, start, exact)
-            (x0, y0), (x1, y1) = _centre(found), _centre(target)
-            moves = await _move(cdp, (x0, y0), motion, seed)
-            moves.append(cdp.mouse("mousePressed", x0, y0, button, 1))
-            if motion == "instant":
-                # Steps between the ends, as a drag and drop of the page waits for moves.
-                for step in range(1, 10):
-                    t = step / 10
-                    moves.append(
-                        cdp.mouse("mouseMoved", x0 + (x1 - x0) * t, y0 + (y1 - y0) * t, button)
-                    )
-            await cdp.calls(moves)
-            moves = await _move(cdp, (x1, y1), motion, seed, button)
-            moves.append(cdp.mouse("mouseReleased", x1, y1, button, 1))
-            await cdp.calls(moves)
-        case a.FocusOp(query=query, exact=exact):
-            found = await _find(cdp, query, exact)
-            await _on_last(cdp, "el.focus(); return null;")
-        case a.FillOp(query=query, exact=exact, text=text):
-            found = await _find(cdp, query, exact, "editable", then=_EDIT)
-            if not found["then"]:
-                raise BadRequest(
-                    f"{query!r} is a {found['role'] or found['tag']}, not a text field"
-                )
-            if isinstance(found["then"], str):
-                await _set_value(cdp, query, found["then"], text)
-            elif text:
-                await cdp.call("Input.insertText", {"text": text})
-            # The `change` event and the field's new value: see `on_page`.
-        case a.CheckOp(query=query, exact=exact, on=on):
-            found = await _find(cdp, query, exact, "checkable")
-            if found.get("checked") is None:
-                raise BadRequest(f"{query!r} is {_kind(found)}, not a checkbox")
-            if found["checked"] != on:
-                await _click_at(cdp, query, "left", 1, 0)
-                found = await _on_last(cdp, "return H.describe(el);")
-        case a.OptionsOp(query=query, exact=exact):
-            found = await _find(cdp, query, exact, "select")
-            labels = await _on_last(
-                cdp,
-                'return el.tagName === "SELECT" ? '
-                "Array.from(el.options).map(o => o.label.trim()) : null;",
-            )
-            if labels is None:
-                raise BadRequest(f"{query!r} is {_kind(found)}, not a select")
-            return r.ElementDone(op=op, url="", element=_element(found), options=labels)
-        case a.ChooseOp(query=query, exact=exact, options=options, drop=drop):
-            found = await _find(cdp, query, exact, "select")
-            got = await _on_last(cdp, _CHOOSE, options=options, drop=drop)
-            if "error" in got:
-                raise BadRequest(f"{query!r} is {_kind(found)}, not a select")
-            if "missing" in got:
-                raise NotFound(f"{query!r} has no option {', '.join(got['missing'])}")
-            found = await _on_last(cdp, "return H.describe(el);")
-            return r.ElementDone(op=op, url="", element=_element(found), options=got["chosen"])
-        case a.UploadOp(query=query, exact=exact, paths=paths):
-            found = await _find(cdp, query, exact, "file")
-            if found["tag"] != "input":
-                raise BadRequest(
-                    f"{query!r} is a {found['role'] or found['tag']}, not a file input"
-                )
-            handle = await cdp.call("Runtime.evaluate", {"expression": "window.__holm.last"})
-            object_id = handle.get("result", {}).get("objectId")
-            await cdp.call("DOM.setFileInputFiles", {"files": paths, "objectId": object_id})
-        case a.HighlightOp(query=query, exact=exact, ms=ms):
-            found = await _find(cdp, query, exact)
-            await _on_last(
-                cdp,
-                "const was = el.style.outline; el.style.outline = '3px solid #e11';"
-                "setTimeout(() => { el.style.outline = was; }, A.ms); return null;",
-                ms=ms,
-            )
-        case a.WaitForOp():
-            return await _wait_for(cdp, what)
-        case a.HistoryOp(go=go):
-            if go == "reload":
-                await cdp.call("Page.reload")
-            else:
-                await cdp.js(f"history.{go}(), null")
-            return r.ElementDone(op=op, url="")
-        case a.ScrollOp(query=query, exact=exact, to=to, dx=dx, dy=dy):
-            scrolled = "document.scrollingElement || document.documentElement"
-            found = None
-            if query is not None:
-                found = await _find(cdp, query, exact, scroll=to is None)
-                scrolled = "H.last"
-            if to is not None or query is None:
-                await cdp.run(
-                    f"const el = {scrolled}; const where = A.to || 'by';"
-                    "if (where === 'top') el.scrollTo(el.scrollLeft, 0);"
-                    "else if (where === 'bottom') el.scrollTo(el.scrollLeft, el.scrollHeight);"
-                    "else el.scrollBy(A.dx, A.dy); return null;",
-                    to=to,
-                    dx=dx,
-                    dy=dy,
-                )
-            if found is None:
-                return r.ElementDone(op=op, url="")
-        case _:
-            raise BadRequest(f"unknown element operation {op!r}")
-    return r.ElementDone(op=op, url="", element=_element(found))
-
-
-_SET_VALUE = """
-  el.focus();
-  Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set.call(el, A.value);
-  el.dispatchEvent(new Event("input", {bubbles: true}));
-  return el.value;
-"""
-
-
-async def _set_value(cdp: Cdp, query: str, kind: str, text: str) -> None:
-    """Fill an input typed text cannot (a date, a colour, a range: `input_values.py`) the
-    way a browser takes it: its `value` in the standard's format, then `input` (and
-    `change`, as after any fill); `Failed` when the field did not take it."""
-    value = input_values.value_for(kind, text)
-    took = await _on_last(cdp, _SET_VALUE, value=value)
-    same = took == value
-    if kind == "range" and took:
-        # A range holds the number as its best representation ("50" for "50.0").
-        same = float(took) == float(value)
-    if not same:
-        where = "a range takes a number from its min to its max, in its steps"
-        raise Failed(
-            f"{query!r} did not take {value!r}: it holds {took!r}"
-            + (f" ({where})" if kind == "range" else "")
-        )
-
-
-async def _wait_for(cdp: Cdp, what: a.WaitForOp) -> r.ElementDone:
-    queries = ([] if what.query is None else [what.query]) + list(what.or_)
-    deadline = time.monotonic() + what.within_ms / 1000
-    args = dict(queries=queries, exact=what.exact, gone=what.gone, enabled=what.enabled)
-    got: dict[str, Any]
-    while True:
-        try:
-            got = await cdp.run(_WAIT, load=what.load, **args)
-            if got.get("met") and what.until is not None:
-                met = await cdp.js(f"Promise.resolve(({what.until})).then(v => !!v)")
-                got["met"] = bool(met)
-        except (Failed, Timeout):
-            # Between two documents (a navigation under way): not there yet.
-            got = {"met": False}
-        if got.get("met"):
-            break
-        if time.monotonic() > deadline:
-            named = " or ".join(repr(q) for q in queries) or "the page"
-            state = "to go" if what.gone else "to appear"
-            raise Timeout(f"waited {what.within_ms} ms for {named} {state}")
-        await asyncio.sleep(POLL_S)
-    if what.quiet_ms:
-        await _quiet(cdp, what.quiet_ms, a.MAX_WAIT_MS)
-    element = got.get("element")
-    return r.ElementDone(
-        op="wait_for",
-        url="",
-        element=None if element is None else _element(element),
-        matched=got.get("query"),
-    )
-
-
-async def _navigate(cdp: Cdp, url: str) -> bool:
+async def navigate(cdp: Cdp, url: str) -> bool:
     """Navigate and wait for the load event; False when it did not come in time."""
     try:
         result = await cdp.call("Page.navigate", {"url": url})
@@ -1236,7 +545,7 @@ async def _navigate(cdp: Cdp, url: str) -> bool:
     if not result.get("loaderId"):
         # A same-document navigation (a #fragment) has no load to wait for.
         return True
-    loaded = await cdp.until(_LOADED, LOAD_TIMEOUT_S)
+    loaded = await cdp.until(LOADED, LOAD_TIMEOUT_S)
     with contextlib.suppress(Failed, Timeout):
         if loaded:
             # Until the new page has drawn a frame, Chromium keeps showing the old one
