@@ -26,7 +26,7 @@ from holm.streams import Stream
 from holm.wire import agent_protocol as p
 from holm.wire.actions import Action, Tabs, Windows
 from holm.wire.results import ActionResult, TabList, WindowList
-from holm.wire.runtime import BatchEnd, FrameResult, Held, Released
+from holm.wire.runtime import BatchEnd, BrowserStarts, FrameResult, Held, Released
 from holm.wire.spec import AppDefinition
 from holm.wire.values import PNG, Encoding, Region
 
@@ -241,6 +241,10 @@ class AgentDesktop:
     async def await_change(self, screen: int, after: int, within_ms: int) -> int:
         request = p.AwaitChange(id=self._id(), screen=screen, after=after, within_ms=within_ms)
         return await self.call(request, int)
+
+    async def await_browser(self, screen: int, after: int, within_ms: int) -> BrowserStarts:
+        request = p.AwaitBrowser(id=self._id(), screen=screen, after=after, within_ms=within_ms)
+        return await self.call(request, BrowserStarts)
 
     async def close(self) -> None:
         if self._lost is None:

@@ -19,6 +19,7 @@ from holm.wire.api import ImageInfo
 from holm.wire.results import ActionResult
 from holm.wire.runtime import (
     BatchEnd,
+    BrowserStarts,
     Capabilities,
     FrameResult,
     RuntimeBox,
@@ -79,6 +80,12 @@ class Desktop(Protocol):
         """The screen's count of changes as soon as it is past `after`, or as it is after
         `within_ms`. A count names no picture: the frame watcher waits on it, then compares
         hashes."""
+        ...
+
+    async def await_browser(self, screen: int, after: int, within_ms: int) -> BrowserStarts:
+        """How many times the screen's Chromium was started again (it ends when its last
+        window closes), as soon as that is past `after`, or as it is after `within_ms`;
+        `Unsupported` on a screen with no Chromium."""
         ...
 
     async def close(self) -> None: ...

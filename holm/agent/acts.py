@@ -13,10 +13,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from holm.agent.browser import browser_state
+from holm.agent.browser.pages import BrowserClosing, Pages
 from holm.agent.widgets.atspi import TypeInstead
 from holm.agent.x11.input import Input
 from holm.agent.x11.screen import Screen
-from holm.errors import BadRequest, Unsupported
+from holm.errors import BadRequest, Failed, Transport, Unsupported
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.keys import normalized_chord, normalized_key_name, normalized_then
@@ -113,6 +115,9 @@ async def act(agent: Agent, index: int, action: a.Action) -> r.ActionResult:
         case a.Wait(ms=ms):
             await asyncio.sleep(ms / 1000)
             return r.Waited(waited_ms=ms)
+    if isinstance(action, PAGE_ACTIONS):
+        agent.screen(index)
+        return await _on_pages(agent, index, action)
     return await _on_screen(agent, agent.screen(index), action)
 
 
@@ -206,7 +211,7 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             return r.FoundWindow(window=found)
         case a.Capture(what=what):
             if what.tab is not None:
-                return await agent.pages(screen.index).capture(what.tab)
+                return await _on_pages(agent, screen.index, action)
             frame = await screen.frame(
                 window=what.window, region=what.region, scale=what.scale, pointer=what.pointer
             )
@@ -234,42 +239,6 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
         case a.Clipboard(selection=selection, text=str(text)):
             await screen.clipboard_set(selection, text)
             return r.ClipboardView(selection=selection, length=len(text.encode()))
-        case a.OpenUrl(url=url, target=target, label=label):
-            return await agent.pages(screen.index).open_url(url, target, label)
-        case a.Tabs():
-            return r.TabList(tabs=await agent.pages(screen.index).tabs())
-        case a.OnTab(tab=tab, close=close):
-            return await agent.pages(screen.index).on_tab(tab, close)
-        case a.OnPage(what=what, tab=tab, settle_ms=settle_ms):
-            return await agent.pages(screen.index).on_page(what, tab, settle_ms)
-        case a.Look(what=what):
-            return await agent.pages(screen.index).look(what)
-        case a.Snapshot(what=what):
-            return await agent.pages(screen.index).snapshot(what)
-        case a.Read(what=what):
-            return await agent.pages(screen.index).read(what)
-        case a.Evaluate(what=what, tab=tab):
-            return await agent.pages(screen.index).evaluate(what, tab)
-        case a.PageShot(what=what):
-            return await agent.pages(screen.index).page_shot(what)
-        case a.PagePdf(what=what):
-            data = await agent.pages(screen.index).pdf(what)
-            await agent.write_file(what.path, data)
-            return r.FileSaved(path=what.path, size=len(data))
-        case a.Console(what=what):
-            return await agent.pages(screen.index).console(what)
-        case a.StateSave(what=what):
-            if what.name is not None:
-                raise BadRequest("a named state is kept by the server, not the box")
-            return await agent.pages(screen.index).save_state(what)
-        case a.StateLoad(what=what):
-            if what.session_json is None:
-                raise BadRequest("the box loads a state from session_json")
-            return await agent.pages(screen.index).load_state(what.session_json)
-        case a.Cookies(what=what):
-            return await agent.pages(screen.index).cookies(what)
-        case a.Dialog(accept=accept, text=prompt):
-            return await agent.pages(screen.index).dialog(accept, prompt)
         case a.Record(what=what):
             return await agent.record(screen.index, what)
         case a.OnNode(what=what):
@@ -310,3 +279,99 @@ async def _on_window(screen: Screen, window: str, what: a.WindowOp) -> r.WindowC
             found = await screen.arrange_window(window, what.how)
             return r.WindowChanged(id=window, window=found)
     raise BadRequest(f"unknown window operation {what.do!r}")
+
+
+# The actions done on the screen's Chromium (and `capture` of a tab).
+PAGE_ACTIONS = (
+    a.OpenUrl,
+    a.Tabs,
+    a.OnTab,
+    a.OnPage,
+    a.Look,
+    a.Snapshot,
+    a.Read,
+    a.Evaluate,
+    a.PageShot,
+    a.PagePdf,
+    a.Console,
+    a.StateSave,
+    a.StateLoad,
+    a.Cookies,
+    a.Dialog,
+)
+# What is done again on a browser that ended under it: listing the tabs, and opening a
+# page (the browser comes back on a blank one). Anything else acted on a page that is gone.
+_REDONE = (a.Tabs, a.OpenUrl)
+
+
+async def _on_pages(agent: Agent, index: int, action: a.Action) -> r.ActionResult:
+    """A page action, on the screen's Chromium once it is up (it may be starting again:
+    supervisor.py); one that lost the browser while it ran fails naming why, since the
+    browser comes back with a blank page, not the one the action was on."""
+    pages = await agent.pages(index)
+    browser = agent.browser(index)
+    starts = 0 if browser is None else browser.starts
+    try:
+        done = await _page_action(agent, pages, action)
+    except BrowserClosing as exc:
+        # Nothing was done: it is done on the browser that comes back.
+        if browser is None or not await browser.ending(starts):
+            raise Failed(f"screen {index}'s Chromium does not answer: {exc}") from None
+        return await _page_action(agent, await agent.pages(index), action)
+    except Transport as exc:
+        if browser is None or not await browser.ending(starts):
+            raise
+        if isinstance(action, _REDONE):
+            return await _page_action(agent, await agent.pages(index), action)
+        raise Failed(
+            f"screen {index}'s Chromium ended during the action ({exc}); "
+            "it is started again with a blank page"
+        ) from None
+    # No tab: the browser is closing its last window, and will be back with one.
+    closing = isinstance(done, r.TabList) and not done.tabs and browser is not None
+    if closing and browser is not None and await browser.ending(starts):
+        return r.TabList(tabs=await (await agent.pages(index)).tabs())
+    return done
+
+
+async def _page_action(agent: Agent, pages: Pages, action: a.Action) -> r.ActionResult:
+    if isinstance(action, a.Capture) and action.what.tab is not None:
+        return await pages.capture(action.what.tab)
+    match action:
+        case a.OpenUrl(url=url, target=target, label=label):
+            return await pages.open_url(url, target, label)
+        case a.Tabs():
+            return r.TabList(tabs=await pages.tabs())
+        case a.OnTab(tab=tab, close=close):
+            return await pages.on_tab(tab, close)
+        case a.OnPage(what=what, tab=tab, settle_ms=settle_ms):
+            return await pages.on_page(what, tab, settle_ms)
+        case a.Look(what=what):
+            return await pages.look(what)
+        case a.Snapshot(what=what):
+            return await pages.snapshot(what)
+        case a.Read(what=what):
+            return await pages.read(what)
+        case a.Evaluate(what=what, tab=tab):
+            return await pages.evaluate(what, tab)
+        case a.PageShot(what=what):
+            return await pages.page_shot(what)
+        case a.PagePdf(what=what):
+            data = await pages.pdf(what)
+            await agent.write_file(what.path, data)
+            return r.FileSaved(path=what.path, size=len(data))
+        case a.Console(what=what):
+            return await pages.console(what)
+        case a.StateSave(what=what):
+            if what.name is not None:
+                raise BadRequest("a named state is kept by the server, not the box")
+            return await browser_state.save_state(pages, what)
+        case a.StateLoad(what=what):
+            if what.session_json is None:
+                raise BadRequest("the box loads a state from session_json")
+            return await browser_state.load_state(pages, what.session_json)
+        case a.Cookies(what=what):
+            return await browser_state.cookies(pages, what)
+        case a.Dialog(accept=accept, text=prompt):
+            return await pages.dialog(accept, prompt)
+    raise Unsupported(f"{type(action).__name__} is not a page action")

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +17,7 @@ from holm.agent import files
 from holm.agent.acts import act
 from holm.agent.browser import devtools_bridge
 from holm.agent.browser.pages import Pages
+from holm.agent.browser.supervisor import Browser
 from holm.agent.desktop import commands, desktop_up, features_up, processes
 from holm.agent.desktop.catalog import AppCatalog
 from holm.agent.desktop.screen_recording import Recorder
@@ -80,9 +82,11 @@ class Agent:
         self.ready = asyncio.Event()
         self.failure: str | None = None
         self._pages: dict[int, Pages] = {}
+        # Each screen's Chromium, started again whenever it ends (supervisor.py).
+        self._browsers: dict[int, Browser] = {}
         self._warming: set[asyncio.Task[None]] = set()
-        # The first screen's DevTools, on a socket in the run folder (devtools_bridge.py).
-        self._bridge: asyncio.AbstractServer | None = None
+        # Each screen's DevTools, on a socket in the run folder (devtools_bridge.py).
+        self._bridges: list[asyncio.AbstractServer] = []
         # Each screen's viewer socket, which starts an x11vnc per viewer (viewer_socket.py).
         self._viewers: list[ViewerSocket] = []
         self._display_lock = asyncio.Lock()
@@ -170,36 +174,25 @@ class Agent:
             if "dock" in o.features:
                 part = "the dock (tint2)"
                 await asyncio.to_thread(features_up.start_dock, i, name, self.run_dir, env)
-            chromium = None
+            browser = None
             if o.chromium:
                 part = "chromium"
-                chromium = await asyncio.to_thread(
-                    desktop_up.start_chromium,
-                    i,
-                    self.home,
-                    self.run_dir,
-                    env,
-                    accessibility=self._widgets is not None,
+                proc, port = await self._start_chromium(screen)
+                screen.devtools_port = port
+                browser = Browser(
+                    i, lambda: self._start_chromium(screen), lambda new: self._moved(i, new)
                 )
-            if chromium is not None:
-                part = "chromium"
-                screen.devtools_port = await asyncio.to_thread(
-                    desktop_up.wait_chromium, i, name, self.home, chromium, self.run_dir
-                )
-                if i == 0 and screen.devtools_port is not None:
-                    self._bridge = await devtools_bridge.bridge(self.run_dir, screen.devtools_port)
+                browser.keep(proc, port)
+                self._browsers[i] = browser
+                self._bridges.append(await devtools_bridge.bridge(self.run_dir, i, browser.wait_up))
             part = "the screen's X connections"
             await connecting
-            if chromium is not None:
+            if browser is not None:
                 part = "chromium"
                 await screen.wait_still(START_STILL_MS, START_STILL_WITHIN_MS)
             screen.up.set()
-            if screen.devtools_port is not None:
-                # In the background: the box is ready without it, and its first page
-                # operation finds the DevTools session open.
-                warming = asyncio.create_task(self.pages(i).warm())
-                self._warming.add(warming)
-                warming.add_done_callback(self._warming.discard)
+            if browser is not None:
+                self._warm(i)
         except desktop_up.StartFailed as exc:
             screen.failure = str(exc)
         except Exception as exc:
@@ -212,6 +205,52 @@ class Agent:
                 connecting.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await connecting
+
+    async def _start_chromium(self, screen: Screen) -> tuple[subprocess.Popen[bytes], int]:
+        """Start the screen's Chromium (on its profile, a blank page) and answer it once
+        its window is drawn, with its DevTools port."""
+        env = self._env(screen.display_name)
+        proc = await asyncio.to_thread(
+            desktop_up.start_chromium,
+            screen.index,
+            self.home,
+            self.run_dir,
+            env,
+            accessibility=self._widgets is not None,
+        )
+        try:
+            port = await asyncio.to_thread(
+                desktop_up.wait_chromium,
+                screen.index,
+                screen.display_name,
+                self.home,
+                proc,
+                self.run_dir,
+            )
+        except BaseException:
+            processes.kill_group(proc.pid)
+            raise
+        return proc, port
+
+    async def _moved(self, index: int, port: int) -> None:
+        """The screen's Chromium started again, on `port`: its pages follow it."""
+        self.screens[index].devtools_port = port
+        pages = self._pages.get(index)
+        if pages is not None:
+            await pages.follow(port)
+        self._warm(index)
+
+    def _warm(self, index: int) -> None:
+        """Open the front tab's session in the background: the box is ready without it,
+        and its first page operation finds it open."""
+
+        async def warm() -> None:
+            with contextlib.suppress(HolmError):
+                await (await self.pages(index)).warm()
+
+        warming = asyncio.create_task(warm())
+        self._warming.add(warming)
+        warming.add_done_callback(self._warming.discard)
 
     def _env(self, display: str | None) -> dict[str, str]:
         return processes.box_env(self.home, display, self._feature_env)
@@ -256,16 +295,24 @@ class Agent:
             )
         return self.screens[index]
 
-    def pages(self, index: int) -> Pages:
-        screen = self.screen(index)
-        if screen.devtools_port is None:
+    def browser(self, index: int) -> Browser | None:
+        return self._browsers.get(index)
+
+    def _browser(self, index: int) -> Browser:
+        self.screen(index)
+        browser = self._browsers.get(index)
+        if browser is None:
             if not self.options.chromium:
                 raise Unsupported("this box runs no Chromium (--no-chromium)")
             raise ScreenUnavailable(f"screen {index}'s Chromium is not up")
+        return browser
+
+    async def pages(self, index: int) -> Pages:
+        """The pages of the screen's Chromium, once it is up (it may be starting again)."""
+        port = await self._browser(index).wait_up()
         if index not in self._pages:
-            self._pages[index] = Pages(
-                screen.devtools_port, screen.window_changes, screen.pointer_landed
-            )
+            screen = self.screens[index]
+            self._pages[index] = Pages(port, screen.window_changes, screen.pointer_landed)
         return self._pages[index]
 
     def widgets(self) -> Widgets:
@@ -278,8 +325,11 @@ class Agent:
         await asyncio.gather(*(asyncio.to_thread(r.close) for r in self.recorders))
         if self._widgets is not None:
             self._widgets.close()
-        if self._bridge is not None:
-            self._bridge.close()
+        # Before the box's processes are ended, so that a browser ended then is not started
+        # again.
+        await asyncio.gather(*(browser.close() for browser in self._browsers.values()))
+        for bridge in self._bridges:
+            bridge.close()
         await asyncio.gather(*(pages.close() for pages in self._pages.values()))
         for s in self.screens:
             s.close()
@@ -395,6 +445,8 @@ class Agent:
                 return await self.screen(screen).frame_hash()
             case p.AwaitChange(screen=screen, after=after, within_ms=within_ms):
                 return await self.screen(screen).await_change(after, within_ms)
+            case p.AwaitBrowser(screen=screen, after=after, within_ms=within_ms):
+                return await self._browser(screen).await_start(after, within_ms)
             case p.DefineApps(apps=apps):
                 self.catalog.define(apps)
                 return [app.name for app in self.catalog.names()]
@@ -422,14 +474,16 @@ class Agent:
         )
 
     def _known_tabs(self, index: int) -> list[Tab] | None:
-        try:
-            return self.pages(index).known_tabs()
-        except HolmError:
+        browser, pages = self._browsers.get(index), self._pages.get(index)
+        if browser is None or browser.failure is not None:
             return []
+        if browser.down or pages is None:
+            return None
+        return pages.known_tabs()
 
     async def _tabs(self, index: int) -> list[Tab]:
         try:
-            return await self.pages(index).tabs()
+            return await (await self.pages(index)).tabs()
         except HolmError:
             # A screen with no Chromium (or one not up) has no tabs to list.
             return []

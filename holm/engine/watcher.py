@@ -8,7 +8,8 @@ server's DAMAGE reports), so a still screen costs nothing: the watcher's call wa
 the agent until something is drawn (`IDLE_SECS` at most; then it looks once, which reads
 no pixel of an unchanged screen). Changes are coalesced: the watcher looks `coalesce_secs`
 after it was woken, so a burst of drawing is one look and an animation a look per window.
-`nudge` (the server did something on the screen) wakes it as a change does.
+`nudge` (the server did something on the screen) wakes it as a change does. Beside each
+runs the screen's browser watch (browser_watch.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from holm.events.store import TraceStore
 from holm.projections.box_state import BoxState
 from holm.wire.entries import FrameSeen
 
+from .browser_watch import watch_browser
 from .guards import boundary
 from .journal import Journal, entry
 from .still_screens import StillScreens
@@ -85,6 +87,12 @@ class FrameWatchers:
             self._nudged[(box_id, screen)] = asyncio.Event()
         self._tasks[box_id] = [
             asyncio.create_task(self._watch(box_id, screen), name=f"frames {box_id}/{screen}")
+            for screen in range(state.screens)
+        ] + [
+            asyncio.create_task(
+                watch_browser(self.journal, self.desktop_of, box_id, screen),
+                name=f"browser {box_id}/{screen}",
+            )
             for screen in range(state.screens)
         ]
 

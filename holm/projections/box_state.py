@@ -35,6 +35,7 @@ from holm.wire.entries import (
     BoxStarted,
     BoxStopped,
     BoxUnreachable,
+    BrowserRestarted,
     ClipboardRead,
     ClipboardSet,
     Entry,
@@ -72,6 +73,8 @@ _STEPS: tuple[type[Entry], ...] = (
     ClipboardSet,
     ClipboardRead,
     PageCaptured,
+    # Not a step, but no part of the state either.
+    BrowserRestarted,
 )
 _AGENT: tuple[Holder, ...] = ("agent",)
 

@@ -34,6 +34,7 @@ from holm.wire.entries import (
     BoxStarted,
     BoxStopped,
     BoxUnreachable,
+    BrowserRestarted,
     ClipboardRead,
     ClipboardSet,
     Entry,
@@ -158,6 +159,12 @@ def entry_text(entry: Entry) -> str:
         case AppLaunched(screen=screen, app=app, window=window):
             return f"screen {screen}  launched {_clip(app)}" + (
                 f" (window {_clip(window)})" if window else ""
+            )
+        case BrowserRestarted(screen=screen, why=why, failure=None):
+            return f"screen {screen}  the browser started again: {_clip(why, CLIP_REASON)}"
+        case BrowserRestarted(screen=screen, failure=str(failure)):
+            return (
+                f"screen {screen}  the browser did not start again: {_clip(failure, CLIP_REASON)}"
             )
         case AppsInstalled(apps=apps):
             return f"installed {_clip(', '.join(apps))}"

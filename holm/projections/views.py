@@ -37,6 +37,13 @@ def viewer_pages(box_id: str, screens: int, viewer_base: str, spec: Spec | None)
     return [viewer_page(box_id, i, viewer_base, spec) for i in range(screens)]
 
 
+def devtools_page(box_id: str, base: str | None) -> str | None:
+    """What a caller is shown of a box's DevTools: where to ask for an address a DevTools
+    client takes (`POST …/cdp`, with the bearer token), never the runtime's socket, a path
+    on holmd's host that no client could use. None without the server's origin."""
+    return None if base is None else f"{base.rstrip('/')}/v1/boxes/{box_id}/cdp"
+
+
 def box_view(state: BoxState, viewer_base: str | None = None) -> BoxView:
     """The box; with `viewer_base` (the server's public origin), its viewer URLs are the
     server's viewer pages (which take a ticket) instead of the runtime's sockets, on the
@@ -61,7 +68,7 @@ def box_view(state: BoxState, viewer_base: str | None = None) -> BoxView:
         reason=state.reason,
         viewer_url=viewer_urls[0] if viewer_urls else None,
         viewer_urls=viewer_urls,
-        devtools_url=state.devtools_url,
+        devtools_url=devtools_page(state.id, viewer_base) if state.devtools_url else None,
         owner=state.owner,
         forked_from=origin,
         adopted=state.adopted,

@@ -304,6 +304,10 @@ class _ElementOp(
 
 
 class ClickOp(_ElementOp, tag="click"):
+    """Clicked as a person would (docs/pages.md): once the element is shown, enabled, at
+    rest and not covered, with trusted input; `force`: by script (`click()`), whatever the
+    element looks like."""
+
     query: Query
     exact: bool = False
     button: Button = "left"
@@ -311,6 +315,7 @@ class ClickOp(_ElementOp, tag="click"):
     new_tab: bool = False
     motion: Motion = "instant"
     seed: int | None = None
+    force: bool = False
 
 
 class DragOp(_ElementOp, tag="drag"):
@@ -536,7 +541,8 @@ class Console(_Action, tag="console"):
 
 class StateSaveWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """Save the browser's cookies and the storage of `origins` (default: the origins of the
-    open tabs) as Playwright's storage state. `name` keeps it in the server's store."""
+    open tabs) as Playwright's storage state (`indexed_db`: their IndexedDB too). `name`
+    keeps it in the server's store."""
 
     origins: list[str] = msgspec.field(default_factory=list)
     name: str | None = None

@@ -85,6 +85,15 @@ class AwaitChange(_Request, tag="await_change"):
     within_ms: Annotated[int, msgspec.Meta(ge=0, le=MAX_WAIT_MS)]
 
 
+class AwaitBrowser(_Request, tag="await_browser"):
+    """The screen's count of Chromium starts (`BrowserStarts`: it is started again each
+    time it ends) once it is past `after`, or as it is after `within_ms`."""
+
+    screen: int
+    after: int
+    within_ms: Annotated[int, msgspec.Meta(ge=0, le=MAX_WAIT_MS)]
+
+
 class DefineApps(_Request, tag="define_apps"):
     """Add (or replace) the apps of a spec's `apps` in the catalog."""
 
@@ -93,7 +102,18 @@ class DefineApps(_Request, tag="define_apps"):
 
 # Every in-box operation is an `Act` of one action; the other requests are the agent's
 # own (bring-up, frames, the catalog), which no action restates.
-Request = Ping | Ready | Info | Act | EndBatch | Frame | FrameHash | AwaitChange | DefineApps
+Request = (
+    Ping
+    | Ready
+    | Info
+    | Act
+    | EndBatch
+    | Frame
+    | FrameHash
+    | AwaitChange
+    | AwaitBrowser
+    | DefineApps
+)
 
 
 class Ok(msgspec.Struct, tag="ok", tag_field="r"):
@@ -168,6 +188,7 @@ __all__ = [
     "MAX_WAIT_MS",
     "Act",
     "AgentInfo",
+    "AwaitBrowser",
     "AwaitChange",
     "DefineApps",
     "EndBatch",

@@ -14,7 +14,15 @@ import msgspec
 from msgspec import Meta
 
 from holm.errors import ErrorBody
-from holm.wire.actions import DEFAULT_RECORD_FPS, MAX_WAIT_MS, Action, CookieIn, Fps
+from holm.wire.actions import (
+    DEFAULT_RECORD_FPS,
+    MAX_WAIT_MS,
+    Action,
+    CookieIn,
+    Fps,
+    ReadWhat,
+    SnapshotWhat,
+)
 from holm.wire.diff import StepRef
 from holm.wire.entries import PAGE_MAX, Entry
 from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX
@@ -196,13 +204,24 @@ class RecordingStart(_Request):
 # Pages
 
 
-class TabQuery(_Request):
+# Which screen's Chromium a page route drives (each screen has its own, with its own
+# profile): the first when absent.
+PageScreen = Annotated[int, Meta(ge=0, lt=MAX_SCREENS)]
+
+
+class ScreenQuery(_Request):
+    """`screen`: the screen whose Chromium a page route drives (default 0)."""
+
+    screen: PageScreen = 0
+
+
+class TabQuery(ScreenQuery):
     """`tab`: a tab ID or label; the front tab when absent."""
 
     tab: str | None = None
 
 
-class FindQuery(_Request):
+class FindQuery(ScreenQuery, kw_only=True):
     q: Annotated[str, Meta(min_length=1, max_length=2000)]
     limit: Annotated[int, Meta(ge=1, le=10_000)] = 10
     scroll: bool = False
@@ -211,8 +230,20 @@ class FindQuery(_Request):
     tab: str | None = None
 
 
-class UrlQuery(_Request):
+class UrlQuery(ScreenQuery):
     url: str | None = None
+
+
+class ReadQuery(ReadWhat, forbid_unknown_fields=True, kw_only=True):
+    """`GET …/page`: what to read, and of which screen's Chromium."""
+
+    screen: PageScreen = 0
+
+
+class SnapshotQuery(SnapshotWhat, forbid_unknown_fields=True, kw_only=True):
+    """`GET …/page/snapshot`: what to list, and of which screen's Chromium."""
+
+    screen: PageScreen = 0
 
 
 class CdpQuery(_Request):
@@ -235,7 +266,7 @@ class CookiesPut(_Request):
     url: str | None = None
 
 
-class ElementQuery(_Request):
+class ElementQuery(ScreenQuery):
     settle_ms: Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)] = 0
     tab: str | None = None
 

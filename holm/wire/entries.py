@@ -10,6 +10,7 @@ Kinds beyond the spec's table, each documented in docs/trace.md:
 - `box_failed`: a queued create did not start; feeds `box.failed`.
 - `box_unreachable`: the box's runtime cannot be reached (until a later `box_ready`,
   `box_paused` or `box_stopped`); feeds `box.unreachable`.
+- `browser_restarted`: a screen's Chromium ended and was started again (or could not be).
 - `image_built`, `image_removed`: written to the server-level trace (`SERVER_TRACE`),
   not to a box's; feed `image.built` and `image.removed`.
 - `runtime_added`, `runtime_changed`, `runtime_removed`: a remote runtime of the vendor API,
@@ -162,6 +163,17 @@ class AppLaunched(_Entry, tag="app_launched"):
     batch: str | None = None
 
 
+class BrowserRestarted(_Entry, tag="browser_restarted"):
+    """A screen's Chromium ended (its last window closed, or it crashed) and the agent
+    started it again, with its profile, on a blank page; `why` says how it ended. With
+    `failure`, it could not be started again, and says why. A fork does nothing for it:
+    what ended the browser is a step of its own, or was not the fork's."""
+
+    screen: int
+    why: str
+    failure: str | None = None
+
+
 class AppsInstalled(_Entry, tag="apps_installed"):
     apps: list[str]
 
@@ -261,6 +273,7 @@ Entry = (
     | FrameSeen
     | Executed
     | AppLaunched
+    | BrowserRestarted
     | AppsInstalled
     | FileWritten
     | FileRead
@@ -346,6 +359,7 @@ __all__ = [
     "BoxStarted",
     "BoxStopped",
     "BoxUnreachable",
+    "BrowserRestarted",
     "ClipboardRead",
     "ClipboardSet",
     "Entry",

@@ -127,8 +127,19 @@ class BatchEnd(msgspec.Struct, kw_only=True):
     tabs: list[Tab] = msgspec.field(default_factory=list)
 
 
+class BrowserStarts(msgspec.Struct, kw_only=True):
+    """How many times a screen's Chromium was started again since the box came up (it ends
+    when its last window closes), why the last time, and why it could not be when it could
+    not: what holmd records as `browser_restarted` (docs/trace.md)."""
+
+    starts: int = 0
+    why: str | None = None
+    failure: str | None = None
+
+
 __all__ = [
     "BatchEnd",
+    "BrowserStarts",
     "Capabilities",
     "FrameResult",
     "Held",

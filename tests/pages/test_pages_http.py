@@ -332,10 +332,83 @@ async def test_a_named_state_is_kept_by_the_server(server: LocalServer) -> None:
     await error_of(await client.post(load, json=both), 400, "bad_request")
     await error_of(await client.post(load, json={}), 400, "bad_request")
     await error_of(await client.post(save, json={"name": "../x"}), 400, "bad_request")
-    # IndexedDB is not saved (docs/api.md): said so, rather than left out of the state.
-    await error_of(await client.post(save, json={"indexed_db": True}), 400, "unsupported")
     removed = await ok_json(await client.delete("/v1/states/work"))
     assert removed == {"name": "work", "removed": True}
     assert not kept.exists() and (await ok_json(await client.get("/v1/states")))["states"] == []
     for box in boxes:
         await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+# A page that keeps its sign-in in IndexedDB: a store with a key path, one with an index
+# and out-of-line keys.
+SIGN_IN_SITE = {
+    "index.html": """<title>Sign in</title><p id="who">…</p><script>
+const open = () => new Promise((ok, no) => {
+  const r = indexedDB.open("auth", 3);
+  r.onupgradeneeded = () => {
+    r.result.createObjectStore("session", {keyPath: "user"});
+    r.result.createObjectStore("visits", {autoIncrement: true}).createIndex("by_day", "day");
+  };
+  r.onsuccess = () => ok(r.result); r.onerror = () => no(r.error);
+});
+const done = r => new Promise((ok, no) => { r.onsuccess = () => ok(r.result); r.onerror = no; });
+window.signIn = async user => {
+  const db = await open(), tx = db.transaction(["session", "visits"], "readwrite");
+  tx.objectStore("session").put({user, token: "t0k3n", since: 1790000000000});
+  tx.objectStore("visits").put({day: "monday"});
+  await new Promise(ok => tx.oncomplete = ok);
+  db.close();
+};
+window.whoami = async () => {
+  const db = await open(), tx = db.transaction(["session", "visits"]);
+  const [me] = await done(tx.objectStore("session").getAll());
+  const days = await done(tx.objectStore("visits").index("by_day").getAllKeys("monday"));
+  db.close();
+  return me ? `${me.user} (${me.token}), ${days.length} visit` : "signed out";
+};
+</script>""",
+}
+
+
+async def test_a_sign_in_kept_in_indexed_db_is_saved_and_loaded(server: LocalServer) -> None:
+    client = client_of(server)
+    port = EXAMPLE_PORT + 4
+    origin = f"http://127.0.0.1:{port}"
+    box = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    await batch(client, box, [*site_steps(SIGN_IN_SITE, port), {"type": "open_url", "url": origin}])
+    await evaluate(client, box, "signIn('ada')")
+    assert await evaluate(client, box, "whoami()") == "ada (t0k3n), 1 visit"
+
+    without = await ok_json(await client.post(f"/v1/boxes/{box}/state/save", json={}))
+    assert "indexedDB" not in without["session_json"]
+    saved = await ok_json(
+        await client.post(f"/v1/boxes/{box}/state/save", json={"indexed_db": True})
+    )
+    state = msgspec.json.decode(saved["session_json"])
+    (entry,) = [o for o in state["origins"] if o["origin"] == origin]
+    (auth,) = entry["indexedDB"]
+    assert (auth["name"], auth["version"]) == ("auth", 3)
+    stores = {s["name"]: s for s in auth["stores"]}
+    assert stores["session"]["keyPath"] == "user"
+    assert stores["session"]["records"] == [
+        {"value": {"user": "ada", "token": "t0k3n", "since": 1790000000000}}
+    ]
+    assert stores["visits"]["records"] == [{"key": 1, "value": {"day": "monday"}}]
+    assert stores["visits"]["indexes"] == [
+        {"name": "by_day", "keyPath": "day", "multiEntry": False, "unique": False}
+    ]
+
+    # Signed out (the database gone), then signed in again by the loaded state.
+    gone = "new Promise(ok => { const r = indexedDB.deleteDatabase('auth'); r.onsuccess = ok; })"
+    await evaluate(client, box, gone)
+    await batch(client, box, [{"type": "open_url", "url": origin}])
+    assert await evaluate(client, box, "whoami()") == "signed out"
+    await evaluate(client, box, gone)
+    body = {"session_json": saved["session_json"]}
+    loaded = await ok_json(await client.post(f"/v1/boxes/{box}/state/load", json=body))
+    assert loaded["origins"] >= 1
+    await batch(client, box, [{"type": "open_url", "url": origin}])
+    assert await evaluate(client, box, "whoami()") == "ada (t0k3n), 1 visit"
+    # The token went to the caller only.
+    assert "t0k3n" not in repr(await trace_entries(client, box))
+    await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))

@@ -56,17 +56,26 @@ def test_the_memory_double_does_every_built_action() -> None:
 
 def test_the_agent_protocol_restates_no_action() -> None:
     requests = {cls.__name__ for cls in protocol.Request.__args__}  # type: ignore[attr-defined]
-    # AwaitChange: the watcher waits for the screen to be drawn on (DAMAGE), no action.
+    # AwaitChange: the watcher waits for the screen to be drawn on (DAMAGE), no action;
+    # AwaitBrowser: the browser watch waits for the screen's Chromium to start again.
     own = {
         "Ping", "Ready", "Info", "Act", "EndBatch", "Frame", "FrameHash", "AwaitChange",
-        "DefineApps",
+        "AwaitBrowser", "DefineApps",
     }  # fmt: skip
     assert requests == own
 
 
 def test_a_desktop_is_act_and_frames() -> None:
     members = {name for name in vars(Desktop) if not name.startswith("_")}
-    assert members == {"act", "end_batch", "frame", "frame_hash", "await_change", "close"}
+    assert members == {
+        "act",
+        "end_batch",
+        "frame",
+        "frame_hash",
+        "await_change",
+        "await_browser",
+        "close",
+    }
 
 
 def test_the_engine_has_no_method_per_operation() -> None:

@@ -101,6 +101,7 @@ from holm.wire.keys import normalized_chord, normalized_key_name, normalized_the
 from holm.wire.results import ActionResult, ExecResult, FileInfo, GrepMatch, WindowInfo
 from holm.wire.runtime import (
     BatchEnd,
+    BrowserStarts,
     Capabilities,
     FrameResult,
     Held,
@@ -666,6 +667,9 @@ class MemoryDesktop:
 
     async def await_change(self, screen: int, after: int, within_ms: int) -> int:
         return await self._screen(screen).changes.wait_past(after, within_ms)
+
+    async def await_browser(self, screen: int, after: int, within_ms: int) -> BrowserStarts:
+        raise Unsupported("the memory desktop runs no Chromium")
 
     async def _exec(self, argv: list[str], timeout_ms: int) -> ExecResult:
         match argv:

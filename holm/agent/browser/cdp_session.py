@@ -78,6 +78,8 @@ class Cdp:
                 if not waiting.done():
                     waiting.set_exception(Transport("the page's DevTools session closed"))
             self._waiting.clear()
+            # Whoever waits for an event hears no more will come (`until`).
+            self._arrived.set()
 
     def _event(self, data: dict[str, Any]) -> None:
         if len(self.events) < MAX_EVENTS:
@@ -169,6 +171,8 @@ class Cdp:
         """Wait (at most `seconds`) until the main frame sends one of `methods`."""
         deadline = time.monotonic() + seconds
         while not self.saw(*methods):
+            if self.closed:
+                raise Transport("the page's DevTools session closed")
             left = deadline - time.monotonic()
             if left <= 0:
                 return False

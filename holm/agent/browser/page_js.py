@@ -1,7 +1,7 @@
 # ruff: noqa: E501
 """The one script the agent puts in a page (as `window.__holm`) to find elements by meaning,
 describe them, list the controls and read the page as text. docs/pages.md says the rule
-`find` follows; `holm/agent/browser/pages.py` drives it through DevTools."""
+`find` follows; `holm/agent/browser/elements.py` drives it through DevTools."""
 
 from __future__ import annotations
 
@@ -200,7 +200,8 @@ INSTALL = r"""
     .map(c => c.el);
   const FITS = {
     editable: el => el.tagName === "TEXTAREA" || el.isContentEditable ||
-      el.tagName === "INPUT" && ["textbox", "searchbox", "spinbutton"].includes(inputRole(el)),
+      el.tagName === "INPUT" && (["textbox", "searchbox", "spinbutton"].includes(inputRole(el)) ||
+        ["date", "time", "datetime-local", "month", "week", "color", "range"].includes(el.type)),
     checkable: el => el.tagName === "INPUT" && ["checkbox", "radio"].includes(el.type) ||
       ["checkbox", "radio", "switch"].includes(role(el)),
     select: el => el.tagName === "SELECT",

@@ -1,7 +1,8 @@
 """Tabs and pages of a screen's Chromium through its DevTools: the HTTP `/json` endpoints
-for tabs, and each page's WebSocket for the rest (navigating, finding elements by meaning,
-acting on them with trusted input, reading the page, screenshots, dialogs). The script that
-finds elements is `page_js.py`; docs/pages.md says its rule.
+for tabs, and each page's WebSocket for the rest (navigating, reading the page,
+screenshots, the console, dialogs). What acts on elements by meaning is `elements.py`, a
+browser's cookies and storage `browser_state.py`; the script that finds elements is
+`page_js.py`; docs/pages.md says their rules.
 """
 
 from __future__ import annotations
@@ -17,26 +18,40 @@ import struct
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import msgspec
 
 from holm.agent.browser import devtools_wire
 from holm.agent.browser.cdp_session import COMMAND_TIMEOUT_S, Cdp, thrown
+from holm.agent.browser.elements import (
+    CHANGED,
+    LOAD_TIMEOUT_S,
+    LOADED,
+    POLL_S,
+    element_op,
+    page_state,
+    quiet,
+    settled,
+    to_element,
+)
 from holm.agent.browser.tab_watch import Landed, TabWatch
-from holm.agent.motion import plan as motion_plan
-from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport, Unsupported
+from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.results import PageOpened, Tab, TabDone
-from holm.wire.values import Motion
 
-LOAD_TIMEOUT_S = 30.0
 _TWO_FRAMES = {
     "expression": "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))",
     "awaitPromise": True,
 }
 HTTP_TIMEOUT_S = 10.0
+
+
+class BrowserClosing(Transport):
+    """The screen's Chromium did not answer, or lists no tab: it is closing its last
+    window, and will end (and be started again, supervisor.py). Nothing was done yet: the
+    operation may be done again on the browser that comes back."""
 
 
 class Pages:
@@ -79,9 +94,9 @@ class Pages:
         try:
             return await devtools_wire.request(self.port, method, path, HTTP_TIMEOUT_S)
         except devtools_wire.Unreachable as exc:
-            raise Transport(f"could not reach the screen's Chromium: {exc}") from None
+            raise BrowserClosing(f"could not reach the screen's Chromium: {exc}") from None
 
-    async def _json(self, method: str, path: str) -> Any:
+    async def devtools_json(self, method: str, path: str) -> Any:
         status, body = await self._request(method, path)
         if status == 404:
             raise NotFound(f"DevTools has no {path}")
@@ -114,7 +129,7 @@ class Pages:
         return (self._watch.changes, self._touched, self._window_changes())
 
     async def _list_tabs(self) -> list[Tab]:
-        targets = await self._json("GET", "/json/list")
+        targets = await self.devtools_json("GET", "/json/list")
         # DevTools' /json escapes titles as HTML (`->` comes as `-&gt;`).
         names = {tab: label for label, tab in self._labels.items()}
         return [
@@ -129,10 +144,12 @@ class Pages:
         ]
 
     async def _target(self, tab: str | None) -> dict[str, Any]:
-        pages = [t for t in await self._json("GET", "/json/list") if t.get("type") == "page"]
+        pages = [
+            t for t in await self.devtools_json("GET", "/json/list") if t.get("type") == "page"
+        ]
         if tab is None:
             if not pages:
-                return dict(await self._json("PUT", "/json/new?about:blank"))
+                raise BrowserClosing("the screen's Chromium lists no tab")
             # DevTools lists the most recently active page first.
             return dict(pages[0])
         wanted = self._labels.get(tab, tab)
@@ -147,8 +164,26 @@ class Pages:
         The tab watch starts here too."""
         self._follow_tabs()
         with contextlib.suppress(Failed, Transport, Timeout, NotFound):
-            async with self._session(None):
+            async with self.session(None):
                 pass
+
+    async def follow(self, port: int) -> None:
+        """The screen's Chromium started again, on `port` (supervisor.py): nothing of the
+        one that ended holds, not its sessions, tabs, labels nor snapshots."""
+        self.port = port
+        if self._watching is not None:
+            self._watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watching
+            self._watching = None
+        sessions, self._pages = list(self._pages.values()), {}
+        for cdp in sessions:
+            with contextlib.suppress(Exception):
+                await cdp.close()
+        self._labels.clear()
+        self._snapshots.clear()
+        self._listed = None
+        self._touch()
 
     def _follow_tabs(self) -> None:
         """Start the tab watch, or start it again when its session ended (a Chromium that
@@ -159,7 +194,7 @@ class Pages:
     async def on_tab(self, tab: str, close: bool) -> TabDone:
         target = await self._target(tab)
         if close:
-            await self._close_and_wait(target["id"])
+            await self.close_and_wait(target["id"])
             await self.forget(target["id"])
         else:
             await self._text(f"/json/activate/{target['id']}")
@@ -176,12 +211,14 @@ class Pages:
         if not url:
             raise BadRequest("url is empty")
         if target == "blank":
-            page = dict(await self._json("PUT", "/json/new?" + quote("about:blank", safe="")))
+            page = dict(
+                await self.devtools_json("PUT", "/json/new?" + quote("about:blank", safe=""))
+            )
             await self._text(f"/json/activate/{page['id']}")
         else:
             page = await self._target(None)
-        async with self._session(page) as cdp:
-            loaded = await _navigate(cdp, url)
+        async with self.session(page) as cdp:
+            loaded = await navigate(cdp, url)
         if label is not None:
             self._labels[label] = page["id"]
             self._touch()
@@ -197,7 +234,7 @@ class Pages:
     # Page content, through the page's WebSocket.
 
     @contextlib.asynccontextmanager
-    async def _session(self, tab: str | dict[str, Any] | None) -> AsyncIterator[Cdp]:
+    async def session(self, tab: str | dict[str, Any] | None) -> AsyncIterator[Cdp]:
         """The kept session of a tab (an ID or a label; None: the front one) or of a
         DevTools target, for one operation at a time."""
         target = tab if isinstance(tab, dict) else await self._target(tab)
@@ -228,31 +265,34 @@ class Pages:
             await cdp.close()
 
     async def on_page(self, what: a.ElementOp, tab: str | None, settle_ms: int) -> r.ElementDone:
-        async with self._session(tab) as cdp:
-            before = await _page(cdp, "return H.before();")
-            done = await _element_op(cdp, what)
+        async with self.session(tab) as cdp:
+            before = await page_state(cdp, "return H.before();")
+            done = await element_op(cdp, what)
             if cdp.dialog is not None:
                 return msgspec.structs.replace(
                     done, url=cdp.tab_url, dialog=str(cdp.dialog.get("message", ""))
                 )
             # A fill's `change` event, and the value it left, ride on the call that reads
             # the page after it: one round trip fewer.
-            fill = isinstance(what, a.FillOp)
-            after = await _settled(cdp, settle_ms, _CHANGED if fill else "")
+            fill = what if isinstance(what, a.FillOp) else None
+            after = await settled(cdp, settle_ms, CHANGED if fill else "")
         if after is None:
             return msgspec.structs.replace(done, navigated=True)
-        if fill and after["last"] is not None:
-            done = msgspec.structs.replace(done, element=_element(after["last"]))
+        if fill is not None and after["last"] is not None:
+            done = msgspec.structs.replace(done, element=to_element(after["last"]))
+            # A step that did nothing never answers ok.
+            if fill.text and after["last"].get("value") == "":
+                raise Failed(f"{fill.query!r} took none of the text: it is still empty")
         navigated = before is None or (before["id"], before["url"]) != (after["id"], after["url"])
         return msgspec.structs.replace(
             done,
             url=after["url"],
             navigated=navigated,
-            changed=[_element(c) for c in after["changed"]],
+            changed=[to_element(c) for c in after["changed"]],
         )
 
     async def look(self, what: a.LookWhat) -> r.Found:
-        async with self._session(what.tab) as cdp:
+        async with self.session(what.tab) as cdp:
             body = """
               const els = H.find(A.q, A.exact, A.role, null);
               if (A.scroll && els.length) els[0].scrollIntoView({block: "center"});
@@ -266,12 +306,12 @@ class Pages:
                 limit=what.limit,
                 scroll=what.scroll,
             )
-        return r.Found(elements=[_element(e) for e in found["elements"]], total=found["total"])
+        return r.Found(elements=[to_element(e) for e in found["elements"]], total=found["total"])
 
     async def snapshot(self, what: a.SnapshotWhat) -> r.PageSnapshot:
-        async with self._session(what.tab) as cdp:
+        async with self.session(what.tab) as cdp:
             if what.quiet_ms:
-                await _quiet(cdp, what.quiet_ms, a.MAX_WAIT_MS)
+                await quiet(cdp, what.quiet_ms, a.MAX_WAIT_MS)
             body = """
               let scope = null;
               if (A.scope !== null) {
@@ -285,7 +325,7 @@ class Pages:
             tab = cdp.tab
         if got.get("missing"):
             raise NotFound(f"nothing on the page matches the scope {what.scope!r}")
-        controls = [_element(c) for c in got["controls"]]
+        controls = [to_element(c) for c in got["controls"]]
         last = self._snapshots.get(tab)
         self._snapshots[tab] = controls
         if what.delta and last is not None:
@@ -295,7 +335,7 @@ class Pages:
         )
 
     async def read(self, what: a.ReadWhat) -> r.PageText:
-        async with self._session(what.tab) as cdp:
+        async with self.session(what.tab) as cdp:
             # Cut in the page: only what is asked for crosses DevTools.
             body = """
               const got = H.read(A.format, A.max_links);
@@ -317,7 +357,7 @@ class Pages:
 
     async def evaluate(self, what: a.EvaluateWhat, tab: str | None) -> r.Evaluated:
         timeout_ms = min(what.timeout_ms, a.MAX_WAIT_MS)
-        async with self._session(tab) as cdp:
+        async with self.session(tab) as cdp:
             params = {
                 "expression": what.expression,
                 "awaitPromise": True,
@@ -327,7 +367,8 @@ class Pages:
             }
             try:
                 answer = await cdp.call("Runtime.evaluate", params, timeout_ms / 1000 + 1)
-            except TimeoutError:
+            except Timeout:
+                # Capped, not refused (docs/api.md): the message says which wait ran out.
                 raise Timeout(f"the expression ran past {timeout_ms} ms") from None
         if "exceptionDetails" in answer:
             raise Failed(f"the expression threw: {thrown(answer['exceptionDetails'])}")
@@ -339,7 +380,7 @@ class Pages:
         return r.Evaluated(value=value, type=result.get("type", "undefined"))
 
     async def page_shot(self, what: a.PageShotWhat) -> r.PageCaptured:
-        async with self._session(what.tab) as cdp:
+        async with self.session(what.tab) as cdp:
             if what.annotate:
                 await cdp.run(_ANNOTATE, on=True)
             params: dict[str, Any] = {"format": what.format}
@@ -369,33 +410,10 @@ class Pages:
         )
 
     async def pdf(self, what: a.PdfWhat) -> bytes:
-        async with self._session(what.tab) as cdp:
+        async with self.session(what.tab) as cdp:
             params = {"landscape": what.landscape, "printBackground": not what.no_background}
             printed = await cdp.call("Page.printToPDF", params, LOAD_TIMEOUT_S)
         return base64.b64decode(printed.get("data", ""))
-
-    async def cookies(self, what: a.CookiesWhat) -> r.CookieList:
-        async with self._session(None) as cdp:
-            match what.do:
-                case "get":
-                    if what.url is None:
-                        got = await cdp.call("Network.getAllCookies")
-                    else:
-                        got = await cdp.call("Network.getCookies", {"urls": [what.url]})
-                    return r.CookieList(cookies=[_cookie(c) for c in got.get("cookies", [])])
-                case "set":
-                    sent = [_cookie_param(c, what.url) for c in what.cookies]
-                    await cdp.call("Network.setCookies", {"cookies": sent})
-                    return r.CookieList(changed=len(sent))
-            if what.url is None:
-                count = len((await cdp.call("Network.getAllCookies")).get("cookies", []))
-                await cdp.call("Network.clearBrowserCookies")
-                return r.CookieList(changed=count)
-            found = (await cdp.call("Network.getCookies", {"urls": [what.url]})).get("cookies", [])
-            for c in found:
-                params = {"name": c["name"], "domain": c["domain"], "path": c.get("path", "/")}
-                await cdp.call("Network.deleteCookies", params)
-            return r.CookieList(changed=len(found))
 
     async def console(self, what: a.ConsoleWhat) -> r.ConsoleLog:
         async with self._fresh_session(what.tab) as cdp:
@@ -409,76 +427,13 @@ class Pages:
             messages = [m for m in messages if m.level in ("error", "exception")]
         return r.ConsoleLog(messages=messages[-what.limit :], cut=len(messages) > what.limit)
 
-    async def save_state(self, what: a.StateSaveWhat) -> r.BrowserState:
-        if what.indexed_db:
-            raise Unsupported("IndexedDB is not saved by this server")
-        async with self._session(None) as cdp:
-            cookies = (await cdp.call("Network.getAllCookies")).get("cookies", [])
-        wanted = {o.rstrip("/") for o in what.origins}
-        origins: list[dict[str, Any]] = []
-        for tab in await self.tabs():
-            parts = urlsplit(tab.url)
-            origin = f"{parts.scheme}://{parts.netloc}"
-            if parts.scheme not in ("http", "https") or (wanted and origin not in wanted):
-                continue
-            if any(o["origin"] == origin for o in origins):
-                continue
-            async with self._session(tab.tab) as cdp:
-                stored = await cdp.run(
-                    "const dump = s => Object.entries(s)"
-                    ".map(([name, value]) => ({name, value}));"
-                    "return {local: A.local ? dump(localStorage) : [],"
-                    " session: A.session ? dump(sessionStorage) : []};",
-                    local=not what.no_local_storage,
-                    session=what.session_storage,
-                )
-            entry: dict[str, Any] = {"origin": origin, "localStorage": stored["local"]}
-            if what.session_storage:
-                entry["sessionStorage"] = stored["session"]
-            origins.append(entry)
-        state = {"cookies": [_playwright_cookie(c) for c in cookies], "origins": origins}
-        return r.BrowserState(
-            cookies=len(cookies), origins=len(origins), session_json=json.dumps(state)
-        )
-
-    async def load_state(self, session_json: str) -> r.StateLoaded:
-        try:
-            state = json.loads(session_json)
-            cookies = [_cdp_cookie(c) for c in state.get("cookies", [])]
-            origins = list(state.get("origins", []))
-        except (ValueError, AttributeError, KeyError, TypeError) as exc:
-            raise BadRequest(f"session_json is not a storage state: {exc}") from None
-        async with self._session(None) as cdp:
-            if cookies:
-                await cdp.call("Network.setCookies", {"cookies": cookies})
-        for entry in origins:
-            origin = str(entry.get("origin", "")).rstrip("/")
-            items = {**_items(entry.get("localStorage")), **_items(entry.get("sessionStorage"))}
-            if not origin or not items:
-                continue
-            # Storage belongs to an origin: it is written from a page of that origin.
-            page = dict(await self._json("PUT", "/json/new?" + quote("about:blank", safe="")))
-            try:
-                async with self._session(page) as cdp:
-                    await _navigate(cdp, origin + "/")
-                    await cdp.run(
-                        "for (const [k, v] of A.local) localStorage.setItem(k, v);"
-                        "for (const [k, v] of A.session) sessionStorage.setItem(k, v);"
-                        "return null;",
-                        local=list(_items(entry.get("localStorage")).items()),
-                        session=list(_items(entry.get("sessionStorage")).items()),
-                    )
-            finally:
-                await self._close_and_wait(page["id"])
-        return r.StateLoaded(cookies=len(cookies), origins=len(origins))
-
-    async def _close_and_wait(self, tab: str) -> None:
+    async def close_and_wait(self, tab: str) -> None:
         """Close a tab and wait until DevTools lists it no more (a closing tab is listed a
         moment longer, and would be taken for the front one)."""
         if [t.tab for t in await self.tabs()] == [tab]:
             # Closing a window's last tab ends Chromium, and with it the screen's browser:
             # a blank tab stays in its place.
-            await self._json("PUT", "/json/new?" + quote("about:blank", safe=""))
+            await self.devtools_json("PUT", "/json/new?" + quote("about:blank", safe=""))
         await self._text(f"/json/close/{tab}")
         deadline = time.monotonic() + COMMAND_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -530,10 +485,6 @@ class Pages:
         await asyncio.gather(*(self.forget(tab) for tab in list(self._pages)))
 
 
-MAX_CHANGED = 50
-POLL_S = 0.1
-
-
 def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:
     params = event.get("params", {})
     if event["method"] == "Runtime.consoleAPICalled":
@@ -559,150 +510,6 @@ def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:
     return None
 
 
-def _items(stored: object) -> dict[str, str]:
-    if not isinstance(stored, list):
-        return {}
-    return {str(i["name"]): str(i["value"]) for i in stored if isinstance(i, dict)}
-
-
-def _playwright_cookie(c: dict[str, Any]) -> dict[str, Any]:
-    """A DevTools cookie as Playwright's storage state writes it."""
-    return {
-        "name": c["name"],
-        "value": c.get("value", ""),
-        "domain": c.get("domain", ""),
-        "path": c.get("path", "/"),
-        "expires": -1 if c.get("session") else c.get("expires", -1),
-        "httpOnly": bool(c.get("httpOnly")),
-        "secure": bool(c.get("secure")),
-        "sameSite": c.get("sameSite", "Lax"),
-    }
-
-
-def _cdp_cookie(c: dict[str, Any]) -> dict[str, Any]:
-    cookie = {
-        "name": c["name"],
-        "value": c["value"],
-        "domain": c["domain"],
-        "path": c.get("path", "/"),
-        "httpOnly": bool(c.get("httpOnly")),
-        "secure": bool(c.get("secure")),
-    }
-    if c.get("sameSite") in ("Strict", "Lax", "None"):
-        cookie["sameSite"] = c["sameSite"]
-    if isinstance(c.get("expires"), int | float) and c["expires"] > 0:
-        cookie["expires"] = c["expires"]
-    return cookie
-
-
-def _cookie(c: dict[str, Any]) -> r.Cookie:
-    expires = c.get("expires")
-    return r.Cookie(
-        name=c["name"],
-        value=c.get("value", ""),
-        domain=c.get("domain", ""),
-        path=c.get("path", "/"),
-        http_only=bool(c.get("httpOnly")),
-        secure=bool(c.get("secure")),
-        same_site=c.get("sameSite"),
-        expires=None if c.get("session") or expires is None or expires < 0 else expires,
-    )
-
-
-def _cookie_param(c: a.CookieIn, url: str | None) -> dict[str, Any]:
-    if url is None and c.domain is None:
-        raise BadRequest(f"cookie {c.name!r} needs a url or a domain")
-    param: dict[str, Any] = {
-        "name": c.name,
-        "value": c.value,
-        "httpOnly": c.http_only,
-        "secure": c.secure,
-    }
-    if url is not None and c.domain is None:
-        param["url"] = url
-    for key, value in (("domain", c.domain), ("path", c.path), ("sameSite", c.same_site)):
-        if value is not None:
-            param[key] = value
-    if c.expires is not None:
-        param["expires"] = c.expires
-    return param
-
-
-def _element(d: dict[str, Any]) -> r.Element:
-    return msgspec.convert(d, r.Element)
-
-
-_AFTER = """
-  const last = H.last && H.last.isConnected ? H.describe(H.last) : null;
-  return {...H.after(A.limit), last};
-"""
-_CHANGED = 'if (H.last) H.last.dispatchEvent(new Event("change", {bubbles: true}));'
-_TICK = "await new Promise(r => setTimeout(r, 0));"
-
-
-async def _page(cdp: Cdp, body: str, **args: object) -> dict[str, Any] | None:
-    """`body`'s answer, or None while the page is between documents."""
-    try:
-        got = await cdp.run(body, **args)
-    except (Failed, Timeout, Transport):
-        return None
-    return got if isinstance(got, dict) else None
-
-
-# The end of a load: the load event, or the main frame's "stopped loading", which comes
-# even where the load event is not sent.
-_LOADED = ("Page.loadEventFired", "Page.frameStoppedLoading")
-_STARTED = (
-    "Page.frameRequestedNavigation",
-    "Page.frameScheduledNavigation",
-    "Page.frameStartedLoading",
-    "Page.frameStartedNavigating",
-)
-
-
-async def _settled(cdp: Cdp, settle_ms: int, first: str = "") -> dict[str, Any] | None:
-    """The page after an element operation (`H.after`: its document, URL and the controls
-    that changed, and `last`, the element the operation found, as it is now), once what the
-    operation started has begun (a navigation, a render), a navigation it started has
-    loaded, and `settle_ms` have passed. `first` is JavaScript run before all that."""
-    if settle_ms:
-        await asyncio.sleep(settle_ms / 1000)
-    state = await _page(cdp, first + _TICK + _AFTER, limit=MAX_CHANGED)
-    if cdp.saw(*_STARTED):
-        await cdp.until(_LOADED, LOAD_TIMEOUT_S)
-        state = await _page(cdp, _AFTER, limit=MAX_CHANGED)
-    return state
-
-
-async def _quiet(cdp: Cdp, quiet_ms: int, within_ms: int) -> None:
-    """Wait until the page's DOM stayed unchanged for `quiet_ms` (at most `within_ms`)."""
-    deadline = time.monotonic() + within_ms / 1000
-    last, since = None, time.monotonic()
-    while time.monotonic() < deadline:
-        try:
-            now = await cdp.run("return H.mark();")
-        except (Failed, Timeout):
-            now = None
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet_ms / 1000:
-            return
-        await asyncio.sleep(POLL_S)
-
-
-_FIND = """
-  const els = H.find(A.q, A.exact, null, A.kind);
-  if (!els.length) return null;
-  const el = els[0];
-  H.last = el;
-  if (A.scroll) {
-    const r = el.getBoundingClientRect();
-    if (r.bottom < 0 || r.right < 0 || r.top > innerHeight || r.left > innerWidth)
-      el.scrollIntoView({block: "center", inline: "center"});
-  }
-  const found = H.describe(el);
-"""
-
 _ANNOTATE = """
   const old = document.getElementById("__holm_annotate");
   if (old) old.remove();
@@ -724,290 +531,8 @@ _ANNOTATE = """
   return null;
 """
 
-_BUTTONS = {"left": "left", "right": "right", "middle": "middle"}
 
-
-async def _find(
-    cdp: Cdp,
-    query: str,
-    exact: bool,
-    kind: str | None = None,
-    scroll: bool = True,
-    then: str | None = None,
-) -> dict[str, Any]:
-    """The element `query` names, described as it was found, and made `H.last`; with
-    `then` (JavaScript using `el`), its value is in `found["then"]`, in the same call."""
-    after = (
-        "return found;" if then is None else f"found.then = (() => {{ {then} }})(); return found;"
-    )
-    found = await cdp.run(_FIND + after, q=query, exact=exact, kind=kind, scroll=scroll)
-    if not isinstance(found, dict):
-        raise NotFound(f"nothing on the page matches {query!r}")
-    return found
-
-
-def _kind(found: dict[str, Any]) -> str:
-    return f"a {found.get('role') or found.get('tag')}"
-
-
-def _centre(found: dict[str, Any]) -> tuple[float, float]:
-    box = found["box"]
-    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-
-
-async def _on_last(cdp: Cdp, body: str, **args: object) -> Any:
-    """Run `body` with `el`, the element the last `_find` chose."""
-    return await cdp.run("const el = H.last; " + body, **args)
-
-
-async def _click_at(
-    cdp: Cdp,
-    found: dict[str, Any],
-    button: str,
-    clicks: int,
-    mods: int,
-    motion: Motion = "instant",
-    seed: int | None = None,
-) -> None:
-    if not found.get("visible", True):
-        # An element with no box (a hidden checkbox styled by its label) takes a DOM click.
-        await _on_last(cdp, "el.click(); return null;")
-        return
-    x, y = _centre(found)
-    moves = await _move(cdp, (x, y), motion, seed)
-    for count in range(1, clicks + 1):
-        moves.append(cdp.mouse("mousePressed", x, y, button, count, mods))
-        moves.append(cdp.mouse("mouseReleased", x, y, button, count, mods))
-    await cdp.calls(moves)
-
-
-Command = tuple[str, dict[str, Any]]
-
-
-async def _move(
-    cdp: Cdp,
-    to: tuple[float, float],
-    motion: Motion,
-    seed: int | None,
-    button: str = "none",
-) -> list[Command]:
-    """Move the page's pointer to `to` along `motion`'s path from where it last was (the
-    same paths as the desktop's pointer, `motion.py`): the moves that pause are made here,
-    and the last ones are returned, for the caller to send with what follows."""
-    if motion == "instant":
-        moves = [cdp.mouse("mouseMoved", *to, button)]
-    else:
-        metrics = await cdp.call("Page.getLayoutMetrics")
-        view = metrics.get("cssLayoutViewport") or metrics.get("layoutViewport") or {}
-        bounds = (int(view.get("clientWidth", 1 << 15)), int(view.get("clientHeight", 1 << 15)))
-        end = (round(to[0]), round(to[1]))
-        moves = []
-        for step in motion_plan(cdp.pointer, end, motion, seed, bounds):
-            moves.append(cdp.mouse("mouseMoved", step.x, step.y, button))
-            if step.pause_ms:
-                await cdp.calls(moves)
-                moves = []
-                await asyncio.sleep(step.pause_ms / 1000)
-    cdp.pointer = (round(to[0]), round(to[1]))
-    return moves
-
-
-_EDIT = """
-  el.focus();
-  if (el.isContentEditable) {
-    const range = document.createRange();
-    range.selectNodeContents(el);
-    const sel = getSelection(); sel.removeAllRanges(); sel.addRange(range);
-    document.execCommand("delete");
-    return true;
-  }
-  if (!("value" in el) || el.tagName === "SELECT" || el.tagName === "BUTTON") return false;
-  const proto = el.tagName === "TEXTAREA" ?
-    HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
-  Object.getOwnPropertyDescriptor(proto, "value").set.call(el, "");
-  el.dispatchEvent(new Event("input", {bubbles: true}));
-  return true;
-"""
-
-_CHOOSE = """
-  if (el.tagName !== "SELECT") return {error: "not a select"};
-  const wanted = A.options.map(o => o.trim().toLowerCase());
-  const opts = Array.from(el.options);
-  const missing = wanted.filter(w => !opts.some(o =>
-    o.label.trim().toLowerCase() === w || o.value.toLowerCase() === w));
-  if (missing.length) return {missing};
-  for (const o of opts) {
-    const hit = wanted.includes(o.label.trim().toLowerCase()) ||
-      wanted.includes(o.value.toLowerCase());
-    if (A.drop) { if (hit) o.selected = false; }
-    else if (el.multiple) { if (hit) o.selected = true; }
-    else if (hit) { o.selected = true; }
-  }
-  el.dispatchEvent(new Event("input", {bubbles: true}));
-  el.dispatchEvent(new Event("change", {bubbles: true}));
-  return {chosen: Array.from(el.selectedOptions).map(o => o.label.trim())};
-"""
-
-_WAIT = """
-  if (A.load && document.readyState !== "complete") return {met: false};
-  for (const q of A.queries) {
-    const els = H.find(q, A.exact, null, null).filter(e => H.visible(e) &&
-      (!A.enabled || !(e.disabled || e.getAttribute("aria-disabled") === "true")));
-    if (A.gone ? els.length === 0 : els.length > 0)
-      return {met: true, query: q, element: A.gone ? null : H.describe(els[0])};
-  }
-  if (!A.queries.length) return {met: true, query: null, element: null};
-  return {met: false};
-"""
-
-
-async def _element_op(cdp: Cdp, what: a.ElementOp) -> r.ElementDone:
-    op = a.op_of(what)
-    found: Any
-    match what:
-        case a.ClickOp(query=query, exact=exact, button=button, double=double, new_tab=new):
-            found = await _find(cdp, query, exact)
-            clicks, mods = 2 if double else 1, 2 if new else 0
-            await _click_at(cdp, found, _BUTTONS[button], clicks, mods, what.motion, what.seed)
-        case a.HoverOp(query=query, exact=exact, motion=motion, seed=seed):
-            found = await _find(cdp, query, exact)
-            await cdp.calls(await _move(cdp, _centre(found), motion, seed))
-        case a.DragOp(from_=start, to=end, exact=exact, button=button, motion=motion, seed=seed):
-            target = await _find(cdp, end, exact)
-            found = await _find(cdp, start, exact)
-            (x0, y0), (x1, y1) = _centre(found), _centre(target)
-            moves = await _move(cdp, (x0, y0), motion, seed)
-            moves.append(cdp.mouse("mousePressed", x0, y0, button, 1))
-            if motion == "instant":
-                # Steps between the ends, as a drag and drop of the page waits for moves.
-                for step in range(1, 10):
-                    t = step / 10
-                    moves.append(
-                        cdp.mouse("mouseMoved", x0 + (x1 - x0) * t, y0 + (y1 - y0) * t, button)
-                    )
-            await cdp.calls(moves)
-            moves = await _move(cdp, (x1, y1), motion, seed, button)
-            moves.append(cdp.mouse("mouseReleased", x1, y1, button, 1))
-            await cdp.calls(moves)
-        case a.FocusOp(query=query, exact=exact):
-            found = await _find(cdp, query, exact)
-            await _on_last(cdp, "el.focus(); return null;")
-        case a.FillOp(query=query, exact=exact, text=text):
-            found = await _find(cdp, query, exact, "editable", then=_EDIT)
-            if not found["then"]:
-                raise BadRequest(
-                    f"{query!r} is a {found['role'] or found['tag']}, not a text field"
-                )
-            if text:
-                await cdp.call("Input.insertText", {"text": text})
-            # The `change` event and the field's new value: see `on_page`.
-        case a.CheckOp(query=query, exact=exact, on=on):
-            found = await _find(cdp, query, exact, "checkable")
-            if found.get("checked") is None:
-                raise BadRequest(f"{query!r} is {_kind(found)}, not a checkbox")
-            if found["checked"] != on:
-                await _click_at(cdp, found, "left", 1, 0)
-                found = await _on_last(cdp, "return H.describe(el);")
-        case a.OptionsOp(query=query, exact=exact):
-            found = await _find(cdp, query, exact, "select")
-            labels = await _on_last(
-                cdp,
-                'return el.tagName === "SELECT" ? '
-                "Array.from(el.options).map(o => o.label.trim()) : null;",
-            )
-            if labels is None:
-                raise BadRequest(f"{query!r} is {_kind(found)}, not a select")
-            return r.ElementDone(op=op, url="", element=_element(found), options=labels)
-        case a.ChooseOp(query=query, exact=exact, options=options, drop=drop):
-            found = await _find(cdp, query, exact, "select")
-            got = await _on_last(cdp, _CHOOSE, options=options, drop=drop)
-            if "error" in got:
-                raise BadRequest(f"{query!r} is {_kind(found)}, not a select")
-            if "missing" in got:
-                raise NotFound(f"{query!r} has no option {', '.join(got['missing'])}")
-            found = await _on_last(cdp, "return H.describe(el);")
-            return r.ElementDone(op=op, url="", element=_element(found), options=got["chosen"])
-        case a.UploadOp(query=query, exact=exact, paths=paths):
-            found = await _find(cdp, query, exact, "file")
-            if found["tag"] != "input":
-                raise BadRequest(
-                    f"{query!r} is a {found['role'] or found['tag']}, not a file input"
-                )
-            handle = await cdp.call("Runtime.evaluate", {"expression": "window.__holm.last"})
-            object_id = handle.get("result", {}).get("objectId")
-            await cdp.call("DOM.setFileInputFiles", {"files": paths, "objectId": object_id})
-        case a.HighlightOp(query=query, exact=exact, ms=ms):
-            found = await _find(cdp, query, exact)
-            await _on_last(
-                cdp,
-                "const was = el.style.outline; el.style.outline = '3px solid #e11';"
-                "setTimeout(() => { el.style.outline = was; }, A.ms); return null;",
-                ms=ms,
-            )
-        case a.WaitForOp():
-            return await _wait_for(cdp, what)
-        case a.HistoryOp(go=go):
-            if go == "reload":
-                await cdp.call("Page.reload")
-            else:
-                await cdp.js(f"history.{go}(), null")
-            return r.ElementDone(op=op, url="")
-        case a.ScrollOp(query=query, exact=exact, to=to, dx=dx, dy=dy):
-            scrolled = "document.scrollingElement || document.documentElement"
-            found = None
-            if query is not None:
-                found = await _find(cdp, query, exact, scroll=to is None)
-                scrolled = "H.last"
-            if to is not None or query is None:
-                await cdp.run(
-                    f"const el = {scrolled}; const where = A.to || 'by';"
-                    "if (where === 'top') el.scrollTo(el.scrollLeft, 0);"
-                    "else if (where === 'bottom') el.scrollTo(el.scrollLeft, el.scrollHeight);"
-                    "else el.scrollBy(A.dx, A.dy); return null;",
-                    to=to,
-                    dx=dx,
-                    dy=dy,
-                )
-            if found is None:
-                return r.ElementDone(op=op, url="")
-        case _:
-            raise BadRequest(f"unknown element operation {op!r}")
-    return r.ElementDone(op=op, url="", element=_element(found))
-
-
-async def _wait_for(cdp: Cdp, what: a.WaitForOp) -> r.ElementDone:
-    queries = ([] if what.query is None else [what.query]) + list(what.or_)
-    deadline = time.monotonic() + what.within_ms / 1000
-    args = dict(queries=queries, exact=what.exact, gone=what.gone, enabled=what.enabled)
-    got: dict[str, Any]
-    while True:
-        try:
-            got = await cdp.run(_WAIT, load=what.load, **args)
-            if got.get("met") and what.until is not None:
-                met = await cdp.js(f"Promise.resolve(({what.until})).then(v => !!v)")
-                got["met"] = bool(met)
-        except (Failed, Timeout):
-            # Between two documents (a navigation under way): not there yet.
-            got = {"met": False}
-        if got.get("met"):
-            break
-        if time.monotonic() > deadline:
-            named = " or ".join(repr(q) for q in queries) or "the page"
-            state = "to go" if what.gone else "to appear"
-            raise Timeout(f"waited {what.within_ms} ms for {named} {state}")
-        await asyncio.sleep(POLL_S)
-    if what.quiet_ms:
-        await _quiet(cdp, what.quiet_ms, a.MAX_WAIT_MS)
-    element = got.get("element")
-    return r.ElementDone(
-        op="wait_for",
-        url="",
-        element=None if element is None else _element(element),
-        matched=got.get("query"),
-    )
-
-
-async def _navigate(cdp: Cdp, url: str) -> bool:
+async def navigate(cdp: Cdp, url: str) -> bool:
     """Navigate and wait for the load event; False when it did not come in time."""
     try:
         result = await cdp.call("Page.navigate", {"url": url})
@@ -1020,7 +545,7 @@ async def _navigate(cdp: Cdp, url: str) -> bool:
     if not result.get("loaderId"):
         # A same-document navigation (a #fragment) has no load to wait for.
         return True
-    loaded = await cdp.until(_LOADED, LOAD_TIMEOUT_S)
+    loaded = await cdp.until(LOADED, LOAD_TIMEOUT_S)
     with contextlib.suppress(Failed, Timeout):
         if loaded:
             # Until the new page has drawn a frame, Chromium keeps showing the old one

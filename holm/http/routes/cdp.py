@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import msgspec
@@ -30,7 +31,7 @@ from holm.errors import BadCredential, Transport, Unavailable
 from holm.streams import Stream, splice, stream_pair
 from holm.wire.api import CdpAddress, CdpQuery
 
-from ..routing import Route, engine_of, json_response, query_of
+from ..routing import Route, engine_of, json_response, public_base, query_of
 
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=30)
 # What the relay holds of the box's answers, which the box may make as large as it likes:
@@ -153,17 +154,22 @@ async def _devtools_json(
         raise Unavailable(f"the box's DevTools did not answer: {exc}") from None
 
 
-def _prefix(request: web.Request, token: str) -> str:
-    return f"{request.host}/v1/cdp/{token}"
+def _prefix(request: web.Request, token: str) -> tuple[bool, str]:
+    """Whether clients reach this relay over TLS, and its address without the scheme: on
+    `HOLM_PUBLIC_URL` (a server behind a TLS proxy), else where the request came in."""
+    base = urlsplit(public_base(request))
+    return base.scheme == "https", f"{base.netloc}{base.path}/v1/cdp/{token}"
 
 
 def _relayed(request: web.Request, token: str, address: str) -> str:
     """A DevTools address made this relay's: no address inside the box, nor any other a box
     names, reaches the client."""
+    tls, prefix = _prefix(request, token)
+    ws = "wss" if tls else "ws"
 
     def ours(found: re.Match[str]) -> str:
-        scheme = "ws=" if found.group(1).endswith("=") else "ws://"
-        return f"{scheme}{_prefix(request, token)}/"
+        scheme = f"{ws}=" if found.group(1).endswith("=") else f"{ws}://"
+        return f"{scheme}{prefix}/"
 
     return _BOX_WS.sub(ours, address)
 
@@ -210,8 +216,11 @@ async def make_address(request: web.Request) -> web.Response:
     # Only once the box's DevTools answers: a refusal leaves no live token behind.
     token, grant = _grants(request).make(box_id, probe.screen, q.ttl_secs)
     ws_url = _relayed(request, token, browser_ws)
+    tls, prefix = _prefix(request, token)
     address = CdpAddress(
-        url=f"http://{_prefix(request, token)}", ws_url=ws_url, expires_at_ms=grant.expires_at_ms
+        url=f"{'https' if tls else 'http'}://{prefix}",
+        ws_url=ws_url,
+        expires_at_ms=grant.expires_at_ms,
     )
     return json_response(address)
 

@@ -1,11 +1,15 @@
-"""The pages of a box's Chromium (its first screen): each route runs one page action and
-answers its result, as a batch step of that action would. These calls are not recorded
+"""The pages of a box's Chromium: each screen has its own (with its own profile), and
+`screen` in the query (default 0) says whose. Each route runs one page action and answers
+its result, as a batch step of that action would on that screen. These calls are not recorded
 (only a batch's page steps are, as `acted`, so only those are done again by a fork), except
 a page screenshot or PDF, which is a `page_captured` entry (engine/recording.py). Cookies
 are read, set and cleared here only, never recorded: a batch refuses a `cookies` step."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+import msgspec
 from aiohttp import web
 
 from holm.wire.actions import (
@@ -30,7 +34,16 @@ from holm.wire.actions import (
     SnapshotWhat,
     Tabs,
 )
-from holm.wire.api import CookiesPut, ElementQuery, FindQuery, TabQuery, UrlQuery
+from holm.wire.api import (
+    CookiesPut,
+    ElementQuery,
+    FindQuery,
+    ReadQuery,
+    ScreenQuery,
+    SnapshotQuery,
+    TabQuery,
+    UrlQuery,
+)
 from holm.wire.results import (
     ConsoleLog,
     CookieList,
@@ -49,24 +62,36 @@ from ..routing import Route, act_response, body_of, query_of
 
 BOX = "/v1/boxes/{id}"
 PAGE = BOX + "/page"
-# The page routes drive the Chromium of the box's first screen.
-SCREEN = 0
+T = TypeVar("T", bound=msgspec.Struct)
+
+
+def screen_of(request: web.Request) -> int:
+    """The screen whose Chromium the route drives (`screen` in the query, default 0)."""
+    return query_of(request, ScreenQuery).screen
+
+
+def _what(q: ReadQuery | SnapshotQuery, kind: type[T]) -> T:
+    """The action's part of a query that also names the screen."""
+    return kind(**{name: getattr(q, name) for name in kind.__struct_fields__})
 
 
 async def list_tabs(request: web.Request) -> web.Response:
-    return await act_response(request, Tabs(), SCREEN)
+    return await act_response(request, Tabs(), screen_of(request))
 
 
 async def close_tab(request: web.Request) -> web.Response:
-    return await act_response(request, OnTab(tab=request.match_info["tab"], close=True), SCREEN)
+    action = OnTab(tab=request.match_info["tab"], close=True)
+    return await act_response(request, action, screen_of(request))
 
 
 async def focus_tab(request: web.Request) -> web.Response:
-    return await act_response(request, OnTab(tab=request.match_info["tab"]), SCREEN)
+    action = OnTab(tab=request.match_info["tab"])
+    return await act_response(request, action, screen_of(request))
 
 
 async def read_page(request: web.Request) -> web.Response:
-    return await act_response(request, Read(what=query_of(request, ReadWhat)), SCREEN)
+    q = query_of(request, ReadQuery)
+    return await act_response(request, Read(what=_what(q, ReadWhat)), q.screen)
 
 
 async def find(request: web.Request) -> web.Response:
@@ -74,72 +99,85 @@ async def find(request: web.Request) -> web.Response:
     what = LookWhat(
         query=q.q, limit=q.limit, scroll=q.scroll, exact=q.exact, role=q.role, tab=q.tab
     )
-    return await act_response(request, Look(what=what), SCREEN)
+    return await act_response(request, Look(what=what), q.screen)
 
 
 async def snapshot(request: web.Request) -> web.Response:
-    return await act_response(request, Snapshot(what=query_of(request, SnapshotWhat)), SCREEN)
+    q = query_of(request, SnapshotQuery)
+    return await act_response(request, Snapshot(what=_what(q, SnapshotWhat)), q.screen)
 
 
 async def element(request: web.Request) -> web.Response:
     q = query_of(request, ElementQuery)
     what: ElementOp = await body_of(request, ElementOp)  # type: ignore[arg-type]
     action = OnPage(what=what, tab=q.tab, settle_ms=q.settle_ms)
-    return await act_response(request, action, SCREEN)
+    return await act_response(request, action, q.screen)
 
 
 async def evaluate(request: web.Request) -> web.Response:
     q = query_of(request, TabQuery)
     what = await body_of(request, EvaluateWhat)
-    return await act_response(request, Evaluate(what=what, tab=q.tab), SCREEN)
+    return await act_response(request, Evaluate(what=what, tab=q.tab), q.screen)
 
 
 async def screenshot(request: web.Request) -> web.Response:
-    return await act_response(request, PageShot(what=await body_of(request, PageShotWhat)), SCREEN)
+    action = PageShot(what=await body_of(request, PageShotWhat))
+    return await act_response(request, action, screen_of(request))
 
 
 async def pdf(request: web.Request) -> web.Response:
-    return await act_response(request, PagePdf(what=await body_of(request, PdfWhat)), SCREEN)
+    action = PagePdf(what=await body_of(request, PdfWhat))
+    return await act_response(request, action, screen_of(request))
 
 
 async def console(request: web.Request) -> web.Response:
-    return await act_response(request, Console(what=await body_of(request, ConsoleWhat)), SCREEN)
+    action = Console(what=await body_of(request, ConsoleWhat))
+    return await act_response(request, action, screen_of(request))
 
 
 async def list_cookies(request: web.Request) -> web.Response:
     q = query_of(request, UrlQuery)
-    return await act_response(request, Cookies(what=CookiesWhat(do="get", url=q.url)), SCREEN)
+    return await act_response(request, Cookies(what=CookiesWhat(do="get", url=q.url)), q.screen)
 
 
 async def set_cookies(request: web.Request) -> web.Response:
     body = await body_of(request, CookiesPut)
     what = CookiesWhat(do="set", url=body.url, cookies=body.cookies)
-    return await act_response(request, Cookies(what=what), SCREEN)
+    return await act_response(request, Cookies(what=what), screen_of(request))
 
 
 async def clear_cookies(request: web.Request) -> web.Response:
     q = query_of(request, UrlQuery)
-    return await act_response(request, Cookies(what=CookiesWhat(do="clear", url=q.url)), SCREEN)
+    what = CookiesWhat(do="clear", url=q.url)
+    return await act_response(request, Cookies(what=what), q.screen)
 
 
 ROUTES = [
-    Route("GET", f"{BOX}/pages", list_tabs, "List tabs", response=TabList),
-    Route("DELETE", f"{BOX}/pages/{{tab}}", close_tab, "Close a tab", response=TabDone),
+    Route("GET", f"{BOX}/pages", list_tabs, "List tabs", query=ScreenQuery, response=TabList),
+    Route(
+        "DELETE",
+        f"{BOX}/pages/{{tab}}",
+        close_tab,
+        "Close a tab",
+        query=ScreenQuery,
+        response=TabDone,
+    ),
     Route(
         "POST",
         f"{BOX}/pages/{{tab}}/focus",
         focus_tab,
         "Bring a tab to the front",
+        query=ScreenQuery,
         response=TabDone,
     ),
-    Route("GET", PAGE, read_page, "Read the page", query=ReadWhat, response=PageText),
+    Route("GET", PAGE, read_page, "Read the page", query=ReadQuery, response=PageText),
     Route("GET", f"{PAGE}/find", find, "Find elements", query=FindQuery, response=Found),
     Route(
         "GET",
         f"{PAGE}/snapshot",
         snapshot,
         "List the controls on the page",
-        query=SnapshotWhat,
+        query=SnapshotQuery,
         response=PageSnapshot,
     ),
     Route(
@@ -165,15 +203,25 @@ ROUTES = [
         f"{PAGE}/screenshot",
         screenshot,
         "Capture the page",
+        query=ScreenQuery,
         body=PageShotWhat,
         response=PageCaptured,
     ),
-    Route("POST", f"{PAGE}/pdf", pdf, "Print the page", body=PdfWhat, response=FileSaved),
+    Route(
+        "POST",
+        f"{PAGE}/pdf",
+        pdf,
+        "Print the page",
+        query=ScreenQuery,
+        body=PdfWhat,
+        response=FileSaved,
+    ),
     Route(
         "POST",
         f"{PAGE}/console",
         console,
         "Read the console",
+        query=ScreenQuery,
         body=ConsoleWhat,
         response=ConsoleLog,
     ),
@@ -181,7 +229,13 @@ ROUTES = [
         "GET", f"{BOX}/cookies", list_cookies, "List cookies", query=UrlQuery, response=CookieList
     ),
     Route(
-        "POST", f"{BOX}/cookies", set_cookies, "Set cookies", body=CookiesPut, response=CookieList
+        "POST",
+        f"{BOX}/cookies",
+        set_cookies,
+        "Set cookies",
+        query=ScreenQuery,
+        body=CookiesPut,
+        response=CookieList,
     ),
     Route(
         "DELETE",

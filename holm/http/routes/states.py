@@ -1,5 +1,6 @@
 """Browser state: cookies and storage saved from a box's Chromium (`…/state/save`) and
-loaded into one (`…/state/load`), as Playwright's storage state, handed over in
+loaded into one (`…/state/load`), of the Chromium of the screen `screen` in the query names
+(default 0; each screen has its own profile), as Playwright's storage state, handed over in
 `session_json` or kept by the server under a name (`/v1/states`). Nothing of it is recorded
 in a trace: it holds sign-in cookies (docs/security.md)."""
 
@@ -13,23 +14,23 @@ from aiohttp import web
 from holm.errors import BadRequest
 from holm.events.blobs import check_name
 from holm.wire.actions import StateLoad, StateLoadWhat, StateSave, StateSaveWhat
-from holm.wire.api import SavedState, StateList, StateRemoved
+from holm.wire.api import SavedState, ScreenQuery, StateList, StateRemoved
 from holm.wire.results import BrowserState, StateLoaded, expect
 
 from ..routing import Route, act_response, body_of, caller_of, engine_of, json_response
+from .pages import screen_of
 
 BOX = "/v1/boxes/{id}"
-# The Chromium of the box's first screen.
-SCREEN = 0
 
 
 async def save_state(request: web.Request) -> web.Response:
     what = await body_of(request, StateSaveWhat)
+    screen = screen_of(request)
     if what.name is None:
-        return await act_response(request, StateSave(what=what), SCREEN)
+        return await act_response(request, StateSave(what=what), screen)
     name = check_name("state", what.name)
     engine, box = engine_of(request), request.match_info["id"]
-    got = await engine.act(box, SCREEN, StateSave(what=msgspec.structs.replace(what, name=None)))
+    got = await engine.act(box, screen, StateSave(what=msgspec.structs.replace(what, name=None)))
     saved = expect(got, BrowserState)
     assert saved.session_json is not None, "a state saved without a name is handed over"
     info = SavedState(
@@ -51,7 +52,7 @@ async def load_state(request: web.Request) -> web.Response:
         states = engine_of(request).browser_states
         session_json = await states.load(caller_of(request).workspace, what.name)
         what = StateLoadWhat(session_json=session_json)
-    return await act_response(request, StateLoad(what=what), SCREEN)
+    return await act_response(request, StateLoad(what=what), screen_of(request))
 
 
 async def list_states(request: web.Request) -> web.Response:
@@ -72,6 +73,7 @@ ROUTES = [
         f"{BOX}/state/save",
         save_state,
         "Save cookies and storage (under `name`, or handed back in `session_json`)",
+        query=ScreenQuery,
         body=StateSaveWhat,
         response=BrowserState,
     ),
@@ -80,6 +82,7 @@ ROUTES = [
         f"{BOX}/state/load",
         load_state,
         "Load cookies and storage (a saved `name`, or a `session_json`)",
+        query=ScreenQuery,
         body=StateLoadWhat,
         response=StateLoaded,
     ),
