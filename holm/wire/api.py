@@ -551,7 +551,8 @@ class TicketRequest(_Request):
 class TicketView(_Response):
     ticket: str
     expires_at_ms: int
-    mode: ViewerMode = "view"
+    # Always in the answer (a default would be left out of it): the viewer page reads it.
+    mode: ViewerMode
     # The viewer page with this ticket (the noVNC page served by holmd).
     url: str | None = None
 
