@@ -19,7 +19,7 @@ from pathlib import Path
 from Xlib import X, display
 from Xlib.error import XError
 
-from holm.agent.desktop import processes
+from holm.agent.desktop import openbox_config, processes
 from holm.agent.x11.windows import ClientWindow, client_windows, wm_running
 
 log = logging.getLogger("holm.agent")
@@ -44,6 +44,9 @@ CHROMIUM_FLAGS = (
     "--password-store=basic",
     "--disable-dev-shm-usage",
     "--hide-crash-restore-bubble",
+    # A wheel notch scrolls the page at once, not over the next ~150 ms: a scroll step has
+    # moved the page by the time it answers, and the frame after it is the page at rest.
+    "--disable-smooth-scrolling",
 )
 
 # --- Memory: what an idle box's Chromium need not hold (bench/local.py --memory) ---
@@ -224,8 +227,10 @@ def start_window_manager(
     right before its loop."""
     started = run_dir / f"openbox-{screen}.started"
     started.unlink(missing_ok=True)
+    rc = openbox_config.write_box_rc(run_dir, screen)
+    config = [] if rc is None else ["--config-file", str(rc)]
     proc = processes.spawn(
-        ["openbox", "--sm-disable", "--startup", shlex.join(["touch", str(started)])],
+        ["openbox", "--sm-disable", *config, "--startup", shlex.join(["touch", str(started)])],
         env=env,
         log_path=run_dir / f"openbox-{screen}.log",
     )
