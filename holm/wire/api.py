@@ -112,6 +112,8 @@ class ActionsRequest(_Request):
     # Beyond the spec: the frame of `want` as JPEG or WebP, as `GET …/frame` takes them.
     frame_format: ImageFormat = "png"
     frame_quality: Quality | None = None
+    # Beyond the spec: the frame of `want` scaled (percent), as `GET …/frame` takes it.
+    frame_scale: Annotated[int, Meta(ge=1, le=MAX_SCALE)] = 100
 
     def __post_init__(self) -> None:
         # A quality with png is refused at decode (a 400 before any step), not ignored.
