@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from http_kit import Client, error_of, ok_json, trace_entries
+from key_kit import KEYS_PAGE, TABLE
 from local_kit import LocalServer, client_of, started
 from page_kit import page
 from PIL import Image
@@ -267,3 +268,43 @@ async def test_what_a_model_cannot_send_is_refused_whole(server: LocalServer) ->
     half = await client.post(anthropic, json={"action": "screenshot"}, params={"display_width": 9})
     await error_of(half, 400, "bad_request")
     assert len(await trace_entries(client, box)) == before
+
+
+async def _last_keydown(client: Client, box: str) -> list[str] | None:
+    keys = await _settled(client, box, "window.keys")
+    return keys[-1] if keys else None
+
+
+async def test_each_key_name_reaches_the_page_through_rest_and_both_formats(
+    server: LocalServer,
+) -> None:
+    client = client_of(server)
+    box = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    await _batch(client, box, [{"type": "open_url", "url": page(KEYS_PAGE)}])
+    await _batch(client, box, [{"type": "click", "at": {"x": 1100, "y": 700}}])
+    ways = {
+        "batch": lambda name: _batch(client, box, [{"type": "press", "chord": name}]),
+        "anthropic": lambda name: _anthropic(client, box, {"action": "key", "text": name}),
+        "openai": lambda name: _openai(client, box, {"type": "keypress", "keys": name.split("+")}),
+    }
+    for way, send in ways.items():
+        seen: dict[str, list[str] | None] = {}
+        for name, _ in TABLE:
+            await _evaluate(client, box, "window.keys = []")
+            await send(name)
+            seen[name] = await _last_keydown(client, box)
+        assert seen == {name: list(want) for name, want in TABLE}, way
+
+
+async def test_caps_lock_does_not_change_typed_text(server: LocalServer) -> None:
+    client = client_of(server)
+    box, origin = await _page_box(client)
+    field = _told(origin, 100, 55)
+    await _anthropic(client, box, {"action": "left_click", "coordinate": field})
+    await _anthropic(client, box, {"action": "key", "text": "CapsLock"})
+    await _anthropic(client, box, {"action": "type", "text": "abc XYZ"})
+    await _openai(client, box, {"type": "type", "text": " q"})
+    assert (await _settled(client, box))["value"] == "abc XYZ q"
+    # Caps Lock is still on for what comes after: a key pressed is a capital.
+    await _anthropic(client, box, {"action": "key", "text": "w"})
+    assert (await _settled(client, box))["value"] == "abc XYZ qW"
