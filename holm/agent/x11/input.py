@@ -92,6 +92,8 @@ class Input:
         self._caps_lock = self._keycode_plain(XK.string_to_keysym("Caps_Lock"))
         self._num_lock = self._keycode_plain(XK.string_to_keysym("Num_Lock"))
         self._num_lock_mask = self._mask_of(self._num_lock)
+        # The modifier bits a held key sets: every modifier's but Lock's and Num Lock's.
+        self._held_mask = 0xFF & ~X.LockMask & ~self._num_lock_mask
         # Keycodes with no keysym, bound on demand to characters the keymap lacks; the
         # least recently used is rebound first.
         self._spare: list[int] = [int(first) + i for i, syms in enumerate(mapping) if not any(syms)]
@@ -388,15 +390,20 @@ class Input:
         """Release the modifier keys that are down (a `key_down` of an earlier step, a
         person's) and turn Caps Lock off, so that each character typed is that character;
         return what to put back (`_put_back`)."""
-        down = self.conn.query_keymap()
-        held = [
-            code
-            for row, codes in enumerate(self._modifier_rows)
-            if row != LOCK_ROW
-            for code in codes
-            if code and down[code // 8] >> (code % 8) & 1
-        ]
-        locked = bool(self._modifier_state() & X.LockMask)
+        state = self._modifier_state()
+        locked = bool(state & X.LockMask)
+        held: list[int] = []
+        # Which keys are down only when a modifier other than the locks is on (a second
+        # round trip, which typing with nothing held does without).
+        if state & self._held_mask:
+            down = self.conn.query_keymap()
+            held = [
+                code
+                for row, codes in enumerate(self._modifier_rows)
+                if row != LOCK_ROW
+                for code in codes
+                if code and down[code // 8] >> (code % 8) & 1
+            ]
         for code in held:
             self._fake(X.KeyRelease, code)
         if locked:
