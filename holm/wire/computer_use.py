@@ -174,6 +174,13 @@ OpenAIAction = (
 )
 
 
+class OpenAIActions(_Model):
+    """A `computer_call` that holds several `actions` (OpenAI's newer computer tool): done
+    in turn as one batch, with one screenshot after them all."""
+
+    actions: Annotated[list[OpenAIAction], Meta(min_length=1)]
+
+
 class ComputerScreenshot(msgspec.Struct, kw_only=True):
     """A `computer_call_output`'s `output` as it is."""
 
@@ -220,6 +227,7 @@ __all__ = [
     "ImageBlock",
     "ImageSource",
     "OpenAIAction",
+    "OpenAIActions",
     "OpenAIResult",
     "TextBlock",
 ]

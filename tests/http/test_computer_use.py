@@ -227,6 +227,11 @@ async def test_openai_actions_reach_the_page_and_a_fork_ends_the_same(
     await _openai(client, box, {"type": "scroll", "scroll_x": 0, "scroll_y": 50, **at(700, 300)})
     waited = await _openai(client, box, {"type": "wait"})
     assert [s["type"] for s in waited["steps"]] == ["wait"]
+    # A call of several actions (OpenAI's newer tool): one batch, one screenshot.
+    several = {"actions": [{"type": "move", **at(810, 410)}, {"type": "wait"}]}
+    both = await _openai(client, box, several)
+    assert [s["type"] for s in both["steps"]] == ["move", "wait"]
+    assert both["output"]["image_url"].startswith("data:image/png;base64,")
 
     seen = await _settled(client, box)
     assert seen["value"] == "abZ"

@@ -28,12 +28,17 @@ async def anthropic(request: web.Request) -> web.Response:
 
 
 async def openai(request: web.Request) -> web.Response:
-    act: cu.OpenAIAction = await body_of(request, cu.OpenAIAction)  # type: ignore[arg-type]
+    # One action (tagged by `type`) or several (`actions`): a key `"actions"` can only be a
+    # key, since a quote inside a JSON string is escaped.
+    if b'"actions"' in await request.read():
+        acts = (await body_of(request, cu.OpenAIActions)).actions
+    else:
+        acts = [await body_of(request, cu.OpenAIAction)]  # type: ignore[arg-type]
     query = query_of(request, cu.ComputerQuery)
     box_id, screen = box_and_screen(request)
     engine = engine_of(request)
     scale = await run.scaler_of(engine, box_id, query)
-    steps = run.openai_steps(act, scale)
+    steps = [step for act in acts for step in run.openai_steps(act, scale)]
     answer = await run.run(engine, box_id, screen, steps, "screenshot", scale, query)
     return json_response(run.openai_result(answer, scale))
 
@@ -53,8 +58,10 @@ ROUTES = [
         "POST",
         f"{SCREEN}/computer/openai",
         openai,
-        "Do one action of OpenAI's computer tool, as the model emitted it",
+        "Do one action of OpenAI's computer tool (or a call's `actions`), as the model emitted it",
         query=cu.ComputerQuery,
+        # `{"actions": [...]}` too, which a schema of msgspec's cannot say beside the
+        # tagged actions (an untagged Struct in a union of tagged ones).
         body=cu.OpenAIAction,
         response=cu.OpenAIResult,
         idempotent=True,
