@@ -52,6 +52,15 @@ _MODIFIERS: dict[str, Modifier] = {
     "windows": "super",
     "os": "super",
 }
+# X's own names (xdotool's), either side: `Control_L`, `Super_R`.
+_X_MODIFIERS: tuple[tuple[str, Modifier], ...] = (
+    ("control", "ctrl"),
+    ("shift", "shift"),
+    ("alt", "alt"),
+    ("super", "super"),
+    ("meta", "super"),
+)
+_MODIFIERS.update({f"{name}_{side}": held for name, held in _X_MODIFIERS for side in "lr"})
 _HOLDING = frozenset(
     {
         "left_click",
