@@ -7,6 +7,7 @@ Everything here blocks (it waits for processes and sockets); the server runs it 
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import shlex
@@ -267,6 +268,36 @@ def quiet_carets(home: str) -> None:
             settings.write_text(GTK_SETTINGS)
 
 
+# F7 asks, in a modal dialog of Chromium's, whether to turn caret browsing on; with this
+# preference it turns it on (and off) without asking, as a person who ticked "Don't ask
+# me again" has it. The dialog took the keyboard until answered.
+CARET_DIALOG = ("settings", "a11y", "caretbrowsing", "show_dialog")
+
+
+def no_caret_dialog(profile: Path) -> None:
+    """Set the profile's preference for F7's dialog to off, unless the profile sets it."""
+    path = profile / "Default" / "Preferences"
+    try:
+        prefs = json.loads(path.read_text())
+    except FileNotFoundError:
+        prefs = {}
+    except ValueError:
+        # Chromium's own file, unreadable: Chromium will deal with it as it does.
+        return
+    if not isinstance(prefs, dict):
+        return
+    here = prefs
+    for key in CARET_DIALOG[:-1]:
+        here = here.setdefault(key, {})
+        if not isinstance(here, dict):
+            return
+    if CARET_DIALOG[-1] in here:
+        return
+    here[CARET_DIALOG[-1]] = False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(prefs))
+
+
 def start_chromium(
     screen: int,
     home: str,
@@ -278,6 +309,7 @@ def start_chromium(
     quiet_carets(home)
     profile = chromium_profile(home, screen)
     profile.mkdir(parents=True, exist_ok=True)
+    no_caret_dialog(profile)
     # A port file left by an earlier run would name a port nobody listens on.
     (profile / "DevToolsActivePort").unlink(missing_ok=True)
     proc = processes.spawn(
