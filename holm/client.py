@@ -113,6 +113,7 @@ from holm.wire.api import (
     WorkspaceList,
     WorkspaceView,
 )
+from holm.wire.computer_use import AnthropicResult, OpenAIResult
 from holm.wire.feed import EventsPage
 from holm.wire.results import (
     BrowserState,
@@ -164,6 +165,17 @@ class _RequestOptions(TypedDict, total=False):
     body: object
     headers: Mapping[str, str] | None
     idempotency_key: str | None
+
+
+def _computer_query(
+    display: tuple[int, int] | None, format: str, quality: int | None, settle_ms: int
+) -> dict[str, object]:
+    params: dict[str, object] = {"format": format, "settle_ms": settle_ms}
+    if display is not None:
+        params.update(display_width=display[0], display_height=display[1])
+    if quality is not None:
+        params["quality"] = quality
+    return params
 
 
 def server_url(environ: Mapping[str, str] | None = None) -> str:
@@ -471,6 +483,41 @@ class HolmClient:
 
     async def cursor(self, box_id: str, *, screen: int = 0) -> Point:
         return await self._call(Point, "GET", f"{_screen(box_id, screen)}/cursor")
+
+    async def computer_anthropic(
+        self,
+        box_id: str,
+        action: Mapping[str, object],
+        *,
+        screen: int = 0,
+        display: tuple[int, int] | None = None,
+        format: Literal["png", "jpeg"] = "png",
+        quality: int | None = None,
+        settle_ms: int = 0,
+    ) -> AnthropicResult:
+        """Do one action of Anthropic's `computer` tool (a `tool_use` block's `input` as it
+        is); `display` is the size the model was told. The answer's `content` is the
+        `tool_result`'s."""
+        params = _computer_query(display, format, quality, settle_ms)
+        path = f"{_screen(box_id, screen)}/computer/anthropic"
+        return await self._call(AnthropicResult, "POST", path, body=action, params=params)
+
+    async def computer_openai(
+        self,
+        box_id: str,
+        action: Mapping[str, object],
+        *,
+        screen: int = 0,
+        display: tuple[int, int] | None = None,
+        format: Literal["png", "jpeg"] = "png",
+        quality: int | None = None,
+        settle_ms: int = 0,
+    ) -> OpenAIResult:
+        """Do one action of OpenAI's computer tool (a `computer_call`'s `action` as it is).
+        The answer's `output` is the `computer_call_output`'s."""
+        params = _computer_query(display, format, quality, settle_ms)
+        path = f"{_screen(box_id, screen)}/computer/openai"
+        return await self._call(OpenAIResult, "POST", path, body=action, params=params)
 
     async def get_clipboard(
         self, box_id: str, *, screen: int = 0, selection: Selection = "clipboard"
@@ -991,6 +1038,8 @@ class SyncHolmClient:
     act = _Sync(HolmClient.act)
     frame = _Sync(HolmClient.frame)
     cursor = _Sync(HolmClient.cursor)
+    computer_anthropic = _Sync(HolmClient.computer_anthropic)
+    computer_openai = _Sync(HolmClient.computer_openai)
     viewer_ticket = _Sync(HolmClient.viewer_ticket)
     take_over = _Sync(HolmClient.take_over)
     give_back = _Sync(HolmClient.give_back)

@@ -130,16 +130,16 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
                 _inline(motion) if pause_ms == 0 else None,
             )
             return _pointed((to.x, to.y), motion, seed)
-        case a.Click(at=at, button=button, held=held, motion=motion, seed=seed):
+        case a.Click(at=at, button=button, held=held, motion=motion, seed=seed, count=count):
             seed = _seeded(seed, motion)
             where = await screen.on_input(
-                lambda i: i.click(_xy(at), button, held, motion, seed),
-                _inline(motion, keys=bool(held)),
+                lambda i: i.click(_xy(at), button, held, motion, seed, count),
+                _inline(motion, keys=bool(held)) if count == 1 else None,
             )
             return _pointed(where, motion, seed)
-        case a.DoubleClick(at=at, button=button, motion=motion, seed=seed):
+        case a.DoubleClick(at=at, button=button, held=held, motion=motion, seed=seed):
             seed = _seeded(seed, motion)
-            where = await screen.on_input(lambda i: i.click(_xy(at), button, [], motion, seed, 2))
+            where = await screen.on_input(lambda i: i.click(_xy(at), button, held, motion, seed, 2))
             return _pointed(where, motion, seed)
         case a.Drag(to=to, from_=start, button=button, held=held, motion=motion, seed=seed):
             seed = _seeded(seed, motion)
@@ -170,9 +170,8 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
         case a.MouseUp(at=at, button=button):
             where = await screen.on_input(lambda i: i.button_up(_xy(at), button), Input.never_waits)
             return r.Pointed(at=Point(*where))
-        case a.Scroll(at=at, dx=dx, dy=dy):
-            where = await screen.on_input(lambda i: i.scroll(_xy(at), dx, dy), Input.never_waits)
-            return r.Pointed(at=Point(*where))
+        case a.Scroll(at=at):
+            return r.Pointed(at=Point(*await _scroll(agent, screen, action)))
         case a.Type(text=text, delay_ms=delay_ms):
             quick = delay_ms == 0 and len(text) <= INLINE_TEXT
             typed = await screen.on_input(
@@ -245,6 +244,45 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             return await _on_node(agent, screen, what)
         case _:
             raise Unsupported(f"{type(action).__name__} is not supported by this agent yet")
+
+
+# A page's wheel event's modifiers, as DevTools numbers them.
+_CDP_MODIFIERS = {"alt": 1, "ctrl": 2, "super": 4, "shift": 8}
+
+
+async def _scroll(agent: Agent, screen: Screen, action: a.Scroll) -> tuple[int, int]:
+    """Turn the wheel `dx`/`dy` notches; then scroll `dx_px`/`dy_px` pixels: a wheel event of
+    that many pixels on the front page of the screen's Chromium when the pointer is over
+    it (X's wheel moves a page by whole notches of 120 pixels), else the nearest notches."""
+    at, held, dx, dy = _xy(action.at), action.held, action.dx, action.dy
+    px, py = action.dx_px, action.dy_px
+    if not (dx or dy or px or py):
+        raise BadRequest("scroll needs dx, dy, dx_px or dy_px")
+    inline = _inline(keys=bool(held))
+    if dx or dy:
+        where = await screen.on_input(lambda i: i.scroll(at, dx, dy, held), inline)
+    else:
+        where = await screen.on_input(lambda i: i.point_at(at), Input.never_waits)
+    if not (px or py):
+        return where
+    mods = sum(_CDP_MODIFIERS[m] for m in set(held))
+    if not await _wheel_on_page(agent, screen, where, px, py, mods):
+        nx, ny = a.notches_of(px), a.notches_of(py)
+        await screen.on_input(lambda i: i.scroll(None, nx, ny, held), inline)
+    return where
+
+
+async def _wheel_on_page(
+    agent: Agent, screen: Screen, at: tuple[int, int], px: int, py: int, mods: int
+) -> bool:
+    """Scroll the page under `at` by pixels, when the front window is Chromium's and `at` is
+    on its page; False when it is not."""
+    if screen.devtools_port is None:
+        return False
+    front = await screen.active_window()
+    if front is None or front.class_.lower() != "chromium":
+        return False
+    return await agent.pages(screen.index).wheel(at, px, py, mods)
 
 
 async def _on_node(agent: Agent, screen: Screen, what: a.NodeOp) -> r.NodeDone:

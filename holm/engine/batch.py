@@ -220,7 +220,9 @@ def _ask_after_batch(
     frame = None
     if "frame" in request.want:
         encoding = encoding_of(request.frame_format, request.frame_quality)
-        frame = desktop.frame(screen, have=request.have_frame, encoding=encoding)
+        frame = desktop.frame(
+            screen, have=request.have_frame, scale=request.frame_scale, encoding=encoding
+        )
     cursor = desktop.act(screen, Cursor()) if "cursor" in request.want else None
     return _after_batch(end, frame, cursor)
 

@@ -203,9 +203,12 @@ def action_text(action: a.Action) -> str:
 
 def _action_hint(action: a.Action) -> str:
     match action:
-        case a.Click(at=at, button=button, held=held):
+        case a.Click(at=at, button=button, held=held, count=count):
+            times = f"×{count}" if count > 1 else ""
+            return _words(_point(at), _button(button), times, _held(held))
+        case a.DoubleClick(at=at, button=button, held=held):
             return _words(_point(at), _button(button), _held(held))
-        case a.DoubleClick(at=at) | a.MouseDown(at=at) | a.MouseUp(at=at):
+        case a.MouseDown(at=at) | a.MouseUp(at=at):
             return _words(_point(at), _button(action.button))
         case a.Move(to=to):
             return _point(to)
@@ -215,8 +218,15 @@ def _action_hint(action: a.Action) -> str:
             )
         case a.Path(through=through):
             return f"through {len(through)} points"
-        case a.Scroll(at=at, dx=dx, dy=dy):
-            return _words(_point(at), f"dx={dx}" if dx else "", f"dy={dy}" if dy else "")
+        case a.Scroll(at=at, dx=dx, dy=dy, dx_px=px, dy_px=py, held=held):
+            return _words(
+                _point(at),
+                f"dx={dx}" if dx else "",
+                f"dy={dy}" if dy else "",
+                f"dx={px}px" if px else "",
+                f"dy={py}px" if py else "",
+                _held(held),
+            )
         case a.Type(text=text):
             return _quoted(text)
         case a.Press(chord=chord, then=then, held=held):

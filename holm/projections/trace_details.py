@@ -82,8 +82,10 @@ def _mark(action: a.Action, pointer: Point | None) -> Detail | None:
             return {"line": [_xy(start), _xy(to)]}
         case a.Path(through=through):
             return {"line": [_xy(p) for p in through]}
-        case a.Scroll(at=at, dx=dx, dy=dy):
+        case a.Scroll(at=at, dx=dx, dy=dy, dx_px=px, dy_px=py):
             where = at or pointer
+            # A scroll in pixels is drawn as one notch's arrow its way.
+            dx, dy = dx or (px > 0) - (px < 0), dy or (py > 0) - (py < 0)
             return None if where is None else {"scroll": [where.x, where.y, dx, dy]}
         case _:
             return None

@@ -28,6 +28,11 @@ MAX_TYPE_DELAY_MS = 1000
 MIN_SCALE = 1
 MAX_SCALE = 400
 MAX_SCROLL_NOTCHES = 100
+# What one wheel notch scrolls a Chromium page on X11 (measured: tests/agent/
+# test_pointer_counts.py); a scroll in pixels where no page takes it is made of these.
+PIXELS_PER_NOTCH = 120
+MAX_SCROLL_PIXELS = MAX_SCROLL_NOTCHES * PIXELS_PER_NOTCH // 2
+MAX_CLICKS = 3
 MAX_LIST_LIMIT = 10_000
 DEFAULT_RECORD_FPS = 12
 MAX_RECORD_FPS = 30
@@ -38,6 +43,7 @@ WaitMs = Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)]
 CappedMs = Annotated[int, Meta(ge=0)]
 Scale = Annotated[int, Meta(ge=MIN_SCALE, le=MAX_SCALE)]
 Notches = Annotated[int, Meta(ge=-MAX_SCROLL_NOTCHES, le=MAX_SCROLL_NOTCHES)]
+ScrollPixels = Annotated[int, Meta(ge=-MAX_SCROLL_PIXELS, le=MAX_SCROLL_PIXELS)]
 ListLimit = Annotated[int, Meta(ge=1, le=MAX_LIST_LIMIT)]
 Fps = Annotated[int, Meta(ge=1, le=MAX_RECORD_FPS)]
 NonEmpty = Annotated[str, Meta(min_length=1)]
@@ -63,6 +69,9 @@ class Move(_Action, tag="move"):
 
 
 class Click(_Action, tag="click"):
+    """`count` clicks in a row, as one multiple click (3: a triple click, which selects a
+    paragraph); `held` modifiers stay down for all of them."""
+
     Result = r.Pointed
 
     at: Point | None = None
@@ -70,6 +79,7 @@ class Click(_Action, tag="click"):
     held: list[Modifier] = msgspec.field(default_factory=list)
     motion: Motion = "instant"
     seed: int | None = None
+    count: Annotated[int, Meta(ge=1, le=MAX_CLICKS)] = 1
 
 
 class DoubleClick(_Action, tag="double_click"):
@@ -77,6 +87,7 @@ class DoubleClick(_Action, tag="double_click"):
 
     at: Point | None = None
     button: Button = "left"
+    held: list[Modifier] = msgspec.field(default_factory=list)
     motion: Motion = "instant"
     seed: int | None = None
 
@@ -120,11 +131,28 @@ class MouseUp(_Action, tag="mouse_up"):
 
 
 class Scroll(_Action, tag="scroll"):
+    """`dx`/`dy` in wheel notches, and `dx_px`/`dy_px` in pixels: a wheel event of exactly
+    that many pixels on the Chromium page under the pointer, or where there is none, the
+    nearest number of notches (PIXELS_PER_NOTCH each, at least one); docs/api.md. `held`
+    modifiers stay down (ctrl: zoom, shift: sideways)."""
+
     Result = r.Pointed
 
     at: Point | None = None
     dx: Notches = 0
     dy: Notches = 0
+    dx_px: ScrollPixels = 0
+    dy_px: ScrollPixels = 0
+    held: list[Modifier] = msgspec.field(default_factory=list)
+
+
+def notches_of(pixels: int) -> int:
+    """The wheel notches nearest `pixels` where no page takes pixels: at least one for
+    any pixel asked, so that a scroll asked moves."""
+    if pixels == 0:
+        return 0
+    notches = max(1, round(abs(pixels) / PIXELS_PER_NOTCH))
+    return notches if pixels > 0 else -notches
 
 
 class Type(_Action, tag="type"):

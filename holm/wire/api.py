@@ -120,6 +120,8 @@ class ActionsRequest(_Request):
     # Beyond the spec: the frame of `want` as JPEG or WebP, as `GET …/frame` takes them.
     frame_format: ImageFormat = "png"
     frame_quality: Quality | None = None
+    # Beyond the spec: the frame of `want` scaled (percent), as `GET …/frame` takes it.
+    frame_scale: Annotated[int, Meta(ge=1, le=MAX_SCALE)] = 100
 
     def __post_init__(self) -> None:
         # A quality with png is refused at decode (a 400 before any step), not ignored.
@@ -582,7 +584,8 @@ class TicketRequest(_Request):
 class TicketView(_Response):
     ticket: str
     expires_at_ms: int
-    mode: ViewerMode = "view"
+    # Always in the answer (a default would be left out of it): the viewer page reads it.
+    mode: ViewerMode
     # The viewer page with this ticket (the noVNC page served by holmd).
     url: str | None = None
 

@@ -9,7 +9,9 @@ A key name is, in this order:
   trailing `+` (`ctrl++`) are the plus key.
 
 Normalized, an alias is written in lower case (`CTRL` → `ctrl`), a keysym name as X spells
-it (`return` → `Return`, `f5` → `F5`), and one character as it is (`A` stays `A`). A name
+it (`return` → `Return`, `f5` → `F5`), and one character as it is (`A` stays `A`), but for a
+capital letter among other keys of a chord, which names the letter's key (`CTRL+L` →
+`ctrl+l`, as the computer-use formats of models write it; `ctrl+shift+l` for a capital). A name
 that is none of these is refused with `bad_request`, naming it and the nearest known names,
 before anything runs or is recorded (the engine normalizes each action first:
 `normalized_action`). The agent turns the names into keysyms (holm/agent/x11/keys.py).
@@ -27,6 +29,9 @@ from holm.errors import BadRequest
 from holm.wire.actions import Action, KeyDown, KeyUp, Press
 
 ALIASES: dict[str, str] = {
+    # Modifiers, as people, DOM `key` values and both computer-use formats name them. Meta
+    # is the Super key (the Windows or Command key), as browsers report it: X's own
+    # Meta_L sits on the Alt key, at its shifted level.
     "ctrl": "Control_L",
     "control": "Control_L",
     "shift": "Shift_L",
@@ -34,9 +39,13 @@ ALIASES: dict[str, str] = {
     "option": "Alt_L",
     "super": "Super_L",
     "win": "Super_L",
+    "windows": "Super_L",
     "cmd": "Super_L",
-    "meta": "Meta_L",
+    "command": "Super_L",
+    "meta": "Super_L",
+    "os": "Super_L",
     "altgr": "ISO_Level3_Shift",
+    # Other keys: X's names for them are keysym names (Return, Prior, BackSpace, …).
     "enter": "Return",
     "return": "Return",
     "esc": "Escape",
@@ -49,22 +58,38 @@ ALIASES: dict[str, str] = {
     "insert": "Insert",
     "pageup": "Prior",
     "pgup": "Prior",
+    "page_up": "Prior",
     "pagedown": "Next",
     "pgdn": "Next",
+    "page_down": "Next",
     "home": "Home",
     "end": "End",
     "up": "Up",
     "down": "Down",
     "left": "Left",
     "right": "Right",
+    "arrowup": "Up",
+    "arrowdown": "Down",
+    "arrowleft": "Left",
+    "arrowright": "Right",
     "space": "space",
+    "spacebar": "space",
     "tab": "Tab",
     "capslock": "Caps_Lock",
+    "numlock": "Num_Lock",
+    "scrolllock": "Scroll_Lock",
     "menu": "Menu",
+    "contextmenu": "Menu",
+    "apps": "Menu",
     "print": "Print",
     "printscreen": "Print",
+    "prtsc": "Print",
+    "pause": "Pause",
+    "break": "Pause",
     "plus": "plus",
     "minus": "minus",
+    "slash": "slash",
+    "backslash": "backslash",
 }
 
 
@@ -115,15 +140,23 @@ def normalize_key(name: str) -> str:
     raise BadRequest(f"unknown key {name!r}{hint} (docs/agent.md lists key names)")
 
 
+def _keys_of(parts: list[str]) -> list[str]:
+    """The keys of a chord, normalized: with other keys, a capital letter is its key's name."""
+    keys = [normalize_key(part) for part in parts]
+    if len(keys) > 1:
+        keys = [k.lower() if len(k) == 1 and k.isupper() else k for k in keys]
+    return keys
+
+
 def normalize_combo(name: str) -> str:
-    """A `+`-joined name with each key normalized (`CTRL+Shift+T` → `ctrl+shift+T`)."""
-    return "+".join(normalize_key(part) for part in split_chord(name))
+    """A `+`-joined name with each key normalized (`CTRL+Shift+T` → `ctrl+shift+t`)."""
+    return "+".join(_keys_of(split_chord(name)))
 
 
 def normalized_chord(value: str | list[str]) -> list[str]:
-    """`press`'s `chord`: a string (`"ctrl+l"`) or a list (`["CTRL", "l"]`, items may be
+    """`press`'s `chord`: a string (`"ctrl+l"`) or a list (`["CTRL", "L"]`, items may be
     chords too) → the list of its keys, normalized (`["ctrl", "l"]`)."""
-    return [normalize_key(key) for item in as_list(value) for key in split_chord(item)]
+    return _keys_of([key for item in as_list(value) for key in split_chord(item)])
 
 
 def normalized_then(value: str | list[str]) -> list[str]:

@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-Button = Literal["left", "right", "middle"]
+# back and forward: the side buttons of a mouse (X buttons 8 and 9), browsers' history keys.
+Button = Literal["left", "right", "middle", "back", "forward"]
 Modifier = Literal["shift", "ctrl", "alt", "super"]
 Motion = Literal["instant", "smooth", "human"]
 Selection = Literal["clipboard", "primary"]

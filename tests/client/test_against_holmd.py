@@ -17,6 +17,7 @@ from holm.client import HolmClient, SyncHolmClient
 from holm.errors import BadRequest, Denied, Gone, NotFound, Unsupported
 from holm.wire.actions import Action, Arrange, Launch, Move, Type, Wait
 from holm.wire.api import ActionsRequest, FrameView
+from holm.wire.computer_use import ImageBlock, TextBlock
 from holm.wire.entries import BoxCreated, FrameSeen
 from holm.wire.spec import DesktopSpec, Placement, Spec
 from holm.wire.values import Point, Region
@@ -112,6 +113,24 @@ async def test_a_refused_step_stops_the_batch_unless_it_keeps_going(
 
     went_on = await client.act(box, ActionsRequest(actions=steps, keep_going=True))
     assert [step.ok for step in went_on.results] == [True, False, True]
+
+
+async def test_the_computer_use_formats_answer_their_tool_results(
+    client: HolmClient, box: str
+) -> None:
+    moved = await client.computer_anthropic(
+        box, {"action": "mouse_move", "coordinate": [512.4, 320]}, display=(1024, 640)
+    )
+    assert [step.type for step in moved.steps] == ["move"] and not moved.is_error
+    image = moved.content[-1]
+    assert isinstance(image, ImageBlock) and image.source.media_type == "image/png"
+    assert png_size(base64.b64decode(image.source.data)) == (1024, 640)
+    # The model's point, scaled to the 1280×800 screen (640.5 is rounded up) and back.
+    where = await client.computer_anthropic(box, {"action": "cursor_position"}, display=(1024, 640))
+    assert where.content == [TextBlock(text="X=513,Y=320")]
+    assert await client.cursor(box) == Point(x=641, y=400)
+    shot = await client.computer_openai(box, {"type": "screenshot"}, format="jpeg", quality=50)
+    assert shot.output.image_url.startswith("data:image/jpeg;base64,")
 
 
 async def test_frames_capture_the_screen_a_region_and_say_when_unchanged(

@@ -12,7 +12,7 @@ import pytest
 from page_kit import page
 from runtime_kit import Box
 
-from holm.errors import Failed, NotFound, ScreenUnavailable
+from holm.errors import BadRequest, Failed, NotFound, ScreenUnavailable
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.results import expect
@@ -44,6 +44,9 @@ SAMPLES: list[a.Action] = [
     a.MouseDown(at=Point(x=5, y=5), hold_ms=1000),
     a.MouseUp(at=Point(x=5, y=5)),
     a.Scroll(at=Point(x=50, y=50), dy=1),
+    a.Scroll(at=Point(x=50, y=50), dy_px=50, held=["shift"]),
+    a.Click(at=Point(x=22, y=32), count=3, held=["ctrl"]),
+    a.DoubleClick(at=Point(x=23, y=33), held=["shift"]),
     a.Type(text="hi"),
     a.Press(chord=["shift"], then=["Escape"]),
     a.KeyDown(key="shift", hold_ms=1000),
@@ -103,6 +106,9 @@ async def test_the_pointer_is_where_it_was_moved(box: Box) -> None:
     assert await box.desktop.act(0, a.Cursor()) == Point(x=123, y=45)
     clicked = expect(await box.desktop.act(0, a.Click()), r.Pointed)
     assert clicked.at == Point(x=123, y=45)
+    # A scroll of nothing would do nothing: it is refused, not answered as done.
+    with pytest.raises(BadRequest, match="scroll needs"):
+        await box.desktop.act(0, a.Scroll(at=Point(x=5, y=5)))
 
 
 @shared_box

@@ -35,6 +35,8 @@ _BODIES: dict[str, dict[str, Any]] = {
     "/exec": {"argv": ["true"]},
     "/files": {"path": "/tmp/a", "contents_base64": ""},
     "/files/grep": {"pattern": "x"},
+    "/computer/anthropic": {"action": "screenshot"},
+    "/computer/openai": {"type": "screenshot"},
 }
 _QUERIES = {
     "/files": "path=/tmp",

@@ -192,6 +192,8 @@ async def test_a_ticket_opens_only_the_desktop_it_was_made_for(
 
     async def ticket(mode: str = "view") -> str:
         made = await ok_json(await client.post(f"{screen}/viewer/ticket", json={"mode": mode}))
+        # A view ticket's answer says so too (a default was once left out of it).
+        assert made["mode"] == mode
         return str(made["ticket"])
 
     async def page_status(value: str) -> int:

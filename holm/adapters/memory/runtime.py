@@ -379,6 +379,8 @@ class MemoryDesktop:
             case Move(to=to):
                 self._touch(s, to)
                 return r.Pointed(at=s.cursor)
+            case Scroll(dx=0, dy=0, dx_px=0, dy_px=0):
+                raise BadRequest("scroll needs dx, dy, dx_px or dy_px")
             case Click(at=at) | DoubleClick(at=at) | Scroll(at=at):
                 self._touch(s, at)
                 return r.Pointed(at=s.cursor)

@@ -291,6 +291,20 @@ class Pages:
             changed=[to_element(c) for c in after["changed"]],
         )
 
+    async def wheel(self, at: tuple[int, int], dx: int, dy: int, mods: int) -> bool:
+        """A wheel event of `dx`/`dy` pixels on the front tab's page at the screen's point
+        `at`, answered once the page has taken it; False when `at` is not on the page (on
+        the toolbar, say). The page's place on the screen is its window's less the
+        browser's bars above it (the window is maximised, with no frame of its own)."""
+        async with self.session(None) as cdp:
+            left, top, width, height = await cdp.js(_VIEWPORT)
+            x, y = at[0] - left, at[1] - top
+            if not (0 <= x < width and 0 <= y < height):
+                return False
+            wheel = {"type": "mouseWheel", "x": x, "y": y, "deltaX": dx, "deltaY": dy}
+            await cdp.call("Input.dispatchMouseEvent", {**wheel, "modifiers": mods})
+            return True
+
     async def look(self, what: a.LookWhat) -> r.Found:
         async with self.session(what.tab) as cdp:
             body = """
@@ -483,6 +497,10 @@ class Pages:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watching
         await asyncio.gather(*(self.forget(tab) for tab in list(self._pages)))
+
+
+# Where a tab's page is on the screen, and its size.
+_VIEWPORT = "[screenX, screenY + outerHeight - innerHeight, innerWidth, innerHeight]"
 
 
 def _console_message(event: dict[str, Any]) -> r.ConsoleMessage | None:

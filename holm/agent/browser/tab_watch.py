@@ -79,6 +79,24 @@ def _landing(payload: str) -> tuple[int, int, int] | None:
     return x, y, button
 
 
+# What Chromium opens on F1: its help centre on the internet (a box has none to offer), in a
+# new tab that would take the screen. It is closed as it opens; the tab before is in front
+# again, as if F1 had done nothing (F1 still reaches the page first).
+HELP_ON_F1 = re.compile(r"^https://support\.google\.com/chrom(e|ium)/?\?p=help&ctx=keyboard")
+# Apart from the ids of the commands _Worlds numbers (2 and up), whose answers it follows.
+_CLOSE_ID = 2**31 - 1
+
+
+async def _close_if_help(ws: devtools_wire.WebSocket, params: object) -> None:
+    info = params.get("targetInfo") if isinstance(params, dict) else None
+    if not isinstance(info, dict) or info.get("type") != "page":
+        return
+    if HELP_ON_F1.match(str(info.get("url", ""))):
+        close = {"targetId": info.get("targetId")}
+        message = {"id": _CLOSE_ID, "method": "Target.closeTarget", "params": close}
+        await ws.send_str(json.dumps(message))
+
+
 class TabWatch:
     def __init__(self, on_landed: Landed | None = None) -> None:
         # A count of the changes told; a listing made at one count holds until the next.
@@ -109,6 +127,7 @@ class TabWatch:
                     self.live = "error" not in data
                 elif data.get("method") in TAB_EVENTS:
                     self.changes += 1
+                    await _close_if_help(ws, data.get("params"))
                 elif data.get("method") == "Runtime.bindingCalled":
                     self._landed(data.get("params"))
                 else:

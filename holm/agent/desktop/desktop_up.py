@@ -7,6 +7,7 @@ Everything here blocks (it waits for processes and sockets); the server runs it 
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import shlex
@@ -19,7 +20,7 @@ from pathlib import Path
 from Xlib import X, display
 from Xlib.error import XError
 
-from holm.agent.desktop import processes
+from holm.agent.desktop import openbox_config, processes
 from holm.agent.x11.windows import ClientWindow, client_windows, wm_running
 
 log = logging.getLogger("holm.agent")
@@ -44,6 +45,9 @@ CHROMIUM_FLAGS = (
     "--password-store=basic",
     "--disable-dev-shm-usage",
     "--hide-crash-restore-bubble",
+    # A wheel notch scrolls the page at once, not over the next ~150 ms: a scroll step has
+    # moved the page by the time it answers, and the frame after it is the page at rest.
+    "--disable-smooth-scrolling",
 )
 
 # --- Memory: what an idle box's Chromium need not hold (bench/local.py --memory) ---
@@ -224,8 +228,10 @@ def start_window_manager(
     right before its loop."""
     started = run_dir / f"openbox-{screen}.started"
     started.unlink(missing_ok=True)
+    rc = openbox_config.write_box_rc(run_dir, screen)
+    config = [] if rc is None else ["--config-file", str(rc)]
     proc = processes.spawn(
-        ["openbox", "--sm-disable", "--startup", shlex.join(["touch", str(started)])],
+        ["openbox", "--sm-disable", *config, "--startup", shlex.join(["touch", str(started)])],
         env=env,
         log_path=run_dir / f"openbox-{screen}.log",
     )
@@ -262,6 +268,36 @@ def quiet_carets(home: str) -> None:
             settings.write_text(GTK_SETTINGS)
 
 
+# F7 asks, in a modal dialog of Chromium's, whether to turn caret browsing on; with this
+# preference it turns it on (and off) without asking, as a person who ticked "Don't ask
+# me again" has it. The dialog took the keyboard until answered.
+CARET_DIALOG = ("settings", "a11y", "caretbrowsing", "show_dialog")
+
+
+def no_caret_dialog(profile: Path) -> None:
+    """Set the profile's preference for F7's dialog to off, unless the profile sets it."""
+    path = profile / "Default" / "Preferences"
+    try:
+        prefs = json.loads(path.read_text())
+    except FileNotFoundError:
+        prefs = {}
+    except ValueError:
+        # Chromium's own file, unreadable: Chromium will deal with it as it does.
+        return
+    if not isinstance(prefs, dict):
+        return
+    here = prefs
+    for key in CARET_DIALOG[:-1]:
+        here = here.setdefault(key, {})
+        if not isinstance(here, dict):
+            return
+    if CARET_DIALOG[-1] in here:
+        return
+    here[CARET_DIALOG[-1]] = False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(prefs))
+
+
 def start_chromium(
     screen: int,
     home: str,
@@ -273,6 +309,7 @@ def start_chromium(
     quiet_carets(home)
     profile = chromium_profile(home, screen)
     profile.mkdir(parents=True, exist_ok=True)
+    no_caret_dialog(profile)
     # A port file left by an earlier run would name a port nobody listens on.
     (profile / "DevToolsActivePort").unlink(missing_ok=True)
     proc = processes.spawn(

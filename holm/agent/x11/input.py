@@ -23,6 +23,7 @@ import select
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import msgspec
 from Xlib import XK, X
@@ -35,14 +36,20 @@ from holm.agent.x11.fake_input import FakeInput
 from holm.errors import BadRequest
 from holm.wire.values import Button, Modifier, Motion
 
-BUTTONS: dict[str, int] = {"left": 1, "middle": 2, "right": 3}
+BUTTONS: dict[str, int] = {"left": 1, "middle": 2, "right": 3, "back": 8, "forward": 9}
+# X's buttons as a page numbers them (MouseEvent.button).
+PAGE_BUTTONS: dict[int, int] = {1: 0, 2: 1, 3: 2, 8: 3, 9: 4}
 SCROLL_UP, SCROLL_DOWN, SCROLL_LEFT, SCROLL_RIGHT = 4, 5, 6, 7
+# The keysyms of the keypad keys that Num Lock switches (KP_Decimal, KP_0 … KP_9).
+NUMPAD_KEYSYMS = range(0xFFAE, 0xFFBA)
 MAX_TYPE_DELAY_MS = 1000
 MAX_SCROLL_NOTCHES = 100
 DOUBLE_CLICK_GAP_S = 0.03
 KEYS_AFTER_BUTTON_S = 0.1
 # The buttons a page gets a pointerdown for (X's 4 to 7 are the wheel's notches).
 POINTER_BUTTONS = frozenset(BUTTONS.values())
+# The modifier rows of X's modifier mapping (Shift, Lock, Control, Mod1 … Mod5).
+LOCK_ROW = 1
 
 
 class Down(msgspec.Struct):
@@ -74,6 +81,19 @@ class Input:
         count = conn.display.info.max_keycode - first + 1
         mapping = conn.get_keyboard_mapping(first, count)
         self._per_keycode = len(mapping[0]) if mapping else 2
+        # The keypad's keys whose second level Num Lock chooses, and the modifier bits and
+        # keycodes of the keyboard (what `type` sets aside while it types).
+        self._numpad = {
+            int(first) + i
+            for i, syms in enumerate(mapping)
+            if len(syms) > 1 and syms[1] in NUMPAD_KEYSYMS
+        }
+        self._modifier_rows = [list(map(int, row)) for row in conn.get_modifier_mapping()]
+        self._caps_lock = self._keycode_plain(XK.string_to_keysym("Caps_Lock"))
+        self._num_lock = self._keycode_plain(XK.string_to_keysym("Num_Lock"))
+        self._num_lock_mask = self._mask_of(self._num_lock)
+        # The modifier bits a held key sets: every modifier's but Lock's and Num Lock's.
+        self._held_mask = 0xFF & ~X.LockMask & ~self._num_lock_mask
         # Keycodes with no keysym, bound on demand to characters the keymap lacks; the
         # least recently used is rebound first.
         self._spare: list[int] = [int(first) + i for i, syms in enumerate(mapping) if not any(syms)]
@@ -94,6 +114,18 @@ class Input:
         if not code:
             raise BadRequest(f"no key for keysym 0x{keysym:x}")
         return code
+
+    def _mask_of(self, code: int) -> int:
+        """The state bit of the modifier whose keys include `code` (0: none)."""
+        for row, codes in enumerate(self._modifier_rows):
+            if code in codes:
+                return 1 << row
+        return 0
+
+    def _modifier_state(self) -> int:
+        """The X server's modifier bits now (Lock and Num Lock among them), after every
+        request sent before (one round trip)."""
+        return int(self.conn.screen().root.query_pointer().mask)
 
     def keycode(self, keysym: int) -> tuple[int, bool]:
         """The keycode that types `keysym`, and whether Shift must be down for it."""
@@ -125,7 +157,7 @@ class Input:
             self._last_button = time.monotonic()
             if kind == X.ButtonPress and detail in POINTER_BUTTONS:
                 self._landed.clear()
-                self._pressed = (*self._pointer, detail - 1)
+                self._pressed = (*self._pointer, PAGE_BUTTONS[detail])
         elif kind == X.KeyPress:
             self._let_the_pointer_land()
         self._events.send(kind, detail, x, y)
@@ -213,12 +245,18 @@ class Input:
         self._play(plan(start, to, motion, seed, (self.width, self.height)))
         return to
 
+    def point_at(self, at: tuple[int, int] | None) -> tuple[int, int]:
+        """Move the pointer to `at` at once (None: leave it), and say where it is."""
+        where = self.travel(at, "instant", None)
+        self.sync()
+        return where
+
     def _button(self, button: Button) -> int:
         if button not in BUTTONS:
             raise BadRequest(f"unknown button {button!r}")
         return BUTTONS[button]
 
-    def _modifiers(self, held: list[Modifier], down: bool) -> None:
+    def _modifiers(self, held: Sequence[Modifier], down: bool) -> None:
         for name in held if down else reversed(held):
             code, _ = self.keycode(keys.modifier_keysym(name))
             self._fake(X.KeyPress if down else X.KeyRelease, code)
@@ -311,15 +349,19 @@ class Input:
         self.buttons.pop(button, None)
         return where
 
-    def scroll(self, at: tuple[int, int] | None, dx: int, dy: int) -> tuple[int, int]:
+    def scroll(
+        self, at: tuple[int, int] | None, dx: int, dy: int, held: Sequence[Modifier] = ()
+    ) -> tuple[int, int]:
         if abs(dx) > MAX_SCROLL_NOTCHES or abs(dy) > MAX_SCROLL_NOTCHES:
             raise BadRequest(f"scroll at most {MAX_SCROLL_NOTCHES} notches at a time")
         where = self.travel(at, "instant", None)
+        self._modifiers(held, True)
         for notches, less, more in ((dy, SCROLL_UP, SCROLL_DOWN), (dx, SCROLL_LEFT, SCROLL_RIGHT)):
             detail = more if notches > 0 else less
             for _ in range(abs(notches)):
                 self._fake(X.ButtonPress, detail)
                 self._fake(X.ButtonRelease, detail)
+        self._modifiers(held, False)
         self.sync()
         return where
 
@@ -327,6 +369,11 @@ class Input:
 
     def _tap(self, keysym: int) -> None:
         code, shifted = self.keycode(keysym)
+        if code in self._numpad:
+            # A keypad key's digit is its second level with Num Lock on, not with Shift
+            # (which a page would see as shiftKey); its arrow or Home, with it off.
+            self._set_num_lock(shifted)
+            shifted = False
         if shifted:
             self._fake(X.KeyPress, self._shift)
         self._fake(X.KeyPress, code)
@@ -334,14 +381,55 @@ class Input:
         if shifted:
             self._fake(X.KeyRelease, self._shift)
 
+    def _set_num_lock(self, on: bool) -> None:
+        if bool(self._modifier_state() & self._num_lock_mask) != on:
+            self._fake(X.KeyPress, self._num_lock)
+            self._fake(X.KeyRelease, self._num_lock)
+
+    def _set_aside(self) -> tuple[list[int], bool]:
+        """Release the modifier keys that are down (a `key_down` of an earlier step, a
+        person's) and turn Caps Lock off, so that each character typed is that character;
+        return what to put back (`_put_back`)."""
+        state = self._modifier_state()
+        locked = bool(state & X.LockMask)
+        held: list[int] = []
+        # Which keys are down only when a modifier other than the locks is on (a second
+        # round trip, which typing with nothing held does without).
+        if state & self._held_mask:
+            down = self.conn.query_keymap()
+            held = [
+                code
+                for row, codes in enumerate(self._modifier_rows)
+                if row != LOCK_ROW
+                for code in codes
+                if code and down[code // 8] >> (code % 8) & 1
+            ]
+        for code in held:
+            self._fake(X.KeyRelease, code)
+        if locked:
+            self._fake(X.KeyPress, self._caps_lock)
+            self._fake(X.KeyRelease, self._caps_lock)
+        return held, locked
+
+    def _put_back(self, held: list[int], locked: bool) -> None:
+        if locked:
+            self._fake(X.KeyPress, self._caps_lock)
+            self._fake(X.KeyRelease, self._caps_lock)
+        for code in held:
+            self._fake(X.KeyPress, code)
+
     def type_text(self, text: str, delay_ms: int) -> int:
         if not 0 <= delay_ms <= MAX_TYPE_DELAY_MS:
             raise BadRequest(f"delay_ms must be 0 to {MAX_TYPE_DELAY_MS}")
-        for char in text:
-            self._tap(keys.char_keysym(char))
-            if delay_ms:
-                self.sync()
-                time.sleep(delay_ms / 1000)
+        held, locked = self._set_aside()
+        try:
+            for char in text:
+                self._tap(keys.char_keysym(char))
+                if delay_ms:
+                    self.sync()
+                    time.sleep(delay_ms / 1000)
+        finally:
+            self._put_back(held, locked)
         self.sync()
         return len(text)
 

@@ -6,6 +6,7 @@ from ..routing import Route
 from . import (
     boxes,
     cdp,
+    computer,
     events,
     files,
     health,
@@ -30,6 +31,7 @@ ALL_ROUTES: list[Route] = [
     *protected_resource.ROUTES,
     *boxes.ROUTES,
     *screens.ROUTES,
+    *computer.ROUTES,
     *recording.ROUTES,
     *windows.ROUTES,
     *pages.ROUTES,
