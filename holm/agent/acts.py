@@ -282,7 +282,7 @@ async def _wheel_on_page(
     front = await screen.active_window()
     if front is None or front.class_.lower() != "chromium":
         return False
-    return await agent.pages(screen.index).wheel(at, px, py, mods)
+    return await (await agent.pages(screen.index)).wheel(at, px, py, mods)
 
 
 async def _on_node(agent: Agent, screen: Screen, what: a.NodeOp) -> r.NodeDone:
