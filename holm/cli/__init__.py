@@ -94,8 +94,8 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "trace": LazyCommand(
         "holm.cli.trace_cmd",
-        "Print a trace: a box's (BOX_ID, from the server), one trace file, or every trace of "
-        "a folder, read offline.",
+        "Print a trace (BOX_ID: a box's, from the server; FILE or DIR: read offline), or "
+        "list and draw traces.",
     ),
     "view": LazyCommand(
         _BOXES,
