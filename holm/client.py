@@ -389,10 +389,12 @@ class HolmClient:
         up_to: int | None = None,
         placement: Placement | None = None,
         mode: Literal["replay", "snapshot"] = "replay",
+        count: int = 1,
         idempotency_key: str | None = None,
     ) -> ForkResult:
-        """A new box that does the source's recorded steps again (up to `up_to`)."""
-        body = ForkRequest(mode=mode, up_to=up_to, placement=placement)
+        """A new box that does the source's recorded steps again (up to `up_to`); with
+        `count` > 1, that many boxes replaying at once, each in `branches`."""
+        body = ForkRequest(mode=mode, up_to=up_to, placement=placement, count=count)
         return await self._call(
             ForkResult,
             "POST",
