@@ -24,6 +24,7 @@ import base64
 import binascii
 import hashlib
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
@@ -311,6 +312,15 @@ def executed_key(argv: list[str], timeout_ms: int) -> str:
     return step_key("executed", {"argv": argv, "timeout_ms": timeout_ms})
 
 
+def url_without_query(url: str) -> str:
+    """A page's URL as a trace keeps it beside a step: its query, where a sign-in's code or
+    a token may ride, replaced by `?…`; the rest as it was."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    return urlunsplit(parts._replace(query="…"))
+
+
 def redacted_action(action: Action) -> tuple[Action, int | None]:
     """The action as an `acted` entry keeps it, and the size of what was left out: a
     `write_file` loses its contents (`contents_base64` becomes "") and a clipboard set its
@@ -383,4 +393,5 @@ __all__ = [
     "redacted_action",
     "redacts",
     "step_key",
+    "url_without_query",
 ]
