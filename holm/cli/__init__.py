@@ -22,6 +22,12 @@ COMMANDS: dict[str, LazyCommand] = {
         "Run the actions in FILE (- for stdin): a JSON list of actions, or a batch object "
         "with `actions` (and `want`, `settle_ms`, `keep_going`).",
     ),
+    "bisect": LazyCommand(
+        "holm.cli.bisect_cmd",
+        "Find the first step of BOX_ID's trace after which a predicate holds, by forking "
+        "prefixes of the trace in a binary search (at most ceil(log2 steps) + 1 forks); print "
+        "that step.",
+    ),
     "box": LazyCommand(_BOXES, "Show one box, with its spec_digest."),
     "browser": LazyCommand(
         "holm.cli.browser",
