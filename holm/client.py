@@ -105,6 +105,7 @@ from holm.wire.api import (
     TakeoverView,
     TicketRequest,
     TicketView,
+    TraceImported,
     TraceList,
     TracePage,
     TraceView,
@@ -780,6 +781,14 @@ class HolmClient:
         _, png = await self.request("GET", f"/v1/boxes/{box_id}/trace/frames/{frame_hash}")
         return png
 
+    async def import_trace(self, archive: bytes) -> TraceImported:
+        """Import a `.holm` file's bytes (holm/wire/archive.py) under a new trace ID."""
+        headers = {"content-type": "application/zip"}
+        status, payload = await self._send("POST", "/v1/traces", {}, archive, headers)
+        if status >= 400:
+            raise error_from_response(status, payload)
+        return msgspec.json.decode(payload, type=TraceImported)
+
     async def trace_view(self, box_id: str, *, beside: str | None = None) -> bytes:
         """The trace as one self-contained HTML page (UTF-8); `beside`: a box whose trace
         is shown beside it (a fork's source), steps aligned as in `diff`."""
@@ -1039,6 +1048,7 @@ class SyncHolmClient:
     trace = _Sync(HolmClient.trace)
     trace_frame = _Sync(HolmClient.trace_frame)
     trace_view = _Sync(HolmClient.trace_view)
+    import_trace = _Sync(HolmClient.import_trace)
     diff = _Sync(HolmClient.diff)
     events = _Sync(HolmClient.events)
     runtimes = _Sync(HolmClient.runtimes)

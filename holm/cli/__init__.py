@@ -101,7 +101,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "trace": LazyCommand(
         "holm.cli.trace_cmd",
         "Print a trace (BOX_ID: a box's, from the server; FILE or DIR: read offline), or "
-        "list and draw traces.",
+        "list, draw, export and import traces.",
     ),
     "view": LazyCommand(
         _BOXES,

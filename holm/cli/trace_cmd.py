@@ -9,6 +9,7 @@ its subcommands list, open, draw and carry traces.
     holm trace ls [DIR|--url URL]     one line per trace (holm/cli/trace_ls.py)
     holm trace blob REF [DIR]         a blob's or a frame's bytes (holm/cli/trace_blob.py)
     holm trace view BOX_ID|FILE       the trace as one HTML page (--with: another beside it)
+    holm trace export|import          a trace as one .holm file (holm/cli/trace_carry.py)
 
 An argument that is an existing file or folder is read offline; anything else is a box ID.
 The subcommands' names are words, not box IDs (a folder named so is `./ls`).
@@ -35,6 +36,7 @@ import msgspec
 from holm.cli.output import print_figures, write_stdout
 from holm.cli.remote import TOKEN_HELP, connected, exit_code, report_error
 from holm.cli.trace_blob import read_blob
+from holm.cli.trace_carry import register as register_carry
 from holm.errors import BadRequest, HolmError, NotFound
 from holm.events.codec import CorruptLine, read_envelope
 from holm.events.trace_file import read_trace_file, read_trace_lines, trace_files
@@ -126,7 +128,7 @@ _URL_HELP = (
 @click.group("trace", cls=TraceGroup)
 def trace() -> None:
     """Print a trace (BOX_ID: a box's, from the server; FILE or DIR: read offline), or
-    list and draw traces.
+    list, draw, export and import traces.
 
     `holm trace BOX_ID|FILE|DIR [--after N] [--limit N] [--json] [--stats] [--follow]`
     prints one (`holm trace show --help` tells its options); DIR is a state dir or a folder
@@ -499,6 +501,8 @@ def _duration(ms: int) -> str:
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
 
+
+register_carry(trace)
 
 COMMANDS: tuple[click.Command, ...] = (trace,)
 

@@ -510,6 +510,16 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     skipped: list[Skipped] = msgspec.field(default_factory=list)
 
 
+class TraceImported(_Response):
+    """`POST /v1/traces` (beyond the spec): the new trace's ID (a removed box's, which
+    forks), where it came from, and what it holds."""
+
+    trace: str
+    source: str
+    entries: int
+    frames: int
+
+
 class ForkBranch(_Response):
     """One box of a fork of `count` > 1, and its replay."""
 
@@ -750,6 +760,7 @@ __all__ = [
     "TakeoverView",
     "TicketRequest",
     "TicketView",
+    "TraceImported",
     "TraceList",
     "TracePage",
     "TraceQuery",

@@ -68,6 +68,17 @@ class ForkedFrom(_Entry, tag="forked_from"):
     up_to: int | None = None
 
 
+class Imported(_Entry, tag="imported"):
+    """The trace came from a `.holm` file (holm/wire/archive.py): the trace it was exported
+    as, how many entries the file held, and when it was exported and imported. It follows
+    the `box_created` of the imported trace, as `forked_from` follows a fork's."""
+
+    source: str
+    entries: int
+    exported_at_ms: int
+    imported_at_ms: int
+
+
 class Adopted(_Entry, tag="adopted"):
     box_id: str
     runtime: str
@@ -260,6 +271,7 @@ class RuntimeRemoved(_Entry, tag="runtime_removed"):
 Entry = (
     BoxCreated
     | ForkedFrom
+    | Imported
     | Adopted
     | BoxReady
     | BoxFailed
@@ -380,6 +392,7 @@ __all__ = [
     "FrameSeen",
     "ImageBuilt",
     "ImageRemoved",
+    "Imported",
     "PageCaptured",
     "RuntimeAdded",
     "RuntimeChanged",
