@@ -331,7 +331,9 @@ def _write_view(
                 f"Trace {trace.name}", trace.entries, trace.frame_png, incomplete=trace.incomplete
             )
         else:
-            page = side_by_side(_trace_side(Path(beside)), trace)
+            import asyncio
+
+            page = asyncio.run(side_by_side(_trace_side(Path(beside)), trace))
         written = out or path.with_suffix(".html")
         written.write_text(page, encoding="utf-8")
     else:

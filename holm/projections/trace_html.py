@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from holm.projections.text import INCOMPLETE_LINE, entry_text
 from holm.projections.trace_details import Detail, PointerTrail
-from holm.wire.diff import MatchedStep, StepRef
+from holm.wire.diff import MatchedStep, Parting, StepRef
 from holm.wire.entries import Entry, FrameSeen, TakeoverEnded, TakeoverStarted, kind_of
 
 # At most this many different frames are put in the page; the rest are named only.
@@ -178,6 +178,8 @@ main { display: flex; gap: 1.5em; align-items: flex-start; }
 .person { background: #fde0c5; }
 .unmatched { box-shadow: inset 3px 0 #c33; }
 .beyond { color: #999; }
+.parted { box-shadow: inset 5px 0 #e0a000; background: #fff4cc; }
+.parting { color: #8a5a00; font-weight: 600; }
 .row:hover, .row:hover > .side { background: #f3f6fb; }
 .row.chosen, .row.chosen > .side { background: #dde8f8; }
 .incomplete { color: #a00; margin-top: 1em; }
@@ -375,14 +377,17 @@ def trace_pair_html(
     extra: Sequence[StepRef],
     *,
     a_up_to: int | None = None,
+    parting: Parting | None = None,
 ) -> str:
     """A (a source) and B (its fork, or another run) side by side: `pairs` are the steps
     aligned as `holm diff` aligns them, each pair on one row; the steps of A that B lacks
     (`missing`) and of B that A lacks (`extra`) marked; A's entries after `a_up_to` (where
-    B was forked) greyed. Choosing a row shows both screens at that point."""
+    B was forked) greyed; the step where they first part (`parting`) marked and said above
+    the rows. Choosing a row shows both screens at that point."""
     store = _Store()
     readers = (_Reader(a, store), _Reader(b, store))
     flagged = {("a", s.seq) for s in missing} | {("b", s.seq) for s in extra}
+    parted = set() if parting is None else {("a", parting.a), ("b", parting.b)}
     rows: list[str] = []
     for entry_a, entry_b in aligned_rows(a.entries, b.entries, pairs):
         sides = []
@@ -393,6 +398,8 @@ def trace_pair_html(
             classes = ["side"]
             if (name, entry.seq) in flagged:
                 classes.append("unmatched")
+            if (name, entry.seq) in parted:
+                classes.append("parted")
             if name == "a" and a_up_to is not None and entry.seq > a_up_to:
                 classes.append("beyond")
             sides.append(reader.row(entry, classes, at=False))
@@ -405,6 +412,12 @@ def trace_pair_html(
         f"{len(missing)} missing and {len(extra)} extra (marked red), as "
         "<code>holm diff</code> aligns them; "
         f"{len(store.frames)} frames kept; {_SHADING}"
+    )
+    sub += (
+        " No divergence: every step went the same way."
+        if parting is None
+        else f' <span class="parting">First divergence ({html.escape(parting.kind)}, marked '
+        f"yellow): {html.escape(parting.message)}</span>"
     )
     cells = "<span>seq</span><span>actor</span><span>kind</span><span>what</span>"
     head = (

@@ -159,10 +159,23 @@ def align_traces(a: str, entries_a: Sequence[Entry], entries_b: Sequence[Entry])
     return Alignment(up_to, pairs, missing, extra)
 
 
-def side_by_side(a: TraceSide, b: TraceSide) -> str:
+async def side_by_side(a: TraceSide, b: TraceSide) -> str:
     """The trace page of A (named as B's `forked_from` names its source, for a fork) and B
-    side by side, their steps aligned as `holm diff` aligns them."""
+    side by side, their steps aligned as `holm diff` aligns them, and the step where they
+    first part marked."""
     aligned = align_traces(a.name, a.entries, b.entries)
+    sides = {"a": a, "b": b}
+
+    async def read_frame(side: str, frame_hash: str) -> bytes | None:
+        return sides[side].frame_png(frame_hash)
+
+    parting = await first_parting(
+        ("a", a.entries),
+        ("b", b.entries),
+        read_frame,
+        a_up_to=aligned.a_up_to,
+        fork=forked_from(b.entries, _known_as(a.name, a.entries)) is not None,
+    )
     return trace_pair_html(
         f"{b.name} beside {a.name}",
         a,
@@ -171,6 +184,7 @@ def side_by_side(a: TraceSide, b: TraceSide) -> str:
         aligned.missing,
         aligned.extra,
         a_up_to=aligned.a_up_to,
+        parting=parting,
     )
 
 

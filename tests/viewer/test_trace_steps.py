@@ -225,6 +225,18 @@ async def test_a_fork_beside_its_source_aligns_the_rows_as_holm_diff_does(
         assert not shown["hidden"] and shown["width"] == 1280
         assert near(centre(mark(shown, "ring")), on_picture(shown, 640, 81))
 
+    # Where the two first part, as `holm diff` says it: marked on its row, said above.
+    parted = diff["divergence"]
+    assert parted is not None
+    marked = await chromium.evaluate(
+        "[...document.querySelectorAll('.side.parted')].map((side) => "
+        "[side.parentElement.firstElementChild === side ? 'a' : 'b', Number(side.dataset.seq)])"
+    )
+    wanted = [[name, parted[name]] for name in ("a", "b") if parted[name] is not None]
+    assert sorted(marked) == sorted(wanted)
+    said = await chromium.evaluate("document.querySelector('.sub').textContent")
+    assert f"First divergence ({parted['kind']}, marked yellow): {parted['message']}" in said
+
 
 server = memory_holmd
 

@@ -88,7 +88,7 @@ async def view_trace(request: web.Request) -> web.Response:
         # A box named in the query, not the path: the guards do not see it (check_boxes).
         engine.box_seen_by(query.with_, caller_of(request).workspace)
         source = await _whole_trace(engine, query.with_)
-        body = side_by_side(source, trace)
+        body = await side_by_side(source, trace)
     headers = {
         "Content-Security-Policy": CONTENT_SECURITY_POLICY,
         "X-Content-Type-Options": "nosniff",
