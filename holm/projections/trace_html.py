@@ -128,6 +128,9 @@ _SCRIPT = """(() => {
     const at = chosen ? Array.prototype.indexOf.call(rows, chosen) + by : 0;
     choose(rows[Math.max(0, Math.min(rows.length - 1, at))]);
   });
+  // Open on the step where two runs part, else on the last entry: the screen it ended on.
+  const parted = document.querySelector("#entries .side.parted");
+  choose(parted ? parted.closest(".row") : rows[rows.length - 1]);
 })();"""
 
 # What a browser is told of the page: its one script, images from data: URLs, inline styles.

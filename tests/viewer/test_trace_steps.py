@@ -105,10 +105,15 @@ def near(a: tuple[float, float], b: tuple[float, float]) -> bool:
 async def test_a_chosen_step_shows_its_action_on_the_frame_and_its_output(
     chromium: Chromium, tmp_path: Path
 ) -> None:
-    written_trace(tmp_path)
+    written = written_trace(tmp_path)
     page = tmp_path / "page.html"
     run_holm("trace", "view", "traces/box_marks.jsonl", "-o", str(page), cwd=tmp_path)
     await chromium.open(page.as_uri())
+
+    # Opened, it shows the screen the trace ended on: its last entry is chosen.
+    last = written[-1].seq
+    shown = await panel(chromium)
+    assert shown["seq"] == last and not shown["hidden"] and shown["width"] == 1280
 
     await click(chromium, '.row[data-seq="2"]')
     shown = await panel(chromium)
@@ -234,6 +239,13 @@ async def test_a_fork_beside_its_source_aligns_the_rows_as_holm_diff_does(
     )
     wanted = [[name, parted[name]] for name in ("a", "b") if parted[name] is not None]
     assert sorted(marked) == sorted(wanted)
+    # Opened afresh, the page shows that step first.
+    await chromium.open(page.as_uri())
+    chosen = await chromium.evaluate(
+        "[...document.querySelectorAll('.row.chosen > .side')].map((s) => s.dataset.seq === "
+        "undefined ? null : Number(s.dataset.seq))"
+    )
+    assert [seq for seq in chosen if seq is not None] == [seq for _, seq in wanted]
     said = await chromium.evaluate("document.querySelector('.sub').textContent")
     assert f"First divergence ({parted['kind']}, marked yellow): {parted['message']}" in said
 
