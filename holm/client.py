@@ -105,6 +105,7 @@ from holm.wire.api import (
     TakeoverView,
     TicketRequest,
     TicketView,
+    TraceImported,
     TraceList,
     TracePage,
     TraceView,
@@ -401,10 +402,12 @@ class HolmClient:
         up_to: int | None = None,
         placement: Placement | None = None,
         mode: Literal["replay", "snapshot"] = "replay",
+        count: int = 1,
         idempotency_key: str | None = None,
     ) -> ForkResult:
-        """A new box that does the source's recorded steps again (up to `up_to`)."""
-        body = ForkRequest(mode=mode, up_to=up_to, placement=placement)
+        """A new box that does the source's recorded steps again (up to `up_to`); with
+        `count` > 1, that many boxes replaying at once, each in `branches`."""
+        body = ForkRequest(mode=mode, up_to=up_to, placement=placement, count=count)
         return await self._call(
             ForkResult,
             "POST",
@@ -825,6 +828,14 @@ class HolmClient:
         _, png = await self.request("GET", f"/v1/boxes/{box_id}/trace/frames/{frame_hash}")
         return png
 
+    async def import_trace(self, archive: bytes) -> TraceImported:
+        """Import a `.holm` file's bytes (holm/wire/archive.py) under a new trace ID."""
+        headers = {"content-type": "application/zip"}
+        status, payload = await self._send("POST", "/v1/traces", {}, archive, headers)
+        if status >= 400:
+            raise error_from_response(status, payload)
+        return msgspec.json.decode(payload, type=TraceImported)
+
     async def trace_view(self, box_id: str, *, beside: str | None = None) -> bytes:
         """The trace as one self-contained HTML page (UTF-8); `beside`: a box whose trace
         is shown beside it (a fork's source), steps aligned as in `diff`."""
@@ -1086,6 +1097,7 @@ class SyncHolmClient:
     trace = _Sync(HolmClient.trace)
     trace_frame = _Sync(HolmClient.trace_frame)
     trace_view = _Sync(HolmClient.trace_view)
+    import_trace = _Sync(HolmClient.import_trace)
     diff = _Sync(HolmClient.diff)
     events = _Sync(HolmClient.events)
     runtimes = _Sync(HolmClient.runtimes)

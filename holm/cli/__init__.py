@@ -22,6 +22,12 @@ COMMANDS: dict[str, LazyCommand] = {
         "Run the actions in FILE (- for stdin): a JSON list of actions, or a batch object "
         "with `actions` (and `want`, `settle_ms`, `keep_going`).",
     ),
+    "bisect": LazyCommand(
+        "holm.cli.bisect_cmd",
+        "Find the first step of BOX_ID's trace after which a predicate holds, by forking "
+        "prefixes of the trace in a binary search (at most ceil(log2 steps) + 1 forks); print "
+        "that step.",
+    ),
     "box": LazyCommand(_BOXES, "Show one box, with its spec_digest."),
     "browser": LazyCommand(
         "holm.cli.browser",
@@ -94,8 +100,8 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "trace": LazyCommand(
         "holm.cli.trace_cmd",
-        "Print a trace: a box's (BOX_ID, from the server), one trace file, or every trace of "
-        "a folder, read offline.",
+        "Print a trace (BOX_ID: a box's, from the server; FILE or DIR: read offline), or "
+        "list, draw, export and import traces.",
     ),
     "view": LazyCommand(
         _BOXES,

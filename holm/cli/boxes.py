@@ -22,7 +22,14 @@ from holm.cli.output import (
 from holm.cli.params import DURATION, convert, decode_file, source_name
 from holm.cli.remote import Remote, remote, screen_option
 from holm.errors import BadRequest, Failed
-from holm.wire.api import BoxView, CreateBox, ForkOrigin, ForkResult
+from holm.wire.api import (
+    MAX_FORK_BRANCHES,
+    BoxView,
+    CreateBox,
+    ForkBranch,
+    ForkOrigin,
+    ReplayReport,
+)
 from holm.wire.spec import MAX_SCREENS, Feature, Placement, Spec
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -281,8 +288,7 @@ def stop_box(remote: Remote, box_id: str) -> None:
     print_box_id(remote, remote.client.stop_box(box_id))
 
 
-def _replay_notes(result: ForkResult) -> list[str]:
-    replay = result.replay
+def _replay_notes(replay: ReplayReport) -> list[str]:
     notes = [f"replayed {replay.ok} of {replay.attempted} steps"]
     if replay.stopped_at is not None:
         notes.append(f"stopped at seq {replay.stopped_at}")
@@ -296,6 +302,13 @@ def _replay_notes(result: ForkResult) -> list[str]:
 @click.argument("box_id")
 @click.option("--up-to", type=int, help="Do the trace's steps up to this seq.")
 @click.option(
+    "--count",
+    type=click.IntRange(1, MAX_FORK_BRANCHES),
+    default=1,
+    show_default=True,
+    help="How many boxes replay it at once (each ID printed on a line of its own).",
+)
+@click.option(
     "--placement",
     "placement_file",
     type=click.File("rb"),
@@ -307,30 +320,50 @@ def fork_box(
     remote: Remote,
     box_id: str,
     up_to: int | None,
+    count: int,
     placement_file: IO[bytes] | None,
     idempotency_key: str | None,
     wait: bool,
 ) -> None:
     """Make a new box that does BOX_ID's recorded steps again; print its ID.
 
-    What the replay did, skipped, or where it stopped goes to stderr (--json: the whole
-    result on stdout)."""
+    With --count K, K boxes replay the same steps at once; their IDs are printed one a
+    line. What each replay did, skipped, or where it stopped goes to stderr (--json: the
+    whole result on stdout)."""
     placement = None if placement_file is None else decode_file(placement_file, Placement)
     if up_to is not None and up_to < 0:
         raise BadRequest("--up-to must be a seq, 0 or more")
     with progress(f"forking {box_id}"):
         result = remote.client.fork(
-            box_id, up_to=up_to, placement=placement, idempotency_key=idempotency_key
+            box_id,
+            up_to=up_to,
+            placement=placement,
+            count=count,
+            idempotency_key=idempotency_key,
         )
-    if wait and result.box.state == "starting":
-        result = msgspec.structs.replace(result, box=await_start(remote, result.box))
+    branches = result.branches or [ForkBranch(box=result.box, replay=result.replay)]
+    if wait:
+        branches = [
+            msgspec.structs.replace(b, box=await_start(remote, b.box))
+            if b.box.state == "starting"
+            else b
+            for b in branches
+        ]
+        result = msgspec.structs.replace(
+            result,
+            box=branches[0].box,
+            branches=branches if result.branches is not None else None,
+        )
     if remote.as_json:
         print_json(result)
         return
-    click.echo(result.box.id)
-    if result.replay.attempted or result.replay.skipped or result.replay.truncated:
-        for note in _replay_notes(result):
-            click.echo(f"holm: {note}", err=True)
+    for branch in branches:
+        click.echo(branch.box.id)
+        replay = branch.replay
+        if replay.attempted or replay.skipped or replay.truncated:
+            mark = f"{branch.box.id}: " if len(branches) > 1 else ""
+            for note in _replay_notes(replay):
+                click.echo(f"holm: {mark}{note}", err=True)
 
 
 @click.command("runtimes")

@@ -303,14 +303,15 @@ def _print_replay(trace_file: Path, report: OfflineReplay) -> None:
 @remote
 def diff(connection: Remote, a: str, b: str, frame_tolerance: float) -> None:
     """How close two runs are: A and B are two trace files, or two box IDs on the server.
-    Exit 0 when their steps match and their last frames match."""
+    Says where they first part (the step, and how: failed, missing, extra, page, screen).
+    Exit 0 when their steps match and went the same way, and their last frames match."""
     files = [Path(a).is_file(), Path(b).is_file()]
     if any(files) and not all(files):
         raise click.UsageError("give two trace files, or two box IDs")
     if all(files):
-        result = asyncio.run(_diff_files(Path(a), Path(b)))
+        result = asyncio.run(_diff_files(Path(a), Path(b), frame_tolerance))
     else:
-        result = asyncio.run(_diff_boxes(connection, a, b))
+        result = asyncio.run(_diff_boxes(connection, a, b, frame_tolerance))
     if connection.as_json:
         click.echo(msgspec.json.encode(result).decode())
     else:
@@ -319,7 +320,7 @@ def diff(connection: Remote, a: str, b: str, frame_tolerance: float) -> None:
         raise click.exceptions.Exit(EXIT_DIFFERENT)
 
 
-async def _diff_files(a: Path, b: Path) -> TraceDiff:
+async def _diff_files(a: Path, b: Path, frame_tolerance: float) -> TraceDiff:
     paths = {str(a): a, str(b): b}
 
     async def read_entries(name: str) -> list[Entry]:
@@ -328,7 +329,9 @@ async def _diff_files(a: Path, b: Path) -> TraceDiff:
     async def read_frame(name: str, frame_hash: str) -> bytes | None:
         return await asyncio.to_thread(_frame_beside, paths[name], frame_hash)
 
-    return await diff_traces(str(a), str(b), read_entries, read_frame)
+    return await diff_traces(
+        str(a), str(b), read_entries, read_frame, frame_tolerance=frame_tolerance
+    )
 
 
 def _frame_beside(trace_file: Path, frame_hash: str) -> bytes | None:
@@ -341,7 +344,7 @@ def _frame_beside(trace_file: Path, frame_hash: str) -> bytes | None:
     return None
 
 
-async def _diff_boxes(connection: Remote, a: str, b: str) -> TraceDiff:
+async def _diff_boxes(connection: Remote, a: str, b: str, frame_tolerance: float) -> TraceDiff:
     async def read_entries(box_id: str) -> list[Entry]:
         entries, _ = await asyncio.to_thread(
             read_server_trace, connection, box_id, after=None, limit=None
@@ -356,7 +359,7 @@ async def _diff_boxes(connection: Remote, a: str, b: str) -> TraceDiff:
                 return None
             raise
 
-    return await diff_traces(a, b, read_entries, read_frame)
+    return await diff_traces(a, b, read_entries, read_frame, frame_tolerance=frame_tolerance)
 
 
 def _print_diff(result: TraceDiff) -> None:
@@ -365,6 +368,11 @@ def _print_diff(result: TraceDiff) -> None:
         f"{result.a} → {result.b}{scope}: {result.matched} steps matched, "
         f"{len(result.missing)} missing, {len(result.extra)} extra"
     )
+    parted = result.divergence
+    if parted is None:
+        click.echo("  no divergence: every step went the same way")
+    else:
+        click.echo(f"  first divergence ({parted.kind}): {parted.message}")
     for step in result.missing:
         click.echo(f"  missing: A seq {step.seq} {step.kind}")
     for step in result.extra:

@@ -1,16 +1,18 @@
-"""`holm trace`: print a trace in the text form of docs/trace.md, as the JSON lines it is
-stored as (`--json`), or as figures (`--stats`).
+"""`holm trace`: a click group. `holm trace TARGET` prints a trace in the text form of
+docs/trace.md, as the JSON lines it is stored as (`--json`), or as figures (`--stats`);
+its subcommands list, open, draw and carry traces.
 
     holm trace BOX_ID                 a box's trace, from the server
     holm trace FILE.jsonl             one trace file, offline
     holm trace DIR                    every trace of a state dir (its traces/) or a folder of
                                       .jsonl files, each after a header line naming it
     holm trace ls [DIR|--url URL]     one line per trace (holm/cli/trace_ls.py)
-    holm trace blob REF [DIR]         a blob's bytes (holm/cli/trace_blob.py)
+    holm trace blob REF [DIR]         a blob's or a frame's bytes (holm/cli/trace_blob.py)
     holm trace view BOX_ID|FILE       the trace as one HTML page (--with: another beside it)
+    holm trace export|import          a trace as one .holm file (holm/cli/trace_carry.py)
 
 An argument that is an existing file or folder is read offline; anything else is a box ID.
-`ls`, `blob` and `view` are words, not box IDs (a folder named so is `./ls`).
+The subcommands' names are words, not box IDs (a folder named so is `./ls`).
 
 What only a box ID, `ls` or `view` needs (pages from a server, box states, the HTML page) is
 imported in the branch that does it, so that `holm trace FILE` imports no more than reading
@@ -23,18 +25,18 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 import click
 import msgspec
-from click.core import ParameterSource
 
 from holm.cli.output import print_figures, write_stdout
 from holm.cli.remote import TOKEN_HELP, connected, exit_code, report_error
 from holm.cli.trace_blob import read_blob
+from holm.cli.trace_carry import register as register_carry
 from holm.errors import BadRequest, HolmError, NotFound
 from holm.events.codec import CorruptLine, read_envelope
 from holm.events.trace_file import read_trace_file, read_trace_lines, trace_files
@@ -53,13 +55,6 @@ FOLLOW_POLL_SECS = 0.2
 # the same thing (a missing file, one that is not a trace) exits with that error's code.
 EXIT_FAILED = 1
 
-
-# The words `trace` takes before its own arguments, and those arguments.
-_WORDS = {
-    "ls": "ls [DIR | --url URL] [--json]",
-    "blob": "blob sha256:HEX [DIR] [-o FILE]",
-    "view": "view BOX_ID|FILE.jsonl [--with SOURCE] [-o OUT.html]",
-}
 
 # The kinds after which a box's trace has nothing more to follow.
 _REMOVALS = frozenset({"gone", "box_deleted"})
@@ -82,24 +77,71 @@ class _Kind(msgspec.Struct):
 
 _kind_decoder = msgspec.json.Decoder(_Kind)
 
+# The default command: `holm trace TARGET` is `holm trace show TARGET`.
+_SHOW = "show"
 
-@click.command("trace")
-@click.argument("target", metavar="BOX_ID|FILE|DIR|ls|blob|view")
-@click.argument("args", metavar="[ARGS]...", nargs=-1)
-@click.option(
-    "--out",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="With `view`: the HTML file to write (default: FILE with .html, or BOX_ID.html). "
-    "With `blob`: the file to write the bytes to (default or -: stdout).",
+
+class TraceGroup(click.Group):
+    """`holm trace WORD …` runs the subcommand WORD; `holm trace TARGET …`, with TARGET no
+    subcommand's name, shows that trace (the hidden `show`). The first argument that is no
+    option (or an option's value) decides, so options may come before it, as before the
+    subcommands existed (`holm trace --url URL ls`, `holm trace --json FILE`)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or args[0] in ("-h", "--help"):
+            return super().parse_args(ctx, args)
+        where = self._first_word(args)
+        if where is not None and args[where] in self.commands:
+            args = [args[where], *args[:where], *args[where + 1 :]]
+        else:
+            args = [_SHOW, *args]
+        return super().parse_args(ctx, args)
+
+    def _first_word(self, args: list[str]) -> int | None:
+        # The options of every subcommand that take a value: their value is no word.
+        valued = {
+            opt
+            for command in self.commands.values()
+            for param in command.params
+            if isinstance(param, click.Option) and not param.is_flag
+            for opt in param.opts
+        }
+        skip = False
+        for n, arg in enumerate(args):
+            if skip:
+                skip = False
+            elif arg == "--":
+                return n + 1 if n + 1 < len(args) else None
+            elif arg.startswith("-") and arg != "-":
+                skip = arg in valued
+            else:
+                return n
+        return None
+
+
+_URL_HELP = (
+    "holmd's URL. Default: $HOLM_SERVER_URL, else http://$HOLM_SERVER_ADDR, else "
+    "http://127.0.0.1:8080."
 )
-@click.option(
-    "--with",
-    "beside",
-    metavar="SOURCE",
-    help="With `view`: a trace to show beside it, steps aligned as `holm diff` aligns them "
-    "(a fork's source): a box ID for a BOX_ID, a trace file for a FILE.",
-)
+
+
+@click.group("trace", cls=TraceGroup)
+def trace() -> None:
+    """Print a trace (BOX_ID: a box's, from the server; FILE or DIR: read offline), or
+    list, draw, export and import traces.
+
+    `holm trace BOX_ID|FILE|DIR [--after N] [--limit N] [--json] [--stats] [--follow]`
+    prints one (`holm trace show --help` tells its options); DIR is a state dir or a folder
+    of .jsonl files, each trace printed after a header line.
+
+    Where a command reads from: a BOX_ID always from the server, a FILE or DIR always
+    offline. `holm trace ls` with no DIR lists the server's traces when one is named
+    (--url, $HOLM_SERVER_URL or $HOLM_SERVER_ADDR), else the state dir's ($HOLM_STATE_DIR,
+    else ./var); `holm trace ls DIR` always reads DIR."""
+
+
+@trace.command(_SHOW, hidden=True)
+@click.argument("target", metavar="BOX_ID|FILE|DIR")
 @click.option("--after", type=int, help="Only the entries after this seq.")
 @click.option(
     "--limit", type=click.IntRange(min=0), help="At most this many entries (of each trace)."
@@ -114,19 +156,9 @@ _kind_decoder = msgspec.json.Decoder(_Kind)
 # For tests and scripts: stop following after this many seconds.
 @click.option("--follow-timeout", type=float, hidden=True)
 @click.option("--token", metavar="TOKEN", help=TOKEN_HELP)
-@click.option(
-    "--url",
-    "server_url",
-    metavar="URL",
-    help="holmd's URL, for a BOX_ID or `ls`. Default: $HOLM_SERVER_URL, else "
-    "http://$HOLM_SERVER_ADDR, else http://127.0.0.1:8080 (`ls` reads the state dir unless "
-    "given --url).",
-)
-def trace(
+@click.option("--url", "server_url", metavar="URL", help=_URL_HELP + " For a BOX_ID.")
+def show(
     target: str,
-    args: tuple[str, ...],
-    out: Path | None,
-    beside: str | None,
     after: int | None,
     limit: int | None,
     as_json: bool,
@@ -138,38 +170,7 @@ def trace(
 ) -> None:
     """Print a trace: a box's (BOX_ID, from the server), one trace file, or every trace of a
     folder, read offline. A trace whose writer stopped mid-line ends with a line that says
-    it is incomplete.
-
-    `holm trace ls [DIR]` lists the traces of a state dir (default: $HOLM_STATE_DIR, else
-    ./var) or a folder of .jsonl files, one line each: runtime, first and last entry,
-    entries, frames, the box's state and origin; `holm trace ls --url URL`, a server's.
-
-    `holm trace blob sha256:HEX [DIR] [-o FILE]` writes the bytes of a blob of a state dir
-    (default as for `ls`): a value too big for its line, which the line names.
-
-    `holm trace view FILE.jsonl [-o OUT.html]` writes the trace as one self-contained HTML
-    page (every entry, the frames kept in its state dir inline) and prints its path;
-    `holm trace view BOX_ID` writes the page the server serves for the box (default
-    BOX_ID.html). `--with SOURCE` shows SOURCE's trace beside it, aligned step by step."""
-    if target == "ls" and len(args) <= 1:
-        _refuse_other_options("ls", {"as_json", "server_url", "token"})
-        _list_traces(args[0] if args else None, server_url, token, as_json)
-        return
-    if target == "blob" and len(args) in (1, 2):
-        _refuse_other_options("blob", {"out"})
-        _write_blob(args[0], args[1] if len(args) == 2 else None, out)
-        return
-    if target == "view" and len(args) == 1:
-        _write_view(args[0], beside, out, server_url, token)
-        return
-    if beside is not None:
-        raise click.UsageError("--with goes with `trace view` only")
-    if target in _WORDS:
-        raise click.UsageError(f"usage: holm trace {_WORDS[target]}")
-    if args:
-        raise click.UsageError(
-            f"unexpected argument {args[0]!r} (did you mean `trace ls`, `blob` or `view`?)"
-        )
+    it is incomplete."""
     path = Path(target)
     if not path.exists():
         if _looks_like_path(target):
@@ -213,6 +214,87 @@ def trace(
                 _print_entries(trace_path, after, limit, as_json)
 
 
+@trace.command("ls")
+@click.argument("folder", metavar="[DIR]", required=False)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object a trace, for jq.")
+@click.option("--token", metavar="TOKEN", help=TOKEN_HELP)
+@click.option("--url", "server_url", metavar="URL", help=_URL_HELP)
+def list_traces(
+    folder: str | None, as_json: bool, token: str | None, server_url: str | None
+) -> None:
+    """List traces, one line each: runtime, first and last entry, entries, frames, the
+    box's state and origin. DIR (a state dir, or a folder of .jsonl files) is read
+    offline; without DIR, the server's traces when a server is named (--url,
+    $HOLM_SERVER_URL or $HOLM_SERVER_ADDR), else the state dir's ($HOLM_STATE_DIR, else
+    ./var)."""
+    from holm.cli.trace_ls import local_traces, print_traces, server_traces
+
+    if folder is not None and server_url is not None:
+        raise click.UsageError("`trace ls` reads a DIR or a server (--url), not both")
+    if folder is None and (server_url is not None or _server_named(os.environ)):
+        with connected(server_url, token, as_json) as remote:
+            print_traces(server_traces(remote), as_json)
+        return
+    path = Path(folder) if folder is not None else state_dir_of(os.environ)
+    if not path.is_dir():
+        _exit_with(NotFound(f"no such folder: {path} (give DIR, or --url for a server)"), as_json)
+    with _offline_errors(as_json):
+        print_traces(local_traces(path), as_json)
+
+
+def _server_named(env: Mapping[str, str]) -> bool:
+    """Whether the environment names a server, as every command that talks to one reads
+    it (holm/client.py's `server_url`)."""
+    return bool(env.get("HOLM_SERVER_URL") or env.get("HOLM_SERVER_ADDR"))
+
+
+@trace.command("blob")
+@click.argument("ref", metavar="sha256:HEX|px:HASH")
+@click.argument("folder", metavar="[DIR]", required=False)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The file to write the bytes to (default or -: stdout).",
+)
+def write_blob(ref: str, folder: str | None, out: Path | None) -> None:
+    """Write the bytes of a blob of a state dir (DIR; default: $HOLM_STATE_DIR, else ./var):
+    a value too big for its trace line, which the line names (`sha256:HEX`), or a frame's
+    PNG, named by the pixel hash its `frame` entry gives (`px:…`)."""
+    with _offline_errors():
+        data = read_blob(Path(folder) if folder is not None else state_dir_of(os.environ), ref)
+        if out is None or str(out) == "-":
+            write_stdout(data)
+        else:
+            out.write_bytes(data)
+
+
+@trace.command("view")
+@click.argument("target", metavar="BOX_ID|FILE.jsonl")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The HTML file to write (default: FILE with .html, or BOX_ID.html).",
+)
+@click.option(
+    "--with",
+    "beside",
+    metavar="SOURCE",
+    help="A trace to show beside it, steps aligned as `holm diff` aligns them (a fork's "
+    "source): a box ID for a BOX_ID, a trace file for a FILE.",
+)
+@click.option("--token", metavar="TOKEN", help=TOKEN_HELP)
+@click.option("--url", "server_url", metavar="URL", help=_URL_HELP + " For a BOX_ID.")
+def view(
+    target: str, out: Path | None, beside: str | None, server_url: str | None, token: str | None
+) -> None:
+    """Write a trace as one self-contained HTML page and print its path: a trace file's
+    (every entry, the frames kept in its state dir inline), or the page the server serves
+    for a box. `--with SOURCE` shows SOURCE's trace beside it, aligned step by step."""
+    _write_view(target, beside, out, server_url, token)
+
+
 @contextlib.contextmanager
 def _offline_errors(as_json: bool = False) -> Iterator[None]:
     """What reading files offline can meet, as a message (with `as_json`, the error body)
@@ -233,42 +315,6 @@ def _offline_errors(as_json: bool = False) -> Iterator[None]:
         _fail(str(exc))
 
 
-def _refuse_other_options(word: str, allowed: set[str]) -> None:
-    """A usage error for an option given on the command line that `trace WORD` ignores."""
-    context = click.get_current_context()
-    for param in context.command.params:
-        given = context.get_parameter_source(param.name or "") is ParameterSource.COMMANDLINE
-        if isinstance(param, click.Option) and given and param.name not in allowed:
-            raise click.UsageError(f"{param.opts[0]} does not go with `trace {word}`")
-
-
-def _list_traces(
-    folder: str | None, server_url: str | None, token: str | None, as_json: bool
-) -> None:
-    from holm.cli.trace_ls import local_traces, print_traces, server_traces
-
-    if server_url is not None:
-        if folder is not None:
-            raise click.UsageError("`trace ls` reads a DIR or a server (--url), not both")
-        with connected(server_url, token, as_json) as remote:
-            print_traces(server_traces(remote), as_json)
-        return
-    path = Path(folder) if folder is not None else state_dir_of(os.environ)
-    if not path.is_dir():
-        _exit_with(NotFound(f"no such folder: {path} (give DIR, or --url for a server)"), as_json)
-    with _offline_errors(as_json):
-        print_traces(local_traces(path), as_json)
-
-
-def _write_blob(ref: str, folder: str | None, out: Path | None) -> None:
-    with _offline_errors():
-        data = read_blob(Path(folder) if folder is not None else state_dir_of(os.environ), ref)
-        if out is None or str(out) == "-":
-            write_stdout(data)
-        else:
-            out.write_bytes(data)
-
-
 def _write_view(
     target: str, beside: str | None, out: Path | None, server_url: str | None, token: str | None
 ) -> None:
@@ -279,18 +325,18 @@ def _write_view(
 
     path = Path(target)
     if path.exists() or _looks_like_path(target):
-        _refuse_other_options("view", {"out", "beside"})
         trace = _trace_side(path)
         if beside is None:
             page = trace_html(
                 f"Trace {trace.name}", trace.entries, trace.frame_png, incomplete=trace.incomplete
             )
         else:
-            page = side_by_side(_trace_side(Path(beside)), trace)
+            import asyncio
+
+            page = asyncio.run(side_by_side(_trace_side(Path(beside)), trace))
         written = out or path.with_suffix(".html")
         written.write_text(page, encoding="utf-8")
     else:
-        _refuse_other_options("view", {"out", "beside", "server_url", "token"})
         with connected(server_url, token, False) as remote:
             body = remote.client.trace_view(target, beside=beside)
         written = out or Path(f"{target}.html")
@@ -458,6 +504,8 @@ def _duration(ms: int) -> str:
     return f"{hours} h {minutes} min"
 
 
+register_carry(trace)
+
 COMMANDS: tuple[click.Command, ...] = (trace,)
 
-__all__ = ["COMMANDS", "trace"]
+__all__ = ["COMMANDS", "TraceGroup", "trace"]

@@ -11,7 +11,7 @@ import base64
 import inspect
 import uuid
 from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -27,11 +27,14 @@ from holm.wire.entries import (
     acted_key,
     launched_key,
     redacted_action,
+    url_without_query,
 )
 from holm.wire.results import (
     ActionResult,
+    ElementDone,
     ExecResult,
     FoundWindow,
+    PageOpened,
     expect,
 )
 from holm.wire.runtime import BatchEnd, FrameResult, Held
@@ -143,6 +146,21 @@ async def run_steps(
     )
 
 
+def _kept_result(value: ActionResult | None) -> Any:
+    """What of a step's result its `acted` entry keeps: an exec's code and output (which a
+    strict replay compares), and the page a page step left (its URL without the query,
+    where a sign-in's code or token may ride, and its title), which `holm diff` compares."""
+    match value:
+        case ExecResult():
+            return msgspec.to_builtins(value)
+        case PageOpened(url=url, title=title):
+            return {"page": {"url": url_without_query(url), "title": title}}
+        case ElementDone(url=url):
+            return {"page": {"url": url_without_query(url)}}
+        case _:
+            return None
+
+
 def _entries_of(
     actor: Actor,
     screen: int,
@@ -167,8 +185,7 @@ def _entries_of(
             error=None if error is None else error.body(),
             batch=batch,
             index=index,
-            # What a strict replay compares: an exec's code and output.
-            result=msgspec.to_builtins(value) if isinstance(value, ExecResult) else None,
+            result=_kept_result(value),
             bytes=size,
         )
     ]

@@ -183,7 +183,7 @@ async def guards_middleware(request: web.Request, handler: Handler) -> web.Strea
         check_same_origin(request, access)
         caller = caller_by_bearer(request, route, access, request.app[WORKSPACES])
         request[CALLER] = caller
-        check_content_type(request)
+        check_content_type(request, route.accepts)
         check_boxes(request, caller)
     return await handler(request)
 
@@ -299,16 +299,20 @@ def check_boxes(request: web.Request, caller: Caller) -> None:
             engine.box_seen_by(box_id, caller.workspace)
 
 
-def check_content_type(request: web.Request) -> None:
-    """A body must say `content-type: application/json`. A request without one (no length,
-    or length 0) passes whatever its type: clients send `application/octet-stream` on an
-    empty POST, and a browser's empty POST is refused by its `Sec-Fetch-Site` or `Origin`."""
-    if not request.body_exists or request.content_type == "application/json":
+def check_content_type(request: web.Request, accepts: str = "application/json") -> None:
+    """A body must say the content-type its route takes, `application/json` but for a
+    route that takes a file (`POST /v1/traces`: `application/zip`); neither is one a page
+    of another origin can send without asking first (CORS). A request without a body (no
+    length, or length 0) passes whatever its type: clients send `application/octet-stream`
+    on an empty POST, and a browser's empty POST is refused by its `Sec-Fetch-Site` or
+    `Origin`."""
+    if not request.body_exists or request.content_type == accepts:
         return
     declared = request.headers.get("Content-Type")
     said = "no content-type" if declared is None else f"content-type {request.content_type}"
+    takes = "JSON bodies" if accepts == "application/json" else "a body"
     raise UnsupportedMediaType(
-        f"the body has {said}; holmd takes JSON bodies (content-type: application/json)"
+        f"the body has {said}; holmd takes {takes} (content-type: {accepts})"
     )
 
 

@@ -45,6 +45,8 @@ class Route:
     idempotent: bool = False
     content_type: str = "application/json"
     tags: tuple[str, ...] = field(default=())
+    # The content-type a body must have (the middlewares refuse another).
+    accepts: str = "application/json"
 
 
 @dataclass(frozen=True)

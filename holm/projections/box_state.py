@@ -46,6 +46,7 @@ from holm.wire.entries import (
     FrameSeen,
     ImageBuilt,
     ImageRemoved,
+    Imported,
     PageCaptured,
     RuntimeAdded,
     RuntimeRemoved,
@@ -165,6 +166,8 @@ def apply(state: BoxState | None, entry: Entry) -> BoxState:
             step.update(state="gone", removed=True, reason=DELETED_REASON)
         case ForkedFrom(source=source, up_to=up_to):
             step["forked_from"] = ForkOrigin(source=source, up_to=up_to)
+        case Imported():
+            pass
         case Adopted():
             step.update(state="ready", reason=None, adopted=True, **_adopted_fields(state, entry))
         case BoxCreated():

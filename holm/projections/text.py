@@ -45,6 +45,7 @@ from holm.wire.entries import (
     FrameSeen,
     ImageBuilt,
     ImageRemoved,
+    Imported,
     PageCaptured,
     RuntimeAdded,
     RuntimeChanged,
@@ -136,6 +137,8 @@ def entry_text(entry: Entry) -> str:
             return f"created {width}x{height}" + (f", {screens} screens" if screens != 1 else "")
         case ForkedFrom(source=source, up_to=up_to):
             return f"forked from {_clip(source)}" + (f" up to {up_to}" if up_to is not None else "")
+        case Imported(source=source, entries=count):
+            return f"imported from {_clip(source)} ({count} entries)"
         case Adopted():
             return "adopted"
         case BoxReady():

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from holm.projections.text import INCOMPLETE_LINE, entry_text
 from holm.projections.trace_details import Detail, PointerTrail
-from holm.wire.diff import MatchedStep, StepRef
+from holm.wire.diff import MatchedStep, Parting, StepRef
 from holm.wire.entries import Entry, FrameSeen, TakeoverEnded, TakeoverStarted, kind_of
 
 # At most this many different frames are put in the page; the rest are named only.
@@ -118,6 +118,9 @@ _SCRIPT = """(() => {
     row.scrollIntoView({block: "nearest"});
     const sides = row.classList.contains("pair") ? row.children : [row];
     for (let i = 0; i < panels.length; i++) show(sides[i], panels[i]);
+    for (const thumb of document.querySelectorAll("#strip .thumb")) {
+      thumb.classList.toggle("current", thumb.dataset.frameSeq === row.dataset.frameSeq);
+    }
   }
   document.getElementById("entries").addEventListener("click",
     (event) => choose(event.target.closest(".row")));
@@ -128,6 +131,39 @@ _SCRIPT = """(() => {
     const at = chosen ? Array.prototype.indexOf.call(rows, chosen) + by : 0;
     choose(rows[Math.max(0, Math.min(rows.length - 1, at))]);
   });
+  // The filmstrip: each kept frame of the trace in order; a click or a drag along it
+  // (scrubbing) chooses the `frame` entry that recorded it.
+  const strip = document.getElementById("strip");
+  const thumbs = strip ? strip.querySelectorAll(".thumb") : [];
+  for (const thumb of thumbs) {
+    frames = frames || data("frames");
+    const img = document.createElement("img");
+    img.alt = "frame of step " + thumb.dataset.step;
+    img.src = "data:image/png;base64," + frames[Number(thumb.dataset.frame)][2];
+    thumb.appendChild(img);
+  }
+  // Along the strip, by the pointer's x alone: choosing a row may scroll the page, and the
+  // strip with it, from under the pointer.
+  const scrub = (event) => {
+    for (const thumb of thumbs) {
+      const r = thumb.getBoundingClientRect();
+      if (event.clientX < r.left || event.clientX >= r.right) continue;
+      if (!thumb.classList.contains("current")) {
+        choose(document.querySelector('#entries .row[data-seq="' + thumb.dataset.step + '"]'));
+      }
+      return;
+    }
+  };
+  if (strip) {
+    strip.addEventListener("pointerdown", (event) => {
+      strip.setPointerCapture(event.pointerId);
+      scrub(event);
+    });
+    strip.addEventListener("pointermove", (event) => { if (event.buttons & 1) scrub(event); });
+  }
+  // Open on the step where two runs part, else on the last entry: the screen it ended on.
+  const parted = document.querySelector("#entries .side.parted");
+  choose(parted ? parted.closest(".row") : rows[rows.length - 1]);
 })();"""
 
 # What a browser is told of the page: its one script, images from data: URLs, inline styles.
@@ -178,6 +214,13 @@ main { display: flex; gap: 1.5em; align-items: flex-start; }
 .person { background: #fde0c5; }
 .unmatched { box-shadow: inset 3px 0 #c33; }
 .beyond { color: #999; }
+#strip { display: flex; gap: 4px; overflow-x: auto; padding-bottom: .5em; margin-bottom: .5em;
+         touch-action: none; user-select: none; }
+.thumb { flex: none; padding: 0; border: 2px solid transparent; background: none; cursor: pointer; }
+.thumb img { display: block; height: 60px; width: auto; pointer-events: none; }
+.thumb.current { border-color: #2a62c9; }
+.parted { box-shadow: inset 5px 0 #e0a000; background: #fff4cc; }
+.parting { color: #8a5a00; font-weight: 600; }
 .row:hover, .row:hover > .side { background: #f3f6fb; }
 .row.chosen, .row.chosen > .side { background: #dde8f8; }
 .incomplete { color: #a00; margin-top: 1em; }
@@ -219,6 +262,10 @@ class _Store:
         self._placed[frame.frame] = len(self.frames)
         self.frames.append([frame.width, frame.height, base64.b64encode(png).decode()])
         return self._placed[frame.frame]
+
+    def placed(self, frame_hash: str) -> int | None:
+        """Where a frame already placed is in the page's frames."""
+        return self._placed.get(frame_hash)
 
     def add(self, detail: Detail) -> int:
         self.details.append(detail)
@@ -301,7 +348,14 @@ def _json(value: object) -> str:
 
 
 def _page(
-    title: str, sub: str, head: str, rows: list[str], tail: str, panels: str, store: _Store
+    title: str,
+    sub: str,
+    head: str,
+    rows: list[str],
+    tail: str,
+    panels: str,
+    store: _Store,
+    strip: str = "",
 ) -> str:
     blocks = "".join(
         f'<div class="block">{"".join(rows[at : at + ROWS_PER_BLOCK])}</div>'
@@ -311,7 +365,7 @@ def _page(
         '<!doctype html>\n<html><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f'<h1>{html.escape(title)}</h1><div class="sub">{sub}</div>'
+        f'<h1>{html.escape(title)}</h1><div class="sub">{sub}</div>{strip}'
         f'<main><div id="entries">{head}{blocks}{tail}</div><div id="screen">{panels}</div></main>'
         f'<script type="application/json" id="frames">{_json(store.frames)}</script>'
         f'<script type="application/json" id="details">{_json(store.details)}</script>'
@@ -342,7 +396,19 @@ def trace_html(
         "<span>kind</span><span>what</span></div>"
     )
     tail = _incomplete() if incomplete else ""
-    return _page(title, sub, head, rows, tail, _panel(""), store)
+    return _page(title, sub, head, rows, tail, _panel(""), store, _strip(entries, store))
+
+
+def _strip(entries: Sequence[Entry], store: _Store) -> str:
+    """The filmstrip: a button for each `frame` entry whose picture the page keeps, in the
+    trace's order; the script puts the picture in it."""
+    thumbs = [
+        f'<button class="thumb" data-step="{e.seq}" data-frame-seq="{e.seq}" '
+        f'data-frame="{store.placed(e.frame)}" title="step {e.seq}"></button>'
+        for e in entries
+        if isinstance(e, FrameSeen) and store.placed(e.frame) is not None
+    ]
+    return f'<div id="strip">{"".join(thumbs)}</div>' if thumbs else ""
 
 
 def aligned_rows(
@@ -375,14 +441,17 @@ def trace_pair_html(
     extra: Sequence[StepRef],
     *,
     a_up_to: int | None = None,
+    parting: Parting | None = None,
 ) -> str:
     """A (a source) and B (its fork, or another run) side by side: `pairs` are the steps
     aligned as `holm diff` aligns them, each pair on one row; the steps of A that B lacks
     (`missing`) and of B that A lacks (`extra`) marked; A's entries after `a_up_to` (where
-    B was forked) greyed. Choosing a row shows both screens at that point."""
+    B was forked) greyed; the step where they first part (`parting`) marked and said above
+    the rows. Choosing a row shows both screens at that point."""
     store = _Store()
     readers = (_Reader(a, store), _Reader(b, store))
     flagged = {("a", s.seq) for s in missing} | {("b", s.seq) for s in extra}
+    parted = set() if parting is None else {("a", parting.a), ("b", parting.b)}
     rows: list[str] = []
     for entry_a, entry_b in aligned_rows(a.entries, b.entries, pairs):
         sides = []
@@ -393,6 +462,8 @@ def trace_pair_html(
             classes = ["side"]
             if (name, entry.seq) in flagged:
                 classes.append("unmatched")
+            if (name, entry.seq) in parted:
+                classes.append("parted")
             if name == "a" and a_up_to is not None and entry.seq > a_up_to:
                 classes.append("beyond")
             sides.append(reader.row(entry, classes, at=False))
@@ -405,6 +476,12 @@ def trace_pair_html(
         f"{len(missing)} missing and {len(extra)} extra (marked red), as "
         "<code>holm diff</code> aligns them; "
         f"{len(store.frames)} frames kept; {_SHADING}"
+    )
+    sub += (
+        " No divergence: every step went the same way."
+        if parting is None
+        else f' <span class="parting">First divergence ({html.escape(parting.kind)}, marked '
+        f"yellow): {html.escape(parting.message)}</span>"
     )
     cells = "<span>seq</span><span>actor</span><span>kind</span><span>what</span>"
     head = (

@@ -20,6 +20,7 @@ from PIL import Image, ImageChops, ImageStat
 from holm.errors import NotFound
 from holm.projections.trace_html import TraceSide, trace_pair_html
 from holm.replay.boxes import Boxes
+from holm.replay.divergence import first_parting
 from holm.replay.plan import Step, plan_fork
 from holm.replay.reading import read_whole_trace
 from holm.wire.diff import FrameComparison, MatchedStep, StepRef, TraceDiff
@@ -117,10 +118,23 @@ async def compare_frames(
 
 def fork_up_to(entries_b: Sequence[Entry], a: str) -> int | None:
     """The `up_to` of B's `forked_from` when B is a fork of A."""
+    forked = forked_from(entries_b, a)
+    return None if forked is None else forked.up_to
+
+
+def forked_from(entries_b: Sequence[Entry], a: str) -> ForkedFrom | None:
+    """B's `forked_from` when it names A."""
     for entry in entries_b:
         if isinstance(entry, ForkedFrom) and entry.source == a:
-            return entry.up_to
+            return entry
     return None
+
+
+def _known_as(a: str, entries_a: Sequence[Entry]) -> str:
+    """The name a fork's `forked_from` gives trace `a`: the box its trace created, when it
+    has its start (a trace file's name, a path, is not it)."""
+    created = next((e for e in entries_a if isinstance(e, BoxCreated)), None)
+    return a if created is None else created.box_id
 
 
 class Alignment(NamedTuple):
@@ -138,18 +152,30 @@ def align_traces(a: str, entries_a: Sequence[Entry], entries_b: Sequence[Entry])
     source) and of B, aligned: what `holm diff` and the side-by-side trace page show.
     A is known by the box its trace created, when it has its start: a trace file's name
     (a path) is not what a fork's `forked_from` names."""
-    created = next((e for e in entries_a if isinstance(e, BoxCreated)), None)
-    up_to = fork_up_to(entries_b, a if created is None else created.box_id)
+    up_to = fork_up_to(entries_b, _known_as(a, entries_a))
     pairs, missing, extra = align_steps(
         plan_fork(entries_a, up_to=up_to).steps, plan_fork(entries_b).steps
     )
     return Alignment(up_to, pairs, missing, extra)
 
 
-def side_by_side(a: TraceSide, b: TraceSide) -> str:
+async def side_by_side(a: TraceSide, b: TraceSide) -> str:
     """The trace page of A (named as B's `forked_from` names its source, for a fork) and B
-    side by side, their steps aligned as `holm diff` aligns them."""
+    side by side, their steps aligned as `holm diff` aligns them, and the step where they
+    first part marked."""
     aligned = align_traces(a.name, a.entries, b.entries)
+    sides = {"a": a, "b": b}
+
+    async def read_frame(side: str, frame_hash: str) -> bytes | None:
+        return sides[side].frame_png(frame_hash)
+
+    parting = await first_parting(
+        ("a", a.entries),
+        ("b", b.entries),
+        read_frame,
+        a_up_to=aligned.a_up_to,
+        fork=forked_from(b.entries, _known_as(a.name, a.entries)) is not None,
+    )
     return trace_pair_html(
         f"{b.name} beside {a.name}",
         a,
@@ -158,14 +184,30 @@ def side_by_side(a: TraceSide, b: TraceSide) -> str:
         aligned.missing,
         aligned.extra,
         a_up_to=aligned.a_up_to,
+        parting=parting,
     )
 
 
 async def diff_traces(
-    a: str, b: str, read_entries: ReadEntries, read_frame: ReadFrame
+    a: str,
+    b: str,
+    read_entries: ReadEntries,
+    read_frame: ReadFrame,
+    *,
+    frame_tolerance: float = 0.0,
 ) -> TraceDiff:
+    """The two traces aligned, their last frames compared, and where they first part (a
+    screen parts only beyond `frame_tolerance`)."""
     entries_a, entries_b = await asyncio.gather(read_entries(a), read_entries(b))
     up_to, pairs, missing, extra = align_traces(a, entries_a, entries_b)
+    parting = await first_parting(
+        (a, entries_a),
+        (b, entries_b),
+        read_frame,
+        a_up_to=up_to,
+        fork=forked_from(entries_b, _known_as(a, entries_a)) is not None,
+        frame_tolerance=frame_tolerance,
+    )
     frames_a, frames_b = last_frames(entries_a), last_frames(entries_b)
     screens = sorted(set(frames_a) | set(frames_b)) or [0]
     frames = [
@@ -183,10 +225,11 @@ async def diff_traces(
         extra=extra,
         pairs=pairs,
         frames=frames,
+        divergence=parting,
     )
 
 
-async def diff_boxes(boxes: Boxes, a: str, b: str) -> TraceDiff:
+async def diff_boxes(boxes: Boxes, a: str, b: str, *, frame_tolerance: float = 0.0) -> TraceDiff:
     """The diff of two boxes' traces (removed boxes too) as the server keeps them: what
     `GET /v1/boxes/{a}/diff/{b}` answers. NotFound when either has no trace."""
 
@@ -199,7 +242,7 @@ async def diff_boxes(boxes: Boxes, a: str, b: str) -> TraceDiff:
         except NotFound:
             return None
 
-    return await diff_traces(a, b, read_entries, read_frame)
+    return await diff_traces(a, b, read_entries, read_frame, frame_tolerance=frame_tolerance)
 
 
 __all__ = [

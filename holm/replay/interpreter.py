@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -37,7 +37,15 @@ from holm.replay.reading import read_whole_trace
 from holm.replay.screen_check import Reference, meet_frame
 from holm.replay.strict import Divergence, ForkPolicy, ReplayPolicy
 from holm.wire.actions import Action, Exec, ExecWhat, Launch
-from holm.wire.api import ActionsRequest, ForkRequest, ForkResult, Outcome, ReplayReport
+from holm.wire.api import (
+    ActionsRequest,
+    BoxView,
+    ForkBranch,
+    ForkRequest,
+    ForkResult,
+    Outcome,
+    ReplayReport,
+)
 from holm.wire.results import ExecResult, expect
 from holm.wire.spec import Placement, Spec
 
@@ -69,23 +77,53 @@ async def fork_box(
     boxes: Boxes, source_box_id: str, request: ForkRequest | Mapping[str, Any]
 ) -> ForkResult:
     """A new box made from the trace of `source_box_id` (a removed box too: its trace
-    stays), doing the source's steps again up to `request.up_to`. With queued jobs, the
-    new box answers at once, `starting`, with an empty report: its start and the replay
-    run as one job, and a fork that stops before its box started leaves it `failed`."""
-    new_id, plan = await _record_fork(boxes, source_box_id, _fork_request(request))
+    stays), doing the source's steps again up to `request.up_to`; `request.count` of them,
+    replaying at once, each an ordinary box (its trace starts `box_created`,
+    `forked_from`). With queued jobs, the new boxes answer at once, `starting`, with an
+    empty report: each one's start and replay run as one job, and a fork that stops before
+    its box started leaves it `failed`."""
+    request = _fork_request(request)
+    new_ids, plan = await _record_forks(boxes, source_box_id, request)
 
-    async def launch_and_replay() -> None:
-        try:
-            await boxes.start_recorded(new_id)
-            await replay_plan(boxes, new_id, plan, ForkPolicy())
-        finally:
-            await boxes.fail_starting(new_id, "the fork stopped before its box was started")
+    def launch_and_replay(new_id: str) -> Callable[[], Awaitable[None]]:
+        async def job() -> None:
+            try:
+                await boxes.start_recorded(new_id)
+                await replay_plan(boxes, new_id, plan, ForkPolicy())
+            finally:
+                await boxes.fail_starting(new_id, "the fork stopped before its box was started")
 
-    if boxes.queue(f"fork {source_box_id} into {new_id}", launch_and_replay):
-        return ForkResult(box=box_view(await boxes.box(new_id)), replay=ReplayReport())
-    await boxes.start_recorded(new_id)
-    run = await replay_plan(boxes, new_id, plan, ForkPolicy())
-    return ForkResult(box=box_view(run.box), replay=run.report)
+        return job
+
+    name = f"fork {source_box_id} into"
+    if all([boxes.queue(f"{name} {new_id}", launch_and_replay(new_id)) for new_id in new_ids]):
+        made = [(box_view(await boxes.box(new_id)), ReplayReport()) for new_id in new_ids]
+        return _fork_result(made)
+    if len(new_ids) == 1:
+        # One box: a start that fails is the fork's error, as the spec's fork answers it.
+        await boxes.start_recorded(new_ids[0])
+        run = await replay_plan(boxes, new_ids[0], plan, ForkPolicy())
+        return ForkResult(box=box_view(run.box), replay=run.report)
+    runs = await asyncio.gather(*(_branch(boxes, new_id, plan) for new_id in new_ids))
+    return _fork_result([(box_view(run.box), run.report) for run in runs])
+
+
+async def _branch(boxes: Boxes, new_id: str, plan: Plan) -> ReplayRun:
+    """One box of a fork of many, started and replayed: a branch that cannot start is a
+    `failed` box among the others (its `box_failed` says why), not the whole fork's error."""
+    try:
+        await boxes.start_recorded(new_id)
+    except HolmError:
+        return ReplayRun(box=await boxes.box(new_id), report=ReplayReport())
+    return await replay_plan(boxes, new_id, plan, ForkPolicy())
+
+
+def _fork_result(made: list[tuple[BoxView, ReplayReport]]) -> ForkResult:
+    """The spec's answer for the first box, and every box in `branches` when there are
+    more."""
+    (box, report), *others = made
+    branches = [ForkBranch(box=b, replay=r) for b, r in made] if others else None
+    return ForkResult(box=box, replay=report, branches=branches)
 
 
 async def fork_run(boxes: Boxes, source_box_id: str, request: ForkRequest) -> ReplayRun:
@@ -97,6 +135,14 @@ async def fork_run(boxes: Boxes, source_box_id: str, request: ForkRequest) -> Re
 
 
 async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple[str, Plan]:
+    (new_id,), plan = await _record_forks(boxes, source, request, count=1)
+    return new_id, plan
+
+
+async def _record_forks(
+    boxes: Boxes, source: str, request: ForkRequest, count: int | None = None
+) -> tuple[list[str], Plan]:
+    """Plan the fork once and record its `count` new boxes (the request's by default)."""
     if request.mode == "snapshot":
         raise Unsupported("a snapshot fork is refused: a fork replays the trace")
     state = await boxes.box(source)
@@ -115,10 +161,11 @@ async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple
         include_person=request.include_person,
     )
     spec, placement, owner = await _origin_of(boxes, source, plan, request.placement)
-    new_id = await boxes.record_box(
-        spec, placement, owner=owner, forked_from=(source, request.up_to)
-    )
-    return new_id, plan
+    new_ids = [
+        await boxes.record_box(spec, placement, owner=owner, forked_from=(source, request.up_to))
+        for _ in range(request.count if count is None else count)
+    ]
+    return new_ids, plan
 
 
 async def replay_plan(

@@ -480,6 +480,10 @@ class RunResult(_Response):
 # Fork
 
 
+# The most boxes one fork makes (`count`).
+MAX_FORK_BRANCHES = 16
+
+
 class ForkRequest(_Request):
     """`POST …/fork`. A given `placement` replaces the source's completely."""
 
@@ -488,6 +492,8 @@ class ForkRequest(_Request):
     placement: Placement | None = None
     # Also do again what a person did during a takeover (their `acted` entries).
     include_person: bool = False
+    # Beyond the spec: how many boxes replay the same prefix at once (docs/fork.md).
+    count: Annotated[int, Meta(ge=1, le=MAX_FORK_BRANCHES)] = 1
 
 
 class Skipped(_Response):
@@ -506,9 +512,30 @@ class ReplayReport(msgspec.Struct, kw_only=True):
     skipped: list[Skipped] = msgspec.field(default_factory=list)
 
 
-class ForkResult(_Response):
+class TraceImported(_Response):
+    """`POST /v1/traces` (beyond the spec): the new trace's ID (a removed box's, which
+    forks), where it came from, and what it holds."""
+
+    trace: str
+    source: str
+    entries: int
+    frames: int
+
+
+class ForkBranch(_Response):
+    """One box of a fork of `count` > 1, and its replay."""
+
     box: BoxView
     replay: ReplayReport
+
+
+class ForkResult(_Response):
+    """The spec's answer (`box`, `replay`); a fork of `count` > 1 adds `branches`, every
+    box it made (the first is `box`), and is absent otherwise (beyond the spec)."""
+
+    box: BoxView
+    replay: ReplayReport
+    branches: list[ForkBranch] | None = None
 
 
 class Outcome(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -684,6 +711,7 @@ class KeyList(_Response):
 
 
 __all__ = [
+    "MAX_FORK_BRANCHES",
     "MAX_SCALE",
     "ActionsRequest",
     "ActionsResult",
@@ -702,6 +730,7 @@ __all__ = [
     "Done",
     "ErrorBody",
     "EventsQuery",
+    "ForkBranch",
     "ForkOrigin",
     "ForkRequest",
     "ForkResult",
@@ -734,6 +763,7 @@ __all__ = [
     "TakeoverView",
     "TicketRequest",
     "TicketView",
+    "TraceImported",
     "TraceList",
     "TracePage",
     "TraceQuery",

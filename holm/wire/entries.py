@@ -24,6 +24,7 @@ import base64
 import binascii
 import hashlib
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
@@ -65,6 +66,17 @@ class BoxCreated(_Entry, tag="box_created"):
 class ForkedFrom(_Entry, tag="forked_from"):
     source: str
     up_to: int | None = None
+
+
+class Imported(_Entry, tag="imported"):
+    """The trace came from a `.holm` file (holm/wire/archive.py): the trace it was exported
+    as, how many entries the file held, and when it was exported and imported. It follows
+    the `box_created` of the imported trace, as `forked_from` follows a fork's."""
+
+    source: str
+    entries: int
+    exported_at_ms: int
+    imported_at_ms: int
 
 
 class Adopted(_Entry, tag="adopted"):
@@ -259,6 +271,7 @@ class RuntimeRemoved(_Entry, tag="runtime_removed"):
 Entry = (
     BoxCreated
     | ForkedFrom
+    | Imported
     | Adopted
     | BoxReady
     | BoxFailed
@@ -309,6 +322,15 @@ def launched_key(screen: int, app: str, args: list[str]) -> str:
 
 def executed_key(argv: list[str], timeout_ms: int) -> str:
     return step_key("executed", {"argv": argv, "timeout_ms": timeout_ms})
+
+
+def url_without_query(url: str) -> str:
+    """A page's URL as a trace keeps it beside a step: its query, where a sign-in's code or
+    a token may ride, replaced by `?…`; the rest as it was."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    return urlunsplit(parts._replace(query="…"))
 
 
 def redacted_action(action: Action) -> tuple[Action, int | None]:
@@ -370,6 +392,7 @@ __all__ = [
     "FrameSeen",
     "ImageBuilt",
     "ImageRemoved",
+    "Imported",
     "PageCaptured",
     "RuntimeAdded",
     "RuntimeChanged",
@@ -383,4 +406,5 @@ __all__ = [
     "redacted_action",
     "redacts",
     "step_key",
+    "url_without_query",
 ]

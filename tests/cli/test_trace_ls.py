@@ -114,12 +114,49 @@ def test_ls_and_blob_refuse_wrong_arguments_before_reading_anything() -> None:
     done = holm("trace", "ls", str(FIXTURES), "--url", "http://127.0.0.1:9")
     assert done.returncode == 2 and b"not both" in done.stderr
     done = holm("trace", "ls", "--stats", str(FIXTURES))
-    assert done.returncode == 2 and b"--stats does not go with `trace ls`" in done.stderr
+    assert done.returncode == 2 and b"No such option '--stats'" in done.stderr
     # Without its REF, `blob` is no box ID to ask a server about.
-    done = holm("trace", "blob", "--url", "http://127.0.0.1:9")
-    assert done.returncode == 2 and b"usage: holm trace blob sha256:HEX" in done.stderr
+    done = holm("trace", "blob", "--out", "x.bin")
+    assert done.returncode == 2 and b"Usage: holm trace blob [OPTIONS] sha256:HEX|px:HASH" in (
+        done.stderr
+    )
     done = holm("trace", "ls", str(FIXTURES), "more")
-    assert done.returncode == 2 and b"usage: holm trace ls" in done.stderr
+    assert done.returncode == 2 and b"Usage: holm trace ls" in done.stderr
+
+
+def test_trace_is_a_group_whose_help_says_where_each_command_reads() -> None:
+    done = holm("trace", "--help")
+    assert done.returncode == 0, done.stderr.decode()
+    text = done.stdout.decode()
+    commands = text.split("Commands:\n")[1]
+    assert {line.split()[0] for line in commands.splitlines() if line.strip()} >= {
+        "ls",
+        "blob",
+        "view",
+    }
+    # One sentence says it: a DIR offline, else the server the environment names.
+    assert "$HOLM_SERVER_URL" in text and "always reads DIR" in " ".join(text.split())
+    # A trace file is still the default command's, options before it or after.
+    first = holm("trace", "--limit", "1", str(FIXTURES / "spec_example.jsonl"))
+    assert first.returncode == 0 and len(first.stdout.splitlines()) == 1
+
+
+def test_blob_gives_the_png_of_a_frame_hash() -> None:
+    recorded = FIXTURES / "recorded"
+    frame = next(
+        json.loads(line)["frame"]
+        for line in (recorded / "browser_form.jsonl").read_text().splitlines()
+        if json.loads(line)["kind"] == "frame"
+    )
+    done = holm("trace", "blob", frame, str(recorded))
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == (recorded / "frames" / "browser_form" / f"{frame}.png").read_bytes()
+    assert done.stdout.startswith(b"\x89PNG")
+    missing = holm("trace", "blob", "px:" + "0" * 40, str(recorded))
+    assert missing.returncode == EXIT_CODES["not_found"], missing.stderr.decode()
+    # A frame hash is one file name, never a path out of the frames.
+    escape = holm("trace", "blob", "px:../../secret", str(recorded))
+    assert escape.returncode == EXIT_CODES["bad_request"], escape.stderr.decode()
 
 
 # A real holmd
@@ -155,6 +192,22 @@ def test_ls_over_url_lists_a_box_its_fork_and_a_removed_box_as_the_state_dir_doe
 
     table = holm("trace", "ls", "--url", server.url, "--token", TOKEN).stdout.decode()
     assert f"fork of {source}" in table
+
+
+def test_ls_with_a_server_in_the_environment_lists_the_servers_traces(
+    server: Holmd, tmp_path: Path
+) -> None:
+    with SyncHolmClient(server.url, server.token) as client:
+        box_id = client.create_box().id
+    env = {"HOLM_SERVER_URL": server.url, "HOLM_SERVER_TOKEN": TOKEN}
+    # Run where no ./var is: the server named by the environment is what is listed.
+    assert box_id in listed(holm("trace", "ls", "--json", env=env, cwd=tmp_path))
+    # Options before the word go to it, as before `trace` was a group.
+    assert box_id in listed(holm("trace", "--json", "ls", env=env, cwd=tmp_path))
+    # A DIR given is read, server or not.
+    assert set(listed(holm("trace", "ls", "--json", str(FIXTURES), env=env))) == {
+        path.stem for path in FIXTURES.glob("*.jsonl")
+    }
 
 
 def test_ls_over_url_needs_the_token(server: Holmd) -> None:

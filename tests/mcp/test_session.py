@@ -383,3 +383,17 @@ async def test_an_event_stream_answers_its_headers_at_once_and_ends_with_its_ses
             await asyncio.sleep(0.5)
     failed = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
     assert not failed, [r.getMessage() for r in failed]
+
+
+async def test_fork_box_with_a_count_makes_that_many_boxes_up_to_a_seq(tmp_path: Path) -> None:
+    async with holmd(tmp_path) as url, mcp_session(url) as s:
+        b = json_of(await call(s, "launch_box"))["id"]
+        json_of(await call(s, "run_command", box=b, argv=["echo", "one"]))
+        async with HolmClient(url, TOKEN) as client:
+            up_to = (await client.trace(b)).entries[-1].seq
+        json_of(await call(s, "run_command", box=b, argv=["echo", "two"]))
+        forked = json_of(await call(s, "fork_box", box=b, up_to=up_to, count=3))
+        assert len({branch["box"]["id"] for branch in forked["branches"]}) == 3
+        assert {branch["replay"]["attempted"] for branch in forked["branches"]} == {1}
+        refused = await s.call_tool("fork_box", {"box": b, "count": 17})
+        assert refused.is_error

@@ -105,10 +105,15 @@ def near(a: tuple[float, float], b: tuple[float, float]) -> bool:
 async def test_a_chosen_step_shows_its_action_on_the_frame_and_its_output(
     chromium: Chromium, tmp_path: Path
 ) -> None:
-    written_trace(tmp_path)
+    written = written_trace(tmp_path)
     page = tmp_path / "page.html"
     run_holm("trace", "view", "traces/box_marks.jsonl", "-o", str(page), cwd=tmp_path)
     await chromium.open(page.as_uri())
+
+    # Opened, it shows the screen the trace ended on: its last entry is chosen.
+    last = written[-1].seq
+    shown = await panel(chromium)
+    assert shown["seq"] == last and not shown["hidden"] and shown["width"] == 1280
 
     await click(chromium, '.row[data-seq="2"]')
     shown = await panel(chromium)
@@ -225,6 +230,25 @@ async def test_a_fork_beside_its_source_aligns_the_rows_as_holm_diff_does(
         assert not shown["hidden"] and shown["width"] == 1280
         assert near(centre(mark(shown, "ring")), on_picture(shown, 640, 81))
 
+    # Where the two first part, as `holm diff` says it: marked on its row, said above.
+    parted = diff["divergence"]
+    assert parted is not None
+    marked = await chromium.evaluate(
+        "[...document.querySelectorAll('.side.parted')].map((side) => "
+        "[side.parentElement.firstElementChild === side ? 'a' : 'b', Number(side.dataset.seq)])"
+    )
+    wanted = [[name, parted[name]] for name in ("a", "b") if parted[name] is not None]
+    assert sorted(marked) == sorted(wanted)
+    # Opened afresh, the page shows that step first.
+    await chromium.open(page.as_uri())
+    chosen = await chromium.evaluate(
+        "[...document.querySelectorAll('.row.chosen > .side')].map((s) => s.dataset.seq === "
+        "undefined ? null : Number(s.dataset.seq))"
+    )
+    assert [seq for seq in chosen if seq is not None] == [seq for _, seq in wanted]
+    said = await chromium.evaluate("document.querySelector('.sub').textContent")
+    assert f"First divergence ({parted['kind']}, marked yellow): {parted['message']}" in said
+
 
 server = memory_holmd
 
@@ -265,3 +289,73 @@ async def test_holm_trace_view_box_writes_the_page_the_server_serves(
     seqs = {box_id: [e.seq for e in entries[box_id]] for box_id in (source, fork)}
     assert_aligned(rows, seqs[source], seqs[fork], diff.pairs)
     assert len(diff.pairs) == 2
+
+
+async def centre_of(chromium: Chromium, selector: str) -> tuple[float, float]:
+    box = await chromium.evaluate(
+        f"(() => {{ const r = document.querySelector({selector!r}).getBoundingClientRect();"
+        " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+    )
+    return box[0], box[1]
+
+
+async def test_the_filmstrip_holds_each_kept_frame_and_a_drag_along_it_scrubs(
+    chromium: Chromium, tmp_path: Path
+) -> None:
+    fork_and_source(tmp_path)
+    page = tmp_path / "one.html"
+    run_holm("trace", "view", f"traces/{SOURCE}.jsonl", "-o", str(page), cwd=tmp_path)
+    await chromium.open(page.as_uri())
+    entries = read_trace_file(tmp_path / "traces" / f"{SOURCE}.jsonl").entries
+    frame_seqs = [e.seq for e in entries if isinstance(e, FrameSeen)]
+    assert len(frame_seqs) >= 3
+    thumbs = await chromium.evaluate(
+        "(async () => Promise.all([...document.querySelectorAll('#strip .thumb')].map("
+        "async (t) => { const img = t.querySelector('img'); await img.decode();"
+        " return [Number(t.dataset.step), img.naturalWidth]; })))()"
+    )
+    assert [seq for seq, _ in thumbs] == frame_seqs
+    assert {width for _, width in thumbs} == {1280}
+    # Opened on the last entry, whose screen is the last frame's: that thumb is current.
+    current = await chromium.evaluate(
+        "[...document.querySelectorAll('#strip .thumb.current')].map((t) => Number(t.dataset.step))"
+    )
+    assert current == [frame_seqs[-1]]
+
+    # A drag from the first thumb to the second scrubs: the second frame's step is chosen.
+    await chromium.evaluate("document.getElementById('strip').scrollIntoView()")
+    start = await centre_of(chromium, f'#strip .thumb[data-step="{frame_seqs[0]}"]')
+    end = await centre_of(chromium, f'#strip .thumb[data-step="{frame_seqs[1]}"]')
+    await chromium.call(
+        "Input.dispatchMouseEvent",
+        type="mousePressed",
+        x=start[0],
+        y=start[1],
+        button="left",
+        buttons=1,
+        clickCount=1,
+    )
+    shown = await panel(chromium)
+    assert shown["seq"] == frame_seqs[0]
+    for n in range(1, 6):
+        x = start[0] + (end[0] - start[0]) * n / 5
+        await chromium.call(
+            "Input.dispatchMouseEvent",
+            type="mouseMoved",
+            x=x,
+            y=start[1],
+            button="left",
+            buttons=1,
+        )
+    shown = await panel(chromium)
+    assert shown["seq"] == frame_seqs[1] and not shown["hidden"]
+    assert shown["caption"] == f"step {frame_seqs[1]}: the screen as step {frame_seqs[1]} saw it"
+    await chromium.call(
+        "Input.dispatchMouseEvent",
+        type="mouseReleased",
+        x=end[0],
+        y=end[1],
+        button="left",
+        buttons=0,
+        clickCount=1,
+    )

@@ -27,6 +27,7 @@ from holm.projections.text import render_lines
 from holm.projections.views import box_view
 from holm.wire import actions as a
 from holm.wire.api import (
+    MAX_FORK_BRANCHES,
     ActionsRequest,
     BoxList,
     CreateBox,
@@ -61,6 +62,13 @@ class OnTab(OnBox, kw_only=True):
 
 class Nothing(msgspec.Struct, forbid_unknown_fields=True):
     """No arguments."""
+
+
+class ForkArgs(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
+    """What `fork_box` takes of `POST …/fork`: how far, and how many boxes."""
+
+    up_to: int | None = None
+    count: Annotated[int, Meta(ge=1, le=MAX_FORK_BRANCHES)] = 1
 
 
 @dataclass(frozen=True)
@@ -210,7 +218,9 @@ async def remove_box(engine: Engine, call: Call) -> list[Content]:
 
 
 async def fork(engine: Engine, call: Call) -> list[Content]:
-    return text(await fork_answer(engine, call.box, ForkRequest(), call.viewer_base))
+    args: ForkArgs = call.value
+    request = ForkRequest(up_to=args.up_to, count=args.count)
+    return text(await fork_answer(engine, call.box, request, call.viewer_base))
 
 
 # In the box
@@ -597,10 +607,11 @@ TOOLS: list[Tool] = [
     ),
     _tool(
         "fork_box",
-        Nothing,
+        ForkArgs,
         OnBox,
         fork,
-        """A new box that does this box's recorded steps again; reports what it skipped.""",
+        """A new box (`count` of them, then in `branches`) that does this box's recorded steps
+        again, up to `up_to`; reports what it skipped.""",
     ),
     _tool(
         "trace",

@@ -77,7 +77,8 @@ async def install_apps(request: web.Request) -> web.Response:
 async def fork_a_box(request: web.Request) -> web.Response:
     body = await body_of(request, ForkRequest)
     result = await fork_answer(engine_of(request), _box_id(request), body, public_base(request))
-    return json_response(result, 202 if result.box.state == "starting" else 200)
+    boxes = [result.box] + [branch.box for branch in result.branches or []]
+    return json_response(result, 202 if any(b.state == "starting" for b in boxes) else 200)
 
 
 async def fork_answer(
@@ -87,7 +88,15 @@ async def fork_answer(
     box's viewer URLs are this server's pages at `viewer_base`, as for any other box."""
     result = await fork(engine, box_id, body)
     view = box_view(await engine.box(result.box.id), viewer_base)
-    return msgspec.structs.replace(result, box=view)
+    branches = None
+    if result.branches is not None:
+        branches = [
+            msgspec.structs.replace(
+                branch, box=box_view(await engine.box(branch.box.id), viewer_base)
+            )
+            for branch in result.branches
+        ]
+    return msgspec.structs.replace(result, box=view, branches=branches)
 
 
 async def catalog(request: web.Request) -> web.Response:

@@ -7,10 +7,12 @@ from __future__ import annotations
 from aiohttp import web
 
 from holm.engine import Engine
+from holm.engine.importing import import_trace
 from holm.errors import NotFound
 from holm.projections.trace_html import CONTENT_SECURITY_POLICY, TraceSide, trace_html
 from holm.replay.diff import diff_boxes, side_by_side
-from holm.wire.api import TraceList, TracePage, TraceQuery, TraceViewQuery
+from holm.wire.api import TraceImported, TraceList, TracePage, TraceQuery, TraceViewQuery
+from holm.wire.archive import MIME, unpack
 from holm.wire.diff import TraceDiff
 from holm.wire.entries import Entry, FrameSeen
 
@@ -23,6 +25,20 @@ async def list_traces(request: web.Request) -> web.Response:
     # A workspace key lists its own boxes' traces; the server token every trace.
     traces = await engine_of(request).traces(seen_by=caller_of(request).workspace)
     return json_response(TraceList(traces=traces))
+
+
+async def import_a_trace(request: web.Request) -> web.Response:
+    """A `.holm` file (holm/wire/archive.py) as the body: its trace stored under a new ID."""
+    archive = unpack(await request.read())
+    engine = engine_of(request)
+    trace = await import_trace(engine, archive, caller_of(request).workspace)
+    answer = TraceImported(
+        trace=trace,
+        source=archive.manifest.trace,
+        entries=archive.manifest.entries,
+        frames=len(archive.frames),
+    )
+    return json_response(answer, 201)
 
 
 async def read_trace(request: web.Request) -> web.Response:
@@ -72,7 +88,7 @@ async def view_trace(request: web.Request) -> web.Response:
         # A box named in the query, not the path: the guards do not see it (check_boxes).
         engine.box_seen_by(query.with_, caller_of(request).workspace)
         source = await _whole_trace(engine, query.with_)
-        body = side_by_side(source, trace)
+        body = await side_by_side(source, trace)
     headers = {
         "Content-Security-Policy": CONTENT_SECURITY_POLICY,
         "X-Content-Type-Options": "nosniff",
@@ -93,6 +109,15 @@ ROUTES = [
         list_traces,
         "List the traces kept: each one's figures and its box's state and origin",
         response=TraceList,
+    ),
+    Route(
+        "POST",
+        "/v1/traces",
+        import_a_trace,
+        "Import a trace from a .holm file (the body, application/zip) under a new ID",
+        response=TraceImported,
+        status=201,
+        accepts=MIME,
     ),
     Route(
         "GET",
