@@ -81,6 +81,14 @@ from .catalog import app_packages_by_name, catalog
 from .guards import boundary
 from .jobs import JobQueue
 from .journal import Journal, entry, now_ms, stored
+from .named_secrets import (
+    WorkspaceSecrets,
+    names_in,
+    scrubbed_error,
+    scrubbed_result,
+    values_for,
+    with_values,
+)
 from .pool import pool_of
 from .reaper import every, reap
 from .recording import recorded_alone
@@ -130,6 +138,7 @@ class Engine:
         self._loops: list[asyncio.Task[None]] = []
         self.pool = pool_of(config.pool, self.runtimes.get(config.default_runtime), new_box_id)
         self.vendors = Vendors(self, make_runtime)
+        self.secrets = WorkspaceSecrets(self)
 
     # Start and stop
 
@@ -139,6 +148,7 @@ class Engine:
         internal schedule, the reaper, the pruner and the job runner."""
         await self.journal.rebuild()
         await self.vendors.load()
+        await self.secrets.load()
         await reconcile(self)
         for state in self.journal.states():
             if not state.removed and state.state == "ready":
@@ -527,18 +537,28 @@ class Engine:
         state = guards.ready(self.journal.state(box_id), box_id)
         guards.screen_of(state, screen, drive=True)
         guards.features_for(state, request.actions)
+        names = names_in(request.actions)
+        values = await values_for(self, state.owner, names, request.secrets) if names else {}
         async with self._screen_lock(box_id, screen):
             # Checked again: the box may have been paused while this batch waited.
             state = guards.ready(self.journal.state(box_id), box_id)
             guards.screen_of(state, screen, drive=True)
             desktop = await self._desktop(box_id)
             try:
-                return await run_steps(self.journal, desktop, box_id, screen, request, actor)
+                return await run_steps(
+                    self.journal, desktop, box_id, screen, request, actor, values
+                )
             finally:
                 self.watchers.nudge(box_id, screen)
 
     async def act(
-        self, box_id: str, screen: int, action: Action, *, actor: Actor = "agent"
+        self,
+        box_id: str,
+        screen: int,
+        action: Action,
+        *,
+        actor: Actor = "agent",
+        secrets: Mapping[str, str] | None = None,
     ) -> ActionResult:
         """Do one action outside a batch (a REST route's operation) and record it as the
         spec's recording table says (`recorded_alone`): `executed`, `file_read`,
@@ -547,6 +567,29 @@ class Engine:
         action = normalized_action(action)
         state = guards.ready(self.journal.state(box_id), box_id)
         guards.features_for(state, [action])
+        names = names_in([action])
+        values = await values_for(self, state.owner, names, secrets or {}) if names else {}
+        sent = with_values(action, values) if values else action
+        try:
+            result = await self._act_on(box_id, screen, state, sent)
+        except HolmError as exc:
+            raise scrubbed_error(exc, values.values()) from None
+        result = scrubbed_result(result, values.values())
+        # Recorded as it was asked: the secrets by name.
+        entries = recorded_alone(action, result, screen, actor)
+        if entries:
+            await self.journal.append(box_id, entries)
+        return result
+
+    async def check_secrets(
+        self, workspace: str | None, names: set[str], given: Mapping[str, str]
+    ) -> None:
+        if names:
+            await values_for(self, workspace, names, given)
+
+    async def _act_on(
+        self, box_id: str, screen: int, state: BoxState, action: Action
+    ) -> ActionResult:
         on_screen = uses_screen(action)
         reading = reads_only(action)
         if on_screen:
@@ -565,9 +608,6 @@ class Engine:
             result = await boundary(desktop.act(screen, action), what)
             # A command can open windows on any screen.
             self.watchers.nudge(box_id)
-        entries = recorded_alone(action, result, screen, actor)
-        if entries:
-            await self.journal.append(box_id, entries)
         return result
 
     async def frame(

@@ -13,7 +13,7 @@ typed text, a long URL) is escaped and clipped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -49,6 +49,8 @@ from holm.wire.entries import (
     RuntimeAdded,
     RuntimeChanged,
     RuntimeRemoved,
+    SecretRemoved,
+    SecretSet,
     TakeoverEnded,
     TakeoverStarted,
 )
@@ -184,6 +186,12 @@ def entry_text(entry: Entry) -> str:
             return f"changed runtime {_clip(name)} ({_clip(provider)})"
         case RuntimeAdded(name=name, provider=provider):
             return f"added runtime {_clip(name)} ({_clip(provider)})"
+        case SecretSet(workspace=workspace, name=name, bytes=size):
+            return (
+                f"set secret {_clip(name)} of {_clip(workspace) or 'the server'} ({_bytes(size)})"
+            )
+        case SecretRemoved(workspace=workspace, name=name):
+            return f"removed secret {_clip(name)} of {_clip(workspace) or 'the server'}"
         case RuntimeRemoved(name=name):
             return f"removed runtime {_clip(name)}"
         case ImageBuilt(runtime=runtime, image=image):
@@ -217,6 +225,8 @@ def _action_hint(action: a.Action) -> str:
             return f"through {len(through)} points"
         case a.Scroll(at=at, dx=dx, dy=dy):
             return _words(_point(at), f"dx={dx}" if dx else "", f"dy={dy}" if dy else "")
+        case a.Type(secret=str() as secret):
+            return f"secret {secret}"
         case a.Type(text=text):
             return _quoted(text)
         case a.Press(chord=chord, then=then, held=held):
@@ -299,13 +309,16 @@ def _words(*words: str) -> str:
     return " ".join(word for word in words if word)
 
 
-def _command(argv: list[str]) -> str:
+def _command(argv: Sequence[str | a.SecretRef]) -> str:
     """A command as a person would type it: an argument with spaces or quotes in double
-    quotes (easier to read than a shell's exact quoting, which is not the point here)."""
+    quotes (easier to read than a shell's exact quoting, which is not the point here), a
+    secret by its name."""
     return _clip(" ".join(_argument(arg) for arg in argv))
 
 
-def _argument(arg: str) -> str:
+def _argument(arg: str | a.SecretRef) -> str:
+    if isinstance(arg, a.SecretRef):
+        return f"<secret {arg.secret}>"
     if arg and not any(c.isspace() or c in "\"'\\" for c in arg):
         return arg
     return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'

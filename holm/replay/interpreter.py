@@ -36,7 +36,7 @@ from holm.replay.plan import DoAction, DoExec, DoLaunch, Plan, Step, plan_fork
 from holm.replay.reading import read_whole_trace
 from holm.replay.screen_check import Reference, meet_frame
 from holm.replay.strict import Divergence, ForkPolicy, ReplayPolicy
-from holm.wire.actions import Action, Exec, ExecWhat, Launch
+from holm.wire.actions import Action, Exec, ExecWhat, Launch, names_in
 from holm.wire.api import ActionsRequest, ForkRequest, ForkResult, Outcome, ReplayReport
 from holm.wire.results import ExecResult, expect
 from holm.wire.spec import Placement, Spec
@@ -72,19 +72,21 @@ async def fork_box(
     stays), doing the source's steps again up to `request.up_to`. With queued jobs, the
     new box answers at once, `starting`, with an empty report: its start and the replay
     run as one job, and a fork that stops before its box started leaves it `failed`."""
-    new_id, plan = await _record_fork(boxes, source_box_id, _fork_request(request))
+    request = _fork_request(request)
+    new_id, plan = await _record_fork(boxes, source_box_id, request)
+    secrets = request.secrets
 
     async def launch_and_replay() -> None:
         try:
             await boxes.start_recorded(new_id)
-            await replay_plan(boxes, new_id, plan, ForkPolicy())
+            await replay_plan(boxes, new_id, plan, ForkPolicy(), secrets=secrets)
         finally:
             await boxes.fail_starting(new_id, "the fork stopped before its box was started")
 
     if boxes.queue(f"fork {source_box_id} into {new_id}", launch_and_replay):
         return ForkResult(box=box_view(await boxes.box(new_id)), replay=ReplayReport())
     await boxes.start_recorded(new_id)
-    run = await replay_plan(boxes, new_id, plan, ForkPolicy())
+    run = await replay_plan(boxes, new_id, plan, ForkPolicy(), secrets=secrets)
     return ForkResult(box=box_view(run.box), replay=run.report)
 
 
@@ -93,7 +95,7 @@ async def fork_run(boxes: Boxes, source_box_id: str, request: ForkRequest) -> Re
     stopped."""
     new_id, plan = await _record_fork(boxes, source_box_id, request)
     await boxes.start_recorded(new_id)
-    return await replay_plan(boxes, new_id, plan, ForkPolicy())
+    return await replay_plan(boxes, new_id, plan, ForkPolicy(), secrets=request.secrets)
 
 
 async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple[str, Plan]:
@@ -115,6 +117,9 @@ async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple
         include_person=request.include_person,
     )
     spec, placement, owner = await _origin_of(boxes, source, plan, request.placement)
+    # A step that types a secret needs its value: refused now, naming it, rather than a
+    # fork that types nothing (or stops half way) and says it replayed.
+    await boxes.check_secrets(owner, secret_names(plan), request.secrets)
     new_id = await boxes.record_box(
         spec, placement, owner=owner, forked_from=(source, request.up_to)
     )
@@ -127,10 +132,13 @@ async def replay_plan(
     plan: Plan,
     policy: ReplayPolicy,
     reference: Reference | None = None,
+    *,
+    secrets: Mapping[str, str] | None = None,
 ) -> ReplayRun:
     """Do the plan's steps on the ready box `box_id` and record its final screens.
     `reference` gives the source's PNG of a frame hash, for a policy with a frame
-    tolerance."""
+    tolerance; `secrets` the values of the secrets its steps name (over the workspace's)."""
+    given = dict(secrets or {})
     config = boxes.config
     cap = config.fork_wait_cap_ms / 1000
     began = time.monotonic()
@@ -156,7 +164,7 @@ async def replay_plan(
         attempted_before = report.attempted
         try:
             async with asyncio.timeout(deadline - previous_began):
-                outcomes = await do_steps(boxes, box_id, run)
+                outcomes = await do_steps(boxes, box_id, run, given)
                 # Every step that ran counts, the ones of its batch after a failed one too.
                 report.attempted += len(outcomes)
                 for step, outcome in zip(run, outcomes, strict=False):
@@ -213,28 +221,45 @@ def _same_batch(before: Step, step: Step) -> bool:
             return False
 
 
-async def do_steps(boxes: Boxes, box_id: str, run: list[Step]) -> list[Outcome]:
+def secret_names(plan: Plan) -> set[str]:
+    """Every secret the plan's steps name."""
+    actions: list[Action] = []
+    for step in plan.steps:
+        match step.do:
+            case DoAction(action=action):
+                actions.append(action)
+            case DoExec(argv=argv, timeout_ms=timeout_ms, env=env):
+                actions.append(Exec(what=ExecWhat(argv=argv, timeout_ms=timeout_ms, env=env)))
+    return names_in(actions)
+
+
+async def do_steps(
+    boxes: Boxes, box_id: str, run: list[Step], secrets: Mapping[str, str] | None = None
+) -> list[Outcome]:
     """Do a run of `batches_of` (the steps of one source batch, or one step) as the agent
     and tell how each step went, as far as they went: a batch stops at a refused step."""
     match run:
         case [Step(do=DoAction(screen=screen)), *_]:
             actions = [step.do.action for step in run if isinstance(step.do, DoAction)]
-            return await _batch(boxes, box_id, screen, actions)
+            return await _batch(boxes, box_id, screen, actions, secrets)
         case _:
-            return [await do_step(boxes, box_id, step) for step in run]
+            return [await do_step(boxes, box_id, step, secrets) for step in run]
 
 
-async def do_step(boxes: Boxes, box_id: str, step: Step) -> Outcome:
+async def do_step(
+    boxes: Boxes, box_id: str, step: Step, secrets: Mapping[str, str] | None = None
+) -> Outcome:
     """Do one step as the agent and tell how it went; a refusal is an outcome, not an
     error."""
     try:
         match step.do:
             case DoAction(screen=screen, action=action):
-                (outcome,) = await _batch(boxes, box_id, screen, [action])
+                (outcome,) = await _batch(boxes, box_id, screen, [action], secrets)
                 return outcome
-            case DoExec(argv=argv, timeout_ms=timeout_ms):
-                run = Exec(what=ExecWhat(argv=argv, timeout_ms=timeout_ms))
-                return Outcome(ok=True, exec=expect(await boxes.act(box_id, 0, run), ExecResult))
+            case DoExec(argv=argv, timeout_ms=timeout_ms, env=env):
+                run = Exec(what=ExecWhat(argv=argv, timeout_ms=timeout_ms, env=env))
+                done = await boxes.act(box_id, 0, run, secrets=secrets)
+                return Outcome(ok=True, exec=expect(done, ExecResult))
             case DoLaunch(screen=screen, app=app, args=args):
                 await boxes.act(box_id, screen, Launch(app=app, args=args))
                 return Outcome(ok=True)
@@ -242,11 +267,18 @@ async def do_step(boxes: Boxes, box_id: str, step: Step) -> Outcome:
         return Outcome(ok=False, error=exc.body())
 
 
-async def _batch(boxes: Boxes, box_id: str, screen: int, actions: list[Action]) -> list[Outcome]:
+async def _batch(
+    boxes: Boxes,
+    box_id: str,
+    screen: int,
+    actions: list[Action],
+    secrets: Mapping[str, str] | None = None,
+) -> list[Outcome]:
     """The outcome of each step that ran (a batch stops at a refused step); a batch refused
     whole is the refusal of its first step."""
+    request = ActionsRequest(actions=actions, secrets=dict(secrets or {}))
     try:
-        answer = await boxes.run_batch(box_id, screen, ActionsRequest(actions=actions))
+        answer = await boxes.run_batch(box_id, screen, request)
     except HolmError as exc:
         return [Outcome(ok=False, error=exc.body())]
     return [Outcome.of(result) for result in answer.results]

@@ -27,7 +27,7 @@ from typing import Literal
 import msgspec
 
 from holm.wire import actions as act
-from holm.wire.actions import Action, Exec, Launch
+from holm.wire.actions import Action, Exec, Launch, SecretRef
 from holm.wire.api import Skipped
 from holm.wire.entries import (
     Acted,
@@ -82,9 +82,10 @@ class DoAction(msgspec.Struct, tag="action", kw_only=True):
     action: Action
 
 
-class DoExec(msgspec.Struct, tag="exec", kw_only=True):
-    argv: list[str]
+class DoExec(msgspec.Struct, tag="exec", kw_only=True, omit_defaults=True):
+    argv: list[str | SecretRef]
     timeout_ms: int
+    env: dict[str, str | SecretRef] = msgspec.field(default_factory=dict)
 
 
 class DoLaunch(msgspec.Struct, tag="launch", kw_only=True):
@@ -226,7 +227,7 @@ def _step(entry: Entry) -> Step | None:
                 at_ms=entry.at_ms,
                 kind="executed",
                 key=entry.key,
-                do=DoExec(argv=list(entry.argv), timeout_ms=entry.timeout_ms),
+                do=DoExec(argv=list(entry.argv), timeout_ms=entry.timeout_ms, env=dict(entry.env)),
                 expect=Expected(exec=executed_result(entry)),
             )
         case AppLaunched(batch=None):

@@ -17,6 +17,7 @@ from . import (
     recording,
     runtimes,
     screens,
+    secrets,
     states,
     streams,
     viewer,
@@ -45,6 +46,7 @@ ALL_ROUTES: list[Route] = [
     *streams.ROUTES,
     *jobs.ROUTES,
     *workspaces.ROUTES,
+    *secrets.ROUTES,
 ]
 
 __all__ = ["ALL_ROUTES"]
