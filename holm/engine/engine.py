@@ -25,10 +25,12 @@ from holm.config import Config
 from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
 from holm.events.browser_states import BrowserStates
 from holm.events.store import TraceStore
+from holm.events.trace_keys import trace_keys_of
 from holm.projections.box_state import BoxState
 from holm.projections.events_feed import EventsFeed
 from holm.projections.views import trace_view
-from holm.wire.actions import Action, KeyUp, MouseUp, reads_only, type_of, uses_screen
+from holm.secrets_box import SecretsBox
+from holm.wire.actions import Action, KeyUp, MouseUp, Type, reads_only, type_of, uses_screen
 from holm.wire.api import (
     ActionsRequest,
     ActionsResult,
@@ -89,6 +91,7 @@ from .named_secrets import (
     values_for,
     with_values,
 )
+from .person_text import PersonText
 from .pool import pool_of
 from .reaper import every, reap
 from .recording import recorded_alone
@@ -139,6 +142,8 @@ class Engine:
         self.pool = pool_of(config.pool, self.runtimes.get(config.default_runtime), new_box_id)
         self.vendors = Vendors(self, make_runtime)
         self.secrets = WorkspaceSecrets(self)
+        self.person_texts = PersonText(self, trace_keys_of(store))
+        self._secrets_box: SecretsBox | None = None
 
     # Start and stop
 
@@ -581,6 +586,21 @@ class Engine:
             await self.journal.append(box_id, entries)
         return result
 
+    async def secrets_box(self) -> SecretsBox:
+        """The server's sealing key (`HOLM_SECRETS_KEY`, or its key file), made once."""
+        if self._secrets_box is None:
+            self._secrets_box = await asyncio.to_thread(
+                SecretsBox.of_setting, self.config.secrets_key, self.config.state_dir
+            )
+        return self._secrets_box
+
+    async def shred_trace(self, box_id: str) -> bool:
+        """Destroy the box's trace's data key (the box may be removed: its trace stays)."""
+        return await self.person_texts.shred(box_id)
+
+    async def person_text(self, trace: str, sealed: str) -> str | None:
+        return await self.person_texts.open(trace, sealed)
+
     async def check_secrets(
         self, workspace: str | None, names: set[str], given: Mapping[str, str]
     ) -> None:
@@ -724,8 +744,24 @@ class Engine:
             return
         # Key names as an agent's are recorded (holm/wire/keys.py), so a fork's step matches.
         action = normalized_action(action)
+        size: int | None = None
+        sealed: str | None = None
+        if isinstance(action, Type) and action.text:
+            # The text is left out of the entry: sealed under the trace's own key (so it
+            # can be shredded), or not kept at all.
+            size = len(action.text.encode())
+            if self.config.record_person_text == "encrypted":
+                sealed = await self.person_texts.seal(box_id, action.text)
+            action = msgspec.structs.replace(action, text="")
         acted = entry(
-            Acted, "person", screen=screen, action=action, ok=True, key=acted_key(screen, action)
+            Acted,
+            "person",
+            screen=screen,
+            action=action,
+            ok=True,
+            key=acted_key(screen, action),
+            bytes=size,
+            sealed=sealed,
         )
         await self.journal.append(box_id, [acted])
 

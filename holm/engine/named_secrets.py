@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 
 from holm.errors import BadRequest, HolmError
-from holm.secrets_box import SecretsBox
 from holm.wire import actions as a
 from holm.wire.actions import names_in
 from holm.wire.entries import PAGE_MAX, SERVER_TRACE, SecretRemoved, SecretSet
@@ -124,16 +123,7 @@ class WorkspaceSecrets:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._records: dict[tuple[str, str], SecretSet] = {}
-        self._box: SecretsBox | None = None
         self._lock = asyncio.Lock()
-
-    async def _secrets_box(self) -> SecretsBox:
-        if self._box is None:
-            config = self._engine.config
-            self._box = await asyncio.to_thread(
-                SecretsBox.of_setting, config.secrets_key, config.state_dir
-            )
-        return self._box
 
     async def load(self) -> None:
         """Fold the server trace's secret entries (at start)."""
@@ -154,7 +144,7 @@ class WorkspaceSecrets:
         return {name: r for (ws, name), r in sorted(self._records.items()) if ws == workspace}
 
     async def put(self, workspace: str, name: str, value: str) -> SecretSet:
-        box = await self._secrets_box()
+        box = await self._engine.secrets_box()
         data = value.encode()
         sealed = base64.urlsafe_b64encode(box.seal(data, _aad(workspace, name))).decode()
         async with self._lock:
@@ -181,7 +171,7 @@ class WorkspaceSecrets:
         for name in names:
             record = self._records.get((workspace, name))
             if record is not None:
-                box = await self._secrets_box()
+                box = await self._engine.secrets_box()
                 sealed = base64.urlsafe_b64decode(record.sealed.encode())
                 found[name] = box.open(sealed, _aad(workspace, name)).decode()
         return found

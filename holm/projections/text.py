@@ -115,6 +115,9 @@ def render_lines(
 
 def entry_text(entry: Entry) -> str:
     match entry:
+        case Acted(screen=screen, action=a.Type(text="", secret=None), bytes=int(size)):
+            # A person's text, sealed or not kept (docs/trace.md): shown as dots.
+            return f"screen {screen}  type {SEALED} ({_bytes(size)})"
         case Acted(screen=screen, action=action, ok=ok, error=error, result=result):
             text = f"screen {screen}  {action_text(action)}"
             if ok and isinstance(action, a.Exec) and isinstance(result, dict):
@@ -303,6 +306,10 @@ def _button(button: str) -> str:
 
 def _held(held: list[Modifier]) -> str:
     return f"with {'+'.join(held)}" if held else ""
+
+
+# What a person's typed text shows as: the trace keeps it sealed, or not at all.
+SEALED = "•••"
 
 
 def _words(*words: str) -> str:

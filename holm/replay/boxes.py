@@ -61,6 +61,10 @@ class Boxes(Protocol):
         secrets: Mapping[str, str] | None = None,
     ) -> ActionResult: ...
 
+    async def person_text(self, trace: str, sealed: str) -> str | None:
+        """A person's typed text sealed under the trace's key; None once it was shredded."""
+        ...
+
     async def check_secrets(
         self, workspace: str | None, names: set[str], given: Mapping[str, str]
     ) -> None:

@@ -36,8 +36,15 @@ from holm.replay.plan import DoAction, DoExec, DoLaunch, Plan, Step, plan_fork
 from holm.replay.reading import read_whole_trace
 from holm.replay.screen_check import Reference, meet_frame
 from holm.replay.strict import Divergence, ForkPolicy, ReplayPolicy
-from holm.wire.actions import Action, Exec, ExecWhat, Launch, names_in
-from holm.wire.api import ActionsRequest, ForkRequest, ForkResult, Outcome, ReplayReport
+from holm.wire.actions import Action, Exec, ExecWhat, Launch, Type, names_in
+from holm.wire.api import (
+    ActionsRequest,
+    ForkRequest,
+    ForkResult,
+    Outcome,
+    ReplayReport,
+    Skipped,
+)
 from holm.wire.results import ExecResult, expect
 from holm.wire.spec import Placement, Spec
 
@@ -73,8 +80,7 @@ async def fork_box(
     new box answers at once, `starting`, with an empty report: its start and the replay
     run as one job, and a fork that stops before its box started leaves it `failed`."""
     request = _fork_request(request)
-    new_id, plan = await _record_fork(boxes, source_box_id, request)
-    secrets = request.secrets
+    new_id, plan, secrets = await _record_fork(boxes, source_box_id, request)
 
     async def launch_and_replay() -> None:
         try:
@@ -93,12 +99,14 @@ async def fork_box(
 async def fork_run(boxes: Boxes, source_box_id: str, request: ForkRequest) -> ReplayRun:
     """`fork_box` done now, with what the report leaves out: the timing, and why it
     stopped."""
-    new_id, plan = await _record_fork(boxes, source_box_id, request)
+    new_id, plan, secrets = await _record_fork(boxes, source_box_id, request)
     await boxes.start_recorded(new_id)
-    return await replay_plan(boxes, new_id, plan, ForkPolicy(), secrets=request.secrets)
+    return await replay_plan(boxes, new_id, plan, ForkPolicy(), secrets=secrets)
 
 
-async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple[str, Plan]:
+async def _record_fork(
+    boxes: Boxes, source: str, request: ForkRequest
+) -> tuple[str, Plan, dict[str, str]]:
     if request.mode == "snapshot":
         raise Unsupported("a snapshot fork is refused: a fork replays the trace")
     state = await boxes.box(source)
@@ -117,13 +125,44 @@ async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple
         include_person=request.include_person,
     )
     spec, placement, owner = await _origin_of(boxes, source, plan, request.placement)
+    plan, person = await _person_text_opened(boxes, source, plan)
+    secrets = {**request.secrets, **person}
     # A step that types a secret needs its value: refused now, naming it, rather than a
     # fork that types nothing (or stops half way) and says it replayed.
-    await boxes.check_secrets(owner, secret_names(plan), request.secrets)
+    await boxes.check_secrets(owner, secret_names(plan), secrets)
     new_id = await boxes.record_box(
         spec, placement, owner=owner, forked_from=(source, request.up_to)
     )
-    return new_id, plan
+    return new_id, plan, secrets
+
+
+async def _person_text_opened(boxes: Boxes, source: str, plan: Plan) -> tuple[Plan, dict[str, str]]:
+    """A person's sealed `type` steps (with `include_person`) made steps that type a secret
+    of this fork only, `person_text_<seq>`, whose value is the text opened with the source
+    trace's key: the fork's trace keeps the name, not the text. With the key shredded, such
+    a step is skipped, saying so, and the rest of the plan stays."""
+    steps: list[Step] = []
+    skipped = list(plan.skipped)
+    values: dict[str, str] = {}
+    for step in plan.steps:
+        match step.do:
+            case DoAction(action=Type() as typed, sealed=str() as sealed):
+                text = await boxes.person_text(source, sealed)
+                if text is None:
+                    why = "the trace's data key was shredded: what a person typed is gone"
+                    skipped.append(Skipped(seq=step.seq, kind=step.kind, why=why))
+                    continue
+                name = f"person_text_{step.seq}"
+                values[name] = text
+                action = msgspec.structs.replace(typed, text="", secret=name)
+                do = msgspec.structs.replace(step.do, action=action, sealed=None)
+                steps.append(msgspec.structs.replace(step, do=do))
+            case _:
+                steps.append(step)
+    if not values and len(skipped) == len(plan.skipped):
+        return plan, {}
+    skipped.sort(key=lambda s: s.seq)
+    return msgspec.structs.replace(plan, steps=steps, skipped=skipped), values
 
 
 async def replay_plan(

@@ -74,12 +74,14 @@ READS = (
 OFF_SCREEN = (*READS, act.Clipboard, act.Exec, act.Record, act.WriteFile)
 
 
-class DoAction(msgspec.Struct, tag="action", kw_only=True):
+class DoAction(msgspec.Struct, tag="action", kw_only=True, omit_defaults=True):
     """One action of a batch, done again on the same screen in one batch with the other
-    steps of its source batch (`interpreter.batches_of`)."""
+    steps of its source batch (`interpreter.batches_of`). `sealed`: a person's typed text,
+    sealed under the source trace's key, which the interpreter opens to type it again."""
 
     screen: int
     action: Action
+    sealed: str | None = None
 
 
 class DoExec(msgspec.Struct, tag="exec", kw_only=True, omit_defaults=True):
@@ -216,7 +218,7 @@ def _step(entry: Entry) -> Step | None:
                 at_ms=entry.at_ms,
                 kind="acted",
                 key=entry.key,
-                do=DoAction(screen=entry.screen, action=entry.action),
+                do=DoAction(screen=entry.screen, action=entry.action, sealed=entry.sealed),
                 expect=Expected(exec=acted_exec_result(entry)),
                 batch=entry.batch,
                 index=entry.index,
@@ -275,6 +277,8 @@ def why_skipped(entry: Entry) -> str | None:
             return _why_file(what.path)
         case Acted(ok=True, action=act.Clipboard(selection=selection)):
             return _why_clipboard(selection, entry.screen)
+        case Acted(ok=True, action=act.Type(text="", secret=None), sealed=None, bytes=int()):
+            return "the trace kept only the length of what a person typed, not the text"
         case _:
             return None
 

@@ -675,6 +675,15 @@ class SecretList(_Response):
     secrets: list[SecretView]
 
 
+class TraceShredded(_Response):
+    """`DELETE …/trace/secrets`: the trace's data key is gone (`shredded`: there was one),
+    so what its entries hold sealed under it (a person's typed text) is unreadable for
+    good; the entries stay."""
+
+    box: str
+    shredded: bool
+
+
 class CreateKey(_Request):
     """`POST /v1/keys`: a key of the workspace named (by its name or its `ws_…` id)."""
 
@@ -762,6 +771,7 @@ __all__ = [
     "TraceList",
     "TracePage",
     "TraceQuery",
+    "TraceShredded",
     "TraceView",
     "TraceViewQuery",
     "ViewerMode",

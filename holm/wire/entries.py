@@ -132,6 +132,9 @@ class Acted(_Entry, tag="acted"):
     # in UTF-8 bytes), whose `action` was recorded without its bytes or text
     # (`redacted_action`); None on every other step and on lines written before it.
     bytes: int | None = None
+    # A person's `type`: its text sealed under the trace's own data key (URL-safe base64;
+    # engine/person_text.py), the action's `text` left "". None on every other step.
+    sealed: str | None = None
 
 
 class FrameSeen(_Entry, tag="frame"):

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from http_kit import Client, MakeClient, error_of, new_box, ok_json, trace_entries
+from http_kit import Client, MakeClient, engine_of, error_of, new_box, ok_json, trace_entries
+
+from holm.wire.actions import Type
 
 # A value no test writes anywhere else: its bytes must turn up nowhere but in the box.
 MARKER = "s3cr3t-M4RK3R-41c9"
@@ -17,7 +19,6 @@ async def everything_answered(client: Client, box: str) -> bytes:
     """What a reader of the server can get of a box's history, as bytes."""
     parts = [
         await (await client.get(f"/v1/boxes/{box}/trace")).read(),
-        await (await client.get(f"/v1/boxes/{box}/trace?format=text")).read(),
         await (await client.get(f"/v1/boxes/{box}/trace/view")).read(),
         await (await client.get("/v1/events?after=0")).read(),
         await (await client.get("/v1/secrets")).read(),
@@ -121,3 +122,29 @@ async def test_a_fork_asks_for_the_secret_by_name(client: Client) -> None:
     entries = await trace_entries(client, forked["box"]["id"])
     (acted,) = [e for e in entries if e["kind"] == "acted"]
     assert acted["action"] == {"type": "type", "secret": "PIN"} and acted["bytes"] == 4
+
+
+async def test_a_person_s_text_is_sealed_or_not_kept(make_client: MakeClient) -> None:
+    """What a person types through the control viewer (engine.record_person, which the
+    relay calls): sealed under the trace's key by default, its length only with
+    HOLM_RECORD_PERSON_TEXT=off; shown as dots either way."""
+    for setting in ("encrypted", "off"):
+        client = await make_client(record_person_text=setting)
+        box = await new_box(client)
+        await engine_of(client).record_person(box, 0, Type(text=MARKER))
+        (acted,) = [e for e in await trace_entries(client, box) if e["kind"] == "acted"]
+        assert (acted["actor"], acted["action"], acted["bytes"]) == (
+            "person",
+            {"type": "type"},
+            len(MARKER),
+        )
+        assert (acted["sealed"] is not None) == (setting == "encrypted")
+        assert MARKER.encode() not in await everything_answered(client, box)
+        page = await (await client.get(f"/v1/boxes/{box}/trace/view")).text()
+        assert "type •••" in page
+        if setting == "encrypted":
+            opened = await engine_of(client).person_text(box, acted["sealed"])
+            assert opened == MARKER
+            assert await engine_of(client).shred_trace(box)
+            assert await engine_of(client).person_text(box, acted["sealed"]) is None
+        await client.close()

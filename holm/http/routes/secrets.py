@@ -9,7 +9,7 @@ from aiohttp import web
 
 from holm.errors import BadRequest, NotFound
 from holm.wire.actions import SecretName
-from holm.wire.api import PutSecret, SecretList, SecretView
+from holm.wire.api import PutSecret, SecretList, SecretView, TraceShredded
 from holm.wire.entries import SecretSet
 
 from ..routing import Route, body_of, caller_of, engine_of, json_response
@@ -52,7 +52,20 @@ async def remove_secret(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
+async def shred_trace(request: web.Request) -> web.Response:
+    box_id = request.match_info["id"]
+    shredded = await engine_of(request).shred_trace(box_id)
+    return json_response(TraceShredded(box=box_id, shredded=shredded))
+
+
 ROUTES = [
+    Route(
+        "DELETE",
+        "/v1/boxes/{id}/trace/secrets",
+        shred_trace,
+        "Shred the trace's data key: a person's typed text it kept sealed is gone for good",
+        response=TraceShredded,
+    ),
     Route(
         "GET",
         "/v1/secrets",
