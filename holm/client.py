@@ -93,12 +93,15 @@ from holm.wire.api import (
     KeyMade,
     KeyView,
     PruneResult,
+    PutSecret,
     ReapResult,
     RecordingStart,
     RunResult,
     RuntimeList,
     RuntimeView,
     SavedState,
+    SecretList,
+    SecretView,
     StateList,
     StateRemoved,
     TakeoverRequest,
@@ -107,6 +110,7 @@ from holm.wire.api import (
     TicketView,
     TraceList,
     TracePage,
+    TraceShredded,
     TraceView,
     ViewerMode,
     ViewersView,
@@ -390,9 +394,11 @@ class HolmClient:
         placement: Placement | None = None,
         mode: Literal["replay", "snapshot"] = "replay",
         idempotency_key: str | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> ForkResult:
-        """A new box that does the source's recorded steps again (up to `up_to`)."""
-        body = ForkRequest(mode=mode, up_to=up_to, placement=placement)
+        """A new box that does the source's recorded steps again (up to `up_to`); `secrets`
+        the values of the secrets its steps name (over the workspace's)."""
+        body = ForkRequest(mode=mode, up_to=up_to, placement=placement, secrets=dict(secrets or {}))
         return await self._call(
             ForkResult,
             "POST",
@@ -885,6 +891,23 @@ class HolmClient:
     async def remove_key(self, key_id: str) -> KeyView:
         return await self._call(KeyView, "DELETE", f"/v1/keys/{key_id}")
 
+    # Named secrets (the caller's workspace's) and a trace's data key
+
+    async def set_secret(self, name: str, value: str) -> SecretView:
+        """Set a named secret for `secret: NAME` steps; its value is never answered."""
+        body = PutSecret(value=value)
+        return await self._call(SecretView, "PUT", f"/v1/secrets/{name}", body=body)
+
+    async def secrets(self) -> list[SecretView]:
+        return (await self._call(SecretList, "GET", "/v1/secrets")).secrets
+
+    async def remove_secret(self, name: str) -> None:
+        await self.request("DELETE", f"/v1/secrets/{name}")
+
+    async def shred_trace(self, box_id: str) -> TraceShredded:
+        """Destroy the trace's data key: a person's text it kept sealed is gone for good."""
+        return await self._call(TraceShredded, "DELETE", f"/v1/boxes/{box_id}/trace/secrets")
+
 
 def _step_value(result: ActionsResult, kind: type[T]) -> T:
     """The value of a batch of one step, or the error it stopped with."""
@@ -988,6 +1011,10 @@ class SyncHolmClient:
     install_apps = _Sync(HolmClient.install_apps)
     catalog = _Sync(HolmClient.catalog)
     fork = _Sync(HolmClient.fork)
+    set_secret = _Sync(HolmClient.set_secret)
+    secrets = _Sync(HolmClient.secrets)
+    remove_secret = _Sync(HolmClient.remove_secret)
+    shred_trace = _Sync(HolmClient.shred_trace)
     act = _Sync(HolmClient.act)
     frame = _Sync(HolmClient.frame)
     cursor = _Sync(HolmClient.cursor)
