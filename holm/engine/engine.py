@@ -333,6 +333,18 @@ class Engine:
         problems = validate_spec(spec) + validate_placement(placement)
         if problems:
             raise BadRequest("; ".join(problems))
+        # Refused by name rather than accepted and ignored: a box asked to be reached by a
+        # standard VNC client with a password, or from off the host, would silently not be.
+        if spec.policy.auth == "password":
+            raise Unsupported(
+                'spec.policy.auth "password" (a VNC password for a standard client) is not '
+                'built yet: viewers open with holmd\'s tickets (auth "token" or "none")'
+            )
+        if spec.policy.bind == "any":
+            raise Unsupported(
+                'spec.policy.bind "any" (a VNC server published off loopback) is not built '
+                "yet: viewers are reached through holmd's relay"
+            )
         runtime = self._runtime_named(placement.runtime or self.config.default_runtime)
         _check_can(runtime, spec, placement)
         return runtime, msgspec.structs.replace(placement, runtime=runtime.name)

@@ -148,3 +148,14 @@ async def test_a_person_s_text_is_sealed_or_not_kept(make_client: MakeClient) ->
             assert await engine_of(client).shred_trace(box)
             assert await engine_of(client).person_text(box, acted["sealed"]) is None
         await client.close()
+
+
+async def test_viewer_policies_not_built_are_refused_by_name(client: Client) -> None:
+    """`policy.auth: password` and `policy.bind: any` are refused, saying so, rather than
+    accepted and ignored (a box that would silently not be reachable as asked)."""
+    for policy, word in (({"auth": "password"}, "password"), ({"bind": "any"}, "any")):
+        refused = await client.post("/v1/boxes", json={"spec": {"policy": policy}})
+        assert word in await error_of(refused, 400, "unsupported")
+    assert (await ok_json(await client.get("/v1/boxes")))["boxes"] == []
+    made = await client.post("/v1/boxes", json={"spec": {"policy": {"auth": "token"}}})
+    assert made.status == 200
