@@ -61,6 +61,7 @@ from holm.wire.actions import (
     OpenUrl,
     PageShotWhat,
     PdfWhat,
+    SecretRef,
     StateLoadWhat,
     StateSaveWhat,
     WindowQuery,
@@ -716,10 +717,16 @@ class HolmClient:
     # Files and commands
 
     async def exec(
-        self, box_id: str, argv: Sequence[str], *, timeout_ms: int = 10_000
+        self,
+        box_id: str,
+        argv: Sequence[str | SecretRef],
+        *,
+        timeout_ms: int = 10_000,
+        env: Mapping[str, str | SecretRef] | None = None,
     ) -> ExecResult:
-        """Run a command; its exit code is in the result (a non-zero code does not raise)."""
-        body = ExecWhat(argv=list(argv), timeout_ms=timeout_ms)
+        """Run a command; its exit code is in the result (a non-zero code does not raise).
+        An argument or a variable of `env` may be a `SecretRef` (a secret by name)."""
+        body = ExecWhat(argv=list(argv), timeout_ms=timeout_ms, env=dict(env or {}))
         return await self._call(ExecResult, "POST", f"/v1/boxes/{box_id}/exec", body=body)
 
     async def read_file(self, box_id: str, path: str) -> bytes:

@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 from msgspec import Meta
 
+from holm.errors import BadRequest
 from holm.wire import results as r
 from holm.wire.spec import Feature
 from holm.wire.values import Button, Modifier, Motion, Point, Region, Selection
@@ -743,7 +744,7 @@ def plain_env(env: dict[str, str | SecretRef]) -> dict[str, str]:
 
 def _plain(item: str | SecretRef) -> str:
     if isinstance(item, SecretRef):
-        raise ValueError(f"the secret {item.secret!r} was not given its value")
+        raise BadRequest(f"the secret {item.secret!r} was not given its value")
     return item
 
 
