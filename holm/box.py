@@ -61,7 +61,9 @@ class RestDriver:
         return png_of((await self.client.frame(self._box_id, screen=screen)).png_base64)
 
     async def exec(self, what: a.ExecWhat) -> r.ExecResult:
-        return await self.client.exec(self._box_id, what.argv, timeout_ms=what.timeout_ms)
+        return await self.client.exec(
+            self._box_id, what.argv, timeout_ms=what.timeout_ms, env=what.env
+        )
 
     async def read_file(self, path: str) -> bytes:
         return await self.client.read_file(self._box_id, path)

@@ -61,6 +61,7 @@ from holm.wire.actions import (
     OpenUrl,
     PageShotWhat,
     PdfWhat,
+    SecretRef,
     StateLoadWhat,
     StateSaveWhat,
     WindowQuery,
@@ -93,12 +94,15 @@ from holm.wire.api import (
     KeyMade,
     KeyView,
     PruneResult,
+    PutSecret,
     ReapResult,
     RecordingStart,
     RunResult,
     RuntimeList,
     RuntimeView,
     SavedState,
+    SecretList,
+    SecretView,
     StateList,
     StateRemoved,
     TakeoverRequest,
@@ -108,6 +112,7 @@ from holm.wire.api import (
     TraceImported,
     TraceList,
     TracePage,
+    TraceShredded,
     TraceView,
     ViewerMode,
     ViewersView,
@@ -404,10 +409,14 @@ class HolmClient:
         mode: Literal["replay", "snapshot"] = "replay",
         count: int = 1,
         idempotency_key: str | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> ForkResult:
         """A new box that does the source's recorded steps again (up to `up_to`); with
-        `count` > 1, that many boxes replaying at once, each in `branches`."""
-        body = ForkRequest(mode=mode, up_to=up_to, placement=placement, count=count)
+        `count` > 1, that many boxes replaying at once, each in `branches`; `secrets` the
+        values of the secrets its steps name (over the workspace's)."""
+        body = ForkRequest(
+            mode=mode, up_to=up_to, placement=placement, count=count, secrets=dict(secrets or {})
+        )
         return await self._call(
             ForkResult,
             "POST",
@@ -760,10 +769,16 @@ class HolmClient:
     # Files and commands
 
     async def exec(
-        self, box_id: str, argv: Sequence[str], *, timeout_ms: int = 10_000
+        self,
+        box_id: str,
+        argv: Sequence[str | SecretRef],
+        *,
+        timeout_ms: int = 10_000,
+        env: Mapping[str, str | SecretRef] | None = None,
     ) -> ExecResult:
-        """Run a command; its exit code is in the result (a non-zero code does not raise)."""
-        body = ExecWhat(argv=list(argv), timeout_ms=timeout_ms)
+        """Run a command; its exit code is in the result (a non-zero code does not raise).
+        An argument or a variable of `env` may be a `SecretRef` (a secret by name)."""
+        body = ExecWhat(argv=list(argv), timeout_ms=timeout_ms, env=dict(env or {}))
         return await self._call(ExecResult, "POST", f"/v1/boxes/{box_id}/exec", body=body)
 
     async def read_file(self, box_id: str, path: str) -> bytes:
@@ -943,6 +958,23 @@ class HolmClient:
     async def remove_key(self, key_id: str) -> KeyView:
         return await self._call(KeyView, "DELETE", f"/v1/keys/{key_id}")
 
+    # Named secrets (the caller's workspace's) and a trace's data key
+
+    async def set_secret(self, name: str, value: str) -> SecretView:
+        """Set a named secret for `secret: NAME` steps; its value is never answered."""
+        body = PutSecret(value=value)
+        return await self._call(SecretView, "PUT", f"/v1/secrets/{name}", body=body)
+
+    async def secrets(self) -> list[SecretView]:
+        return (await self._call(SecretList, "GET", "/v1/secrets")).secrets
+
+    async def remove_secret(self, name: str) -> None:
+        await self.request("DELETE", f"/v1/secrets/{name}")
+
+    async def shred_trace(self, box_id: str) -> TraceShredded:
+        """Destroy the trace's data key: a person's text it kept sealed is gone for good."""
+        return await self._call(TraceShredded, "DELETE", f"/v1/boxes/{box_id}/trace/secrets")
+
 
 def _step_value(result: ActionsResult, kind: type[T]) -> T:
     """The value of a batch of one step, or the error it stopped with."""
@@ -1046,6 +1078,10 @@ class SyncHolmClient:
     install_apps = _Sync(HolmClient.install_apps)
     catalog = _Sync(HolmClient.catalog)
     fork = _Sync(HolmClient.fork)
+    set_secret = _Sync(HolmClient.set_secret)
+    secrets = _Sync(HolmClient.secrets)
+    remove_secret = _Sync(HolmClient.remove_secret)
+    shred_trace = _Sync(HolmClient.shred_trace)
     act = _Sync(HolmClient.act)
     frame = _Sync(HolmClient.frame)
     cursor = _Sync(HolmClient.cursor)

@@ -60,6 +60,9 @@ class Config(msgspec.Struct, kw_only=True):
     # The key that seals the secrets of runtimes added (holm/secrets_box.py); without it,
     # `<state_dir>/secrets.key`, made at first start.
     secrets_key: str | None = None
+    # What the trace keeps of the text a person types through a control viewer: sealed
+    # under the trace's own key (shreddable), or nothing but its length.
+    record_person_text: Literal["encrypted", "off"] = "encrypted"
 
     @property
     def host(self) -> str:
@@ -96,6 +99,7 @@ _ENV = {
     "fork_limit_secs": "HOLM_FORK_LIMIT_SECS",
     "pool": "HOLM_POOL",
     "secrets_key": "HOLM_SECRETS_KEY",
+    "record_person_text": "HOLM_RECORD_PERSON_TEXT",
 }
 # Read by holm.server before the rest, to log what loading them says.
 LOG_LEVEL, DEFAULT_LOG_LEVEL = "HOLM_LOG_LEVEL", "INFO"

@@ -89,7 +89,7 @@ async def act(agent: Agent, index: int, action: a.Action) -> r.ActionResult:
     """Do `action` (on screen `index` when it uses one) and answer its `Result`."""
     match action:
         case a.Exec(what=what):
-            return await agent.exec(what.argv, what.timeout_ms)
+            return await agent.exec(a.plain_argv(what.argv), what.timeout_ms, a.plain_env(what.env))
         case a.ReadFile(path=path):
             data = await agent.read_file(path)
             encoded = base64.b64encode(data).decode()

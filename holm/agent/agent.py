@@ -341,8 +341,12 @@ class Agent:
     async def _work(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._work_pool, fn, *args)
 
-    async def exec(self, argv: list[str], timeout_ms: int) -> ExecResult:
-        env = self._env(self.screens[0].display_name or None)
+    async def exec(
+        self, argv: list[str], timeout_ms: int, extra_env: dict[str, str] | None = None
+    ) -> ExecResult:
+        # The request's variables over the box's own (DISPLAY and the rest stay the box's
+        # unless the request names them).
+        env = {**self._env(self.screens[0].display_name or None), **(extra_env or {})}
         result: ExecResult = await self._work(
             lambda: commands.run(argv, timeout_ms, home=self.home, env=env)
         )

@@ -92,6 +92,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "The server's runtimes, and remote ones added (another holmd: provider `holm`).",
     ),
     "runtimes": LazyCommand(_BOXES, "List the server's runtimes and what each can do."),
+    "secret": LazyCommand(
+        "holm.cli.secrets_cmd",
+        "Named secrets of your workspace (steps name them; no trace holds them); shred a "
+        "trace's data key.",
+    ),
     "shot": LazyCommand(
         _INSIDE, "Write a screenshot of a screen as a PNG file and print its path."
     ),

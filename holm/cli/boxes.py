@@ -3,8 +3,9 @@ and `runtimes`."""
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, Any, TypeVar, get_args
 
 import click
@@ -206,6 +207,19 @@ def list_boxes(remote: Remote, quiet: bool) -> None:
         )
 
 
+def secret_values(items: Sequence[str]) -> dict[str, str]:
+    """`--secret NAME=VALUE`, or `--secret NAME` for the environment variable NAME."""
+    values: dict[str, str] = {}
+    for item in items:
+        name, given, value = item.partition("=")
+        if not given:
+            if name not in os.environ:
+                raise BadRequest(f"--secret {name}: no environment variable {name}")
+            value = os.environ[name]
+        values[name] = value
+    return values
+
+
 def state_text(state: str, reason: str | None) -> str:
     return state + (f" ({reason})" if reason else "")
 
@@ -314,6 +328,14 @@ def _replay_notes(replay: ReplayReport) -> list[str]:
     type=click.File("rb"),
     help="A placement JSON file for the new box; it replaces the source's.",
 )
+@click.option(
+    "--secret",
+    "secret_items",
+    multiple=True,
+    metavar="NAME[=VALUE]",
+    help="A value for a secret the trace's steps name; NAME alone takes it from the "
+    "environment variable NAME (kept out of the command line).",
+)
 @queued_work_options("fork")
 @remote
 def fork_box(
@@ -322,6 +344,7 @@ def fork_box(
     up_to: int | None,
     count: int,
     placement_file: IO[bytes] | None,
+    secret_items: tuple[str, ...],
     idempotency_key: str | None,
     wait: bool,
 ) -> None:
@@ -340,6 +363,7 @@ def fork_box(
             placement=placement,
             count=count,
             idempotency_key=idempotency_key,
+            secrets=secret_values(secret_items),
         )
     branches = result.branches or [ForkBranch(box=result.box, replay=result.replay)]
     if wait:

@@ -10,7 +10,7 @@ import asyncio
 import base64
 import inspect
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -42,6 +42,7 @@ from holm.wire.values import Point, encoding_of
 
 from .guards import boundary
 from .journal import Journal, entry
+from .named_secrets import scrubbed_error, scrubbed_result, secret_bytes, with_values
 
 T = TypeVar("T")
 
@@ -69,8 +70,12 @@ async def run_steps(
     screen: int,
     request: ActionsRequest,
     actor: Actor,
+    secrets: Mapping[str, str] | None = None,
 ) -> ActionsResult:
-    """Do the steps of `request` on `screen` and record each; the caller holds the screen."""
+    """Do the steps of `request` on `screen` and record each; the caller holds the screen.
+    `secrets` has the value of every secret a step names (engine/named_secrets.py): the box
+    gets the values, the trace and the answer the names."""
+    values = dict(secrets or {})
     if any(isinstance(action, NOT_IN_BATCH) for action in request.actions):
         # A step is recorded as it was sent: cookie values would be in the trace in clear.
         raise BadRequest(
@@ -88,15 +93,21 @@ async def run_steps(
         for index, action in enumerate(request.actions):
             # The batch's end goes right behind the last step (the box does it after the
             # step), so that its round trip is over by the time the step is durable.
+            sent = with_values(action, values) if values else action
             value, error, ended = await _step(
-                desktop, screen, action, end=index == last and not request.settle_ms
+                desktop, screen, sent, end=index == last and not request.settle_ms
             )
+            if values:
+                value = scrubbed_result(value, values.values())
+                error = None if error is None else scrubbed_error(error, values.values())
             stops = error is not None and not request.keep_going
             if (stops or index == last) and not request.settle_ms:
                 # What the answer adds (the frame, the cursor) is asked before the step's
                 # entries go to the store, so that its request goes out first.
                 after = _ask_after_batch(desktop, screen, request, ended)
-            entries = _entries_of(actor, screen, action, value, error, batch, index)
+            entries = _entries_of(
+                actor, screen, action, value, error, batch, index, secret_bytes(action, values)
+            )
             appends.append(journal.submit(box_id, entries))
             results.append(
                 StepResult(
@@ -169,11 +180,15 @@ def _entries_of(
     error: HolmError | None,
     batch: str,
     index: int,
+    typed_secret: int | None = None,
 ) -> list[Entry]:
     """What one step records: its `acted` entry, and `app_launched` after a launch."""
     # A write's bytes and a clipboard's text are not kept: the path and size, or the
-    # selection and length, are (as `PUT …/files` and `PUT …/clipboard` record them).
+    # selection and length, are (as `PUT …/files` and `PUT …/clipboard` record them); a
+    # step that typed a secret keeps its name, and the length of what it typed.
     kept, size = redacted_action(action)
+    if typed_secret is not None:
+        size = typed_secret
     entries: list[Entry] = [
         entry(
             Acted,

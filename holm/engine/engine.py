@@ -25,10 +25,12 @@ from holm.config import Config
 from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
 from holm.events.browser_states import BrowserStates
 from holm.events.store import TraceStore
+from holm.events.trace_keys import trace_keys_of
 from holm.projections.box_state import BoxState
 from holm.projections.events_feed import EventsFeed
 from holm.projections.views import trace_view
-from holm.wire.actions import Action, KeyUp, MouseUp, reads_only, type_of, uses_screen
+from holm.secrets_box import SecretsBox
+from holm.wire.actions import Action, KeyUp, MouseUp, Type, reads_only, type_of, uses_screen
 from holm.wire.api import (
     ActionsRequest,
     ActionsResult,
@@ -81,6 +83,15 @@ from .catalog import app_packages_by_name, catalog
 from .guards import boundary
 from .jobs import JobQueue
 from .journal import Journal, entry, now_ms, stored
+from .named_secrets import (
+    WorkspaceSecrets,
+    names_in,
+    scrubbed_error,
+    scrubbed_result,
+    values_for,
+    with_values,
+)
+from .person_text import PersonText
 from .pool import pool_of
 from .reaper import every, reap
 from .recording import recorded_alone
@@ -130,6 +141,9 @@ class Engine:
         self._loops: list[asyncio.Task[None]] = []
         self.pool = pool_of(config.pool, self.runtimes.get(config.default_runtime), new_box_id)
         self.vendors = Vendors(self, make_runtime)
+        self.secrets = WorkspaceSecrets(self)
+        self.person_texts = PersonText(self, trace_keys_of(store))
+        self._secrets_box: SecretsBox | None = None
 
     # Start and stop
 
@@ -139,6 +153,7 @@ class Engine:
         internal schedule, the reaper, the pruner and the job runner."""
         await self.journal.rebuild()
         await self.vendors.load()
+        await self.secrets.load()
         await reconcile(self)
         for state in self.journal.states():
             if not state.removed and state.state == "ready":
@@ -318,6 +333,18 @@ class Engine:
         problems = validate_spec(spec) + validate_placement(placement)
         if problems:
             raise BadRequest("; ".join(problems))
+        # Refused by name rather than accepted and ignored: a box asked to be reached by a
+        # standard VNC client with a password, or from off the host, would silently not be.
+        if spec.policy.auth == "password":
+            raise Unsupported(
+                'spec.policy.auth "password" (a VNC password for a standard client) is not '
+                'built yet: viewers open with holmd\'s tickets (auth "token" or "none")'
+            )
+        if spec.policy.bind == "any":
+            raise Unsupported(
+                'spec.policy.bind "any" (a VNC server published off loopback) is not built '
+                "yet: viewers are reached through holmd's relay"
+            )
         runtime = self._runtime_named(placement.runtime or self.config.default_runtime)
         _check_can(runtime, spec, placement)
         return runtime, msgspec.structs.replace(placement, runtime=runtime.name)
@@ -527,18 +554,28 @@ class Engine:
         state = guards.ready(self.journal.state(box_id), box_id)
         guards.screen_of(state, screen, drive=True)
         guards.features_for(state, request.actions)
+        names = names_in(request.actions)
+        values = await values_for(self, state.owner, names, request.secrets) if names else {}
         async with self._screen_lock(box_id, screen):
             # Checked again: the box may have been paused while this batch waited.
             state = guards.ready(self.journal.state(box_id), box_id)
             guards.screen_of(state, screen, drive=True)
             desktop = await self._desktop(box_id)
             try:
-                return await run_steps(self.journal, desktop, box_id, screen, request, actor)
+                return await run_steps(
+                    self.journal, desktop, box_id, screen, request, actor, values
+                )
             finally:
                 self.watchers.nudge(box_id, screen)
 
     async def act(
-        self, box_id: str, screen: int, action: Action, *, actor: Actor = "agent"
+        self,
+        box_id: str,
+        screen: int,
+        action: Action,
+        *,
+        actor: Actor = "agent",
+        secrets: Mapping[str, str] | None = None,
     ) -> ActionResult:
         """Do one action outside a batch (a REST route's operation) and record it as the
         spec's recording table says (`recorded_alone`): `executed`, `file_read`,
@@ -547,6 +584,44 @@ class Engine:
         action = normalized_action(action)
         state = guards.ready(self.journal.state(box_id), box_id)
         guards.features_for(state, [action])
+        names = names_in([action])
+        values = await values_for(self, state.owner, names, secrets or {}) if names else {}
+        sent = with_values(action, values) if values else action
+        try:
+            result = await self._act_on(box_id, screen, state, sent)
+        except HolmError as exc:
+            raise scrubbed_error(exc, values.values()) from None
+        result = scrubbed_result(result, values.values())
+        # Recorded as it was asked: the secrets by name.
+        entries = recorded_alone(action, result, screen, actor)
+        if entries:
+            await self.journal.append(box_id, entries)
+        return result
+
+    async def secrets_box(self) -> SecretsBox:
+        """The server's sealing key (`HOLM_SECRETS_KEY`, or its key file), made once."""
+        if self._secrets_box is None:
+            self._secrets_box = await asyncio.to_thread(
+                SecretsBox.of_setting, self.config.secrets_key, self.config.state_dir
+            )
+        return self._secrets_box
+
+    async def shred_trace(self, box_id: str) -> bool:
+        """Destroy the box's trace's data key (the box may be removed: its trace stays)."""
+        return await self.person_texts.shred(box_id)
+
+    async def person_text(self, trace: str, sealed: str) -> str | None:
+        return await self.person_texts.open(trace, sealed)
+
+    async def check_secrets(
+        self, workspace: str | None, names: set[str], given: Mapping[str, str]
+    ) -> None:
+        if names:
+            await values_for(self, workspace, names, given)
+
+    async def _act_on(
+        self, box_id: str, screen: int, state: BoxState, action: Action
+    ) -> ActionResult:
         on_screen = uses_screen(action)
         reading = reads_only(action)
         if on_screen:
@@ -565,9 +640,6 @@ class Engine:
             result = await boundary(desktop.act(screen, action), what)
             # A command can open windows on any screen.
             self.watchers.nudge(box_id)
-        entries = recorded_alone(action, result, screen, actor)
-        if entries:
-            await self.journal.append(box_id, entries)
         return result
 
     async def frame(
@@ -684,8 +756,24 @@ class Engine:
             return
         # Key names as an agent's are recorded (holm/wire/keys.py), so a fork's step matches.
         action = normalized_action(action)
+        size: int | None = None
+        sealed: str | None = None
+        if isinstance(action, Type) and action.text:
+            # The text is left out of the entry: sealed under the trace's own key (so it
+            # can be shredded), or not kept at all.
+            size = len(action.text.encode())
+            if self.config.record_person_text == "encrypted":
+                sealed = await self.person_texts.seal(box_id, action.text)
+            action = msgspec.structs.replace(action, text="")
         acted = entry(
-            Acted, "person", screen=screen, action=action, ok=True, key=acted_key(screen, action)
+            Acted,
+            "person",
+            screen=screen,
+            action=action,
+            ok=True,
+            key=acted_key(screen, action),
+            bytes=size,
+            sealed=sealed,
         )
         await self.journal.append(box_id, [acted])
 

@@ -26,6 +26,8 @@ from holm.wire.entries import (
     Entry,
     RuntimeAdded,
     RuntimeRemoved,
+    SecretRemoved,
+    SecretSet,
 )
 
 log = logging.getLogger(__name__)
@@ -89,10 +91,11 @@ class Journal:
     def keep(trace: str, old: Iterable[Entry]) -> Collection[int]:
         """What a prune by age must keep of a trace's old entries for `rebuild` to give
         the state it has now (the store's `KeepEntries`): a box's state-bearing entries,
-        and of the server's trace the runtimes added (`runtime_*`), which the engine folds
-        at start."""
+        and of the server's trace the runtimes added (`runtime_*`) and the workspaces'
+        secrets (`secret_*`), which the engine folds at start."""
         if trace == SERVER_TRACE:
-            return [e.seq for e in old if isinstance(e, RuntimeAdded | RuntimeRemoved)]
+            kept = RuntimeAdded | RuntimeRemoved | SecretSet | SecretRemoved
+            return [e.seq for e in old if isinstance(e, kept)]
         return state_bearing(old)
 
     async def append(self, trace: str, entries: Sequence[Entry]) -> list[Entry]:

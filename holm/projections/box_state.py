@@ -50,6 +50,8 @@ from holm.wire.entries import (
     PageCaptured,
     RuntimeAdded,
     RuntimeRemoved,
+    SecretRemoved,
+    SecretSet,
     TakeoverEnded,
     TakeoverStarted,
     kind_of,
@@ -172,7 +174,14 @@ def apply(state: BoxState | None, entry: Entry) -> BoxState:
             step.update(state="ready", reason=None, adopted=True, **_adopted_fields(state, entry))
         case BoxCreated():
             raise NotABoxTrace(f"entry {entry.seq}: box_created again, in a box already created")
-        case ImageBuilt() | ImageRemoved() | RuntimeAdded() | RuntimeRemoved():
+        case (
+            ImageBuilt()
+            | ImageRemoved()
+            | RuntimeAdded()
+            | RuntimeRemoved()
+            | SecretSet()
+            | SecretRemoved()
+        ):
             raise NotABoxTrace(f"entry {entry.seq}: {kind_of(entry)} belongs to the server trace")
         case _:
             raise TypeError(f"not a trace entry: {entry!r}")

@@ -13,7 +13,7 @@ typed text, a long URL) is escaped and clipped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -50,6 +50,8 @@ from holm.wire.entries import (
     RuntimeAdded,
     RuntimeChanged,
     RuntimeRemoved,
+    SecretRemoved,
+    SecretSet,
     TakeoverEnded,
     TakeoverStarted,
 )
@@ -114,6 +116,9 @@ def render_lines(
 
 def entry_text(entry: Entry) -> str:
     match entry:
+        case Acted(screen=screen, action=a.Type(text="", secret=None), bytes=int(size)):
+            # A person's text, sealed or not kept (docs/trace.md): shown as dots.
+            return f"screen {screen}  type {SEALED} ({_bytes(size)})"
         case Acted(screen=screen, action=action, ok=ok, error=error, result=result):
             text = f"screen {screen}  {action_text(action)}"
             if ok and isinstance(action, a.Exec) and isinstance(result, dict):
@@ -187,6 +192,12 @@ def entry_text(entry: Entry) -> str:
             return f"changed runtime {_clip(name)} ({_clip(provider)})"
         case RuntimeAdded(name=name, provider=provider):
             return f"added runtime {_clip(name)} ({_clip(provider)})"
+        case SecretSet(workspace=workspace, name=name, bytes=size):
+            return (
+                f"set secret {_clip(name)} of {_clip(workspace) or 'the server'} ({_bytes(size)})"
+            )
+        case SecretRemoved(workspace=workspace, name=name):
+            return f"removed secret {_clip(name)} of {_clip(workspace) or 'the server'}"
         case RuntimeRemoved(name=name):
             return f"removed runtime {_clip(name)}"
         case ImageBuilt(runtime=runtime, image=image):
@@ -230,6 +241,8 @@ def _action_hint(action: a.Action) -> str:
                 f"dy={py}px" if py else "",
                 _held(held),
             )
+        case a.Type(secret=str() as secret):
+            return f"secret {secret}"
         case a.Type(text=text):
             return _quoted(text)
         case a.Press(chord=chord, then=then, held=held):
@@ -308,17 +321,24 @@ def _held(held: list[Modifier]) -> str:
     return f"with {'+'.join(held)}" if held else ""
 
 
+# What a person's typed text shows as: the trace keeps it sealed, or not at all.
+SEALED = "•••"
+
+
 def _words(*words: str) -> str:
     return " ".join(word for word in words if word)
 
 
-def _command(argv: list[str]) -> str:
+def _command(argv: Sequence[str | a.SecretRef]) -> str:
     """A command as a person would type it: an argument with spaces or quotes in double
-    quotes (easier to read than a shell's exact quoting, which is not the point here)."""
+    quotes (easier to read than a shell's exact quoting, which is not the point here), a
+    secret by its name."""
     return _clip(" ".join(_argument(arg) for arg in argv))
 
 
-def _argument(arg: str) -> str:
+def _argument(arg: str | a.SecretRef) -> str:
+    if isinstance(arg, a.SecretRef):
+        return f"<secret {arg.secret}>"
     if arg and not any(c.isspace() or c in "\"'\\" for c in arg):
         return arg
     return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'

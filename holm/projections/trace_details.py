@@ -57,6 +57,11 @@ class PointerTrail:
 
 
 def _caption(action: a.Action) -> str:
+    if isinstance(action, a.Type) and action.secret is not None:
+        return f"type secret {action.secret}"
+    if isinstance(action, a.Type) and not action.text:
+        # A person's text, kept sealed or not at all (docs/trace.md).
+        return "type •••"
     if isinstance(action, a.Type):
         typed = json.dumps(action.text, ensure_ascii=False)
         if len(typed) > MAX_TYPED_CHARS:

@@ -4,7 +4,7 @@ satisfies it; docs/architecture.md draws the layers)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
 from holm.config import Config
@@ -52,8 +52,24 @@ class Boxes(Protocol):
     ) -> ActionsResult: ...
 
     async def act(
-        self, box_id: str, screen: int, action: Action, *, actor: Actor = "agent"
+        self,
+        box_id: str,
+        screen: int,
+        action: Action,
+        *,
+        actor: Actor = "agent",
+        secrets: Mapping[str, str] | None = None,
     ) -> ActionResult: ...
+
+    async def person_text(self, trace: str, sealed: str) -> str | None:
+        """A person's typed text sealed under the trace's key; None once it was shredded."""
+        ...
+
+    async def check_secrets(
+        self, workspace: str | None, names: set[str], given: Mapping[str, str]
+    ) -> None:
+        """Refuse (400, naming them) when a name has no value, given or the workspace's."""
+        ...
 
     async def frame(self, box_id: str, screen: int, *, have: str | None = None) -> FrameResult: ...
 

@@ -303,7 +303,8 @@ def _png64(image: Image.Image) -> str:
 
 def _what(step: RecordedCall) -> str:
     if step.kind == "executed" and isinstance(step.action, act.Exec):
-        return "exec " + " ".join(step.action.what.argv)
+        # As the text view writes a command (a secret by its name).
+        return "exec " + action_text(step.action)
     return action_text(step.action)
 
 

@@ -36,7 +36,7 @@ from holm.replay.plan import DoAction, DoExec, DoLaunch, Plan, Step, plan_fork
 from holm.replay.reading import read_whole_trace
 from holm.replay.screen_check import Reference, meet_frame
 from holm.replay.strict import Divergence, ForkPolicy, ReplayPolicy
-from holm.wire.actions import Action, Exec, ExecWhat, Launch
+from holm.wire.actions import Action, Exec, ExecWhat, Launch, Type, names_in
 from holm.wire.api import (
     ActionsRequest,
     BoxView,
@@ -45,6 +45,7 @@ from holm.wire.api import (
     ForkResult,
     Outcome,
     ReplayReport,
+    Skipped,
 )
 from holm.wire.results import ExecResult, expect
 from holm.wire.spec import Placement, Spec
@@ -83,13 +84,13 @@ async def fork_box(
     empty report: each one's start and replay run as one job, and a fork that stops before
     its box started leaves it `failed`."""
     request = _fork_request(request)
-    new_ids, plan = await _record_forks(boxes, source_box_id, request)
+    new_ids, plan, secrets = await _record_forks(boxes, source_box_id, request)
 
     def launch_and_replay(new_id: str) -> Callable[[], Awaitable[None]]:
         async def job() -> None:
             try:
                 await boxes.start_recorded(new_id)
-                await replay_plan(boxes, new_id, plan, ForkPolicy())
+                await replay_plan(boxes, new_id, plan, ForkPolicy(), secrets=secrets)
             finally:
                 await boxes.fail_starting(new_id, "the fork stopped before its box was started")
 
@@ -102,20 +103,20 @@ async def fork_box(
     if len(new_ids) == 1:
         # One box: a start that fails is the fork's error, as the spec's fork answers it.
         await boxes.start_recorded(new_ids[0])
-        run = await replay_plan(boxes, new_ids[0], plan, ForkPolicy())
+        run = await replay_plan(boxes, new_ids[0], plan, ForkPolicy(), secrets=secrets)
         return ForkResult(box=box_view(run.box), replay=run.report)
-    runs = await asyncio.gather(*(_branch(boxes, new_id, plan) for new_id in new_ids))
+    runs = await asyncio.gather(*(_branch(boxes, new_id, plan, secrets) for new_id in new_ids))
     return _fork_result([(box_view(run.box), run.report) for run in runs])
 
 
-async def _branch(boxes: Boxes, new_id: str, plan: Plan) -> ReplayRun:
+async def _branch(boxes: Boxes, new_id: str, plan: Plan, secrets: Mapping[str, str]) -> ReplayRun:
     """One box of a fork of many, started and replayed: a branch that cannot start is a
     `failed` box among the others (its `box_failed` says why), not the whole fork's error."""
     try:
         await boxes.start_recorded(new_id)
     except HolmError:
         return ReplayRun(box=await boxes.box(new_id), report=ReplayReport())
-    return await replay_plan(boxes, new_id, plan, ForkPolicy())
+    return await replay_plan(boxes, new_id, plan, ForkPolicy(), secrets=secrets)
 
 
 def _fork_result(made: list[tuple[BoxView, ReplayReport]]) -> ForkResult:
@@ -129,20 +130,23 @@ def _fork_result(made: list[tuple[BoxView, ReplayReport]]) -> ForkResult:
 async def fork_run(boxes: Boxes, source_box_id: str, request: ForkRequest) -> ReplayRun:
     """`fork_box` done now, with what the report leaves out: the timing, and why it
     stopped."""
-    new_id, plan = await _record_fork(boxes, source_box_id, request)
+    new_id, plan, secrets = await _record_fork(boxes, source_box_id, request)
     await boxes.start_recorded(new_id)
-    return await replay_plan(boxes, new_id, plan, ForkPolicy())
+    return await replay_plan(boxes, new_id, plan, ForkPolicy(), secrets=secrets)
 
 
-async def _record_fork(boxes: Boxes, source: str, request: ForkRequest) -> tuple[str, Plan]:
-    (new_id,), plan = await _record_forks(boxes, source, request, count=1)
-    return new_id, plan
+async def _record_fork(
+    boxes: Boxes, source: str, request: ForkRequest
+) -> tuple[str, Plan, dict[str, str]]:
+    (new_id,), plan, secrets = await _record_forks(boxes, source, request, count=1)
+    return new_id, plan, secrets
 
 
 async def _record_forks(
     boxes: Boxes, source: str, request: ForkRequest, count: int | None = None
-) -> tuple[list[str], Plan]:
-    """Plan the fork once and record its `count` new boxes (the request's by default)."""
+) -> tuple[list[str], Plan, dict[str, str]]:
+    """Plan the fork once and record its `count` new boxes (the request's by default), with
+    the values of the secrets its steps name."""
     if request.mode == "snapshot":
         raise Unsupported("a snapshot fork is refused: a fork replays the trace")
     state = await boxes.box(source)
@@ -161,11 +165,45 @@ async def _record_forks(
         include_person=request.include_person,
     )
     spec, placement, owner = await _origin_of(boxes, source, plan, request.placement)
+    plan, person = await _person_text_opened(boxes, source, plan)
+    secrets = {**request.secrets, **person}
+    # A step that types a secret needs its value: refused now, naming it, rather than a
+    # fork that types nothing (or stops half way) and says it replayed.
+    await boxes.check_secrets(owner, secret_names(plan), secrets)
     new_ids = [
         await boxes.record_box(spec, placement, owner=owner, forked_from=(source, request.up_to))
         for _ in range(request.count if count is None else count)
     ]
-    return new_ids, plan
+    return new_ids, plan, secrets
+
+
+async def _person_text_opened(boxes: Boxes, source: str, plan: Plan) -> tuple[Plan, dict[str, str]]:
+    """A person's sealed `type` steps (with `include_person`) made steps that type a secret
+    of this fork only, `person_text_<seq>`, whose value is the text opened with the source
+    trace's key: the fork's trace keeps the name, not the text. With the key shredded, such
+    a step is skipped, saying so, and the rest of the plan stays."""
+    steps: list[Step] = []
+    skipped = list(plan.skipped)
+    values: dict[str, str] = {}
+    for step in plan.steps:
+        match step.do:
+            case DoAction(action=Type() as typed, sealed=str() as sealed):
+                text = await boxes.person_text(source, sealed)
+                if text is None:
+                    why = "the trace's data key was shredded: what a person typed is gone"
+                    skipped.append(Skipped(seq=step.seq, kind=step.kind, why=why))
+                    continue
+                name = f"person_text_{step.seq}"
+                values[name] = text
+                action = msgspec.structs.replace(typed, text="", secret=name)
+                do = msgspec.structs.replace(step.do, action=action, sealed=None)
+                steps.append(msgspec.structs.replace(step, do=do))
+            case _:
+                steps.append(step)
+    if not values and len(skipped) == len(plan.skipped):
+        return plan, {}
+    skipped.sort(key=lambda s: s.seq)
+    return msgspec.structs.replace(plan, steps=steps, skipped=skipped), values
 
 
 async def replay_plan(
@@ -174,10 +212,13 @@ async def replay_plan(
     plan: Plan,
     policy: ReplayPolicy,
     reference: Reference | None = None,
+    *,
+    secrets: Mapping[str, str] | None = None,
 ) -> ReplayRun:
     """Do the plan's steps on the ready box `box_id` and record its final screens.
     `reference` gives the source's PNG of a frame hash, for a policy with a frame
-    tolerance."""
+    tolerance; `secrets` the values of the secrets its steps name (over the workspace's)."""
+    given = dict(secrets or {})
     config = boxes.config
     cap = config.fork_wait_cap_ms / 1000
     began = time.monotonic()
@@ -203,7 +244,7 @@ async def replay_plan(
         attempted_before = report.attempted
         try:
             async with asyncio.timeout(deadline - previous_began):
-                outcomes = await do_steps(boxes, box_id, run)
+                outcomes = await do_steps(boxes, box_id, run, given)
                 # Every step that ran counts, the ones of its batch after a failed one too.
                 report.attempted += len(outcomes)
                 for step, outcome in zip(run, outcomes, strict=False):
@@ -260,28 +301,45 @@ def _same_batch(before: Step, step: Step) -> bool:
             return False
 
 
-async def do_steps(boxes: Boxes, box_id: str, run: list[Step]) -> list[Outcome]:
+def secret_names(plan: Plan) -> set[str]:
+    """Every secret the plan's steps name."""
+    actions: list[Action] = []
+    for step in plan.steps:
+        match step.do:
+            case DoAction(action=action):
+                actions.append(action)
+            case DoExec(argv=argv, timeout_ms=timeout_ms, env=env):
+                actions.append(Exec(what=ExecWhat(argv=argv, timeout_ms=timeout_ms, env=env)))
+    return names_in(actions)
+
+
+async def do_steps(
+    boxes: Boxes, box_id: str, run: list[Step], secrets: Mapping[str, str] | None = None
+) -> list[Outcome]:
     """Do a run of `batches_of` (the steps of one source batch, or one step) as the agent
     and tell how each step went, as far as they went: a batch stops at a refused step."""
     match run:
         case [Step(do=DoAction(screen=screen)), *_]:
             actions = [step.do.action for step in run if isinstance(step.do, DoAction)]
-            return await _batch(boxes, box_id, screen, actions)
+            return await _batch(boxes, box_id, screen, actions, secrets)
         case _:
-            return [await do_step(boxes, box_id, step) for step in run]
+            return [await do_step(boxes, box_id, step, secrets) for step in run]
 
 
-async def do_step(boxes: Boxes, box_id: str, step: Step) -> Outcome:
+async def do_step(
+    boxes: Boxes, box_id: str, step: Step, secrets: Mapping[str, str] | None = None
+) -> Outcome:
     """Do one step as the agent and tell how it went; a refusal is an outcome, not an
     error."""
     try:
         match step.do:
             case DoAction(screen=screen, action=action):
-                (outcome,) = await _batch(boxes, box_id, screen, [action])
+                (outcome,) = await _batch(boxes, box_id, screen, [action], secrets)
                 return outcome
-            case DoExec(argv=argv, timeout_ms=timeout_ms):
-                run = Exec(what=ExecWhat(argv=argv, timeout_ms=timeout_ms))
-                return Outcome(ok=True, exec=expect(await boxes.act(box_id, 0, run), ExecResult))
+            case DoExec(argv=argv, timeout_ms=timeout_ms, env=env):
+                run = Exec(what=ExecWhat(argv=argv, timeout_ms=timeout_ms, env=env))
+                done = await boxes.act(box_id, 0, run, secrets=secrets)
+                return Outcome(ok=True, exec=expect(done, ExecResult))
             case DoLaunch(screen=screen, app=app, args=args):
                 await boxes.act(box_id, screen, Launch(app=app, args=args))
                 return Outcome(ok=True)
@@ -289,11 +347,18 @@ async def do_step(boxes: Boxes, box_id: str, step: Step) -> Outcome:
         return Outcome(ok=False, error=exc.body())
 
 
-async def _batch(boxes: Boxes, box_id: str, screen: int, actions: list[Action]) -> list[Outcome]:
+async def _batch(
+    boxes: Boxes,
+    box_id: str,
+    screen: int,
+    actions: list[Action],
+    secrets: Mapping[str, str] | None = None,
+) -> list[Outcome]:
     """The outcome of each step that ran (a batch stops at a refused step); a batch refused
     whole is the refusal of its first step."""
+    request = ActionsRequest(actions=actions, secrets=dict(secrets or {}))
     try:
-        answer = await boxes.run_batch(box_id, screen, ActionsRequest(actions=actions))
+        answer = await boxes.run_batch(box_id, screen, request)
     except HolmError as exc:
         return [Outcome(ok=False, error=exc.body())]
     return [Outcome.of(result) for result in answer.results]

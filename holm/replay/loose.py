@@ -118,7 +118,11 @@ def steps_of_trace(entries: Sequence[Entry]) -> list[RecordedCall]:
                     launches[entry.batch] = step
                 steps.append(step)
             case Executed():
-                run = Exec(what=ExecWhat(argv=list(entry.argv), timeout_ms=entry.timeout_ms))
+                run = Exec(
+                    what=ExecWhat(
+                        argv=list(entry.argv), timeout_ms=entry.timeout_ms, env=dict(entry.env)
+                    )
+                )
                 steps.append(
                     _call(entry, entry.key, 0, run, Outcome(ok=True, exec=executed_result(entry)))
                 )

@@ -27,7 +27,7 @@ from typing import Literal
 import msgspec
 
 from holm.wire import actions as act
-from holm.wire.actions import Action, Exec, Launch
+from holm.wire.actions import Action, Exec, Launch, SecretRef
 from holm.wire.api import Skipped
 from holm.wire.entries import (
     Acted,
@@ -74,17 +74,20 @@ READS = (
 OFF_SCREEN = (*READS, act.Clipboard, act.Exec, act.Record, act.WriteFile)
 
 
-class DoAction(msgspec.Struct, tag="action", kw_only=True):
+class DoAction(msgspec.Struct, tag="action", kw_only=True, omit_defaults=True):
     """One action of a batch, done again on the same screen in one batch with the other
-    steps of its source batch (`interpreter.batches_of`)."""
+    steps of its source batch (`interpreter.batches_of`). `sealed`: a person's typed text,
+    sealed under the source trace's key, which the interpreter opens to type it again."""
 
     screen: int
     action: Action
+    sealed: str | None = None
 
 
-class DoExec(msgspec.Struct, tag="exec", kw_only=True):
-    argv: list[str]
+class DoExec(msgspec.Struct, tag="exec", kw_only=True, omit_defaults=True):
+    argv: list[str | SecretRef]
     timeout_ms: int
+    env: dict[str, str | SecretRef] = msgspec.field(default_factory=dict)
 
 
 class DoLaunch(msgspec.Struct, tag="launch", kw_only=True):
@@ -215,7 +218,7 @@ def _step(entry: Entry) -> Step | None:
                 at_ms=entry.at_ms,
                 kind="acted",
                 key=entry.key,
-                do=DoAction(screen=entry.screen, action=entry.action),
+                do=DoAction(screen=entry.screen, action=entry.action, sealed=entry.sealed),
                 expect=Expected(exec=acted_exec_result(entry)),
                 batch=entry.batch,
                 index=entry.index,
@@ -226,7 +229,7 @@ def _step(entry: Entry) -> Step | None:
                 at_ms=entry.at_ms,
                 kind="executed",
                 key=entry.key,
-                do=DoExec(argv=list(entry.argv), timeout_ms=entry.timeout_ms),
+                do=DoExec(argv=list(entry.argv), timeout_ms=entry.timeout_ms, env=dict(entry.env)),
                 expect=Expected(exec=executed_result(entry)),
             )
         case AppLaunched(batch=None):
@@ -274,6 +277,8 @@ def why_skipped(entry: Entry) -> str | None:
             return _why_file(what.path)
         case Acted(ok=True, action=act.Clipboard(selection=selection)):
             return _why_clipboard(selection, entry.screen)
+        case Acted(ok=True, action=act.Type(text="", secret=None), sealed=None, bytes=int()):
+            return "the trace kept only the length of what a person typed, not the text"
         case _:
             return None
 

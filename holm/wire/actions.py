@@ -11,11 +11,13 @@ fork can do it again.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
 
+from holm.errors import BadRequest
 from holm.wire import results as r
 from holm.wire.spec import Feature
 from holm.wire.values import Button, Modifier, Motion, Point, Region, Selection
@@ -155,11 +157,34 @@ def notches_of(pixels: int) -> int:
     return notches if pixels > 0 else -notches
 
 
+# A secret's name (beyond the spec): what a step gives instead of a value it must not leave
+# in the trace. The value comes with the request (`secrets` of a batch or a fork) or from
+# the workspace's secrets (`PUT /v1/secrets/{name}`); the trace keeps the name only.
+SecretName = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+
+
+class SecretRef(msgspec.Struct, forbid_unknown_fields=True):
+    """A secret by name where a value goes (an `exec` argument or environment variable)."""
+
+    secret: SecretName
+
+
+def _one_of_text_or_secret(text: str, secret: str | None) -> None:
+    if secret is not None and text:
+        raise ValueError("give `text` or `secret`, not both")
+
+
 class Type(_Action, tag="type"):
+    """`text`, or the value of the secret `secret` (the trace keeps its name and length)."""
+
     Result = r.Typed
 
-    text: str
+    text: str = ""
     delay_ms: Annotated[int, Meta(ge=0, le=MAX_TYPE_DELAY_MS)] = 0
+    secret: SecretName | None = None
+
+    def __post_init__(self) -> None:
+        _one_of_text_or_secret(self.text, self.secret)
 
 
 class Press(_Action, tag="press"):
@@ -356,9 +381,15 @@ class DragOp(_ElementOp, tag="drag"):
 
 
 class FillOp(_ElementOp, tag="fill"):
+    """`text`, or the value of the secret `secret` (the trace keeps its name and length)."""
+
     query: Query
-    text: str
+    text: str = ""
     exact: bool = False
+    secret: SecretName | None = None
+
+    def __post_init__(self) -> None:
+        _one_of_text_or_secret(self.text, self.secret)
 
 
 class FocusOp(_ElementOp, tag="focus"):
@@ -704,8 +735,45 @@ class OnNode(_Action, tag="on_node"):
 
 
 class ExecWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    argv: Annotated[list[str], Meta(min_length=1)]
+    """`argv` items and `env` values may be secrets by name (`{"secret": "NAME"}`): the
+    trace keeps the names. `env` is added to the box's own environment (beyond the spec)."""
+
+    argv: Annotated[list[str | SecretRef], Meta(min_length=1)]
     timeout_ms: Annotated[int, Meta(ge=1, le=MAX_EXEC_MS)] = 10_000
+    env: dict[Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str | SecretRef] = (
+        msgspec.field(default_factory=dict)
+    )
+
+
+def names_in(actions: Iterable[Action]) -> set[str]:
+    """The names of every secret the actions give instead of a value."""
+    names: set[str] = set()
+    for action in actions:
+        match action:
+            case Type(secret=str() as name):
+                names.add(name)
+            case OnPage(what=FillOp(secret=str() as name)):
+                names.add(name)
+            case Exec(what=what):
+                items = [*what.argv, *what.env.values()]
+                names |= {item.secret for item in items if isinstance(item, SecretRef)}
+    return names
+
+
+def plain_argv(argv: list[str | SecretRef]) -> list[str]:
+    """An argv as the box runs it: the server puts every secret's value in before an action
+    reaches a box, so a name left here is refused, never passed on as text."""
+    return [_plain(item) for item in argv]
+
+
+def plain_env(env: dict[str, str | SecretRef]) -> dict[str, str]:
+    return {name: _plain(value) for name, value in env.items()}
+
+
+def _plain(item: str | SecretRef) -> str:
+    if isinstance(item, SecretRef):
+        raise BadRequest(f"the secret {item.secret!r} was not given its value")
+    return item
 
 
 class Exec(_Action, tag="exec"):

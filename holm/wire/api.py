@@ -117,6 +117,9 @@ class ActionsRequest(_Request):
     settle_ms: Annotated[int, Meta(ge=0, le=MAX_WAIT_MS)] = 0
     have_frame: str | None = None
     keep_going: bool = False
+    # Beyond the spec: the values of the secrets the steps name (`secret: NAME`), which
+    # override the workspace's; the trace keeps the names, never these.
+    secrets: dict[str, str] = msgspec.field(default_factory=dict)
     # Beyond the spec: the frame of `want` as JPEG or WebP, as `GET …/frame` takes them.
     frame_format: ImageFormat = "png"
     frame_quality: Quality | None = None
@@ -494,6 +497,9 @@ class ForkRequest(_Request):
     include_person: bool = False
     # Beyond the spec: how many boxes replay the same prefix at once (docs/fork.md).
     count: Annotated[int, Meta(ge=1, le=MAX_FORK_BRANCHES)] = 1
+    # Beyond the spec: the values of the secrets the source's steps name, over the
+    # workspace's; a name with neither refuses the fork (400), naming it.
+    secrets: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class Skipped(_Response):
@@ -680,6 +686,34 @@ class WorkspaceList(_Response):
     workspaces: list[WorkspaceView]
 
 
+# Named secrets (beyond the spec): a workspace's values for `secret: NAME` steps
+
+
+class PutSecret(_Request):
+    value: Annotated[str, Meta(min_length=1, max_length=65_536)]
+
+
+class SecretView(_Response):
+    """A secret as the API shows it: its name and length, never its value."""
+
+    name: str
+    bytes: int
+    set_at_ms: int
+
+
+class SecretList(_Response):
+    secrets: list[SecretView]
+
+
+class TraceShredded(_Response):
+    """`DELETE …/trace/secrets`: the trace's data key is gone (`shredded`: there was one),
+    so what its entries hold sealed under it (a person's typed text) is unreadable for
+    good; the entries stay."""
+
+    box: str
+    shredded: bool
+
+
 class CreateKey(_Request):
     """`POST /v1/keys`: a key of the workspace named (by its name or its `ws_…` id)."""
 
@@ -750,11 +784,14 @@ __all__ = [
     "PathQuery",
     "PruneReport",
     "PruneResult",
+    "PutSecret",
     "ReapResult",
     "ReplayReport",
     "RunResult",
     "RuntimeList",
     "RuntimeView",
+    "SecretList",
+    "SecretView",
     "Skipped",
     "SocketQuery",
     "StepResult",
@@ -767,6 +804,7 @@ __all__ = [
     "TraceList",
     "TracePage",
     "TraceQuery",
+    "TraceShredded",
     "TraceView",
     "TraceViewQuery",
     "ViewerMode",

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from holm.errors import ErrorBody
-from holm.wire.actions import Action, Clipboard, WriteFile, WriteWhat
+from holm.wire.actions import Action, Clipboard, SecretRef, WriteFile, WriteWhat
 from holm.wire.spec import Placement, Spec, canonical_json
 
 Actor = Literal["agent", "person", "system"]
@@ -144,6 +144,9 @@ class Acted(_Entry, tag="acted"):
     # in UTF-8 bytes), whose `action` was recorded without its bytes or text
     # (`redacted_action`); None on every other step and on lines written before it.
     bytes: int | None = None
+    # A person's `type`: its text sealed under the trace's own data key (URL-safe base64;
+    # engine/person_text.py), the action's `text` left "". None on every other step.
+    sealed: str | None = None
 
 
 class FrameSeen(_Entry, tag="frame"):
@@ -154,7 +157,8 @@ class FrameSeen(_Entry, tag="frame"):
 
 
 class Executed(_Entry, tag="executed"):
-    argv: list[str]
+    # Secrets by name (`{"secret": NAME}`), never their values.
+    argv: list[str | SecretRef]
     code: int | None
     timed_out: bool
     key: str
@@ -162,6 +166,7 @@ class Executed(_Entry, tag="executed"):
     stdout: Any = ""
     stderr: Any = ""
     truncated: bool = False
+    env: dict[str, str | SecretRef] = msgspec.field(default_factory=dict)
 
 
 class AppLaunched(_Entry, tag="app_launched"):
@@ -268,6 +273,22 @@ class RuntimeRemoved(_Entry, tag="runtime_removed"):
     name: str
 
 
+class SecretSet(_Entry, tag="secret_set"):
+    """A workspace's named secret set with `PUT /v1/secrets/{name}` (beyond the spec), on
+    the server's trace: its length, and the value only sealed (URL-safe base64 of
+    `SecretsBox.seal`, bound to `secret:<workspace>:<name>`), never in clear."""
+
+    workspace: str
+    name: str
+    bytes: int
+    sealed: str
+
+
+class SecretRemoved(_Entry, tag="secret_removed"):
+    workspace: str
+    name: str
+
+
 Entry = (
     BoxCreated
     | ForkedFrom
@@ -300,6 +321,8 @@ Entry = (
     | RuntimeAdded
     | RuntimeChanged
     | RuntimeRemoved
+    | SecretSet
+    | SecretRemoved
 )
 
 KINDS: tuple[str, ...] = tuple(str(cls.__struct_config__.tag) for cls in Entry.__args__)
@@ -320,8 +343,14 @@ def launched_key(screen: int, app: str, args: list[str]) -> str:
     return step_key("app_launched", {"screen": screen, "app": app, "args": args})
 
 
-def executed_key(argv: list[str], timeout_ms: int) -> str:
-    return step_key("executed", {"argv": argv, "timeout_ms": timeout_ms})
+def executed_key(
+    argv: list[str | SecretRef], timeout_ms: int, env: dict[str, str | SecretRef] | None = None
+) -> str:
+    # Without env as before it, so the keys of old traces stay what they were.
+    parts: dict[str, Any] = {"argv": argv, "timeout_ms": timeout_ms}
+    if env:
+        parts["env"] = env
+    return step_key("executed", parts)
 
 
 def url_without_query(url: str) -> str:
@@ -397,6 +426,8 @@ __all__ = [
     "RuntimeAdded",
     "RuntimeChanged",
     "RuntimeRemoved",
+    "SecretRemoved",
+    "SecretSet",
     "TakeoverEnded",
     "TakeoverStarted",
     "acted_key",

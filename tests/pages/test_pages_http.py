@@ -412,3 +412,56 @@ async def test_a_sign_in_kept_in_indexed_db_is_saved_and_loaded(server: LocalSer
     # The token went to the caller only.
     assert "t0k3n" not in repr(await trace_entries(client, box))
     await ok_json(await client.delete(f"/v1/boxes/{box}", headers=CONFIRM))
+
+
+SECRET_PAGE = "data:text/html,<title>sign in</title><input id=user autofocus><input id=pass>"
+SECRET = "pa55-Word-7e1d"
+
+
+async def test_secrets_by_name_reach_the_page_and_nothing_else(server: LocalServer) -> None:
+    """The page gets a `type` and a `fill` given by secret name; the trace, the state dir
+    and every answer hold the names; a fork given the value types it again."""
+    client = client_of(server)
+    source = (await ok_json(await client.post("/v1/boxes", json={})))["id"]
+    steps = [
+        {"type": "open_url", "url": SECRET_PAGE},
+        {"type": "type", "secret": "USER"},
+        {"type": "on_page", "what": {"op": "fill", "query": "#pass", "secret": "PASS"}},
+    ]
+    answer = await batch(client, source, steps, secrets={"USER": "ada", "PASS": SECRET})
+    assert all(step["ok"] for step in answer["results"]), answer
+    values = "[user.value, pass.value]"
+    read = f"/v1/boxes/{source}/page/evaluate"
+    page_values = await ok_json(await client.post(read, json={"expression": values}))
+    assert page_values["value"] == ["ada", SECRET]
+    forked = await ok_json(
+        await client.post(
+            f"/v1/boxes/{source}/fork", json={"secrets": {"USER": "ada", "PASS": SECRET}}
+        )
+    )
+    fork = forked["box"]["id"]
+    read = f"/v1/boxes/{fork}/page/evaluate"
+    assert (await ok_json(await client.post(read, json={"expression": values})))["value"] == [
+        "ada",
+        SECRET,
+    ]
+    kept = b"".join(
+        [
+            await (await client.get(f"/v1/boxes/{box}/trace")).read()
+            + await (await client.get(f"/v1/boxes/{box}/trace/view")).read()
+            for box in (source, fork)
+        ]
+    )
+    assert SECRET.encode() not in kept
+    assert b'"secret":"PASS"' in kept
+    # Everything the server keeps (the store's traces, blobs and frames, its keys); the
+    # boxes' own folders hold what a box's programs wrote, which is the box's.
+    boxes = server.state_dir / "boxes"
+    on_disk = [
+        p
+        for p in server.state_dir.rglob("*")
+        if p.is_file() and boxes not in p.parents and SECRET.encode() in p.read_bytes()
+    ]
+    assert on_disk == []
+    for box in (source, fork):
+        await client.delete(f"/v1/boxes/{box}", headers=CONFIRM)

@@ -94,9 +94,14 @@ async def test_a_person_takes_over_drives_and_gives_back(server: LocalServer, bo
         await asyncio.sleep(0.1)
     assert [e["action"] for e in acted] == [
         {"type": "click", "at": {"x": 640, "y": 450}},
-        {"type": "type", "text": "hi"},
+        # What a person typed is kept sealed under the trace's key, its length in clear.
+        {"type": "type"},
         {"type": "press", "chord": ["return"]},
     ]
+    typed = acted[1]
+    assert typed["bytes"] == 2 and typed["sealed"] and "hi" not in typed["sealed"]
+    page = await (await client.get(f"/v1/boxes/{box}/trace/view")).text()
+    assert "type •••" in page
     # The screen changed while the person had it: its frames are the person's.
     # (A frame of the agent's screen may land just before the takeover: counted from it.)
     taken_at = next(e["seq"] for e in started if e["kind"] == "takeover_started")
@@ -130,8 +135,12 @@ async def test_a_fork_does_again_what_the_person_did_only_when_asked(
     new = forked["box"]["id"]
     assert forked["box"]["viewer_url"].endswith(f"/v1/boxes/{new}/screens/0/view")
     try:
-        replayed = [e["action"] for e in await trace_entries(client, new) if e["kind"] == "acted"]
-        assert {"type": "type", "text": "hi"} in replayed
+        acted = [e for e in await trace_entries(client, new) if e["kind"] == "acted"]
+        replayed = [e["action"] for e in acted]
+        # The person's text typed again from its seal, recorded in the fork by a name of
+        # its own: the fork's trace does not hold it in clear either.
+        typed = next(e for e in acted if e["action"]["type"] == "type")
+        assert typed["action"]["secret"].startswith("person_text_") and typed["bytes"] == 2
         assert {"type": "press", "chord": ["return"]} in replayed
         # The page got the person's click and keys again, from the agent this time.
         assert (await until_title(client, new, "c1khiEnter")).startswith("c1khiEnter")
@@ -212,3 +221,29 @@ async def test_a_takeover_releases_even_what_the_agent_holds_with_a_hold_ms(
     nothing = {"actions": [{"type": "wait", "ms": 1}]}
     after = await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/actions", json=nothing))
     assert after["holding_keys"] == [] and after["released_keys"] == []
+
+
+async def test_shredding_the_trace_key_loses_the_person_s_text_but_not_the_trace(
+    server: LocalServer, box: str
+) -> None:
+    client = client_of(server)
+    before = await trace_entries(client, box)
+    shred = await ok_json(await client.delete(f"/v1/boxes/{box}/trace/secrets"))
+    assert shred == {"box": box, "shredded": True}
+    # The entries, their seq and their seals stay; nothing opens the seals any more.
+    assert await trace_entries(client, box) == before
+    forked = await ok_json(
+        await client.post(f"/v1/boxes/{box}/fork", json={"include_person": True})
+    )
+    new = forked["box"]["id"]
+    try:
+        whys = [s["why"] for s in forked["replay"]["skipped"]]
+        assert any("shredded" in why for why in whys), whys
+        replayed = [e["action"] for e in await trace_entries(client, new) if e["kind"] == "acted"]
+        # The rest of the person's steps still fork.
+        assert {"type": "press", "chord": ["return"]} in replayed
+        assert not [a for a in replayed if a["type"] == "type"]
+    finally:
+        await client.delete(f"/v1/boxes/{new}", headers={"x-holm-confirm-delete": "true"})
+    again = await ok_json(await client.delete(f"/v1/boxes/{box}/trace/secrets"))
+    assert again == {"box": box, "shredded": False}

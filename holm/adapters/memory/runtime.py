@@ -345,7 +345,7 @@ class MemoryDesktop:
     async def _act(self, screen: int, action: Action) -> ActionResult:
         match action:
             case Exec(what=what):
-                return await self._exec(what.argv, what.timeout_ms)
+                return await self._exec(a.plain_argv(what.argv), what.timeout_ms)
             case ReadFile(path=path):
                 if path not in self.box.files:
                     raise NotFound(f"no file {path}")

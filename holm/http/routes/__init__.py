@@ -18,6 +18,7 @@ from . import (
     recording,
     runtimes,
     screens,
+    secrets,
     states,
     streams,
     viewer,
@@ -47,6 +48,7 @@ ALL_ROUTES: list[Route] = [
     *streams.ROUTES,
     *jobs.ROUTES,
     *workspaces.ROUTES,
+    *secrets.ROUTES,
 ]
 
 __all__ = ["ALL_ROUTES"]
