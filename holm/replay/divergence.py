@@ -302,9 +302,7 @@ def _png64(image: Image.Image) -> str:
 
 
 def _what(step: RecordedCall) -> str:
-    if step.kind == "executed" and isinstance(step.action, act.Exec):
-        # As the text view writes a command (a secret by its name).
-        return "exec " + action_text(step.action)
+    # As the text view writes a step (a command's secret by its name).
     return action_text(step.action)
 
 

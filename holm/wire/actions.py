@@ -11,6 +11,7 @@ fork can do it again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -160,7 +161,18 @@ def notches_of(pixels: int) -> int:
 # A secret's name (beyond the spec): what a step gives instead of a value it must not leave
 # in the trace. The value comes with the request (`secrets` of a batch or a fork) or from
 # the workspace's secrets (`PUT /v1/secrets/{name}`); the trace keeps the name only.
-SecretName = Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+# Checked in `__post_init__` rather than as a schema pattern: the pattern would be repeated in
+# every MCP tool that takes one (tools/list is paid on every request of a model).
+SecretName = str
+_SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_secret_name(name: str) -> None:
+    if not _SECRET_NAME.fullmatch(name):
+        raise ValueError(
+            f"bad secret name {name!r}: letters, digits, _ . - (a letter or _ first), at most 64"
+        )
 
 
 class SecretRef(msgspec.Struct, forbid_unknown_fields=True):
@@ -168,10 +180,15 @@ class SecretRef(msgspec.Struct, forbid_unknown_fields=True):
 
     secret: SecretName
 
+    def __post_init__(self) -> None:
+        check_secret_name(self.secret)
+
 
 def _one_of_text_or_secret(text: str, secret: str | None) -> None:
-    if secret is not None and text:
-        raise ValueError("give `text` or `secret`, not both")
+    if secret is not None:
+        check_secret_name(secret)
+        if text:
+            raise ValueError("give `text` or `secret`, not both")
 
 
 class Type(_Action, tag="type"):
@@ -740,9 +757,12 @@ class ExecWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
     argv: Annotated[list[str | SecretRef], Meta(min_length=1)]
     timeout_ms: Annotated[int, Meta(ge=1, le=MAX_EXEC_MS)] = 10_000
-    env: dict[Annotated[str, Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str | SecretRef] = (
-        msgspec.field(default_factory=dict)
-    )
+    env: dict[str, str | SecretRef] = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in self.env:
+            if not _VARIABLE.fullmatch(name):
+                raise ValueError(f"bad variable name {name!r} in env")
 
 
 def names_in(actions: Iterable[Action]) -> set[str]:

@@ -159,3 +159,15 @@ async def test_viewer_policies_not_built_are_refused_by_name(client: Client) -> 
     assert (await ok_json(await client.get("/v1/boxes")))["boxes"] == []
     made = await client.post("/v1/boxes", json={"spec": {"policy": {"auth": "token"}}})
     assert made.status == 200
+
+
+async def test_bad_secret_and_variable_names_are_refused(client: Client) -> None:
+    box = await new_box(client)
+    for step in (
+        {"type": "type", "secret": "no spaces"},
+        {"type": "exec", "what": {"argv": ["true"], "env": {"A-B": "x"}}},
+        {"type": "exec", "what": {"argv": [{"secret": "../x"}]}},
+    ):
+        refused = await client.post(f"/v1/boxes/{box}/screens/0/actions", json={"actions": [step]})
+        await error_of(refused, 400, "bad_request")
+    await error_of(await client.put("/v1/secrets/a%20b", json={"value": "x"}), 400, "bad_request")

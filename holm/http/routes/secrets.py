@@ -4,11 +4,10 @@ A `type` or `fill` step, or an `exec` argument, names one instead of giving its 
 
 from __future__ import annotations
 
-import msgspec
 from aiohttp import web
 
 from holm.errors import BadRequest, NotFound
-from holm.wire.actions import SecretName
+from holm.wire.actions import check_secret_name
 from holm.wire.api import PutSecret, SecretList, SecretView, TraceShredded
 from holm.wire.entries import SecretSet
 
@@ -26,11 +25,10 @@ def _view(record: SecretSet) -> SecretView:
 def _name(request: web.Request) -> str:
     name = request.match_info["name"]
     try:
-        return msgspec.convert(name, SecretName)
-    except msgspec.ValidationError:
-        raise BadRequest(
-            f"bad secret name {name!r}: letters, digits, _ . - (a letter or _ first), at most 64"
-        ) from None
+        check_secret_name(name)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    return name
 
 
 async def list_secrets(request: web.Request) -> web.Response:
