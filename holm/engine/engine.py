@@ -20,7 +20,7 @@ from typing import Literal
 
 import msgspec
 
-from holm.adapters.base import STREAM_LIMIT, AppInstaller, Desktop, Runtime, Stream
+from holm.adapters.base import STREAM_LIMIT, AppInstaller, Desktop, HostRoom, Runtime, Stream
 from holm.config import Config
 from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
 from holm.events.browser_states import BrowserStates
@@ -63,7 +63,7 @@ from holm.wire.entries import (
 )
 from holm.wire.keys import normalized_action
 from holm.wire.results import ActionResult
-from holm.wire.runtime import Capabilities, FrameResult, Started, StreamKind
+from holm.wire.runtime import Capabilities, FrameResult, Room, Started, StreamKind
 from holm.wire.spec import (
     DEFAULT_LIFETIME_SECS,
     Placement,
@@ -198,6 +198,13 @@ class Engine:
         """What each of this server's runtimes can do, by name."""
         return {name: runtime.can() for name, runtime in self.runtimes.items()}
 
+    async def room(self, name: str) -> Room | None:
+        """How many more boxes the runtime `name` can take, where it can tell."""
+        runtime = self._runtime_named(name)
+        if not isinstance(runtime, HostRoom):
+            return None
+        return await boundary(runtime.room(), "measuring a runtime's room")
+
     def runtime_of(self, box_id: str) -> Runtime:
         state = guards.known(self.journal.state(box_id), box_id)
         return self._runtime_named(state.runtime)
@@ -257,17 +264,26 @@ class Engine:
         the ready box; with queued jobs, the `starting` box at once. A runtime's refusal
         is recorded as `box_failed` and raised. A box the warm pool has a spare for is
         that spare, ready at once, under the spare's (new, unused) box ID."""
+        runtime, placed = self._placed(spec, placement)
         spare = None
         if self.pool is not None and forked_from is None:
             self.pool.learn(spec)
-            spare = self.pool.take(spec, self._placed(spec, placement)[1])
+            spare = self.pool.take(spec, placed)
+        box_id = spare or new_box_id()
+        # A box that does not fit is refused here, before `box_created`: nothing of it is
+        # recorded or made. A spare is already made.
+        room = runtime if spare is None and isinstance(runtime, HostRoom) else None
+        if room is not None:
+            await boundary(room.reserve(box_id, spec), "finding room for a box")
         try:
             box_id = await self.record_box(
-                spec, placement, owner=owner, forked_from=forked_from, box_id=spare
+                spec, placement, owner=owner, forked_from=forked_from, box_id=box_id
             )
         except BaseException:
             if self.pool is not None and spare is not None:
                 await self.pool.discard(spare)
+            if room is not None:
+                room.release(box_id)
             raise
         if self.pool is not None and spare is not None:
             taken = await self.box(box_id)
@@ -329,7 +345,11 @@ class Engine:
 
     async def fail_starting(self, box_id: str, why: str) -> None:
         """Record `box_failed` for a box still `starting` (a queued start given up)."""
-        if (await self.box(box_id)).state == "starting":
+        state = await self.box(box_id)
+        runtime = self.runtimes.get(state.runtime)
+        if isinstance(runtime, HostRoom):
+            runtime.release(box_id)
+        if state.state == "starting":
             await self.journal.append(box_id, [entry(BoxFailed, "system", why=why)])
 
     def queue(self, name: str, work: Callable[[], Awaitable[None]]) -> bool:
@@ -342,9 +362,11 @@ class Engine:
 
     async def _bring_up(self, box_id: str) -> None:
         state = await self.box(box_id)
-        if state.removed:
-            return
         runtime = self._runtime_named(state.runtime)
+        if state.removed:
+            if isinstance(runtime, HostRoom):
+                runtime.release(box_id)  # deleted before its queued start
+            return
         spec, placement = state.spec or Spec(), state.placement or Placement()
         try:
             created = runtime.create(box_id, spec, placement, owner=state.owner)
