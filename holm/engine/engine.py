@@ -264,26 +264,17 @@ class Engine:
         the ready box; with queued jobs, the `starting` box at once. A runtime's refusal
         is recorded as `box_failed` and raised. A box the warm pool has a spare for is
         that spare, ready at once, under the spare's (new, unused) box ID."""
-        runtime, placed = self._placed(spec, placement)
         spare = None
         if self.pool is not None and forked_from is None:
             self.pool.learn(spec)
-            spare = self.pool.take(spec, placed)
-        box_id = spare or new_box_id()
-        # A box that does not fit is refused here, before `box_created`: nothing of it is
-        # recorded or made. A spare is already made.
-        room = runtime if spare is None and isinstance(runtime, HostRoom) else None
-        if room is not None:
-            await boundary(room.reserve(box_id, spec), "finding room for a box")
+            spare = self.pool.take(spec, self._placed(spec, placement)[1])
         try:
             box_id = await self.record_box(
-                spec, placement, owner=owner, forked_from=forked_from, box_id=box_id
+                spec, placement, owner=owner, forked_from=forked_from, box_id=spare
             )
         except BaseException:
             if self.pool is not None and spare is not None:
                 await self.pool.discard(spare)
-            if room is not None:
-                room.release(box_id)
             raise
         if self.pool is not None and spare is not None:
             taken = await self.box(box_id)
@@ -305,9 +296,14 @@ class Engine:
         box_id: str | None = None,
     ) -> str:
         """Check and record a new box without starting it (`start_recorded` does); under
-        `box_id` when given (a spare's), else a new one."""
+        `box_id` when given (a spare's), else a new one. A new box that does not fit its
+        runtime's host is refused here, before `box_created`: nothing of it is recorded or
+        made (a spare is made already)."""
         runtime, placement = self._placed(spec, placement)
+        room = runtime if box_id is None and isinstance(runtime, HostRoom) else None
         box_id = box_id or new_box_id()
+        if room is not None:
+            await boundary(room.reserve(box_id, spec), "finding room for a box")
         lifetime = placement.expires_after_secs or DEFAULT_LIFETIME_SECS
         created = entry(
             BoxCreated,
@@ -324,7 +320,12 @@ class Engine:
         if forked_from is not None:
             source, up_to = forked_from
             entries.append(entry(ForkedFrom, "agent", source=source, up_to=up_to))
-        await self.journal.append(box_id, entries)
+        try:
+            await self.journal.append(box_id, entries)
+        except BaseException:
+            if room is not None:
+                room.release(box_id)
+            raise
         return box_id
 
     def _placed(self, spec: Spec, placement: Placement) -> tuple[Runtime, Placement]:
