@@ -439,8 +439,11 @@ class LocalStore:
             if not all(isinstance(line, bytes) for line in work.lines):
                 return None  # a line with blobs to write first
         start = self._journal.write(self._journal.pack(_records(works)))
+        synced: asyncio.Future[None] | None = None
         try:
-            synced = asyncio.ensure_future(self._aio.fdatasync(self._journal.fd))
+            synced = self._aio.submit(self._journal.fd)
+        except NotSubmitted:
+            pass  # synced in the thread below
         except BaseException:
             self._journal.cut_back(start)
             raise
@@ -451,16 +454,18 @@ class LocalStore:
             else:
                 sizes = await self._in(self._write_pool, self._apply, works)
         except BaseException:
-            await _settled(synced)
+            if synced is not None:
+                await _settled(synced)
             await self._in(self._write_pool, self._unjournal, start)
             raise
         try:
-            try:
-                await synced
-            except NotSubmitted:
+            if synced is None:
                 await self._in(self._write_pool, self._journal.sync)
+            else:
+                await synced
         except BaseException:
-            await _settled(synced)
+            if synced is not None:
+                await _settled(synced)
             self._unapply(works)
             self._journal.cut_back(start)
             raise
