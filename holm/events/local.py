@@ -41,7 +41,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -103,6 +103,9 @@ LOCK_FILE = "LOCK"
 LOOP_TRACES = 128
 # Files the writer keeps open between commits (two per trace), least recently used closed.
 OPEN_TRACES = 256
+# Offsets held back from a trace's index before they are written in one go: a trace that
+# gets one line a commit writes its index every this many commits, not each one.
+INDEX_BATCH = 64
 _COPY_CHUNK = 1 << 20
 
 _T = TypeVar("_T")
@@ -118,6 +121,9 @@ class _Trace(msgspec.Struct):
     first_at_ms: int | None = None
     last_at_ms: int | None = None
     incomplete: bool = False
+    # Where its last lines start that the writer holds back from the `.idx` (_Held.pending):
+    # a read of those lines takes them from here.
+    unindexed: list[int] = msgspec.field(default_factory=list)
 
     def info(self) -> TraceInfo:
         return TraceInfo(
@@ -143,7 +149,17 @@ class _Append:
 class _Work:
     """What the writer's thread does to one trace in one commit."""
 
-    __slots__ = ("_data", "clear_torn", "count", "lines", "name", "next_seq", "size")
+    __slots__ = (
+        "_data",
+        "clear_torn",
+        "count",
+        "lines",
+        "name",
+        "next_seq",
+        "offsets",
+        "size",
+        "unindexed",
+    )
 
     def __init__(self, trace: _Trace) -> None:
         self.name = trace.name
@@ -155,6 +171,10 @@ class _Work:
         # Encoded lines; an entry whose line must spill is encoded in the thread.
         self.lines: list[bytes | Entry] = []
         self._data: bytes | None = None
+        # Where the new lines start, and how many of the trace's last lines the index file
+        # lacks after the commit (its writer holds them back); set as they are indexed.
+        self.offsets: list[int] = []
+        self.unindexed = 0
 
     def data(self) -> bytes:
         """The lines, once every one is encoded, as they are written."""
@@ -265,9 +285,10 @@ class LocalStore:
             if first >= count:
                 return []
             seqs = [layout.seq_at(line) for line in range(first, min(count, first + limit))]
+            tail = _Tail(count - len(state.unindexed), tuple(state.unindexed))
             try:
                 return await self._in(
-                    self._read_pool, self._read_page, trace, first, seqs, count, state.size
+                    self._read_pool, self._read_page, trace, first, seqs, count, state.size, tail
                 )
             except FileNotFoundError:
                 return []  # pruned while being read
@@ -411,6 +432,14 @@ class LocalStore:
                 state.layout.next_seq = work.next_seq + len(work.lines)
                 state.size = size
                 state.incomplete = False
+                state.unindexed.extend(work.offsets)
+                del state.unindexed[: len(state.unindexed) - work.unindexed]
+                held = self._files.held(work.name)
+                if held is not None and len(held.pending) >= INDEX_BATCH:
+                    # A small write to the page cache; the commit's lines are in already.
+                    with contextlib.suppress(OSError):
+                        _flush_index(held)
+                    del state.unindexed[: len(state.unindexed) - len(held.pending)]
             self._dirty.update(works)
             for append, entries in done:
                 state = self._traces[append.trace]
@@ -530,8 +559,11 @@ class LocalStore:
             self._unapply([work for work, _ in written])
             raise
         for work, size in zip(works, sizes, strict=True):
-            with contextlib.suppress(OSError):
-                if not _index_offsets(self._files.get(work.name), work) and rebuild:
+            held = self._files.get(work.name)
+            if _index_offsets(held, work):
+                work.unindexed = len(held.pending)
+            elif rebuild:
+                with contextlib.suppress(OSError):
                     self._rebuild_sync(work.name, size)
         return sizes
 
@@ -545,11 +577,9 @@ class LocalStore:
                 os.ftruncate(held.jsonl, work.size)
             except OSError:
                 held.uncut = True  # the original error is the one to report
-            try:
-                os.ftruncate(held.idx, work.count * OFFSET.size)
-                held.idx_size = work.count * OFFSET.size
-            except OSError:
-                held.idx_size = -1  # rebuilt at its next use
+            if work.offsets and held.pending[-len(work.offsets) :] == work.offsets:
+                del held.pending[-len(work.offsets) :]
+            work.offsets, work.unindexed = [], 0
 
     def _unjournal(self, start: int) -> None:
         """Take back the records of a commit that could not be written to its trace files,
@@ -613,22 +643,26 @@ class LocalStore:
     # Reads
 
     def _read_page(
-        self, trace: str, first: int, seqs: list[int], count: int, size: int
+        self, trace: str, first: int, seqs: list[int], count: int, size: int, tail: _Tail
     ) -> list[Entry]:
-        """The lines from `first` on, which hold `seqs`."""
+        """The lines from `first` on, which hold `seqs`; where the last lines start, those
+        the index file may lack, is in `tail`."""
         last = first + len(seqs)
         paths = TracePaths.of(self._folder, trace)
         fd = os.open(paths.jsonl, os.O_RDONLY)
         try:
-            try:
-                idx_fd = os.open(paths.idx, os.O_RDONLY)
-            except FileNotFoundError:
-                raise StaleIndex from None
-            try:
-                start = read_offset(idx_fd, first)
-                end = size if last == count else read_offset(idx_fd, last)
-            finally:
-                os.close(idx_fd)
+            start = tail.offset(first)
+            end = size if last == count else tail.offset(last)
+            if start is None or end is None:
+                try:
+                    idx_fd = os.open(paths.idx, os.O_RDONLY)
+                except FileNotFoundError:
+                    raise StaleIndex from None
+                try:
+                    start = read_offset(idx_fd, first) if start is None else start
+                    end = read_offset(idx_fd, last) if end is None else end
+                finally:
+                    os.close(idx_fd)
             if start is None or end is None or not 0 <= start < end <= size:
                 raise StaleIndex
             # One byte before the page must end a line, or the index points mid-line.
@@ -833,6 +867,7 @@ class LocalStore:
         finally:
             os.close(fd)
         self._files.forget(state.name)
+        state.unindexed = []
         # No index until the new file is in place: a crash between finds none, and builds
         # one from whichever file it finds.
         with contextlib.suppress(FileNotFoundError):
@@ -880,13 +915,15 @@ class LocalStore:
 class _Held:
     """A trace's open files, and what the writer knows of them without asking."""
 
-    __slots__ = ("idx", "idx_size", "jsonl", "uncut")
+    __slots__ = ("idx", "idx_size", "jsonl", "pending", "uncut")
 
     def __init__(self, jsonl: int, idx: int, idx_size: int) -> None:
         self.jsonl = jsonl
         self.idx = idx
-        # The index's size as the writer left it (it alone writes there while it is open).
+        # The index's size as the writer left it (it alone writes there while it is open),
+        # and the offsets it holds back to write in one go (INDEX_BATCH).
         self.idx_size = idx_size
+        self.pending: list[int] = []
         # A failed commit could not cut the JSONL back: the next write checks its end.
         self.uncut = False
 
@@ -928,6 +965,8 @@ class _OpenFiles:
     def forget(self, trace: str) -> None:
         held = self._open.pop(trace, None)
         if held is not None:
+            with contextlib.suppress(OSError):
+                _flush_index(held)  # else the next open finds the index short, and extends it
             os.close(held.jsonl)
             os.close(held.idx)
 
@@ -959,10 +998,11 @@ def _write_lines(held: _Held, work: _Work) -> int:
 
 
 def _index_offsets(held: _Held, work: _Work) -> bool:
-    """Append where each of a commit's lines begins to the trace's index; False (and
-    nothing written) when the index does not end where the file's lines did, and must be
-    rebuilt."""
-    if held.idx_size != work.count * OFFSET.size:
+    """Append where each of a commit's lines begins to the trace's index, held back in
+    `held.pending` until `_flush_index` (a read takes them from `_Trace.unindexed`); False
+    (and nothing appended) when the index does not end where the file's lines did, and
+    must be rebuilt."""
+    if held.idx_size + len(held.pending) * OFFSET.size != work.count * OFFSET.size:
         return False
     offsets = []
     offset = work.size
@@ -970,11 +1010,32 @@ def _index_offsets(held: _Held, work: _Work) -> bool:
         assert isinstance(line, bytes)
         offsets.append(offset)
         offset += len(line)
-    packed = offsets_bytes(offsets)
-    held.idx_size = -1  # unknown until the write is whole
-    os.pwrite(held.idx, packed, work.count * OFFSET.size)
-    held.idx_size = (work.count + len(offsets)) * OFFSET.size
+    work.offsets = offsets
+    held.pending.extend(offsets)
     return True
+
+
+def _flush_index(held: _Held) -> None:
+    """Write the offsets held back to the index file (not fsynced: it is rebuildable)."""
+    if not held.pending or held.idx_size < 0:
+        return
+    packed = offsets_bytes(held.pending)
+    at, held.idx_size = held.idx_size, -1  # unknown until the write is whole
+    os.pwrite(held.idx, packed, at)
+    held.idx_size = at + len(packed)
+    held.pending = []
+
+
+class _Tail(NamedTuple):
+    """Where a trace's last lines start, from line `first` on (a read's copy of
+    `_Trace.unindexed`)."""
+
+    first: int
+    offsets: tuple[int, ...]
+
+    def offset(self, line: int) -> int | None:
+        index = line - self.first
+        return self.offsets[index] if 0 <= index < len(self.offsets) else None
 
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
