@@ -23,7 +23,8 @@ Opening the store then opens every trace file once: a torn last line that the jo
 mend (a file changed by hand, a crash of an older holm) is moved to `.torn` and cut away, so
 it is never served, and the trace reads as `incomplete` until its next append. The `.idx` is
 not fsynced: it is checked against the file's tail on open, and a read that finds it wrong
-rebuilds it.
+rebuilds it. Its offsets are written INDEX_BATCH at a time, and read from memory
+(`_Trace.unindexed`) until they are.
 
 A prune by age (pruning.py) makes a checkpoint, then writes what a trace keeps to a new file
 beside it, fsyncs it and renames it over the old one, so a crash leaves one or the other
