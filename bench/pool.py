@@ -5,6 +5,13 @@ local boxes). Figures of the run before (bench/last_run.py) are printed beside t
 ones.
 
     .venv/bin/python bench/pool.py [N] [DISPLAY_BASE]      (default 5 boxes, displays :520…)
+    .venv/bin/python bench/pool.py --burst N [DISPLAY_BASE]
+
+`--burst N`: N creates at once, cold (no pool) and then pooled (HOLM_POOL=default:N, its N
+spares waited for first): p50 and p99 from `POST /v1/boxes` to each `ready` answer, how many
+failed, and the loop's longest hold during the burst; then, pooled, while the pool boots N
+spares again, `GET /v1/boxes/{id}` on the burst's boxes every 50 ms: its p50 and p99 and
+the loop's longest hold (the refill must not starve the requests of the boxes in use).
 
 Cold boxes come first, from a server without a pool; then a server with HOLM_POOL=default:1,
 whose spare is waited for before each create (a refill boots while the next is measured
@@ -70,20 +77,7 @@ async def creates(
 ) -> list[float]:
     """Seconds from `POST /v1/boxes` to its `ready` answer, for `n` boxes in turn; with
     `lag`, the loop's latest wake-up meanwhile is kept in it."""
-    config = load_config(
-        {},
-        state_dir=str(state),
-        storage_backend="local",
-        default_runtime="local",
-        server_auth="none",
-        schedule="external",
-        pool=parse_pool(pool),
-    )
-    store = LocalStore(state)
-    runtime = LocalRuntime(
-        state / "boxes", server_id_of(state), display_base=display_base, display_count=20
-    )
-    app = create_app(config, runtimes={"local": runtime}, store=store)
+    app, runtime, store = local_server(state, display_base, pool, 20)
     client = TestClient(TestServer(app))
     await client.start_server()
     took = []
@@ -106,6 +100,123 @@ async def creates(
         await runtime.close()
         await store.close()
     return took
+
+
+def local_server(state: Path, display_base: int, pool: str, count: int) -> tuple[Any, Any, Any]:
+    """holmd's app on the local runtime and store (`pool`: HOLM_POOL), not yet started."""
+    config = load_config(
+        {},
+        state_dir=str(state),
+        storage_backend="local",
+        default_runtime="local",
+        server_auth="none",
+        schedule="external",
+        pool=parse_pool(pool),
+    )
+    store = LocalStore(state)
+    runtime = LocalRuntime(
+        state / "boxes", server_id_of(state), display_base=display_base, display_count=count
+    )
+    return create_app(config, runtimes={"local": runtime}, store=store), runtime, store
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def burst(state: Path, display_base: int, n: int, pooled: bool) -> dict[str, float]:
+    """`n` creates at once; with `pooled`, on a pool of `n` spares, then the refill."""
+    app, runtime, store = local_server(state, display_base, f"default:{n}" if pooled else "", 3 * n)
+    client = TestClient(TestServer(app))
+    await client.start_server()
+    figures: dict[str, float] = {}
+    made: list[str] = []
+    try:
+        engine = app[SLOT].engine
+        assert engine is not None
+        pool_of = engine.pool
+        if pool_of is not None:
+            await pool_of.filled()
+
+        async def create() -> float | None:
+            began = time.perf_counter()
+            answer = await client.post("/v1/boxes", json={})
+            body: dict[str, Any] = await answer.json()
+            if answer.status != 200 or body.get("state") != "ready":
+                print(f"    a create failed: {answer.status} {body}")
+                return None
+            made.append(body["id"])
+            return time.perf_counter() - began
+
+        with LoopLag() as lag:
+            took = await asyncio.gather(*(create() for _ in range(n)))
+        ready = [seconds for seconds in took if seconds is not None]
+        figures |= {"failed": n - len(ready), "loop": lag.most}
+        if ready:
+            figures |= {"p50": quantile(ready, 0.5), "p99": quantile(ready, 0.99)}
+        if pool_of is not None and made:
+            figures |= await refill_beside_requests(client, pool_of, made)
+    finally:
+        for box_id in made:
+            await client.delete(f"/v1/boxes/{box_id}", headers=CONFIRM)
+        await client.close()
+        await runtime.close()
+        await store.close()
+    return figures
+
+
+async def refill_beside_requests(client: Any, pool_of: Any, made: list[str]) -> dict[str, float]:
+    """`GET /v1/boxes/{id}` on the boxes in use every 50 ms while the pool refills."""
+    times: list[float] = []
+    with LoopLag() as lag:
+        refill = asyncio.ensure_future(pool_of.filled())
+        began = time.perf_counter()
+        while not refill.done():
+            for box_id in made[:4]:
+                start = time.perf_counter()
+                answer = await client.get(f"/v1/boxes/{box_id}")
+                await answer.read()
+                times.append(time.perf_counter() - start)
+            await asyncio.sleep(0.05)
+        await refill
+    return {
+        "refill": time.perf_counter() - began,
+        "get p50": quantile(times, 0.5),
+        "get p99": quantile(times, 0.99),
+        "refill loop": lag.most,
+    }
+
+
+async def bursts(n: int, display_base: int) -> None:
+    state = Path(tempfile.mkdtemp(prefix="hpool-", dir="/tmp"))
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average before: {load} ({os.cpu_count()} cpus; others' work counts in it)")
+    try:
+        cold = await burst(state / "cold", display_base, n, pooled=False)
+        pooled = await burst(state / "pooled", display_base, n, pooled=True)
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    now = {f"cold {key}": value for key, value in cold.items()}
+    now |= {f"pooled {key}": value for key, value in pooled.items()}
+    before = previous(f"pool-burst-{n}")
+    print(f"{n} × POST /v1/boxes at once → ready          this run   run before")
+    for key, label in (
+        ("pooled p50", "pooled p50 (goal ≤ 100 ms)"),
+        ("pooled p99", "pooled p99 (goal ≤ 250 ms)"),
+        ("pooled loop", "loop held up at most, pooled (≤ 20)"),
+        ("cold p50", "cold p50"),
+        ("cold p99", "cold p99"),
+        ("cold loop", "loop held up at most, cold (≤ 20)"),
+        ("pooled refill", "pooled: the refill took"),
+        ("pooled get p50", "  GET /v1/boxes/{id} meanwhile, p50"),
+        ("pooled get p99", "  GET /v1/boxes/{id} meanwhile, p99"),
+        ("pooled refill loop", "  loop held up at most meanwhile"),
+    ):
+        print(f"  {label:<40} {ms(now.get(key))}   {ms(before.get(key))}")
+    for name in ("pooled", "cold"):
+        print(f"  {name} creates that failed: {now.get(f'{name} failed', 0):.0f} of {n}")
+    keep(f"pool-burst-{n}", now)
 
 
 def ms(seconds: float | None) -> str:
@@ -140,4 +251,7 @@ async def main(n: int, display_base: int) -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    asyncio.run(main(int(args[0]) if args else 5, int(args[1]) if len(args) > 1 else 520))
+    if args[:1] == ["--burst"]:
+        asyncio.run(bursts(int(args[1]), int(args[2]) if len(args) > 2 else 520))
+    else:
+        asyncio.run(main(int(args[0]) if args else 5, int(args[1]) if len(args) > 1 else 520))

@@ -1,30 +1,41 @@
 """Figures of the local trace store. Prints numbers; asserts nothing.
 
-    .venv/bin/python bench/store.py
+    .venv/bin/python bench/store.py [--before CHECKOUT] [--rounds N]
 
 - durable appends from 64 concurrent writers (one entry each call), with group commit and
   with one fsync per append, on one trace and on 64 traces;
 - a 500-entry page from the middle of a 100,000-entry trace, through `read`.
+
+`--before CHECKOUT` (a checkout of an older revision, e.g. `git worktree add /tmp/before
+main`) measures the group-commit appends of that revision's store and of this one in turns,
+each in a process of its own, N rounds (default 3), so that both meet the same disk: this
+machine's fsync time swings tenfold within a minute when others use it.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+# `--holm CHECKOUT` (a child of `--before`): that checkout's holm is the one measured.
+HOLM = Path(sys.argv[sys.argv.index("--holm") + 1]) if "--holm" in sys.argv else REPO
+sys.path.insert(0, str(HOLM))
 
-from holm.events import LocalStore
-from holm.wire.actions import Click
-from holm.wire.entries import Acted, Entry
-from holm.wire.values import Point
+from holm.events import LocalStore  # noqa: E402
+from holm.wire.actions import Click  # noqa: E402
+from holm.wire.entries import Acted, Entry  # noqa: E402
+from holm.wire.values import Point  # noqa: E402
 
 WRITERS = 64
 PAGE = 500
@@ -66,6 +77,25 @@ def fsync_latency_ms(folder: Path, pause_s: float = 0.0, rounds: int = 200) -> f
 
 async def appends(folder: Path, *, group_commit: bool, traces: int, per_writer: int) -> float:
     """Entries per second; prints the fsyncs behind them."""
+    figures = await measure_appends(
+        folder, group_commit=group_commit, traces=traces, per_writer=per_writer
+    )
+    mode = "group commit " if group_commit else "fsync/append "
+    print(f"  {mode} {traces:>2} trace(s): {row(figures)}")
+    return figures["rate"]
+
+
+def row(figures: dict[str, float]) -> str:
+    return (
+        f"{figures['rate']:>9,.0f} entries/s  {figures['fsyncs_s']:>7,.0f} fsyncs/s"
+        f"  {figures['per_commit']:>5.1f} appends/commit  {figures['cpu_us']:>5.1f} µs CPU/append"
+        f"  ({figures['total']:,.0f} in {figures['took']:.2f} s)"
+    )
+
+
+async def measure_appends(
+    folder: Path, *, group_commit: bool, traces: int, per_writer: int
+) -> dict[str, float]:
     store = LocalStore(folder, group_commit=group_commit)
     await store.traces()  # open before the clock starts
 
@@ -81,14 +111,45 @@ async def appends(folder: Path, *, group_commit: bool, traces: int, per_writer: 
     fsyncs, commits = store.fsyncs - fsyncs, store.commits - commits
     await store.close()
     total = WRITERS * per_writer
-    rate = total / took
-    mode = "group commit " if group_commit else "fsync/append "
-    print(
-        f"  {mode} {traces:>2} trace(s): {rate:>9,.0f} entries/s  {fsyncs / took:>7,.0f} fsyncs/s"
-        f"  {total / commits:>5.1f} appends/commit  {cpu / total * 1e6:>5.1f} µs CPU/append"
-        f"  ({total:,} in {took:.2f} s)"
-    )
-    return rate
+    return {
+        "rate": total / took,
+        "fsyncs_s": fsyncs / took,
+        "per_commit": total / commits,
+        "cpu_us": cpu / total * 1e6,
+        "total": total,
+        "took": took,
+    }
+
+
+def before_and_after(before: Path, rounds: int) -> None:
+    """Group-commit appends of `before`'s store and of this one, in turns, each in a child
+    process."""
+    print(f"durable appends with group commit, {before} (before) and {REPO} (after) in turns:")
+    rates: dict[tuple[str, int], list[float]] = {}
+    for round_ in range(rounds):
+        for traces in (64, 1):
+            for name, checkout in (("before", before), ("after", REPO)):
+                child = [sys.executable, __file__, "--holm", str(checkout), "--case", str(traces)]
+                out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
+                figures = json.loads(out)
+                rates.setdefault((name, traces), []).append(figures["rate"])
+                print(f"  round {round_ + 1} {name:<6} {traces:>2} trace(s): {row(figures)}")
+    for traces in (64, 1):
+        old = statistics.median(rates[("before", traces)])
+        new = statistics.median(rates[("after", traces)])
+        print(
+            f"  median on {traces:>2} trace(s): before {old:>9,.0f}/s, after {new:>9,.0f}/s"
+            f" ({new / old:.2f}x)"
+        )
+
+
+async def one_case(traces: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="holm-bench-store-"))
+    try:
+        figures = await measure_appends(root, group_commit=True, traces=traces, per_writer=800)
+    finally:
+        shutil.rmtree(root)
+    print(json.dumps(figures))
 
 
 async def page_reads(folder: Path) -> None:
@@ -136,5 +197,20 @@ async def main() -> None:
         shutil.rmtree(root)
 
 
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", type=Path, help="a checkout of the revision to compare")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--holm", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--case", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case is not None:
+        asyncio.run(one_case(args.case))
+    elif args.before is not None:
+        before_and_after(args.before.resolve(), args.rounds)
+    else:
+        asyncio.run(main())
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    cli()

@@ -45,6 +45,9 @@ class Config(msgspec.Struct, kw_only=True):
     # The X displays the local runtime gives its boxes' screens, :base to :base+count-1.
     local_display_base: int = 100
     local_display_count: int = 200
+    # The most boxes the local runtime runs at once (spares included); None: as many as
+    # the host has room for (memory, displays, descriptors, tasks: docs/runtimes.md).
+    max_boxes: int | None = None
     # The base of the docker runtime's images; bootstrapped with debootstrap when missing.
     docker_base_image: str = "debian:bookworm-slim"
     # An event shows in the feed this long after it happened, so that the feed's order is
@@ -92,6 +95,7 @@ _ENV = {
     "default_runtime": "HOLM_DEFAULT_RUNTIME",
     "local_display_base": "HOLM_LOCAL_DISPLAY_BASE",
     "local_display_count": "HOLM_LOCAL_DISPLAY_COUNT",
+    "max_boxes": "HOLM_MAX_BOXES",
     "docker_base_image": "HOLM_DOCKER_BASE_IMAGE",
     "events_delay_ms": "HOLM_EVENTS_DELAY_MS",
     "max_body_bytes": "HOLM_MAX_BODY_BYTES",

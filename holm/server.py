@@ -4,8 +4,10 @@ else the one it keeps in `<state_dir>/token` (docs/server.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import resource
 import sys
 
 from aiohttp import web
@@ -50,6 +52,7 @@ def main() -> None:
         level=os.environ.get(LOG_LEVEL, DEFAULT_LOG_LEVEL).upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    _take_the_hard_fd_limit()
     try:
         config = load_config()
         # Settles the token (made in the state dir at first start) and refuses an API
@@ -65,6 +68,16 @@ def main() -> None:
         access_log=None,
         print=lambda message: print(f"holmd: {message}", file=sys.stderr, flush=True),
     )
+
+
+def _take_the_hard_fd_limit() -> None:
+    """Tens of boxes hold more descriptors than the usual soft limit of 1024: raise it to
+    the hard limit, which the local runtime's room for boxes then counts against."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from holm.wire.runtime import (
     BrowserStarts,
     Capabilities,
     FrameResult,
+    Room,
     RuntimeBox,
     Started,
     StreamKind,
@@ -154,6 +155,25 @@ class SpareBoxes(Protocol):
         ...
 
 
+@runtime_checkable
+class HostRoom(Protocol):
+    """A runtime that knows how many more boxes its host can take, and refuses one that
+    does not fit before anything of it is made."""
+
+    async def room(self, spec: Spec | None = None) -> Room:
+        """The room for more boxes of `spec` now, by the runtime's own estimate."""
+        ...
+
+    async def reserve(self, box_id: str, spec: Spec) -> None:
+        """Hold room for a box about to be recorded and made, or raise `Unavailable`
+        (retryable) naming the limit it does not fit. `create` of that box ends the hold."""
+        ...
+
+    def release(self, box_id: str) -> None:
+        """End the hold of a box that will not be made after all."""
+        ...
+
+
 # A build's progress, one line at a time.
 Progress = Callable[[str], None]
 
@@ -188,6 +208,7 @@ __all__ = [
     "STREAM_LIMIT",
     "AppInstaller",
     "Desktop",
+    "HostRoom",
     "ImageBuilder",
     "Progress",
     "Runtime",

@@ -23,6 +23,7 @@ def make_runtimes(config: Config, server_id: str | None) -> dict[str, Runtime]:
             server_id,
             display_base=config.local_display_base,
             display_count=config.local_display_count,
+            max_boxes=config.max_boxes,
         ),
     }
     docker = docker_runtime_if_engine_answers(

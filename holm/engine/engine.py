@@ -20,7 +20,7 @@ from typing import Literal
 
 import msgspec
 
-from holm.adapters.base import STREAM_LIMIT, AppInstaller, Desktop, Runtime, Stream
+from holm.adapters.base import STREAM_LIMIT, AppInstaller, Desktop, HostRoom, Runtime, Stream
 from holm.config import Config
 from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
 from holm.events.browser_states import BrowserStates
@@ -65,7 +65,7 @@ from holm.wire.entries import (
 )
 from holm.wire.keys import normalized_action
 from holm.wire.results import ActionResult
-from holm.wire.runtime import Capabilities, FrameResult, Started, StreamKind
+from holm.wire.runtime import Capabilities, FrameResult, Room, Started, StreamKind
 from holm.wire.spec import (
     DEFAULT_LIFETIME_SECS,
     Placement,
@@ -213,6 +213,13 @@ class Engine:
         """What each of this server's runtimes can do, by name."""
         return {name: runtime.can() for name, runtime in self.runtimes.items()}
 
+    async def room(self, name: str) -> Room | None:
+        """How many more boxes the runtime `name` can take, where it can tell."""
+        runtime = self._runtime_named(name)
+        if not isinstance(runtime, HostRoom):
+            return None
+        return await boundary(runtime.room(), "measuring a runtime's room")
+
     def runtime_of(self, box_id: str) -> Runtime:
         state = guards.known(self.journal.state(box_id), box_id)
         return self._runtime_named(state.runtime)
@@ -304,9 +311,14 @@ class Engine:
         box_id: str | None = None,
     ) -> str:
         """Check and record a new box without starting it (`start_recorded` does); under
-        `box_id` when given (a spare's), else a new one."""
+        `box_id` when given (a spare's), else a new one. A new box that does not fit its
+        runtime's host is refused here, before `box_created`: nothing of it is recorded or
+        made (a spare is made already)."""
         runtime, placement = self._placed(spec, placement)
+        room = runtime if box_id is None and isinstance(runtime, HostRoom) else None
         box_id = box_id or new_box_id()
+        if room is not None:
+            await boundary(room.reserve(box_id, spec), "finding room for a box")
         lifetime = placement.expires_after_secs or DEFAULT_LIFETIME_SECS
         created = entry(
             BoxCreated,
@@ -323,7 +335,12 @@ class Engine:
         if forked_from is not None:
             source, up_to = forked_from
             entries.append(entry(ForkedFrom, "agent", source=source, up_to=up_to))
-        await self.journal.append(box_id, entries)
+        try:
+            await self.journal.append(box_id, entries)
+        except BaseException:
+            if room is not None:
+                room.release(box_id)
+            raise
         return box_id
 
     def _placed(self, spec: Spec, placement: Placement) -> tuple[Runtime, Placement]:
@@ -356,7 +373,11 @@ class Engine:
 
     async def fail_starting(self, box_id: str, why: str) -> None:
         """Record `box_failed` for a box still `starting` (a queued start given up)."""
-        if (await self.box(box_id)).state == "starting":
+        state = await self.box(box_id)
+        runtime = self.runtimes.get(state.runtime)
+        if isinstance(runtime, HostRoom):
+            runtime.release(box_id)
+        if state.state == "starting":
             await self.journal.append(box_id, [entry(BoxFailed, "system", why=why)])
 
     def queue(self, name: str, work: Callable[[], Awaitable[None]]) -> bool:
@@ -369,9 +390,11 @@ class Engine:
 
     async def _bring_up(self, box_id: str) -> None:
         state = await self.box(box_id)
-        if state.removed:
-            return
         runtime = self._runtime_named(state.runtime)
+        if state.removed:
+            if isinstance(runtime, HostRoom):
+                runtime.release(box_id)  # deleted before its queued start
+            return
         spec, placement = state.spec or Spec(), state.placement or Placement()
         try:
             created = runtime.create(box_id, spec, placement, owner=state.owner)

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 # After a spare failed to start, the pool waits this long before it tries again.
 RETRY_SECS = 10.0
+# A refill waits at most this long for the spares taken to be claimed before it boots one.
+SERVE_FIRST_SECS = 5.0
 
 
 class WarmPool:
@@ -53,6 +55,11 @@ class WarmPool:
         self._ready: dict[str, list[str]] = {digest: [] for digest in self.counts}
         self._booting: dict[str, int] = dict.fromkeys(self.counts, 0)
         self._fillers: dict[str, asyncio.Task[None]] = {}
+        # Spares taken and not claimed yet: a refill waits for them, so that a burst of
+        # creates is served before a boot takes the CPU.
+        self._taken: set[str] = set()
+        self._served = asyncio.Event()
+        self._served.set()
         self._closed = False
 
     def spares(self, spec: Spec) -> list[str]:
@@ -75,6 +82,8 @@ class WarmPool:
         if not ready or not self.fits(placement):
             return None
         box_id = ready.pop(0)
+        self._taken.add(box_id)
+        self._served.clear()
         self.refill(digest)
         return box_id
 
@@ -94,6 +103,9 @@ class WarmPool:
         # One spare at a time: on a small machine spares booting side by side would slow
         # the boxes people use.
         while len(self._ready[digest]) + self._booting[digest] < self.counts[digest]:
+            with contextlib.suppress(TimeoutError):
+                # Bounded: a taken spare whose create went away must not stop the refill.
+                await asyncio.wait_for(self._served.wait(), SERVE_FIRST_SECS)
             box_id = self.new_id()
             self._booting[digest] += 1
             try:
@@ -128,11 +140,19 @@ class WarmPool:
             log.warning("the spare box %s could not serve: %s", box_id, exc)
             await self.discard(box_id)
             return None
+        finally:
+            self._serve_done(box_id)
 
     async def discard(self, box_id: str) -> None:
         """Remove a spare that was taken and could not serve."""
+        self._serve_done(box_id)
         with contextlib.suppress(HolmError):
             await boundary(self.runtime.delete(box_id), "removing a spare box")
+
+    def _serve_done(self, box_id: str) -> None:
+        self._taken.discard(box_id)
+        if not self._taken:
+            self._served.set()
 
     async def close(self) -> None:
         """Stop refilling (a spare booting is removed by its runtime's create as it is

@@ -82,7 +82,7 @@ class AioSync:
             raise OSError(ctypes.get_errno(), "io_setup failed")
         self._eventfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         # Each fdatasync in flight: its future, and its iocb, kept alive until it is done.
-        self._waiting: dict[int, tuple[asyncio.Future[int], _Iocb]] = {}
+        self._waiting: dict[int, tuple[asyncio.Future[None], _Iocb]] = {}
         self._next = 0
         loop.add_reader(self._eventfd, self._told)
 
@@ -101,6 +101,11 @@ class AioSync:
     async def fdatasync(self, fd: int) -> None:
         """fdatasync(fd), waited for without blocking the loop; `NotSubmitted` if the
         kernel refused to take it."""
+        await self.submit(fd)
+
+    def submit(self, fd: int) -> asyncio.Future[None]:
+        """Start fdatasync(fd) now; the future ends when the disk is done (`OSError` if
+        the fdatasync failed). `NotSubmitted`, at once, if the kernel refused to take it."""
         if len(self._waiting) >= _MOST_IN_FLIGHT:
             raise NotSubmitted(0, "too many fdatasyncs in flight")
         self._next += 1
@@ -112,7 +117,7 @@ class AioSync:
             aio_flags=_IOCB_FLAG_RESFD,
             aio_resfd=self._eventfd,
         )
-        done: asyncio.Future[int] = self._loop.create_future()
+        done: asyncio.Future[None] = self._loop.create_future()
         self._waiting[key] = (done, iocb)
         pointers = (ctypes.POINTER(_Iocb) * 1)(ctypes.pointer(iocb))
         if self._libc.syscall(self._submit, self._ctx, 1, pointers) != 1:
@@ -120,9 +125,7 @@ class AioSync:
             raise NotSubmitted(ctypes.get_errno(), "io_submit took no fdatasync")
         # The kernel finishes an fdatasync it took whatever happens here: a caller that
         # stops waiting cancels `done`, and the end is told and dropped (`_told`).
-        result = await done
-        if result < 0:
-            raise OSError(-result, os.strerror(-result))
+        return done
 
     def _told(self) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -135,7 +138,10 @@ class AioSync:
             for event in events[:count]:
                 done, _ = self._waiting.pop(event.data, (None, None))
                 if done is not None and not done.done():
-                    done.set_result(event.res)
+                    if event.res < 0:
+                        done.set_exception(OSError(-event.res, os.strerror(-event.res)))
+                    else:
+                        done.set_result(None)
 
     def close(self) -> None:
         """Stop watching and free the kernel's context (nothing may be in flight)."""

@@ -2,24 +2,33 @@
 dir, with blobs and frames; the layout is in trace_file.py. `<state>/LOCK` is flock'ed by
 the one server that writes there.
 
-An append returns once its lines are written and fsynced. Appends are queued; one writer
-takes everything queued, gives seqs, writes, fsyncs each file it touched once (several
-files at once, so that they share the journal's commits) and then answers all of them:
-concurrent appends share their fsyncs (group commit). File work runs in threads, but for
-the commit most appends make (one trace whose files are open, lines that need no blob):
-its lines are written on the loop, a write of a few hundred bytes to the page cache, and
-its fdatasync is Linux AIO's, told to the loop by an eventfd (aio_sync.py), which spares
-the thread's wake-up and the loop's after it. Where AIO is missing, that commit runs in the
-thread as every other does.
+An append returns once its lines are in the journal (write_ahead.py) and it is fdatasynced.
+Appends are queued; one writer takes everything queued, gives seqs, writes the commit's
+records to the journal, writes the lines to the trace files (the page cache: they are not
+fsynced) while the disk syncs the journal, and then answers all of them: concurrent appends
+share one fdatasync however many traces they touch (group commit). A checkpoint, when the
+journal's newest segment is full, starts a new segment, fsyncs the trace files written
+since, and removes the older segments; closing the store and a prune make one too. Opening
+the store replays the journal into the trace files first: each record's lines written where
+it says, so a commit that was answered but whose lines a crash kept from its trace file (or
+tore there) is whole again. docs/storage.md says what a crash at each point leaves.
 
-Opening the store opens every trace file once: a torn last line (a writer killed mid-line)
-is moved to `.torn` and cut away, so it is never served, and the trace reads as
-`incomplete` until its next append. The `.idx` is not fsynced: it is checked against the
-file's tail on open, and a read that finds it wrong rebuilds it.
+The usual commit runs on the loop: the files of its traces are open and its lines need no
+blob, so its journal records and lines are writes of a few hundred bytes a trace to the page
+cache, and its fdatasync is Linux AIO's, told to the loop by an eventfd (aio_sync.py), which
+spares the thread's wake-up and the loop's after it. Any other commit (a file to make, a
+line to spill to a blob, a torn mark to clear, no AIO) runs whole in the writer's thread.
 
-A prune by age (pruning.py) writes what a trace keeps to a new file beside it, fsyncs it
-and renames it over the old one, so a crash leaves one or the other whole. It holds the
-writer's lock meanwhile: appends wait for it, then land in the new file.
+Opening the store then opens every trace file once: a torn last line that the journal did not
+mend (a file changed by hand, a crash of an older holm) is moved to `.torn` and cut away, so
+it is never served, and the trace reads as `incomplete` until its next append. The `.idx` is
+not fsynced: it is checked against the file's tail on open, and a read that finds it wrong
+rebuilds it. Its offsets are written INDEX_BATCH at a time, and read from memory
+(`_Trace.unindexed`) until they are.
+
+A prune by age (pruning.py) makes a checkpoint, then writes what a trace keeps to a new file
+beside it, fsyncs it and renames it over the old one, so a crash leaves one or the other
+whole. It holds the writer's lock meanwhile: appends wait for it, then land in the new file.
 """
 
 from __future__ import annotations
@@ -27,12 +36,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -80,12 +90,23 @@ from holm.events.trace_file import (
     seq_of,
     trace_files,
 )
+from holm.events.write_ahead import JOURNAL_DIR, SEGMENT_BYTES, Record, WriteAhead, by_trace
 from holm.wire.api import PruneReport
 from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Entry
 
+log = logging.getLogger(__name__)
+
 LOCK_FILE = "LOCK"
+# A commit that touches at most this many traces writes their files on the loop, while the
+# disk syncs its journal (two writes to the page cache a trace, some 10 µs); one that
+# touches more does it in the writer's thread, where the loop need not wait for it. (A
+# thread beside the loop costs more: the loop waits for the GIL after each system call.)
+LOOP_TRACES = 128
 # Files the writer keeps open between commits (two per trace), least recently used closed.
 OPEN_TRACES = 256
+# Offsets held back from a trace's index before they are written in one go: a trace that
+# gets one line a commit writes its index every this many commits, not each one.
+INDEX_BATCH = 64
 _COPY_CHUNK = 1 << 20
 
 _T = TypeVar("_T")
@@ -101,6 +122,9 @@ class _Trace(msgspec.Struct):
     first_at_ms: int | None = None
     last_at_ms: int | None = None
     incomplete: bool = False
+    # Where its last lines start that the writer holds back from the `.idx` (_Held.pending):
+    # a read of those lines takes them from here.
+    unindexed: list[int] = msgspec.field(default_factory=list)
 
     def info(self) -> TraceInfo:
         return TraceInfo(
@@ -126,7 +150,17 @@ class _Append:
 class _Work:
     """What the writer's thread does to one trace in one commit."""
 
-    __slots__ = ("clear_torn", "count", "lines", "name", "next_seq", "size")
+    __slots__ = (
+        "_data",
+        "clear_torn",
+        "count",
+        "lines",
+        "name",
+        "next_seq",
+        "offsets",
+        "size",
+        "unindexed",
+    )
 
     def __init__(self, trace: _Trace) -> None:
         self.name = trace.name
@@ -137,6 +171,19 @@ class _Work:
         self.clear_torn = trace.incomplete
         # Encoded lines; an entry whose line must spill is encoded in the thread.
         self.lines: list[bytes | Entry] = []
+        self._data: bytes | None = None
+        # Where the new lines start, and how many of the trace's last lines the index file
+        # lacks after the commit (its writer holds them back); set as they are indexed.
+        self.offsets: list[int] = []
+        self.unindexed = 0
+
+    def data(self) -> bytes:
+        """The lines, once every one is encoded, as they are written."""
+        if self._data is None:
+            lines = [line for line in self.lines if isinstance(line, bytes)]
+            assert len(lines) == len(self.lines), "every line is encoded before it is written"
+            self._data = b"".join(lines)
+        return self._data
 
 
 class _RefCollector:
@@ -163,6 +210,7 @@ class LocalStore:
         keep_entries_secs: int = 7 * 24 * 3600,
         group_commit: bool = True,
         aio: bool = True,
+        journal_bytes: int = SEGMENT_BYTES,
     ) -> None:
         self.state_dir = state_dir
         self.keep_frames_secs = keep_frames_secs
@@ -185,7 +233,15 @@ class LocalStore:
         # Concurrent fsyncs of several files share the file system's journal commits.
         self._fsync_pool = ThreadPoolExecutor(32, thread_name_prefix="holm-store-fsync")
         self._read_pool = ThreadPoolExecutor(4, thread_name_prefix="holm-store-read")
+        # A checkpoint syncs the trace files beside the commits that go on meanwhile.
+        self._checkpoint_pool = ThreadPoolExecutor(1, thread_name_prefix="holm-store-checkpoint")
         self._files = _OpenFiles(self._folder)
+        self._journal = WriteAhead(state_dir / JOURNAL_DIR, journal_bytes)
+        # The traces written since the journal's newest segment began: a checkpoint's work.
+        self._dirty: set[str] = set()
+        self._checkpointing: asyncio.Future[None] | None = None
+        # Set when a failed commit could not be taken back: every append fails after it.
+        self._broken: str | None = None
         # Linux AIO's fdatasync for the usual commit (None: threads only), made on the
         # loop at the first commit; `aio=False` keeps every commit in the thread.
         self._aio: AioSync | None = None
@@ -194,6 +250,9 @@ class LocalStore:
         self.commits = 0
         self.fsyncs = 0
         self.aio_commits = 0
+        self.checkpoints = 0
+        # Lines the journal gave back to the trace files on open.
+        self.replayed = 0
 
     # TraceStore
 
@@ -227,9 +286,10 @@ class LocalStore:
             if first >= count:
                 return []
             seqs = [layout.seq_at(line) for line in range(first, min(count, first + limit))]
+            tail = _Tail(count - len(state.unindexed), tuple(state.unindexed))
             try:
                 return await self._in(
-                    self._read_pool, self._read_page, trace, first, seqs, count, state.size
+                    self._read_pool, self._read_page, trace, first, seqs, count, state.size, tail
                 )
             except FileNotFoundError:
                 return []  # pruned while being read
@@ -270,6 +330,9 @@ class LocalStore:
                     old.append(state)
                 elif state.first_at_ms is not None and state.first_at_ms < cutoff_ms:
                     rest.append(msgspec.structs.replace(state))
+            if old or rest:
+                # The journal's records say where lines go in files a prune rewrites.
+                await self._checkpoint_now()
             report, cut = await self._in(
                 self._write_pool, self._prune_files, now_ms, old, rest, keep
             )
@@ -279,6 +342,11 @@ class LocalStore:
         return report
 
     async def close(self) -> None:
+        await self._stop(checkpoint=True)
+
+    async def _stop(self, checkpoint: bool) -> None:
+        """Close; without `checkpoint` (for tests) as a killed server would stop, the
+        journal left for the next open to replay."""
         if self._closed:
             return
         self._closed = True
@@ -286,9 +354,18 @@ class LocalStore:
         if self._writer is not None:
             await self._writer
         await self._in(self._write_pool, self._files.close_all)
+        await self._checkpoint_done()
+        if checkpoint and self._opened():
+            # A last checkpoint: the trace files hold everything, the journal is emptied.
+            older = await self._in(self._write_pool, self._journal.retire)
+            dirty, self._dirty = self._dirty, set()
+            await self._in(self._checkpoint_pool, self._sync_traces, dirty, older)
+        else:
+            self._journal.close()  # what it holds stays for the next open
         if self._aio is not None:
             self._aio.close()
-        for pool in (self._write_pool, self._fsync_pool, self._read_pool):
+        pools = (self._write_pool, self._fsync_pool, self._read_pool, self._checkpoint_pool)
+        for pool in pools:
             await asyncio.to_thread(pool.shutdown)
         os.close(self._lock_fd)
 
@@ -341,6 +418,8 @@ class LocalStore:
             if not works:
                 return
             try:
+                if self._broken is not None:
+                    raise OSError(self._broken)
                 sizes = await self._write_on_loop(list(works.values()))
                 if sizes is None:
                     sizes = await self._in(self._write_pool, self._write, list(works.values()))
@@ -354,6 +433,15 @@ class LocalStore:
                 state.layout.next_seq = work.next_seq + len(work.lines)
                 state.size = size
                 state.incomplete = False
+                state.unindexed.extend(work.offsets)
+                del state.unindexed[: len(state.unindexed) - work.unindexed]
+                held = self._files.held(work.name)
+                if held is not None and len(held.pending) >= INDEX_BATCH:
+                    # A small write to the page cache; the commit's lines are in already.
+                    with contextlib.suppress(OSError):
+                        _flush_index(held)
+                    del state.unindexed[: len(state.unindexed) - len(held.pending)]
+            self._dirty.update(works)
             for append, entries in done:
                 state = self._traces[append.trace]
                 if state.first_at_ms is None:
@@ -361,123 +449,221 @@ class LocalStore:
                 state.last_at_ms = entries[-1].at_ms
                 if not append.future.done():
                     append.future.set_result(entries)
+            if self._journal.full and not self._checkpoint_running():
+                await self._start_checkpoint()
 
     async def _write_on_loop(self, works: list[_Work]) -> list[int] | None:
-        """The usual commit (module docstring): its lines written here and fsynced by AIO;
-        its new size. None for any other commit, which goes to the thread. Under the
-        writer's lock, as `_write`, so the open files are never used twice at once."""
+        """The usual commit (module docstring): its journal records written here and
+        fdatasynced by AIO, its lines written to the trace files here too when it touches a
+        few, else in the thread; the new sizes. None for any other commit, which goes to
+        the thread whole. Under the writer's lock, as `_write`, so the open files and the
+        journal are never used twice at once."""
         if self._aio_wanted:
             self._aio_wanted = False
             self._aio = AioSync.open(asyncio.get_running_loop())
-        if self._aio is None or len(works) != 1:
+        if self._aio is None:
             return None
-        work = works[0]
-        held = self._files.held(work.name)
-        if held is None or work.size == 0 or work.clear_torn:
-            return None  # a file to open or make, a torn mark to clear: the thread's
-        if not all(isinstance(line, bytes) for line in work.lines):
-            return None  # a line with blobs to write first
-        jsonl, idx = held
+        for work in works:
+            if self._files.held(work.name) is None or work.clear_torn:
+                return None  # a file to open or make, a torn mark to clear: the thread's
+            if not all(isinstance(line, bytes) for line in work.lines):
+                return None  # a line with blobs to write first
+        start = self._journal.write(self._journal.pack(_records(works)))
+        synced: asyncio.Future[None] | None = None
         try:
-            size = _write_lines(jsonl, work)
-            try:
-                await self._aio.fdatasync(jsonl)
-            except NotSubmitted:
-                await self._in(self._write_pool, os.fdatasync, jsonl)
+            synced = self._aio.submit(self._journal.fd)
+        except NotSubmitted:
+            pass  # synced in the thread below
         except BaseException:
-            # The original error is the one to report.
-            with contextlib.suppress(OSError):
-                os.ftruncate(jsonl, work.size)
+            self._journal.cut_back(start)
+            raise
+        # The trace files are written while the disk syncs the journal.
+        try:
+            if len(works) <= LOOP_TRACES:
+                sizes = self._apply(works, rebuild=False)
+            else:
+                sizes = await self._in(self._write_pool, self._apply, works)
+        except BaseException:
+            if synced is not None:
+                await _settled(synced)
+            await self._in(self._write_pool, self._unjournal, start)
+            raise
+        try:
+            if synced is None:
+                await self._in(self._write_pool, self._journal.sync)
+            else:
+                await synced
+        except BaseException:
+            if synced is not None:
+                await _settled(synced)
+            self._unapply(works)
+            self._journal.cut_back(start)
             raise
         self.fsyncs += 1
         self.commits += 1
         self.aio_commits += 1
-        # The lines are durable; a stale index is found and rebuilt on use.
-        with contextlib.suppress(OSError):
-            if not _index_offsets(idx, work):
-                await self._in(self._write_pool, self._rebuild_sync, work.name, size)
-        return [size]
-
-    def _write(self, works: list[_Work]) -> list[int]:
-        """Write, fsync and index every trace of one commit (in the writer's thread); the
-        new sizes. On failure every file is cut back to where it was, so no seq is half
-        given."""
-        written: list[tuple[_Work, int]] = []
-        sizes: list[int] = []
-        new_files = False
-        try:
-            for work in works:
-                paths = TracePaths.of(self._folder, work.name)
-                sink = _RefCollector(self._blobs)
-                work.lines = [
-                    line if isinstance(line, bytes) else encode_entry(line, sink)
-                    for line in work.lines
-                ]
-                if sink.refs:
-                    # Listed before the line that needs them is durable, so a prune that
-                    # keeps the trace keeps its blobs.
-                    new_files |= not os.path.exists(paths.refs)
-                    listed = "".join(ref + "\n" for ref in sink.refs).encode()
-                    write_durably(Path(paths.refs), listed, os.O_APPEND)
-                    self.fsyncs += 1
-                new_files |= work.size == 0
-                fd = self._files.jsonl(work.name)
-                written.append((work, fd))
-                sizes.append(_write_lines(fd, work))
-            self._fsync([fd for _, fd in written])
-            if new_files:
-                fsync_dir(Path(self._folder))
-            self.fsyncs += len(written) + new_files
-            self.commits += 1
-        except BaseException:
-            for work, fd in written:
-                # The original error is the one to report.
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, work.size)
-            raise
-        for work, size in zip(works, sizes, strict=True):
-            # The lines are durable; a stale index is found and rebuilt on use.
-            with contextlib.suppress(OSError):
-                self._index_appended(work, size)
         return sizes
 
-    def _fsync(self, fds: list[int]) -> None:
-        if len(fds) == 1:
-            os.fdatasync(fds[0])
-            return
-        # A few threads, each with its share: many fsyncs in flight, few thread handoffs.
-        shares = min(len(fds), 16)
-        list(self._fsync_pool.map(_fdatasync_all, [fds[i::shares] for i in range(shares)]))
+    def _write(self, works: list[_Work]) -> list[int]:
+        """Spill what must be spilled, open the files, journal the commit, write its lines
+        to the trace files and fdatasync the journal (in the writer's thread); the new
+        sizes. On failure nothing of the commit stays, so no seq is half given."""
+        for work in works:
+            paths = TracePaths.of(self._folder, work.name)
+            sink = _RefCollector(self._blobs)
+            work.lines = [
+                line if isinstance(line, bytes) else encode_entry(line, sink) for line in work.lines
+            ]
+            if sink.refs:
+                # Listed before the line that needs them is durable, so a prune that keeps
+                # the trace keeps its blobs.
+                new = not os.path.exists(paths.refs)
+                listed = "".join(ref + "\n" for ref in sink.refs).encode()
+                write_durably(Path(paths.refs), listed, os.O_APPEND)
+                if new:
+                    fsync_dir(Path(self._folder))
+                self.fsyncs += 1 + new
+            self._files.get(work.name)  # made here, so that a file that cannot be fails now
+        start = self._journal.write(self._journal.pack(_records(works)))
+        try:
+            sizes = self._apply(works)
+        except BaseException:
+            self._unjournal(start)
+            raise
+        try:
+            self._journal.sync()
+        except BaseException:
+            self._unapply(works)
+            self._journal.cut_back(start)
+            raise
+        self.fsyncs += 1
+        self.commits += 1
+        for work in works:
+            if work.clear_torn:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(TracePaths.of(self._folder, work.name).torn)
+        return sizes
 
-    def _index_appended(self, work: _Work, size: int) -> None:
-        """Append the offsets of a commit's lines to the trace's index (not fsynced: it is
-        rebuilt from the file when it does not match), and clear the torn mark."""
-        paths = TracePaths.of(self._folder, work.name)
-        if not _index_offsets(self._files.idx(work.name), work):
-            self._rebuild_sync(work.name, size)
-        if work.clear_torn:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(paths.torn)
+    def _apply(self, works: list[_Work], rebuild: bool = True) -> list[int]:
+        """Write a journaled commit's lines to the trace files (not fsynced: the journal
+        holds them until a checkpoint) and index them; the new sizes. On failure every file
+        is cut back to where it was. An index that does not match is rebuilt here, or (not
+        `rebuild`: on the loop) by the next read, which finds it wrong."""
+        written: list[tuple[_Work, _Held]] = []
+        sizes: list[int] = []
+        try:
+            for work in works:
+                held = self._files.get(work.name)
+                written.append((work, held))
+                sizes.append(_write_lines(held, work))
+        except BaseException:
+            self._unapply([work for work, _ in written])
+            raise
+        for work, size in zip(works, sizes, strict=True):
+            held = self._files.get(work.name)
+            if _index_offsets(held, work):
+                work.unindexed = len(held.pending)
+            elif rebuild:
+                with contextlib.suppress(OSError):
+                    self._rebuild_sync(work.name, size)
+        return sizes
+
+    def _unapply(self, works: list[_Work]) -> None:
+        """Cut the trace files of a failed commit back to where they were."""
+        for work in works:
+            held = self._files.held(work.name)
+            if held is None:
+                continue
+            try:
+                os.ftruncate(held.jsonl, work.size)
+            except OSError:
+                held.uncut = True  # the original error is the one to report
+            if work.offsets and held.pending[-len(work.offsets) :] == work.offsets:
+                del held.pending[-len(work.offsets) :]
+            work.offsets, work.unindexed = [], 0
+
+    def _unjournal(self, start: int) -> None:
+        """Take back the records of a commit that could not be written to its trace files,
+        durably, or the next start would replay what its appends were told had failed."""
+        self._journal.cut_back(start)
+        try:
+            self._journal.sync()
+        except OSError as exc:
+            self._broken = f"a failed commit could not be taken back from the journal: {exc}"
+            raise
+
+    # Checkpoints
+
+    def _checkpoint_running(self) -> bool:
+        task = self._checkpointing
+        if task is None or not task.done():
+            return task is not None
+        self._checkpointing = None
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a checkpoint of the trace store failed; the journal keeps it all")
+        return False
+
+    async def _start_checkpoint(self) -> None:
+        """Start a new journal segment (under the writer's lock) and make the trace files
+        durable behind the appends that go on meanwhile; then the older segments go."""
+        older = await self._in(self._write_pool, self._journal.rotate)
+        dirty, self._dirty = self._dirty, set()
+        self._checkpointing = asyncio.ensure_future(
+            self._in(self._checkpoint_pool, self._sync_traces, dirty, older)
+        )
+
+    async def _checkpoint_now(self) -> None:
+        """A whole checkpoint, waited for (under the writer's lock): afterwards the journal
+        holds nothing the trace files lack, and a trace file may be rewritten (a prune)."""
+        await self._checkpoint_done()
+        if not self._dirty and self._journal.size == 0:
+            return
+        older = await self._in(self._write_pool, self._journal.rotate)
+        dirty, self._dirty = self._dirty, set()
+        await self._in(self._checkpoint_pool, self._sync_traces, dirty, older)
+
+    async def _checkpoint_done(self) -> None:
+        task, self._checkpointing = self._checkpointing, None
+        if task is not None:
+            try:
+                await task
+            except Exception:
+                log.exception("a checkpoint of the trace store failed; the journal keeps it all")
+
+    def _sync_traces(self, traces: set[str], segments: list[Path]) -> None:
+        """fdatasync the files of `traces` and their folder, then remove `segments`, whose
+        records are all in those files."""
+        paths = [TracePaths.of(self._folder, trace).jsonl for trace in sorted(traces)]
+        shares = max(1, min(len(paths), 16))
+        list(self._fsync_pool.map(_fdatasync_paths, [paths[i::shares] for i in range(shares)]))
+        fsync_dir(Path(self._folder))
+        self._journal.remove(segments)
+        self.fsyncs += len(paths) + 1
+        self.checkpoints += 1
 
     # Reads
 
     def _read_page(
-        self, trace: str, first: int, seqs: list[int], count: int, size: int
+        self, trace: str, first: int, seqs: list[int], count: int, size: int, tail: _Tail
     ) -> list[Entry]:
-        """The lines from `first` on, which hold `seqs`."""
+        """The lines from `first` on, which hold `seqs`; where the last lines start, those
+        the index file may lack, is in `tail`."""
         last = first + len(seqs)
         paths = TracePaths.of(self._folder, trace)
         fd = os.open(paths.jsonl, os.O_RDONLY)
         try:
-            try:
-                idx_fd = os.open(paths.idx, os.O_RDONLY)
-            except FileNotFoundError:
-                raise StaleIndex from None
-            try:
-                start = read_offset(idx_fd, first)
-                end = size if last == count else read_offset(idx_fd, last)
-            finally:
-                os.close(idx_fd)
+            start = tail.offset(first)
+            end = size if last == count else tail.offset(last)
+            if start is None or end is None:
+                try:
+                    idx_fd = os.open(paths.idx, os.O_RDONLY)
+                except FileNotFoundError:
+                    raise StaleIndex from None
+                try:
+                    start = read_offset(idx_fd, first) if start is None else start
+                    end = read_offset(idx_fd, last) if end is None else end
+                finally:
+                    os.close(idx_fd)
             if start is None or end is None or not 0 <= start < end <= size:
                 raise StaleIndex
             # One byte before the page must end a line, or the index points mid-line.
@@ -535,12 +721,61 @@ class LocalStore:
         await asyncio.shield(self._loaded)
 
     def _open_all(self) -> list[_Trace]:
+        self._replay(self._journal.recover())
         traces = []
         for path in trace_files(self.state_dir):
             name = path.name.removesuffix(".jsonl")
             if is_safe_name(name):
                 traces.append(self._open_trace(name))
+        self._journal.begin()
         return traces
+
+    def _opened(self) -> bool:
+        loaded = self._loaded
+        if loaded is None or not loaded.done() or loaded.cancelled():
+            return False
+        return loaded.exception() is None
+
+    def _replay(self, records: list[Record]) -> None:
+        """Write what the journal holds into the trace files, durably: a commit answered
+        after its journal fsync whose lines did not all reach the trace's file before a
+        crash. Each record is written where it says, over what may be there already (the
+        same bytes, or a torn line), so replaying twice does what replaying once does. A
+        trace's file ends where its last record does: nothing after it was answered."""
+        replayed = []
+        for trace, group in by_trace(records):
+            if not is_safe_name(trace):
+                log.error("journal: a record of %r, which is no trace name, is left out", trace)
+                continue
+            path = TracePaths.of(self._folder, trace).jsonl
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                size = os.fstat(fd).st_size
+                end = None
+                for record in group:
+                    if record.offset > size:
+                        # The file lost what a checkpoint had made durable: nothing to
+                        # write these lines after.
+                        log.error(
+                            "journal: %s ends at byte %d, before its journaled lines at %d;"
+                            " they are left out",
+                            path,
+                            size,
+                            record.offset,
+                        )
+                        break
+                    _pwrite_all(fd, record.lines, record.offset)
+                    end = size = record.offset + len(record.lines)
+                    self.replayed += record.lines.count(b"\n")
+                if end is not None:
+                    os.ftruncate(fd, end)
+                    os.fdatasync(fd)
+                    replayed.append(trace)
+            finally:
+                os.close(fd)
+        if replayed:
+            fsync_dir(Path(self._folder))
+            log.info("journal: replayed into %d trace files", len(replayed))
 
     def _open_trace(self, name: str) -> _Trace:
         paths = TracePaths.of(self._folder, name)
@@ -633,6 +868,7 @@ class LocalStore:
         finally:
             os.close(fd)
         self._files.forget(state.name)
+        state.unindexed = []
         # No index until the new file is in place: a crash between finds none, and builds
         # one from whichever file it finds.
         with contextlib.suppress(FileNotFoundError):
@@ -677,6 +913,22 @@ class LocalStore:
         return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
 
 
+class _Held:
+    """A trace's open files, and what the writer knows of them without asking."""
+
+    __slots__ = ("idx", "idx_size", "jsonl", "pending", "uncut")
+
+    def __init__(self, jsonl: int, idx: int, idx_size: int) -> None:
+        self.jsonl = jsonl
+        self.idx = idx
+        # The index's size as the writer left it (it alone writes there while it is open),
+        # and the offsets it holds back to write in one go (INDEX_BATCH).
+        self.idx_size = idx_size
+        self.pending: list[int] = []
+        # A failed commit could not cut the JSONL back: the next write checks its end.
+        self.uncut = False
+
+
 class _OpenFiles:
     """The files the writer keeps open between commits: each trace's JSONL and index,
     the least recently used closed first. Used only under the writer's lock: in its thread,
@@ -685,45 +937,43 @@ class _OpenFiles:
     def __init__(self, folder: str, most: int = OPEN_TRACES) -> None:
         self.folder = folder
         self.most = most
-        self._open: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        self._open: OrderedDict[str, _Held] = OrderedDict()
 
-    def jsonl(self, trace: str) -> int:
-        return self._get(trace)[0]
-
-    def idx(self, trace: str) -> int:
-        return self._get(trace)[1]
-
-    def held(self, trace: str) -> tuple[int, int] | None:
-        """The trace's files if they are open (the JSONL's and the index's), else None."""
-        fds = self._open.get(trace)
-        if fds is not None:
+    def held(self, trace: str) -> _Held | None:
+        """The trace's files if they are open, else None."""
+        held = self._open.get(trace)
+        if held is not None:
             self._open.move_to_end(trace)
-        return fds
+        return held
+
+    def get(self, trace: str) -> _Held:
+        """The trace's files, opened (and made) if they are not."""
+        held = self.held(trace)
+        if held is not None:
+            return held
+        paths = TracePaths.of(self.folder, trace)
+        jsonl = os.open(paths.jsonl, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            idx = os.open(paths.idx, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            held = self._open[trace] = _Held(jsonl, idx, os.fstat(idx).st_size)
+        except BaseException:
+            os.close(jsonl)
+            raise
+        while len(self._open) > self.most:
+            self.forget(next(iter(self._open)))
+        return held
 
     def forget(self, trace: str) -> None:
-        for fd in self._open.pop(trace, ()):
-            os.close(fd)
+        held = self._open.pop(trace, None)
+        if held is not None:
+            with contextlib.suppress(OSError):
+                _flush_index(held)  # else the next open finds the index short, and extends it
+            os.close(held.jsonl)
+            os.close(held.idx)
 
     def close_all(self) -> None:
         while self._open:
             self.forget(next(iter(self._open)))
-
-    def _get(self, trace: str) -> tuple[int, int]:
-        fds = self._open.get(trace)
-        if fds is not None:
-            self._open.move_to_end(trace)
-            return fds
-        paths = TracePaths.of(self.folder, trace)
-        jsonl = os.open(paths.jsonl, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            idx = os.open(paths.idx, os.O_RDWR | os.O_CREAT, 0o644)
-        except BaseException:
-            os.close(jsonl)
-            raise
-        fds = self._open[trace] = (jsonl, idx)
-        while len(self._open) > self.most:
-            self.forget(next(iter(self._open)))
-        return fds
 
 
 def _lock_state_dir(state_dir: Path) -> int:
@@ -736,24 +986,24 @@ def _lock_state_dir(state_dir: Path) -> int:
     return fd
 
 
-def _write_lines(fd: int, work: _Work) -> int:
+def _write_lines(held: _Held, work: _Work) -> int:
     """Write a commit's encoded lines after the trace's last (not fsynced); the new size."""
-    lines = [line for line in work.lines if isinstance(line, bytes)]
-    assert len(lines) == len(work.lines), "every line is encoded before it is written"
-    data = b"".join(lines)
+    data = work.data()
     size = work.size + len(data)
-    _pwrite_all(fd, data, work.size)
-    if os.fstat(fd).st_size > size:
-        # Left by a failed commit that could not be cut back.
-        os.ftruncate(fd, size)
+    _pwrite_all(held.jsonl, data, work.size)
+    if held.uncut:
+        if os.fstat(held.jsonl).st_size > size:
+            os.ftruncate(held.jsonl, size)
+        held.uncut = False
     return size
 
 
-def _index_offsets(fd: int, work: _Work) -> bool:
-    """Append where each of a commit's lines begins to the trace's index `fd`; False (and
-    nothing written) when the index does not end where the file's lines did, and must be
-    rebuilt."""
-    if os.fstat(fd).st_size != work.count * OFFSET.size:
+def _index_offsets(held: _Held, work: _Work) -> bool:
+    """Append where each of a commit's lines begins to the trace's index, held back in
+    `held.pending` until `_flush_index` (a read takes them from `_Trace.unindexed`); False
+    (and nothing appended) when the index does not end where the file's lines did, and
+    must be rebuilt."""
+    if held.idx_size + len(held.pending) * OFFSET.size != work.count * OFFSET.size:
         return False
     offsets = []
     offset = work.size
@@ -761,8 +1011,32 @@ def _index_offsets(fd: int, work: _Work) -> bool:
         assert isinstance(line, bytes)
         offsets.append(offset)
         offset += len(line)
-    os.pwrite(fd, offsets_bytes(offsets), work.count * OFFSET.size)
+    work.offsets = offsets
+    held.pending.extend(offsets)
     return True
+
+
+def _flush_index(held: _Held) -> None:
+    """Write the offsets held back to the index file (not fsynced: it is rebuildable)."""
+    if not held.pending or held.idx_size < 0:
+        return
+    packed = offsets_bytes(held.pending)
+    at, held.idx_size = held.idx_size, -1  # unknown until the write is whole
+    os.pwrite(held.idx, packed, at)
+    held.idx_size = at + len(packed)
+    held.pending = []
+
+
+class _Tail(NamedTuple):
+    """Where a trace's last lines start, from line `first` on (a read's copy of
+    `_Trace.unindexed`)."""
+
+    first: int
+    offsets: tuple[int, ...]
+
+    def offset(self, line: int) -> int | None:
+        index = line - self.first
+        return self.offsets[index] if 0 <= index < len(self.offsets) else None
 
 
 def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
@@ -782,9 +1056,27 @@ def _frames_seqs(page: bytes, seqs: list[int]) -> bool:
     return head is not None and head.seq == seqs[0] and tail is not None and tail.seq == seqs[-1]
 
 
-def _fdatasync_all(fds: list[int]) -> None:
-    for fd in fds:
-        os.fdatasync(fd)
+def _fdatasync_paths(paths: list[str]) -> None:
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue  # removed by a prune, which made its own checkpoint first
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+
+def _records(works: list[_Work]) -> Iterator[tuple[str, int, bytes]]:
+    """A commit's journal records: each trace's lines and where they go."""
+    for work in works:
+        yield work.name, work.size, work.data()
+
+
+async def _settled(future: asyncio.Future[Any]) -> None:
+    """Wait for `future` to end, however it ends (the caller has an error to report)."""
+    await asyncio.wait([future])
 
 
 def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:

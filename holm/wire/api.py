@@ -27,7 +27,7 @@ from holm.wire.diff import StepRef
 from holm.wire.entries import PAGE_MAX, Entry
 from holm.wire.feed import LIMIT_DEFAULT, LIMIT_MAX
 from holm.wire.results import ExecResult, Tab, WindowInfo
-from holm.wire.runtime import Capabilities
+from holm.wire.runtime import Capabilities, Room
 from holm.wire.spec import MAX_SCREENS, Feature, Placement, Spec
 from holm.wire.values import ImageFormat, Point, Quality, Selection, encoding_of
 
@@ -399,6 +399,8 @@ class RuntimeView(_Response):
     provider: str | None = None
     fields: dict[str, Any] | None = None
     secrets: list[str] | None = None
+    # Beyond the spec: how many more boxes the host can take, where the runtime can tell.
+    room: Room | None = None
 
 
 class RuntimeList(_Response):

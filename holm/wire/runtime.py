@@ -45,6 +45,24 @@ class Capabilities(msgspec.Struct, kw_only=True):
     profile: bool = False
 
 
+RoomLimit = Literal["max_boxes", "memory", "displays", "file_descriptors", "pids"]
+
+
+class Room(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """How many more boxes a runtime's host can take now, by the runtime's own estimate
+    (beyond the spec: `GET /v1/runtimes/{name}`'s `room`). `boxes` more, and then `limit`
+    refuses the next with `503 unavailable`; `by` is the room each limit the runtime
+    watches leaves, in boxes; `running` the boxes it runs now (spares and boxes starting
+    included). `box_memory_bytes` is what it takes a box to need: the mean PSS of its boxes
+    when it has measured some, else its assumption."""
+
+    boxes: int
+    limit: RoomLimit
+    running: int
+    by: dict[RoomLimit, int]
+    box_memory_bytes: int
+
+
 class BuiltImage(msgspec.Struct, kw_only=True):
     """An image a runtime built on the way to a box (the docker runtime's create)."""
 

@@ -1,7 +1,9 @@
 """Appends to a local store from many tasks until it is killed; prints `<trace> <seq>` for
 each entry as soon as its append has returned. Used by test_crash.py.
 
-    python crash_writer.py STATE_DIR
+    python crash_writer.py STATE_DIR [JOURNAL_BYTES]
+
+JOURNAL_BYTES, when given, is the size at which the store's journal starts a checkpoint.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from holm.events import LocalStore
 from holm.events.codec import SPILL_BYTES
+from holm.events.write_ahead import SEGMENT_BYTES
 from holm.wire.entries import BoxPaused, Entry, Executed
 
 TASKS = 48
@@ -46,10 +49,10 @@ async def write_forever(store: LocalStore, task: int) -> None:
         sys.stdout.flush()
 
 
-async def main(state_dir: Path) -> None:
-    store = LocalStore(state_dir)
+async def main(state_dir: Path, journal_bytes: int) -> None:
+    store = LocalStore(state_dir, journal_bytes=journal_bytes)
     await asyncio.gather(*(write_forever(store, task) for task in range(TASKS)))
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1])))
+    asyncio.run(main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else SEGMENT_BYTES))

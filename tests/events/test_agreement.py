@@ -1,10 +1,14 @@
-"""The memory store, a local store, a local store closed and reopened at random points and
-a local store that does every commit in its thread (no AIO fdatasync: local.py) are given
-the same random appends and prunes; after every step they read back the same entries."""
+"""The memory store, a local store, a local store closed and reopened at random points (or
+stopped as a crash would, its trace files then cut back anywhere after what its last
+checkpoint made durable, as a machine that lost its page cache leaves them, for its journal
+to mend) and a local store that does every commit in its thread (no AIO fdatasync:
+local.py) are given the same random appends and prunes; after every step they read back the
+same entries."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Coroutine
@@ -15,7 +19,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from holm.events import LocalStore, MemoryStore, TraceStore
+from holm.events import LocalStore, MemoryStore, TraceStore, trace_files
 from holm.events.codec import SPILL_BYTES
 from holm.wire.actions import Type
 from holm.wire.entries import (
@@ -106,6 +110,8 @@ class StoresAgree(RuleBasedStateMachine):
         self.memory = MemoryStore()
         self.local = LocalStore(self.folder / "kept_open")
         self.reopened = LocalStore(self.folder / "reopened")
+        # Sizes of the reopened store's trace files that a checkpoint made durable.
+        self.durable: dict[Path, int] = {}
         self.in_threads = LocalStore(self.folder / "in_threads", aio=False)
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
@@ -139,11 +145,26 @@ class StoresAgree(RuleBasedStateMachine):
         now_ms = data.draw(st.sampled_from(times or [0])) + kept_for + data.draw(st.integers(0, 1))
         reports = [self.run(store.prune(now_ms, keep_box_state)) for store in self.stores]
         assert same(reports)
+        self.durable = self.sizes()  # a prune that changes a file checkpoints first
 
     @rule()
     def reopen(self) -> None:
         self.run(self.reopened.close())
         self.reopened = LocalStore(self.folder / "reopened")
+        self.durable = self.sizes()
+
+    @rule(data=st.data())
+    def crash(self, data: st.DataObject) -> None:
+        self.run(self.reopened._stop(checkpoint=False))
+        for path, size in self.sizes().items():
+            kept = data.draw(st.integers(min(self.durable.get(path, 0), size), size))
+            os.truncate(path, kept)
+        self.reopened = LocalStore(self.folder / "reopened")
+        self.run(self.reopened.traces())
+        self.durable = self.sizes()
+
+    def sizes(self) -> dict[Path, int]:
+        return {path: path.stat().st_size for path in trace_files(self.folder / "reopened")}
 
     @rule(trace=st.sampled_from(TRACES), after=st.integers(-1, 40), limit=st.integers(0, 30))
     def read_a_page(self, trace: str, after: int, limit: int) -> None:

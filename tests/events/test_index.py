@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from holm.events import LocalStore
+from holm.events.local import INDEX_BATCH
 from holm.wire.entries import Acted
 
 from .conftest import clicked
@@ -101,3 +102,23 @@ async def test_an_index_damaged_while_open_is_rebuilt_on_read(state: Path) -> No
     assert (state / "traces" / "box_1.idx").read_bytes() == offsets_of(
         state / "traces" / "box_1.jsonl"
     )
+
+
+async def test_offsets_held_back_from_the_index_are_read_from_memory(tmp_path: Path) -> None:
+    # One line a commit: the writer writes the index every INDEX_BATCH commits, and a read
+    # of the lines it holds back meanwhile finds them all the same.
+    store = LocalStore(tmp_path)
+    idx = tmp_path / "traces" / "box_1.idx"
+    try:
+        for i in range(3 * INDEX_BATCH):
+            await store.append("box_1", [clicked(i)])
+            for after in {-1, i // 2, i - 3, i - 1}:
+                page = await store.read("box_1", after=after, limit=5)
+                want = list(range(max(after + 1, 0), min(after + 6, i + 1)))
+                assert [entry.seq for entry in page] == want
+            # The reads needed no rebuild: the file holds the batches written, no more.
+            assert idx.stat().st_size == (i + 1) // INDEX_BATCH * INDEX_BATCH * 8
+    finally:
+        await store.close()
+    # Closed, the index holds every line.
+    assert idx.read_bytes() == offsets_of(tmp_path / "traces" / "box_1.jsonl")

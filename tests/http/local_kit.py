@@ -26,8 +26,10 @@ DISPLAY_COUNT = 20
 class LocalServer:
     """One state dir; `start` makes a server on it (a restart when one ran before)."""
 
-    def __init__(self, display_base: int = DISPLAY_BASE) -> None:
+    def __init__(self, display_base: int = DISPLAY_BASE, **runtime: Any) -> None:
         self.display_base = display_base
+        # More settings of the LocalRuntime (max_boxes, display_count, chromium).
+        self.runtime_settings = {"display_count": DISPLAY_COUNT, **runtime}
         # Unix socket paths must be short: a folder right under /tmp.
         self.state_dir = Path(tempfile.mkdtemp(prefix="h5a-", dir="/tmp"))
         self.client: Client | None = None
@@ -42,7 +44,7 @@ class LocalServer:
             self.state_dir / "boxes",
             server_id_of(self.state_dir),
             display_base=self.display_base,
-            display_count=DISPLAY_COUNT,
+            **self.runtime_settings,
         )
         app = create_app(config, runtimes={"local": self.runtime}, store=store)
         app.on_cleanup.append(lambda _: store.close())

@@ -33,6 +33,7 @@ from holm.adapters.base import STREAM_LIMIT, Desktop, Stream
 from holm.adapters.box_locks import BoxLocks
 from holm.adapters.features import FEATURE_PACKAGES
 from holm.adapters.local import agent_bytecode, network, procs
+from holm.adapters.local import room as room_of
 from holm.adapters.local.box_ids import free_box_uid
 from holm.adapters.local.host_packages import refuse_missing
 from holm.adapters.local.limits import (
@@ -76,7 +77,7 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
-from holm.wire.runtime import Capabilities, RuntimeBox, Started, StreamKind
+from holm.wire.runtime import Capabilities, Room, RuntimeBox, Started, StreamKind
 from holm.wire.spec import MAX_SCREENS, Placement, Spec, canonical_spec, packages_of_app
 
 ProcessState = Literal["running", "paused", "stopped"]
@@ -113,6 +114,7 @@ class LocalRuntime:
         chromium: bool = True,
         cgroups: Cgroups | None = None,
         pids_max: int | None = DEFAULT_PIDS_MAX,
+        max_boxes: int | None = None,
     ) -> None:
         self.boxes_dir = boxes_dir
         self.server_id = server_id
@@ -126,6 +128,13 @@ class LocalRuntime:
         self.cgroups = Cgroups() if cgroups is None else cgroups
         # The most tasks a box may have at once, where a pids controller is there.
         self.pids_max = pids_max
+        # HOLM_MAX_BOXES: the most boxes whose desktops run at once (spares included).
+        self.max_boxes = max_boxes
+        # Boxes given room and not made yet (room.py), with their screens; and what holmd
+        # held before it had boxes, to tell the descriptors a box takes.
+        self._reserved: dict[str, int] = {}
+        self._fds_at_start = len(os.listdir("/proc/self/fd"))
+        self._costs = room_of.measure([], 0, 0)
         boxes_dir.mkdir(parents=True, exist_ok=True)
         self._desktops = AgentConnections()
         # Boxes this runtime paused (or is pausing): their desktops are looked at afresh.
@@ -156,6 +165,66 @@ class LocalRuntime:
             profile=False,
         )
 
+    # Room for boxes (room.py)
+
+    async def room(self, spec: Spec | None = None) -> Room:
+        """How many more boxes of `spec` (the default: one screen) fit, measuring what the
+        boxes that run take."""
+        screens = (spec or Spec()).desktop.screens
+        return (await self._room(screens, measure=True))[0]
+
+    async def reserve(self, box_id: str, spec: Spec) -> None:
+        """Hold room for a box about to be made, or refuse it with `Unavailable` naming the
+        limit that does not let it fit. Held until `create` of it ends (or `release`)."""
+        if box_id in self._reserved:
+            return
+        screens = spec.desktop.screens
+        found, host = await self._room(screens, measure=False)
+        if found.boxes <= 0:
+            why = room_of.refusal(found, host, self._costs, self.max_boxes)
+            raise Unavailable(f"no room for another local box: {why}")
+        self._reserved[box_id] = screens
+
+    def release(self, box_id: str) -> None:
+        self._reserved.pop(box_id, None)
+
+    async def _room(self, screens: int, *, measure: bool) -> tuple[Room, room_of.Host]:
+        running, free_displays, trees, host = await in_thread(self._host_now, measure)
+        if measure:
+            self._costs = room_of.measure(trees, host.open_fds, self._fds_at_start)
+        # Counted after the thread, on the loop, so two boxes reserved at once see each other.
+        starting = [box_id for box_id in self._reserved if box_id not in running]
+        given = sum(self._reserved[box_id] for box_id in starting)
+        found = room_of.room(
+            host,
+            self._costs,
+            running=len(running) + len(starting),
+            starting=len(self._reserved),
+            max_boxes=self.max_boxes,
+            free_displays=max(free_displays - given, 0),
+            screens=screens,
+        )
+        return found, host
+
+    def _host_now(self, measure: bool) -> tuple[set[str], int, list[list[int]], room_of.Host]:
+        """The boxes whose desktops run or are being launched, the free display numbers,
+        the processes of each running box (when measuring), and the host's figures."""
+        running: set[str] = set()
+        taken = host_x_displays()
+        trees: list[list[int]] = []
+        for record in read_records(self.boxes_dir):
+            if record.display_base is None:
+                continue
+            alive = self._box_state(record) != "stopped"
+            if alive or record.init_pid is None:
+                running.add(record.box_id)
+                taken.update(range(record.display_base, record.display_base + _screens(record)))
+            if alive and measure and record.init_pid is not None and record.init_start:
+                trees.append(procs.tree(record.init_pid, record.init_start))
+        window = range(self.display_base, self.display_base + self.display_count)
+        free = sum(1 for display in window if display not in taken)
+        return running, free, trees, room_of.read_host()
+
     # Lifecycle
 
     async def create(
@@ -185,6 +254,22 @@ class LocalRuntime:
             return self._started(paths, record)
 
     async def _create(
+        self,
+        box_id: str,
+        spec: Spec,
+        placement: Placement,
+        *,
+        spare: bool,
+        owner: str | None = None,
+    ) -> Started:
+        await self.reserve(box_id, spec)  # nothing is made of a box that does not fit
+        try:
+            return await self._create_reserved(box_id, spec, placement, spare=spare, owner=owner)
+        finally:
+            # Made (and counted by its record) or failed (and nothing of it is left).
+            self.release(box_id)
+
+    async def _create_reserved(
         self,
         box_id: str,
         spec: Spec,
@@ -246,7 +331,11 @@ class LocalRuntime:
             # stopped with `stop` keeps its files whatever its placement.
             if record.state != "stopped":
                 await in_thread(self._end, paths, record, keep_home=record.placement.persistent)
-            return await self._bring_up(paths, record)
+            await self.reserve(box_id, record.spec)
+            try:
+                return await self._bring_up(paths, record)
+            finally:
+                self.release(box_id)
 
     async def delete(self, box_id: str) -> None:
         async with self._locks.lifecycle(box_id):

@@ -36,7 +36,9 @@ async def list_runtimes(request: web.Request) -> web.Response:
 
 async def get_runtime(request: web.Request) -> web.Response:
     engine = engine_of(request)
-    return json_response(_view(request, engine, request.match_info["name"]))
+    view = _view(request, engine, request.match_info["name"])
+    view.room = await engine.room(view.name)
+    return json_response(view)
 
 
 async def add_runtime(request: web.Request) -> web.Response:
@@ -67,7 +69,7 @@ ROUTES = [
         "GET",
         "/v1/runtimes/{name}",
         get_runtime,
-        "Get one runtime with its capabilities",
+        "Get one runtime with its capabilities (and, beyond the spec, its room for boxes)",
         response=RuntimeView,
     ),
     Route(
