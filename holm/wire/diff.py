@@ -94,21 +94,16 @@ class TraceDiff(msgspec.Struct, kw_only=True):
     divergence: Parting | None = None
 
     def same(self, frame_tolerance: float = 0.0) -> bool:
-        """Every step matched with the same outcome and page, no screen after a step
-        parted by more than `frame_tolerance`, and every last frame has the same pixels,
-        or pixels at most `frame_tolerance` apart."""
+        """Every step matched with the same outcome and page, and every last frame has the
+        same pixels, or pixels at most `frame_tolerance` apart. A screen that parted after a
+        step midway is reported (`divergence`) but does not count here: a frame midway is
+        the watcher's look at a moment, which a blinking caret or an animation can make
+        differ between two runs that did the same (the recorded browser_form run's did)."""
         parted = self.divergence
         return (
             not self.missing
             and not self.extra
-            and (
-                parted is None
-                or (
-                    parted.kind == "screen"
-                    and parted.distance is not None
-                    and parted.distance <= frame_tolerance
-                )
-            )
+            and (parted is None or parted.kind == "screen")
             and all(
                 f.pixels_equal or (f.distance is not None and f.distance <= frame_tolerance)
                 for f in self.frames

@@ -45,7 +45,9 @@ _QUERIES = {
     "/page/find": "q=x",
 }
 # The box's history, which stays readable after it is removed (and while it starts).
-_HISTORY = ("/trace", "/trace/frames/{hash}", "/trace/view", "/diff/{b}")
+# The trace outlives its box: these read it, or (shredding its data key) change what of it
+# can be opened, on a removed box too.
+_HISTORY = ("/trace", "/trace/frames/{hash}", "/trace/view", "/diff/{b}", "/trace/secrets")
 
 
 def calls_into(box: str) -> list[tuple[str, str, dict[str, Any] | None]]:

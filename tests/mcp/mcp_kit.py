@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx2
 import mcp_types as types
@@ -88,3 +89,54 @@ def json_of(result: types.CallToolResult) -> Any:
     first = result.content[0]
     assert isinstance(first, types.TextContent), first
     return json.loads(first.text)
+
+
+FORM = "data:text/html," + quote(
+    '<title>Form</title><h1>Sign up</h1><input placeholder="Name">'
+    '<select aria-label="Colour"><option>Red</option><option>Green</option></select>'
+    "<button>Continue</button>"
+)
+
+# One call of each tool, as a model would make it (`box` is filled in).
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "launch_box": {"spec": {"desktop": {"width": 1024, "height": 768}}},
+    "list_boxes": {},
+    "box_status": {},
+    "open_url": {"url": FORM, "label": "form"},
+    "click": {"at": {"x": 10, "y": 20}, "held": ["ctrl"]},
+    "double_click": {"at": {"x": 11, "y": 21}},
+    "type_text": {"text": "hello"},
+    "press_key": {"chord": "ctrl+l", "then": ["enter"]},
+    "drag": {"from": {"x": 1, "y": 1}, "to": {"x": 50, "y": 60}},
+    "scroll": {"at": {"x": 5, "y": 5}, "dy": 3},
+    "move": {"to": {"x": 7, "y": 8}},
+    "wait_until_still": {"settle_ms": 0, "within_ms": 100},
+    "open_app": {"app": "xterm"},
+    "run_command": {"argv": ["echo", "hi"]},
+    "write_file": {"path": "/tmp/a.txt", "contents_base64": "aGkK"},
+    "read_file": {"path": "/tmp/a.txt"},
+    "list_files": {"path": "/tmp"},
+    "grep": {"pattern": "hi", "path": "/tmp"},
+    "clipboard": {"text": "copied"},
+    "screenshot": {"scale": 50, "format": "jpeg", "quality": 60},
+    "windows": {"active": True},
+    "batch": {
+        "actions": [
+            {"type": "click", "at": {"x": 3, "y": 4}},
+            {"type": "key_down", "key": "shift"},
+            {"type": "key_up", "key": "shift"},
+            {"type": "on_page", "what": {"op": "fill", "query": "Name", "text": "Ada"}},
+        ],
+        "want": ["frame"],
+    },
+    "click_element": {"query": "Continue"},
+    "fill_field": {"query": "Name", "text": "Ada"},
+    "dropdown": {"query": "Colour", "options": ["Green"]},
+    "read_page": {"format": "text"},
+    "find": {"query": "Sign up"},
+    "snapshot": {"delta": True},
+    "evaluate": {"expression": "document.title"},
+    "trace": {"after": 1},
+    "fork_box": {},
+    "remove_box": {},
+}

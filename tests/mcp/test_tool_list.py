@@ -9,69 +9,18 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
 
 import httpx2
 import msgspec
 import pytest
 from jsonschema import Draft202012Validator
-from mcp_kit import ACCEPT, INIT, TOKEN, holmd, json_of, mcp_session
+from mcp_kit import ACCEPT, EXAMPLES, INIT, TOKEN, holmd, json_of, mcp_session
 
 from holm.errors import BadRequest
 from holm.http.mcp.tools import BY_NAME, TOOLS
 from holm.wire import actions as a
 
 MOST_BYTES = 20_000
-FORM = "data:text/html," + quote(
-    '<title>Form</title><h1>Sign up</h1><input placeholder="Name">'
-    '<select aria-label="Colour"><option>Red</option><option>Green</option></select>'
-    "<button>Continue</button>"
-)
-
-# One call of each tool, as a model would make it (`box` is filled in).
-EXAMPLES: dict[str, dict[str, Any]] = {
-    "launch_box": {"spec": {"desktop": {"width": 1024, "height": 768}}},
-    "list_boxes": {},
-    "box_status": {},
-    "open_url": {"url": FORM, "label": "form"},
-    "click": {"at": {"x": 10, "y": 20}, "held": ["ctrl"]},
-    "double_click": {"at": {"x": 11, "y": 21}},
-    "type_text": {"text": "hello"},
-    "press_key": {"chord": "ctrl+l", "then": ["enter"]},
-    "drag": {"from": {"x": 1, "y": 1}, "to": {"x": 50, "y": 60}},
-    "scroll": {"at": {"x": 5, "y": 5}, "dy": 3},
-    "move": {"to": {"x": 7, "y": 8}},
-    "wait_until_still": {"settle_ms": 0, "within_ms": 100},
-    "open_app": {"app": "xterm"},
-    "run_command": {"argv": ["echo", "hi"]},
-    "write_file": {"path": "/tmp/a.txt", "contents_base64": "aGkK"},
-    "read_file": {"path": "/tmp/a.txt"},
-    "list_files": {"path": "/tmp"},
-    "grep": {"pattern": "hi", "path": "/tmp"},
-    "clipboard": {"text": "copied"},
-    "screenshot": {"scale": 50, "format": "jpeg", "quality": 60},
-    "windows": {"active": True},
-    "batch": {
-        "actions": [
-            {"type": "click", "at": {"x": 3, "y": 4}},
-            {"type": "key_down", "key": "shift"},
-            {"type": "key_up", "key": "shift"},
-            {"type": "on_page", "what": {"op": "fill", "query": "Name", "text": "Ada"}},
-        ],
-        "want": ["frame"],
-    },
-    "click_element": {"query": "Continue"},
-    "fill_field": {"query": "Name", "text": "Ada"},
-    "dropdown": {"query": "Colour", "options": ["Green"]},
-    "read_page": {"format": "text"},
-    "find": {"query": "Sign up"},
-    "snapshot": {"delta": True},
-    "evaluate": {"expression": "document.title"},
-    "trace": {"after": 1},
-    "fork_box": {},
-    "remove_box": {},
-}
 
 
 async def test_the_list_is_at_most_20000_bytes_and_has_every_tool(tmp_path: Path) -> None:

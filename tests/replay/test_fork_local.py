@@ -124,7 +124,7 @@ async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
     (frame,) = fidelity.frames
     # To the pixel, Chromium's toolbar included (its window is maximised for that).
     assert frame.pixels_equal, frame
-    assert fidelity.same()
+    assert fidelity.same(), fidelity.divergence
 
 
 TITLE = EvaluateWhat(expression="document.title")
@@ -184,7 +184,7 @@ async def test_a_fork_of_a_recorded_run_ends_on_its_pixels(desktops: Any, name: 
     (frame,) = fidelity.frames
     assert frame.a != frame.b
     assert (frame.pixels_equal, frame.distance, frame.changed) == (True, 0.0, None), frame
-    assert fidelity.same()
+    assert fidelity.same(), fidelity.divergence
 
 
 async def test_an_exec_run_forks_with_the_same_output_and_up_to_a_step(desktops: Any) -> None:

@@ -4,12 +4,11 @@ an absent one, and a wrong, missing or removed key gets 401 on `/mcp`."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import httpx2
 import mcp_types as types
-from mcp_kit import ACCEPT, INIT, call, json_of, mcp_session
+from mcp_kit import ACCEPT, EXAMPLES, INIT, call, json_of, mcp_session
 from workspaces_kit import TOKEN, bearer, holmd, ids, two_workspaces, workspace_with_a_box
 
 from holm.adapters.memory.runtime import MemoryWorld
@@ -42,8 +41,8 @@ async def test_a_keys_session_sees_only_its_boxes(tmp_path: Path) -> None:
                 tool.name for tool in box_tools
             }
             for tool in box_tools:
-                # With the tool's own example arguments, so that they pass its schema.
-                example = json.loads(tool.description.split("Example: ", 1)[1])
+                # With the tool's example arguments (tests/mcp), so that they pass its schema.
+                example = EXAMPLES[tool.name]
                 theirs = await session.call_tool(tool.name, {**example, "box": b.box})
                 absent = await session.call_tool(tool.name, {**example, "box": ABSENT})
                 assert theirs.is_error and absent.is_error, tool.name
