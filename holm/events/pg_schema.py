@@ -116,10 +116,14 @@ $$;
 MIGRATIONS: list[str] = [_V1]
 
 
-async def migrate(conn: asyncpg.Connection) -> int:
-    """Bring the schema of `conn`'s search path to the last version; the version now."""
+async def migrate(conn: asyncpg.Connection, schema: str | None = None) -> int:
+    """Bring the tables of `schema` (made when missing; None: the search path's) to the
+    last version; the version now."""
     await conn.execute("SELECT pg_advisory_lock($1)", SCHEMA_LOCK)
     try:
+        if schema is not None:
+            await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            await conn.execute(f'SET search_path TO "{schema}"')
         await conn.execute("CREATE TABLE IF NOT EXISTS holm_schema_version (version int NOT NULL)")
         version = await conn.fetchval("SELECT max(version) FROM holm_schema_version") or 0
         if version > len(MIGRATIONS):

@@ -299,10 +299,7 @@ class PostgresStore:
         with _mapped("open the database"):
             first = await asyncpg.connect(self._url, timeout=self._timeout)
             try:
-                if self._schema is not None:
-                    await first.execute(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
-                    await first.execute(f'SET search_path TO "{self._schema}"')
-                version = await migrate(first)
+                version = await migrate(first, self._schema)
             finally:
                 await first.close()
             log.info("postgres store: schema version %d", version)
@@ -357,6 +354,22 @@ class PostgresStore:
                 return
 
     async def _commit(self, batch: list[_Append]) -> None:
+        try:
+            numbered = await self._commit_batch(batch)
+        except BaseException:
+            # Whatever broke, the connection may be mid-exchange: the next commit makes a
+            # new one rather than guess.
+            if self._conn is not None:
+                self._conn.terminate()
+                self._conn = None
+            raise
+        for name, (start, count, _, _) in numbered.traces.items():
+            self._next[name] = start + count
+        for append, entries in numbered.done:
+            if not append.future.done():
+                append.future.set_result(entries)
+
+    async def _commit_batch(self, batch: list[_Append]) -> _Numbered:
         with _mapped("write"):
             conn = await self._writer_conn()
             unknown = sorted({a.trace for a in batch if a.trace not in self._next})
@@ -364,7 +377,7 @@ class PostgresStore:
                 await self._load_next(conn, unknown)
             numbered = self._number(batch)
             if not numbered.done:
-                return
+                return numbered
             try:
                 if numbered.spills:
                     raise StaleSeq  # the careful path writes the blobs first
@@ -372,11 +385,7 @@ class PostgresStore:
             except StaleSeq:
                 numbered = await self._commit_locked(conn, batch, bool(numbered.spills))
             self.commits += 1
-        for name, (start, count, _, _) in numbered.traces.items():
-            self._next[name] = start + count
-        for append, entries in numbered.done:
-            if not append.future.done():
-                append.future.set_result(entries)
+            return numbered
 
     async def _commit_locked(
         self, conn: asyncpg.Connection, batch: list[_Append], spills: bool
@@ -590,6 +599,9 @@ def _mapped(doing: str) -> Iterator[None]:
         asyncpg.CrashShutdownError,
         asyncpg.TooManyConnectionsError,
         asyncpg.InterfaceError,
+        # A connection the server ended while it was idle is left mid-exchange: the next
+        # use says so. It is dropped (`_commit`, the pool), so a retry gets a new one.
+        asyncpg.InternalClientError,
         asyncpg.SerializationError,
         asyncpg.DeadlockDetectedError,
         OSError,  # refused, reset, and timed out (TimeoutError is one)
