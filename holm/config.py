@@ -138,9 +138,35 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: object) -
         raw["pool"] = parse_pool(str(raw["pool"]))
     raw.update(overrides)
     try:
-        return msgspec.convert(raw, Config, strict=False, dec_hook=_decode_path)
+        config = msgspec.convert(raw, Config, strict=False, dec_hook=_decode_path)
     except msgspec.ValidationError as exc:
         raise ValueError(f"bad setting: {exc}") from exc
+    _check_storage(config, env)
+    return config
+
+
+def _check_storage(config: Config, env: Mapping[str, str]) -> None:
+    """The store's settings fit together, so that holmd refuses them at start (exit 2)
+    rather than when it first opens the store."""
+    if config.storage_backend == "postgres" and not config.database_url:
+        raise ValueError("bad setting: HOLM_STORAGE_BACKEND=postgres needs HOLM_DATABASE_URL")
+    url = config.blob_url
+    if url is None:
+        return
+    if config.storage_backend != "postgres":
+        raise ValueError(
+            "bad setting: HOLM_BLOB_URL is for HOLM_STORAGE_BACKEND=postgres; the local store"
+            " keeps its blobs and frames in HOLM_STATE_DIR"
+        )
+    if not url.startswith(("s3://", "file://")):
+        raise ValueError(f"bad setting: HOLM_BLOB_URL {url!r} is not s3://… or file://…")
+    if url.startswith("s3://") and not (
+        env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY")
+    ):
+        raise ValueError(
+            "bad setting: HOLM_BLOB_URL is an s3:// URL: set AWS_ACCESS_KEY_ID and"
+            " AWS_SECRET_ACCESS_KEY"
+        )
 
 
 def defaults() -> list[tuple[str, str]]:

@@ -7,17 +7,22 @@ again once it is back. Real servers throughout (store_kit)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from unittest.mock import patch
 
 import asyncpg
 import pytest
 
+from holm.config import load_config
 from holm.errors import HolmError, Unavailable
+from holm.events import open_store
 from holm.events.codec import SPILL_BYTES, encode_entry
 from holm.events.objects import FileObjects
 from holm.events.postgres import PostgresStore
+from holm.events.s3 import S3Objects
 from holm.wire.entries import Acted
 
 from .conftest import PgServer, S3Server, clicked, executed, free_ports, postgres_store
@@ -294,3 +299,46 @@ async def test_an_s3_server_stopped_under_load_answers_unavailable_and_loses_not
         assert read == spilled + small + again
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize(
+    ("environ", "says"),
+    [
+        ({"HOLM_STORAGE_BACKEND": "postgres"}, "needs HOLM_DATABASE_URL"),
+        ({"HOLM_STORAGE_BACKEND": "local", "HOLM_BLOB_URL": "s3://b/p"}, "is for"),
+        (
+            {"HOLM_STORAGE_BACKEND": "postgres", "HOLM_DATABASE_URL": "postgresql://h/d"}
+            | {"HOLM_BLOB_URL": "ftp://b/p"},
+            "is not s3://",
+        ),
+        (
+            {"HOLM_STORAGE_BACKEND": "postgres", "HOLM_DATABASE_URL": "postgresql://h/d"}
+            | {"HOLM_BLOB_URL": "s3://b/p", "AWS_ACCESS_KEY_ID": "k"},
+            "AWS_SECRET_ACCESS_KEY",
+        ),
+    ],
+)
+def test_store_settings_that_do_not_fit_are_refused_when_read(
+    environ: dict[str, str], says: str
+) -> None:
+    with pytest.raises(ValueError, match=says):
+        load_config(environ)
+
+
+def test_postgres_settings_that_fit_open_a_store_of_each_kind(tmp_path: Path) -> None:
+    base = {
+        "HOLM_STORAGE_BACKEND": "postgres",
+        "HOLM_DATABASE_URL": "postgresql://h/d",
+        "HOLM_STATE_DIR": str(tmp_path),
+    }
+    s3 = {"HOLM_BLOB_URL": "s3://bucket/pre/fix", "AWS_ACCESS_KEY_ID": "k"}
+    cases = [
+        (base, FileObjects),
+        (base | {"HOLM_BLOB_URL": f"file://{tmp_path}/objects"}, FileObjects),
+        (base | s3 | {"AWS_SECRET_ACCESS_KEY": "s"}, S3Objects),
+    ]
+    for environ, kind in cases:
+        with patch.dict(os.environ, environ):
+            store = open_store(load_config(environ))
+        assert isinstance(store, PostgresStore) and isinstance(store.objects, kind)
+    assert (store.objects.bucket, store.objects.prefix) == ("bucket", "pre/fix")  # type: ignore[attr-defined]
