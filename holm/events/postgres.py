@@ -17,8 +17,9 @@ reader of `changes(after)` never sees a pos while a smaller one is still to comm
 A value that spills (codec.py) is written to the object store before the transaction that
 names it commits. A frame's bytes go to the object store and its last-written time to
 `holm_frames`; a read of a frame asks the object store only, so frames read while
-PostgreSQL is down. Errors of the driver, the network or the server are `Unavailable`
-(retryable) at this boundary; the pool and the writer's connection reconnect on next use.
+PostgreSQL is down, and so do the last lines this store wrote of each trace (recent.py).
+Errors of the driver, the network or the server are `Unavailable` (retryable) at this
+boundary; the pool and the writer's connection reconnect on next use.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from holm.events.codec import blob_refs, decode_lines, encode_entry, needs_spill
 from holm.events.objects import ObjectStore, blob_key, frame_key, frame_key_or_none
 from holm.events.pg_schema import OBJECTS_LOCK, STALE_SEQ, migrate
 from holm.events.pruning import KeepEntries, Layout, keep_none
+from holm.events.recent import RecentLines
 from holm.events.store import TraceInfo
 from holm.wire.api import PruneReport
 from holm.wire.entries import PAGE_MAX, Entry
@@ -159,6 +161,7 @@ class PostgresStore:
         # The next seq of each trace as this store last wrote or read it: a guess that the
         # database checks (another holmd may have appended since).
         self._next: dict[str, int] = {}
+        self._recent = RecentLines()
         self._pending: list[_Append] = []
         self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
@@ -187,22 +190,40 @@ class PostgresStore:
     ) -> list[Entry]:
         if limit <= 0:
             return []
-        rows = await self._fetch(
-            "SELECT line FROM holm_entries WHERE trace = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-            trace,
-            -1 if after is None else after,
-            limit,
-        )
+        try:
+            rows = await self._fetch(
+                "SELECT line FROM holm_entries WHERE trace = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                trace,
+                -1 if after is None else after,
+                limit,
+            )
+        except Unavailable:
+            # What this holmd wrote last is served while the database is away.
+            kept = self._recent.page(trace, after, limit)
+            if kept is None:
+                raise
+            return await self._decode(kept)
         return await self._decode([row["line"] for row in rows])
 
     async def max_seq(self, trace: str) -> int:
-        rows = await self._fetch("SELECT next_seq FROM holm_traces WHERE trace = $1", trace)
+        try:
+            rows = await self._fetch("SELECT next_seq FROM holm_traces WHERE trace = $1", trace)
+        except Unavailable:
+            kept = self._recent.max_seq(trace)
+            if kept is None:
+                raise
+            return kept
         return int(rows[0]["next_seq"]) - 1 if rows else -1
 
     async def info(self, trace: str) -> TraceInfo | None:
-        rows = await self._fetch(
-            f"SELECT {_TRACE_COLUMNS} FROM holm_traces WHERE trace = $1", trace
-        )
+        query = f"SELECT {_TRACE_COLUMNS} FROM holm_traces WHERE trace = $1"
+        try:
+            rows = await self._fetch(query, trace)
+        except Unavailable:
+            kept = self._recent.info(trace)
+            if kept is None:
+                raise
+            return kept
         return _info(rows[0]) if rows else None
 
     async def traces(self) -> list[TraceInfo]:
@@ -242,6 +263,7 @@ class PostgresStore:
         with _mapped("prune"):
             async with pool.acquire() as conn, conn.transaction():
                 report, gone = await self._prune(conn, now_ms, keep)
+        self._recent.clear()
         for trace in gone:
             self._next.pop(trace, None)
         return report
@@ -365,6 +387,14 @@ class PostgresStore:
             raise
         for name, (start, count, _, _) in numbered.traces.items():
             self._next[name] = start + count
+        written: dict[str, list[tuple[int, int, str]]] = {}
+        lines_of = zip(
+            numbered.e_trace, numbered.e_seq, numbered.e_at, numbered.e_line, strict=True
+        )
+        for trace, seq, at_ms, line in lines_of:
+            written.setdefault(trace, []).append((seq, at_ms, line))
+        for trace, lines in written.items():
+            self._recent.add(trace, lines)
         for append, entries in numbered.done:
             if not append.future.done():
                 append.future.set_result(entries)

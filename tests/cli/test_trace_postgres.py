@@ -2,7 +2,8 @@
 SeaweedFS), run as the real process with the in-memory runtime: a box it serves reads back
 through `holm trace` as the database holds it, also from a second holmd with a state dir of
 its own (the trace lives in PostgreSQL, not in the state dir); with PostgreSQL stopped a
-write answers 503 `unavailable`, retryable, and works again once it is back."""
+write answers 503 `unavailable`, retryable, the trace still reads (what holmd last wrote),
+and writes work again once it is back."""
 
 from __future__ import annotations
 
@@ -85,6 +86,11 @@ def test_a_box_served_on_postgres_reads_back_through_holm_trace(
             with pytest.raises(Unavailable) as refused:
                 client.act(box, [Click(at=Point(x=11, y=21))])
             assert refused.value.retryable
+            # What holmd wrote is still read, from its memory.
+            while_down = holm_trace(first, box, "--json")
+            assert while_down.returncode == 0, while_down.stderr.decode()
+            kinds = [json.loads(line)["kind"] for line in while_down.stdout.splitlines()]
+            assert kinds[0] == "box_created" and "acted" in kinds
             own_pg.start()
             client.act(box, [Click(at=Point(x=12, y=22))])
 

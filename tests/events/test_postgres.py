@@ -22,6 +22,7 @@ from holm.events import open_store
 from holm.events.codec import SPILL_BYTES, encode_entry
 from holm.events.objects import FileObjects
 from holm.events.postgres import PostgresStore
+from holm.events.recent import RecentLines
 from holm.events.s3 import S3Objects
 from holm.wire.entries import Acted
 
@@ -219,8 +220,14 @@ async def test_a_database_stopped_under_load_answers_unavailable_and_loses_nothi
             await store.append("box_0", [clicked(-1)])
         assert refused.value.retryable
         errors_while_down = len(load.errors)
-        # Frames are read from the object store alone.
+        acked_before = set(load.acked)
+        # Frames are read from the object store alone; what this store wrote last, from
+        # memory (each trace here is shorter than what it keeps).
         assert await store.get_frame("box_0", "px:1") == b"\x89PNG kept"
+        kept = [e for t in range(3) for e in await store.read(f"box_{t}", limit=100_000)]
+        assert acked_before <= set(xs(kept))
+        with pytest.raises(Unavailable):
+            await store.read("box_never_written")
 
         await asyncio.to_thread(own_pg.start)
         await asyncio.wait_for(load.acked_more(200), 60)
@@ -299,6 +306,29 @@ async def test_an_s3_server_stopped_under_load_answers_unavailable_and_loses_not
         assert read == spilled + small + again
     finally:
         await store.close()
+
+
+def test_recent_lines_serve_only_a_read_their_unbroken_run_covers() -> None:
+    recent = RecentLines(entries=4)
+    recent.add("box_1", [(0, 10, "a"), (1, 11, "b")])
+    assert recent.page("box_1", None, 10) == ["a", "b"]
+    info = recent.info("box_1")
+    assert info is not None
+    assert (info.entries, info.max_seq, info.first_at_ms, info.last_at_ms) == (2, 1, 10, 11)
+    recent.add("box_1", [(2, 12, "c"), (3, 13, "d"), (4, 14, "e")])
+    # Seq 0 has gone from the run: a read from the start, or from 0, is not covered.
+    assert recent.page("box_1", None, 10) is None
+    assert recent.page("box_1", -1, 10) is None
+    assert recent.info("box_1") is None
+    assert recent.page("box_1", 0, 2) == ["b", "c"]
+    assert recent.page("box_1", 4, 10) == []
+    assert recent.max_seq("box_1") == 4
+    # Another writer appended 5 and 6: the run starts again at 7.
+    recent.add("box_1", [(7, 17, "h")])
+    assert recent.page("box_1", 5, 10) is None
+    assert recent.page("box_1", 6, 10) == ["h"]
+    assert recent.page("box_2", None, 10) is None
+    assert recent.max_seq("box_2") is None
 
 
 @pytest.mark.parametrize(
