@@ -18,7 +18,7 @@ from typing import Any
 import asyncpg
 import pytest
 from e2e_kit import HOLM, Holmd
-from store_kit import PgServer, S3Server, free_ports, s3_server
+from store_kit import PgServer, S3Server, free_ports
 
 from holm.client import SyncHolmClient
 from holm.errors import Unavailable
@@ -120,6 +120,3 @@ def test_a_box_served_on_postgres_reads_back_through_holm_trace(
         assert printed[-1]["kind"] == "box_deleted"
     finally:
         second.stop()
-
-
-__all__ = ["s3_server"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_kit import PgServer, S3Server, free_ports, pg_server, postgres_store, s3_server
+from store_kit import PgServer, S3Server, free_ports, postgres_store
 
 from holm.engine.journal import Journal
 from holm.events import LocalStore, MemoryStore, TraceStore
@@ -116,4 +116,4 @@ async def local(tmp_path: Path) -> AsyncIterator[LocalStore]:
     await opened.close()
 
 
-__all__ = ["PgServer", "S3Server", "free_ports", "pg_server", "postgres_store", "s3_server"]
+__all__ = ["PgServer", "S3Server", "free_ports", "postgres_store"]
