@@ -17,16 +17,30 @@ import asyncpg
 import pytest
 
 from holm.config import load_config
+from holm.engine.journal import Journal
 from holm.errors import HolmError, Unavailable
 from holm.events import open_store
 from holm.events.codec import SPILL_BYTES, encode_entry
-from holm.events.objects import FileObjects
+from holm.events.objects import FileObjects, blob_key
 from holm.events.postgres import PostgresStore
 from holm.events.recent import RecentLines
 from holm.events.s3 import S3Objects
+from holm.projections.box_state import borne
+from holm.projections.events_feed import EventsFeed
 from holm.wire.entries import Acted
 
-from .conftest import PgServer, S3Server, clicked, executed, free_ports, postgres_store
+from .conftest import (
+    DAY_MS,
+    PgServer,
+    S3Server,
+    clicked,
+    created,
+    executed,
+    frame_seen,
+    free_ports,
+    now_ms,
+    postgres_store,
+)
 
 
 @pytest.fixture
@@ -372,3 +386,59 @@ def test_postgres_settings_that_fit_open_a_store_of_each_kind(tmp_path: Path) ->
             store = open_store(load_config(environ))
         assert isinstance(store, PostgresStore) and isinstance(store.objects, kind)
     assert (store.objects.bucket, store.objects.prefix) == ("bucket", "pre/fix")  # type: ignore[attr-defined]
+
+
+async def test_a_second_store_folds_a_pruned_trace_to_the_same_box_state(
+    pg_server: PgServer, s3_server: S3Server
+) -> None:
+    """A restarted holmd (a new store on the same database) after a prune by age."""
+    start = now_ms() - 7 * DAY_MS
+    schema, prefix = "t_" + secrets.token_hex(6), secrets.token_hex(6)
+    store = postgres_store(pg_server, s3_server.objects(prefix), schema)
+    journal = Journal(store, EventsFeed())
+    await journal.append("box_1", [created(at_ms=start)])
+    for minute in range(1, 31):
+        at = start + minute * 60_000
+        await journal.append("box_1", [clicked(minute, at_ms=at), frame_seen(f"px:{minute}", at)])
+    live = journal.state("box_1")
+    report = await store.prune(start + 7 * DAY_MS + 15 * 60_000, journal.keep)
+    await store.close()
+
+    assert report.entries > 15
+    again_store = postgres_store(pg_server, s3_server.objects(prefix), schema)
+    again = Journal(again_store, EventsFeed())
+    await again.rebuild()
+    assert borne(again.state("box_1")) == borne(live)
+    info = await again_store.info("box_1")
+    assert info is not None and info.entries == 1 + 2 * 30 - report.entries
+    await again_store.close()
+
+
+async def test_the_blobs_of_pruned_entries_go_from_the_bucket(
+    pg_server: PgServer, s3_server: S3Server
+) -> None:
+    start = now_ms() - 7 * DAY_MS
+    objects = s3_server.objects()
+    store = postgres_store(pg_server, objects)
+    await store.append("box_1", [created(at_ms=start)])
+    await store.append("box_1", [executed(stdout="a" * (SPILL_BYTES + 1), at_ms=start + 1)])
+    await store.append("box_1", [executed(stdout="b" * (SPILL_BYTES + 1), at_ms=now_ms())])
+    conn = await asyncpg.connect(pg_server.url)
+    try:
+        refs = [r["ref"] for r in await conn.fetch(f'SELECT ref FROM "{store._schema}".holm_blobs')]
+        # Both written as long ago as their entries.
+        await conn.execute(f'UPDATE "{store._schema}".holm_blobs SET at_ms = $1', start)
+    finally:
+        await conn.close()
+    assert len(refs) == 2
+    assert all([await objects.get(blob_key(ref)) for ref in refs])
+
+    report = await store.prune(now_ms(), lambda trace, old: {0})
+
+    assert report.entries == 1
+    kept = [ref for ref in refs if await objects.get(blob_key(ref)) is not None]
+    assert len(kept) == 1
+    read = await store.read("box_1")
+    assert [entry.seq for entry in read] == [0, 2]
+    assert read[1].stdout == "b" * (SPILL_BYTES + 1)  # type: ignore[union-attr]
+    await store.close()
