@@ -166,7 +166,7 @@ class PostgresStore:
         self._wake = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
-        # For bench/store.py and the tests.
+        # For bench/store_postgres.py and the tests.
         self.commits = 0
         self.renumbered = 0
 
