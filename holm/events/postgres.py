@@ -91,6 +91,9 @@ class _Numbered:
         self.e_line: list[str] = []
         self.e_refs: list[str | None] = []
         self.spills: dict[str, bytes] = {}
+        # Appends that could not be encoded; and whether a line must spill (see _number).
+        self.failed: list[tuple[_Append, Exception]] = []
+        self.needs_spill = False
 
     def args(self) -> list[Any]:
         names = sorted(self.traces)
@@ -405,34 +408,46 @@ class PostgresStore:
             unknown = sorted({a.trace for a in batch if a.trace not in self._next})
             if unknown:
                 await self._load_next(conn, unknown)
-            numbered = self._number(batch)
-            if not numbered.done:
-                return numbered
-            try:
-                if numbered.spills:
-                    raise StaleSeq  # the careful path writes the blobs first
-                await _append(conn, numbered)
-            except StaleSeq:
-                numbered = await self._commit_locked(conn, batch, bool(numbered.spills))
+            numbered = _number(batch, self._next, spill=False)
+            if numbered.needs_spill:
+                # The careful path: encoded in a thread, blobs written before the commit.
+                numbered = await self._commit_locked(conn, batch, spills=True)
+            else:
+                _fail_all(numbered.failed)
+                if not numbered.done:
+                    return numbered
+                try:
+                    await _append(conn, numbered)
+                except StaleSeq:
+                    numbered = await self._commit_locked(conn, batch, spills=False)
             self.commits += 1
             return numbered
 
     async def _commit_locked(
         self, conn: asyncpg.Connection, batch: list[_Append], spills: bool
     ) -> _Numbered:
-        """Number again with the feed's lock held (so no writer comes between), write the
-        blobs, and commit."""
+        """Number (again) with the feed's lock held, so that no writer comes between, write
+        the blobs, and commit."""
         self.renumbered += not spills
         async with conn.transaction():
             if spills:
+                # Shared with other writers, never with a prune that removes objects.
                 await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", OBJECTS_LOCK)
             await conn.execute("SELECT 1 FROM holm_feed WHERE id = 1 FOR UPDATE")
             await self._load_next(conn, sorted({a.trace for a in batch}))
-            numbered = self._number(batch)
-            await asyncio.gather(
-                *(self.objects.put(blob_key(ref), data) for ref, data in numbered.spills.items())
-            )
-            await _append(conn, numbered)
+            live = [append for append in batch if not append.future.done()]
+            next_seqs = dict(self._next)
+            if spills:
+                # Big values: their JSON and its sha256 take long enough to keep off the loop.
+                numbered = await asyncio.to_thread(_number, live, next_seqs, True)
+            else:
+                numbered = _number(live, next_seqs, True)
+            _fail_all(numbered.failed)
+            if numbered.done:
+                await asyncio.gather(
+                    *(self.objects.put(blob_key(r), data) for r, data in numbered.spills.items())
+                )
+                await _append(conn, numbered)
         return numbered
 
     async def _load_next(self, conn: asyncpg.Connection, traces: list[str]) -> None:
@@ -442,44 +457,6 @@ class PostgresStore:
         known = {row["trace"]: int(row["next_seq"]) for row in rows}
         for trace in traces:
             self._next[trace] = known.get(trace, 0)
-
-    def _number(self, batch: list[_Append]) -> _Numbered:
-        """Give the batch's entries their seqs and lines; an append that cannot be encoded
-        fails alone."""
-        numbered = _Numbered()
-        sink = _Spills(numbered.spills)
-        for append in batch:
-            if append.future.done():
-                continue  # failed to encode in an earlier try
-            known = numbered.traces.get(append.trace)
-            start = self._next[append.trace] if known is None else known[0] + known[1]
-            try:
-                entries = [
-                    msgspec.structs.replace(entry, seq=start + i)
-                    for i, entry in enumerate(append.entries)
-                ]
-                lines = []
-                for entry in entries:
-                    line = encode_entry(entry)
-                    lines.append(encode_entry(entry, sink) if needs_spill(line) else line)
-            except Exception as exc:
-                _fail(append.future, exc)
-                continue
-            if known is None:
-                numbered.traces[append.trace] = [start, 0, entries[0].at_ms, 0]
-                known = numbered.traces[append.trace]
-            known[1] += len(entries)
-            known[3] = entries[-1].at_ms
-            for entry, line in zip(entries, lines, strict=True):
-                text = line[:-1].decode()
-                numbered.e_trace.append(append.trace)
-                numbered.e_seq.append(entry.seq)
-                numbered.e_at.append(entry.at_ms)
-                numbered.e_line.append(text)
-                refs = blob_refs(line) if _BLOB_MARK in text else []
-                numbered.e_refs.append(" ".join(refs) if refs else None)
-            numbered.done.append((append, entries))
-        return numbered
 
     # Reads
 
@@ -579,6 +556,57 @@ class PostgresStore:
             layout.first_seq,
         )
         return len(prefix) - len(kept)
+
+
+def _number(batch: list[_Append], next_seqs: dict[str, int], spill: bool) -> _Numbered:
+    """Give the batch's entries their seqs, from `next_seqs`, and their lines. An append
+    that cannot be encoded fails alone (in `failed`, for the loop to answer). Without
+    `spill`, a line that must spill stops the numbering (`needs_spill`): it is done again
+    with blobs. Touches no future, so that it can run in a thread."""
+    numbered = _Numbered()
+    sink = _Spills(numbered.spills)
+    for append in batch:
+        if append.future.done():
+            continue  # failed to encode in an earlier try
+        known = numbered.traces.get(append.trace)
+        start = next_seqs[append.trace] if known is None else known[0] + known[1]
+        try:
+            entries = [
+                msgspec.structs.replace(entry, seq=start + i)
+                for i, entry in enumerate(append.entries)
+            ]
+            lines = []
+            for entry in entries:
+                line = encode_entry(entry)
+                if needs_spill(line):
+                    if not spill:
+                        numbered.needs_spill = True
+                        return numbered
+                    line = encode_entry(entry, sink)
+                lines.append(line)
+        except Exception as exc:
+            numbered.failed.append((append, exc))
+            continue
+        if known is None:
+            numbered.traces[append.trace] = [start, 0, entries[0].at_ms, 0]
+            known = numbered.traces[append.trace]
+        known[1] += len(entries)
+        known[3] = entries[-1].at_ms
+        for entry, line in zip(entries, lines, strict=True):
+            text = line[:-1].decode()
+            numbered.e_trace.append(append.trace)
+            numbered.e_seq.append(entry.seq)
+            numbered.e_at.append(entry.at_ms)
+            numbered.e_line.append(text)
+            refs = blob_refs(line) if _BLOB_MARK in text else []
+            numbered.e_refs.append(" ".join(refs) if refs else None)
+        numbered.done.append((append, entries))
+    return numbered
+
+
+def _fail_all(failed: list[tuple[_Append, Exception]]) -> None:
+    for append, exc in failed:
+        _fail(append.future, exc)
 
 
 async def _append(conn: asyncpg.Connection, numbered: _Numbered) -> None:
