@@ -468,7 +468,8 @@ class PostgresStore:
             return decode_lines(chunk)
         refs = {ref for line in lines if _BLOB_MARK in line for ref in blob_refs(line.encode())}
         blobs = await _gather_dict(refs, lambda ref: self.objects.get(blob_key(ref)))
-        return decode_lines(chunk, _Fetched(blobs))
+        # Values over 64 KB each: decoded off the loop.
+        return await asyncio.to_thread(decode_lines, chunk, _Fetched(blobs))
 
     # Retention
 
