@@ -48,14 +48,20 @@ def test_seaweedfs_up_and_down_are_idempotent() -> None:
         "HOLM_SEAWEEDFS_STOP_SECS": "2",
     }
     server = S3Server(env, folder)
+    port = int(env["HOLM_SEAWEEDFS_PORT"])
+    sockets = [Path(f"/tmp/seaweedfs-master-grpc-{port + 2}.sock")]
     try:
         assert server.start() == "started"
         assert server.start() == "running"
         assert (folder / "env").stat().st_mode & 0o077 == 0
         pid = int((folder / "weed.pid").read_text())
         assert Path(f"/proc/{pid}").exists()
+        assert all(socket.exists() for socket in sockets)
         assert server.stop() == "stopped"
         assert not Path(f"/proc/{pid}").exists()
+        # weed's gRPC sockets, always in /tmp, go with it; its logs are in its folder.
+        assert not any(socket.exists() for socket in sockets)
+        assert list(folder.glob("weed.*"))
         assert server.stop() == "not running"
     finally:
         server.stop(purge=True)
