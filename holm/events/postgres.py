@@ -45,7 +45,7 @@ from holm.events.pruning import KeepEntries, Layout, keep_none
 from holm.events.recent import RecentLines
 from holm.events.store import TraceInfo
 from holm.wire.api import PruneReport
-from holm.wire.entries import PAGE_MAX, Entry
+from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Entry
 
 log = logging.getLogger(__name__)
 
@@ -487,8 +487,12 @@ class PostgresStore:
             "DELETE FROM holm_frames WHERE at_ms < $1 RETURNING trace, hash",
             now_ms - self.keep_frames_secs * 1000,
         )
+        # The server's trace is never old as a whole: it holds the runtimes added.
         old = await conn.fetch(
-            f"DELETE FROM holm_traces WHERE last_at_ms < $1 RETURNING {_TRACE_COLUMNS}", cutoff
+            f"DELETE FROM holm_traces WHERE last_at_ms < $1 AND trace <> $2"
+            f" RETURNING {_TRACE_COLUMNS}",
+            cutoff,
+            SERVER_TRACE,
         )
         gone = [row["trace"] for row in old]
         if gone:
@@ -529,7 +533,10 @@ class PostgresStore:
             "SELECT min(seq) FROM holm_entries WHERE trace = $1 AND at_ms >= $2", trace, cutoff
         )
         if stop is None:
-            return 0
+            # Wholly old (the server's trace): never its last entry.
+            stop = await conn.fetchval("SELECT max(seq) FROM holm_entries WHERE trace = $1", trace)
+            if stop is None:
+                return 0
         prefix = await conn.fetch(
             "SELECT seq, line FROM holm_entries WHERE trace = $1 AND seq < $2 ORDER BY seq",
             trace,
