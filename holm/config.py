@@ -32,8 +32,16 @@ class Config(msgspec.Struct, kw_only=True):
     allowed_hosts: tuple[str, ...] = ()
     cron_secret: str | None = None
     public_url: str | None = None
-    storage_backend: Literal["memory", "local"] = "memory"
+    storage_backend: Literal["memory", "local", "postgres"] = "memory"
     state_dir: Path = DEFAULT_STATE_DIR
+    # The postgres store's database (postgresql://user:password@host:port/db). It holds a
+    # password: never logged, never shown by `holmd --help`.
+    database_url: str | None = None
+    # Where the postgres store keeps blobs and frames: unset (files in the state dir),
+    # file:///path, or s3://bucket/prefix with the endpoint below and the AWS_* keys.
+    blob_url: str | None = None
+    s3_endpoint: str | None = None
+    s3_region: str | None = None
     keep_frames_secs: int = 2 * 3600
     keep_entries_secs: int = 7 * 24 * 3600
     keep_events_secs: int = 7 * 24 * 3600
@@ -85,6 +93,10 @@ _ENV = {
     "public_url": "HOLM_PUBLIC_URL",
     "storage_backend": "HOLM_STORAGE_BACKEND",
     "state_dir": "HOLM_STATE_DIR",
+    "database_url": "HOLM_DATABASE_URL",
+    "blob_url": "HOLM_BLOB_URL",
+    "s3_endpoint": "HOLM_S3_ENDPOINT",
+    "s3_region": "AWS_REGION",
     "keep_frames_secs": "HOLM_KEEP_FRAMES_SECS",
     "keep_entries_secs": "HOLM_KEEP_ENTRIES_SECS",
     "keep_events_secs": "HOLM_KEEP_EVENTS_SECS",
@@ -126,9 +138,35 @@ def load_config(environ: Mapping[str, str] | None = None, **overrides: object) -
         raw["pool"] = parse_pool(str(raw["pool"]))
     raw.update(overrides)
     try:
-        return msgspec.convert(raw, Config, strict=False, dec_hook=_decode_path)
+        config = msgspec.convert(raw, Config, strict=False, dec_hook=_decode_path)
     except msgspec.ValidationError as exc:
         raise ValueError(f"bad setting: {exc}") from exc
+    _check_storage(config, env)
+    return config
+
+
+def _check_storage(config: Config, env: Mapping[str, str]) -> None:
+    """The store's settings fit together, so that holmd refuses them at start (exit 2)
+    rather than when it first opens the store."""
+    if config.storage_backend == "postgres" and not config.database_url:
+        raise ValueError("bad setting: HOLM_STORAGE_BACKEND=postgres needs HOLM_DATABASE_URL")
+    url = config.blob_url
+    if url is None:
+        return
+    if config.storage_backend != "postgres":
+        raise ValueError(
+            "bad setting: HOLM_BLOB_URL is for HOLM_STORAGE_BACKEND=postgres; the local store"
+            " keeps its blobs and frames in HOLM_STATE_DIR"
+        )
+    if not url.startswith(("s3://", "file://")):
+        raise ValueError(f"bad setting: HOLM_BLOB_URL {url!r} is not s3://… or file://…")
+    if url.startswith("s3://") and not (
+        env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY")
+    ):
+        raise ValueError(
+            "bad setting: HOLM_BLOB_URL is an s3:// URL: set AWS_ACCESS_KEY_ID and"
+            " AWS_SECRET_ACCESS_KEY"
+        )
 
 
 def defaults() -> list[tuple[str, str]]:

@@ -1,6 +1,7 @@
 """What every part of the suite may share: one Docker Engine for the whole run, started by
 scripts/dockerd-up when none answers (and stopped at the end only if this run started it),
-asked for only by the tests that need it."""
+and one PostgreSQL and one SeaweedFS (store_kit), each started by the first test that asks
+for it; none is started for a run that needs none."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import docker
 import pytest
 from hypothesis import settings
 from runtime_kit import docker_engine
+from store_kit import pg_server, s3_server
 
 # No deadline per example: a property holds or not whatever the machine's load, and a timed
 # assertion is a bench's job (on a loaded 2-core host one fold took 372 ms, past the 200 ms
@@ -22,3 +24,6 @@ settings.load_profile("holm")
 def docker_client() -> Iterator[docker.DockerClient]:
     with docker_engine() as client:
         yield client
+
+
+__all__ = ["docker_client", "pg_server", "s3_server"]

@@ -38,7 +38,7 @@ class BrowserStates:
 
     @classmethod
     def for_config(cls, config: Config) -> BrowserStates:
-        durable = config.storage_backend == "local"
+        durable = config.storage_backend != "memory"
         return cls(config.state_dir / STATES_DIR if durable else None)
 
     async def save(self, owner: str | None, info: SavedState, session_json: str) -> None:

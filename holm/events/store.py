@@ -1,4 +1,4 @@
-"""The one interface every trace store implements (memory, local, and later others).
+"""The one interface every trace store implements (memory, local and postgres).
 
 A trace is identified by a string (a box ID, or `SERVER_TRACE`). Its entries have `seq`
 0, 1, 2, … with no gap, given by the store on append; a prune by age drops old ones but

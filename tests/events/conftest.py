@@ -1,4 +1,5 @@
-"""Stores to test (memory and local) and entries to put in them."""
+"""Stores to test (memory, local, and postgres with its blobs and frames in SeaweedFS, both
+real servers from store_kit) and entries to put in them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_kit import PgServer, S3Server, free_ports, postgres_store
 
 from holm.engine.journal import Journal
 from holm.events import LocalStore, MemoryStore, TraceStore
@@ -90,10 +92,19 @@ def frame_seen(frame: str, at_ms: int = 1_000) -> Entry:
     return FrameSeen(seq=-1, at_ms=at_ms, actor="agent", screen=0, frame=frame, width=8, height=8)
 
 
-@pytest.fixture(params=["memory", "local"])
+@pytest.fixture(params=["memory", "local", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TraceStore]:
     """Each store, for the tests every store must pass."""
-    opened: TraceStore = MemoryStore() if request.param == "memory" else LocalStore(tmp_path)
+    opened: TraceStore
+    match request.param:
+        case "memory":
+            opened = MemoryStore()
+        case "local":
+            opened = LocalStore(tmp_path)
+        case _:
+            pg: PgServer = request.getfixturevalue("pg_server")
+            s3: S3Server = request.getfixturevalue("s3_server")
+            opened = postgres_store(pg, s3.objects())
     yield opened
     await opened.close()
 
@@ -103,3 +114,6 @@ async def local(tmp_path: Path) -> AsyncIterator[LocalStore]:
     opened = LocalStore(tmp_path)
     yield opened
     await opened.close()
+
+
+__all__ = ["PgServer", "S3Server", "free_ports", "postgres_store"]

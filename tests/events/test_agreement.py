@@ -1,26 +1,30 @@
 """The memory store, a local store, a local store closed and reopened at random points (or
 stopped as a crash would, its trace files then cut back anywhere after what its last
 checkpoint made durable, as a machine that lost its page cache leaves them, for its journal
-to mend) and a local store that does every commit in its thread (no AIO fdatasync:
-local.py) are given the same random appends and prunes; after every step they read back the
-same entries."""
+to mend), a local store that does every commit in its thread (no AIO fdatasync: local.py),
+and a postgres store with its blobs in SeaweedFS (and one of those closed and reopened too)
+are given the same random appends and prunes; after every step they read back the same
+entries."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from holm.events import LocalStore, MemoryStore, TraceStore, trace_files
 from holm.events.codec import SPILL_BYTES
+from holm.events.postgres import PostgresStore
 from holm.wire.actions import Type
 from holm.wire.entries import (
     Acted,
@@ -32,7 +36,7 @@ from holm.wire.entries import (
     FrameSeen,
 )
 
-from .conftest import created, keep_box_state
+from .conftest import PgServer, S3Server, created, keep_box_state, postgres_store
 
 T = TypeVar("T")
 TRACES = ["box_a", "box_b", "server"]
@@ -98,6 +102,15 @@ entries: st.SearchStrategy[Entry] = st.one_of(
 )
 
 
+# The servers of this session, for the state machine (which takes no fixtures).
+SERVERS: dict[str, Any] = {}
+
+
+@pytest.fixture(autouse=True)
+def _servers(pg_server: PgServer, s3_server: S3Server) -> None:
+    SERVERS.update(pg=pg_server, s3=s3_server)
+
+
 def same(values: list[Any]) -> bool:
     return all(value == values[0] for value in values)
 
@@ -113,13 +126,28 @@ class StoresAgree(RuleBasedStateMachine):
         # Sizes of the reopened store's trace files that a checkpoint made durable.
         self.durable: dict[Path, int] = {}
         self.in_threads = LocalStore(self.folder / "in_threads", aio=False)
+        self.postgres = postgres_store(SERVERS["pg"], SERVERS["s3"].objects())
+        # Reopened on the same schema and bucket prefix: a holmd restarted on its database.
+        self.pg_place = ("t_" + secrets.token_hex(6), secrets.token_hex(6))
+        self.pg_reopened = self.reopened_pg()
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(work)
 
+    def reopened_pg(self) -> PostgresStore:
+        schema, prefix = self.pg_place
+        return postgres_store(SERVERS["pg"], SERVERS["s3"].objects(prefix), schema)
+
     @property
     def stores(self) -> list[TraceStore]:
-        return [self.memory, self.local, self.reopened, self.in_threads]
+        return [
+            self.memory,
+            self.local,
+            self.reopened,
+            self.in_threads,
+            self.postgres,
+            self.pg_reopened,
+        ]
 
     @rule(trace=st.sampled_from(TRACES), batch=st.lists(entries, min_size=1, max_size=4))
     def append(self, trace: str, batch: list[Entry]) -> None:
@@ -152,6 +180,8 @@ class StoresAgree(RuleBasedStateMachine):
         self.run(self.reopened.close())
         self.reopened = LocalStore(self.folder / "reopened")
         self.durable = self.sizes()
+        self.run(self.pg_reopened.close())
+        self.pg_reopened = self.reopened_pg()
 
     @rule(data=st.data())
     def crash(self, data: st.DataObject) -> None:
