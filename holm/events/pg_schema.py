@@ -10,6 +10,7 @@ own transaction, under an advisory lock, so two holmd starting at once apply it 
                    (without its newline), its `pos`, `at_ms`, and the blobs it names
     holm_blobs     spilled values (content-addressed objects) and when last written
     holm_frames    frames (objects named by trace and pixel hash) and when last written
+    holm_trace_keys  each trace's own data key, sealed (shredding deletes its row)
 
 `holm_append` is one append's transaction in one round trip: it takes the feed's row,
 checks that each trace's next seq is the one the caller numbered its lines from (another
@@ -112,8 +113,17 @@ END
 $$;
 """
 
+# Each trace's own data key (holm/events/trace_keys.py), sealed under the server's key:
+# apart from the entries, so shredding deletes one row and leaves every entry.
+_V2 = """
+CREATE TABLE holm_trace_keys (
+  trace text PRIMARY KEY,
+  sealed bytea NOT NULL
+);
+"""
+
 # Version n is MIGRATIONS[n - 1]; a new version is appended, never edited.
-MIGRATIONS: list[str] = [_V1]
+MIGRATIONS: list[str] = [_V1, _V2]
 
 
 async def migrate(conn: asyncpg.Connection, schema: str | None = None) -> int:

@@ -306,6 +306,31 @@ class PostgresStore:
             for row, entry in zip(rows, entries, strict=True)
         ]
 
+    # Each trace's data key (holm/events/trace_keys.py)
+
+    async def get_trace_key(self, trace: str) -> bytes | None:
+        pool = await self._ready()
+        with _mapped("read a trace's key"):
+            found = await pool.fetchval(
+                "SELECT sealed FROM holm_trace_keys WHERE trace = $1", trace
+            )
+        return None if found is None else bytes(found)
+
+    async def put_trace_key(self, trace: str, sealed: bytes) -> None:
+        pool = await self._ready()
+        with _mapped("keep a trace's key"):
+            await pool.execute(
+                "INSERT INTO holm_trace_keys VALUES ($1, $2) ON CONFLICT (trace) DO NOTHING",
+                trace,
+                sealed,
+            )
+
+    async def drop_trace_key(self, trace: str) -> bool:
+        pool = await self._ready()
+        with _mapped("shred a trace's key"):
+            status = await pool.execute("DELETE FROM holm_trace_keys WHERE trace = $1", trace)
+        return bool(status.endswith(" 1"))
+
     # Opening
 
     async def _ready(self) -> asyncpg.Pool:

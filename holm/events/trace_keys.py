@@ -15,10 +15,13 @@ import contextlib
 import hashlib
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from holm.events.blobs import write_atomic
 from holm.events.store import TraceStore
+
+if TYPE_CHECKING:
+    from holm.events.postgres import PostgresStore
 
 KEYS_DIR = "trace-keys"
 
@@ -88,12 +91,33 @@ class LocalTraceKeys:
         return await asyncio.to_thread(unlink)
 
 
+class PostgresTraceKeys:
+    """A row of `holm_trace_keys` a trace, in the postgres store's database: every replica
+    on it opens, and a shred on one removes for all."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+
+    async def get(self, trace: str) -> bytes | None:
+        return await self._store.get_trace_key(trace)
+
+    async def put(self, trace: str, sealed: bytes) -> None:
+        await self._store.put_trace_key(trace, sealed)
+
+    async def drop(self, trace: str) -> bool:
+        return await self._store.drop_trace_key(trace)
+
+
 def trace_keys_of(store: TraceStore) -> TraceKeys:
-    """The keys beside `store`'s entries: files for a store on disk, else in memory."""
+    """The keys beside `store`'s entries: files for a store on disk, rows in the postgres
+    store's database, else in memory."""
     from holm.events.local import LocalStore
+    from holm.events.postgres import PostgresStore
 
     if isinstance(store, LocalStore):
         return LocalTraceKeys(store.state_dir)
+    if isinstance(store, PostgresStore):
+        return PostgresTraceKeys(store)
     return MemoryTraceKeys()
 
 

@@ -22,9 +22,11 @@ from holm.errors import HolmError, Unavailable
 from holm.events import open_store
 from holm.events.codec import SPILL_BYTES, encode_entry
 from holm.events.objects import FileObjects, blob_key
+from holm.events.pg_schema import MIGRATIONS
 from holm.events.postgres import PostgresStore
 from holm.events.recent import RecentLines
 from holm.events.s3 import S3Objects
+from holm.events.trace_keys import trace_keys_of
 from holm.projections.box_state import borne
 from holm.projections.events_feed import EventsFeed
 from holm.wire.entries import Acted
@@ -151,8 +153,29 @@ async def test_the_schema_is_made_once_and_lines_are_kept_as_the_jsonl_holds_the
         lines = await conn.fetch(f'SELECT line FROM "{schema}".holm_entries ORDER BY seq')
     finally:
         await conn.close()
-    assert [row["version"] for row in versions] == [1]
+    assert [row["version"] for row in versions] == list(range(1, len(MIGRATIONS) + 1))
     assert [row["line"].encode() + b"\n" for row in lines] == [encode_entry(e) for e in written]
+
+
+async def test_a_trace_key_is_shared_by_every_store_on_the_database_and_shredded_for_all(
+    pg_server: PgServer, tmp_path: Path
+) -> None:
+    """Two holmd on one database: a trace's data key kept by one opens on the other, the
+    first kept wins, and a shred on either is gone for both (docs/trace.md, Shredding)."""
+    schema = "t_" + secrets.token_hex(6)
+    one, two = (postgres_store(pg_server, FileObjects(tmp_path), schema) for _ in range(2))
+    try:
+        keys_one, keys_two = trace_keys_of(one), trace_keys_of(two)
+        assert await keys_two.get("box_k") is None
+        await keys_one.put("box_k", b"sealed-1")
+        await keys_two.put("box_k", b"sealed-2")
+        assert await keys_two.get("box_k") == await keys_one.get("box_k") == b"sealed-1"
+        assert await keys_two.drop("box_k") is True
+        assert await keys_one.get("box_k") is None
+        assert await keys_one.drop("box_k") is False
+    finally:
+        await one.close()
+        await two.close()
 
 
 # A database and an S3 server of their own, to stop and start.
