@@ -94,7 +94,7 @@ from .named_secrets import (
 from .person_text import PersonText
 from .pool import pool_of
 from .reaper import every, reap
-from .recording import recorded_alone
+from .trace_rules import recorded_alone
 from .vendors import MakeRuntime, Vendors
 from .watcher import FrameWatchers
 
@@ -188,10 +188,11 @@ class Engine:
         """The box as its trace says, removed ones included; NotFound when unknown."""
         return guards.known(self.journal.state(box_id), box_id)
 
-    def desktop(self, box_id: str) -> int | None:
-        """Which desktop of the box is up (its `stopped_seq`), None when the box is
-        unknown: a viewer ticket opens only the desktop it was made for. It never raises,
-        for routes that take no token must not tell which boxes there are."""
+    def desktop_seq(self, box_id: str) -> int | None:
+        """Which desktop of the box is up, told by the seq of its last stop (`stopped_seq`;
+        None before any stop or when the box is unknown): a viewer ticket opens only the
+        desktop it was made for. It never raises, for routes that take no token must not
+        tell which boxes there are."""
         state = self.journal.state(box_id)
         return None if state is None else state.stopped_seq
 
