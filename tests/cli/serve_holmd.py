@@ -11,7 +11,6 @@ what needs no desktop (listing traces).
 from __future__ import annotations
 
 import os
-import sys
 
 from aiohttp import web
 
@@ -20,6 +19,7 @@ from holm.adapters.local.runtime import LocalRuntime
 from holm.adapters.memory.runtime import MemoryRuntime
 from holm.config import load_config, server_id_of
 from holm.http.app import create_app
+from holm.server import serve
 
 
 def main() -> None:
@@ -40,13 +40,7 @@ def main() -> None:
         await runtime.close()
 
     app.on_cleanup.append(close_runtime)
-    web.run_app(
-        app,
-        host=config.host,
-        port=config.port,
-        access_log=None,
-        print=lambda message: print(f"holmd: {message}", file=sys.stderr, flush=True),
-    )
+    serve(app, config)
 
 
 if __name__ == "__main__":

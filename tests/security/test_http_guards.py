@@ -499,6 +499,55 @@ def test_without_a_token_set_holmd_makes_one_and_holm_finds_it(
     assert call(f"{holmd.url}/v1/boxes", token=token)[0] == 200
 
 
+def raw_request(port: int, request: bytes) -> tuple[int, str, Any]:
+    """`request` sent as it is on a connection of its own: the answer's status, content
+    type and JSON body (the server closes the connection after an unreadable request)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value for name, _, value in (h.partition(": ") for h in lines)}
+    return int(status_line.split()[1]), headers["content-type"], json.loads(body)
+
+
+def test_a_request_line_or_header_over_the_limit_answers_the_error_body(
+    state_root: Path, servers: list[Holmd]
+) -> None:
+    holmd = Holmd(state_root / "var")
+    servers.append(holmd)
+    holmd.start()
+    box_id = holmd.create_box()
+    host = f"Host: 127.0.0.1:{holmd.port}\r\nAuthorization: Bearer {holmd.token}\r\n"
+    long = "x" * 9000
+    requests = [
+        f"GET /v1/boxes/{long} HTTP/1.1\r\n{host}\r\n",
+        # What schemathesis sent: a long `scope` to a page route of a real box.
+        f"GET /v1/boxes/{box_id}/page/snapshot?scope={long} HTTP/1.1\r\n{host}\r\n",
+        f"GET /v1/boxes HTTP/1.1\r\n{host}X-Padding: {long}\r\n\r\n",
+    ]
+    for request in requests:
+        status, content_type, body = raw_request(holmd.port, request.encode())
+        assert (status, content_type) == (400, "application/json"), body
+        assert body == {
+            "code": "bad_request",
+            "message": "the request line or a header is longer than 8190 bytes",
+            "retryable": False,
+        }
+    # A header aiohttp cannot parse gets the same body, in its own words.
+    status, _, body = raw_request(
+        holmd.port, f"GET /v1/boxes HTTP/1.1\r\n{host}bad\r\n\r\n".encode()
+    )
+    assert status == 400 and body["code"] == "bad_request" and body["retryable"] is False, body
+    assert body["message"].startswith("the request cannot be read: "), body
+    # The server goes on answering, and says what it refused in a line, not a traceback.
+    assert holmd.get("/v1/health")["ok"] is True
+    assert "cannot be read: the request line or a header is longer" in holmd.log()
+    assert "Traceback" not in holmd.log()
+
+
 def test_auth_off_off_loopback_stops_holmd_at_start(state_root: Path) -> None:
     # 192.0.2.1 (TEST-NET-1) is no address of this machine: had the check let it through,
     # the bind would fail with another message and exit code, and nothing would listen.
