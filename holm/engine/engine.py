@@ -434,7 +434,7 @@ class Engine:
         """Remove the box from its runtime and record `box_deleted`; its trace stays."""
         async with self._lock(box_id):
             state = guards.live(self.journal.state(box_id), box_id)
-            await self.watchers.stop(box_id)
+            await self.watchers.stop(box_id, last_look=True)
             runtime = self._runtime_named(state.runtime)
             with contextlib.suppress(NotFound):
                 await boundary(runtime.delete(box_id), "deleting a box")
@@ -446,7 +446,7 @@ class Engine:
             state = self._expect(box_id, ("ready", "paused"), "paused")
             if state.state == "ready":
                 runtime = self._can(state, "pause")
-                await self.watchers.stop(box_id)
+                await self.watchers.stop(box_id, last_look=True)
                 await boundary(runtime.pause(box_id), "pausing a box")
                 await self.journal.append(box_id, [entry(BoxPaused, "agent")])
         return await self.box(box_id)
@@ -476,7 +476,7 @@ class Engine:
             state = self._expect(box_id, ("ready", "paused", "stopped"), "stopped")
             if state.state != "stopped":
                 runtime = self._can(state, "stop")
-                await self.watchers.stop(box_id)
+                await self.watchers.stop(box_id, last_look=True)
                 await boundary(runtime.stop(box_id), "stopping a box")
                 await self.journal.append(box_id, [entry(BoxStopped, "agent")])
         return await self.box(box_id)
@@ -507,7 +507,8 @@ class Engine:
             state = self.journal.state(box_id)
             if state is None or state.removed:
                 return False
-            await self.watchers.stop(box_id)
+            # A lost box has no screen left to look at.
+            await self.watchers.stop(box_id, last_look=not lost)
             if not lost:
                 runtime = self._runtime_named(state.runtime)
                 try:
