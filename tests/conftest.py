@@ -1,6 +1,6 @@
 """What every part of the suite may share: one Docker Engine for the whole run, started by
 scripts/dockerd-up when none answers (and stopped at the end only if this run started it),
-asked for only by the tests that need it."""
+asked for only by the tests that need it; and the time bound of the tests that use it."""
 
 from __future__ import annotations
 
@@ -16,6 +16,19 @@ from runtime_kit import docker_engine
 # default, and failed a run that was right).
 settings.register_profile("holm", deadline=None)
 settings.load_profile("holm")
+
+# The bound of a test that needs a Docker Engine: the first of them starts the engine and
+# builds the box image, which takes minutes on a fresh host (every other test: pyproject's).
+DOCKER_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        uses_docker = item.get_closest_marker("docker") is not None or "docker_client" in getattr(
+            item, "fixturenames", ()
+        )
+        if uses_docker and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(DOCKER_TIMEOUT_S))
 
 
 @pytest.fixture(scope="session")
