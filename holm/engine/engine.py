@@ -36,6 +36,7 @@ from holm.wire.api import (
     ActionsResult,
     Catalog,
     ImageInfo,
+    PoolView,
     PruneReport,
     TracePage,
     TraceView,
@@ -139,7 +140,12 @@ class Engine:
         self._box_locks: dict[str, asyncio.Lock] = {}
         self._screen_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._loops: list[asyncio.Task[None]] = []
-        self.pool = pool_of(config.pool, self.runtimes.get(config.default_runtime), new_box_id)
+        self.pool = pool_of(
+            config.pool,
+            self.runtimes.get(config.default_runtime),
+            new_box_id,
+            record=self._record_server,
+        )
         self.vendors = Vendors(self, make_runtime)
         self.secrets = WorkspaceSecrets(self)
         self.person_texts = PersonText(self, trace_keys_of(store))
@@ -182,6 +188,10 @@ class Engine:
         await self.journal.close()
         await self.vendors.close()
 
+    async def _record_server(self, entries: list[Entry]) -> None:
+        """Append server-level facts (the pool's) to the server's own trace."""
+        await self.journal.append(SERVER_TRACE, entries)
+
     # Reading
 
     async def box(self, box_id: str) -> BoxState:
@@ -220,6 +230,12 @@ class Engine:
         if not isinstance(runtime, HostRoom):
             return None
         return await boundary(runtime.room(), "measuring a runtime's room")
+
+    def pool_status(self, runtime: str) -> list[PoolView] | None:
+        """The warm pool's spares per spec when it keeps them on `runtime`, else None."""
+        if self.pool is None or self.pool.runtime.name != runtime:
+            return None
+        return self.pool.status()
 
     def runtime_of(self, box_id: str) -> Runtime:
         state = guards.known(self.journal.state(box_id), box_id)
