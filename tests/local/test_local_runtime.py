@@ -218,6 +218,32 @@ async def test_a_sandbox_that_cannot_start_leaves_no_folder_and_no_cgroup(
         assert not (parent / box_id).exists()
 
 
+@pytest.mark.parametrize("network", [False, True])
+async def test_a_box_whose_bwrap_fails_is_refused_with_bwraps_own_error_first(
+    make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch, network: bool
+) -> None:
+    # As on a host where the box's bwrap cannot mount what it must (/proc in a container):
+    # it dies while its namespace is being joined, and what fails next (nsenter into it,
+    # a write to its pipe) is only the side effect.
+    runtime = make_runtime(chromium=False)
+    missing = f"/nonexistent-{uuid.uuid4().hex}"
+
+    def failing(plan: SandboxPlan, command: object = None) -> list[str]:
+        argv = bwrap_argv(plan)
+        at = argv.index("--proc")
+        return [*argv[:at], "--ro-bind", missing, "/mnt", *argv[at:]]
+
+    monkeypatch.setattr(runtime_module, "bwrap_argv", failing)
+    box_id = new_id()
+    with pytest.raises(Unavailable) as refused:
+        await runtime.create(box_id, spec(network=network), Placement())
+    assert refused.value.message.startswith(f"bwrap: Can't find source path {missing}"), (
+        refused.value.message
+    )
+    assert box_id in refused.value.message
+    assert not BoxPaths(runtime.boxes_dir, box_id).dir.exists()
+
+
 async def test_a_box_whose_agent_never_listens_times_out_and_leaves_nothing(
     make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch, state_dir: Path
 ) -> None:
