@@ -8,10 +8,9 @@ import asyncio
 from engine_kit import POLL_SECS, trace_of
 
 from holm.engine import Engine
-from holm.engine.journal import entry
 from holm.wire.actions import Click
 from holm.wire.api import ActionsRequest
-from holm.wire.entries import FrameSeen, TakeoverStarted
+from holm.wire.entries import FrameSeen
 from holm.wire.spec import DesktopSpec, Placement, Spec
 from holm.wire.values import Point
 
@@ -48,7 +47,7 @@ async def test_a_frame_is_recorded_when_the_screen_changed_and_only_then(engine:
 async def test_the_frame_actor_is_who_has_the_screen(engine: Engine) -> None:
     box = await engine.create_box(Spec(), Placement())
     await until_frames(engine, box.id, 1)
-    await engine.journal.append(box.id, [entry(TakeoverStarted, "agent", screen=0)])
+    await engine.take_over(box.id, 0)
     # A person's input is not seen by the server; here the test changes the screen.
     desktop = await engine.runtime_of(box.id).desktop(box.id)
     await desktop.act(0, Click(at=Point(x=9, y=9)))
