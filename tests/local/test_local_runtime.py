@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 from desktop_kit import launch, read_bytes, run, windows, write_bytes
-from net_kit import hi_server, served_host
+from kits.net import hi_server, served_host
 
 from holm.adapters.base import Desktop
 from holm.adapters.local import procs

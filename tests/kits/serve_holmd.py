@@ -5,7 +5,7 @@ HOLM_TEST_DISPLAY_COUNT, because this machine is shared and holmd has no setting
 With HOLM_TEST_RUNTIME=memory, its one runtime is the in-memory double instead, for tests of
 what needs no desktop (listing traces).
 
-    python tests/cli/serve_holmd.py      (run as a subprocess by conftest.py)
+    python tests/kits/serve_holmd.py      (run as a subprocess by kits.holmd)
 """
 
 from __future__ import annotations
