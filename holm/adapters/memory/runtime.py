@@ -19,7 +19,15 @@ import time
 from typing import Literal
 
 from holm.adapters.memory import agent_server
-from holm.errors import Failed, NotFound, ScreenUnavailable, Unavailable, Unsupported
+from holm.errors import (
+    BadRequest,
+    Denied,
+    Failed,
+    NotFound,
+    ScreenUnavailable,
+    Unavailable,
+    Unsupported,
+)
 from holm.streams import Stream, stream_pair
 from holm.wire import results as r
 from holm.wire.runtime import Capabilities, RuntimeBox, Started, StreamKind
@@ -110,6 +118,8 @@ class MemoryRuntime:
             await asyncio.sleep(self.create_delay)
         if self.fail_create is not None:
             raise Failed(self.fail_create)
+        if box_id in self.world.boxes:
+            raise BadRequest(f"the {self.name} runtime already has a box {box_id}")
         box = self.world.boxes[box_id] = MemoryBox(box_id, spec, placement, self.server_id)
         box.owner = owner
         box.max_sleep_secs = self.max_sleep_secs
@@ -134,11 +144,19 @@ class MemoryRuntime:
         box = self._box(box_id)
         return Started(viewer_urls=[f"memory:{box_id}/{i}" for i in range(len(box.screens))])
 
+    # What each step refuses, in the words of the real runtimes (docker, local).
+
     async def pause(self, box_id: str) -> None:
-        self._box(box_id).state = "paused"
+        box = self._box(box_id)
+        if box.state == "stopped":
+            raise Denied(f"box {box_id} is stopped; only a running box can be paused")
+        box.state = "paused"
 
     async def resume(self, box_id: str) -> None:
-        self._box(box_id).state = "running"
+        box = self._box(box_id)
+        if box.state == "stopped":
+            raise Denied(f"box {box_id} is stopped; start it rather than resume it")
+        box.state = "running"
 
     async def stop(self, box_id: str) -> None:
         box = self._box(box_id)
@@ -147,6 +165,8 @@ class MemoryRuntime:
 
     async def start(self, box_id: str) -> Started:
         box = self._box(box_id)
+        if box.state != "stopped":
+            raise Denied(f"box {box_id} is {box.state}; stop it before starting it again")
         box.state = "running"
         fresh = MemoryBox(box_id, box.spec, box.placement, box.server_id)
         box.screens, box.desktop = fresh.screens, MemoryDesktop(box)
