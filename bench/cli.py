@@ -170,7 +170,7 @@ def main() -> None:
         asyncio.run(client_figures(server, box, rounds))
         sync_figures(server, box, rounds)
     finally:
-        server.stop()
+        server.close()
 
 
 if __name__ == "__main__":

@@ -25,18 +25,18 @@ def holmd() -> Iterator[Holmd]:
     server = Holmd()
     server.start()
     yield server
-    server.stop()
+    server.close()
 
 
 @pytest.fixture(scope="module")
 def memory_holmd() -> Iterator[Holmd]:
     """A holmd of its own for one module, on the in-memory runtime: no desktop."""
-    server = Holmd(HOLM_TEST_RUNTIME="memory", HOLM_DEFAULT_RUNTIME="memory")
+    server = Holmd(runtime="memory")
     server.start()
     try:
         yield server
     finally:
-        server.stop()
+        server.close()
 
 
 @pytest.fixture(scope="module")

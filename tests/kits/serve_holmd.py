@@ -1,9 +1,8 @@
-"""holmd for the CLI's end-to-end tests: the same app as `holmd` (`create_app` with the
-settings of the HOLM_* variables, the local store and the local runtime), except that the
-local runtime's boxes take their X displays from HOLM_TEST_DISPLAY_BASE and
-HOLM_TEST_DISPLAY_COUNT, because this machine is shared and holmd has no setting for it.
-With HOLM_TEST_RUNTIME=memory, its one runtime is the in-memory double instead, for tests of
-what needs no desktop (listing traces).
+"""holmd for the tests that run it from outside (kits.holmd): holmd's own `main`, settings
+from the HOLM_* variables, with one thing replaced: its runtimes. With HOLM_TEST_RUNTIME=local
+(the default) its one runtime is the local runtime on the X displays of HOLM_TEST_DISPLAY_BASE
+and HOLM_TEST_DISPLAY_COUNT, because this machine is shared and holmd has no setting for it;
+with HOLM_TEST_RUNTIME=memory, the in-memory double, for what needs no desktop.
 
     python tests/kits/serve_holmd.py      (run as a subprocess by kits.holmd)
 """
@@ -12,36 +11,28 @@ from __future__ import annotations
 
 import os
 
-from aiohttp import web
-
+import holm.adapters.registry as registry
 from holm.adapters.base import Runtime
 from holm.adapters.local.runtime import LocalRuntime
 from holm.adapters.memory.runtime import MemoryRuntime
-from holm.config import load_config, server_id_of
-from holm.http.app import create_app
-from holm.server import serve
+from holm.config import Config
+from holm.server import main
 
 
-def main() -> None:
-    config = load_config()
+def replaced_runtimes(config: Config, server_id: str) -> dict[str, Runtime]:
     runtime: Runtime
-    if os.environ.get("HOLM_TEST_RUNTIME") == "memory":
-        runtime = MemoryRuntime(server_id=server_id_of(config.state_dir))
+    if os.environ.get("HOLM_TEST_RUNTIME", "local") == "memory":
+        runtime = MemoryRuntime(server_id=server_id)
     else:
         runtime = LocalRuntime(
             config.state_dir / "boxes",
-            server_id_of(config.state_dir),
+            server_id,
             display_base=int(os.environ["HOLM_TEST_DISPLAY_BASE"]),
             display_count=int(os.environ["HOLM_TEST_DISPLAY_COUNT"]),
         )
-    app = create_app(config, runtimes={runtime.name: runtime})
-
-    async def close_runtime(app: web.Application) -> None:
-        await runtime.close()
-
-    app.on_cleanup.append(close_runtime)
-    serve(app, config)
+    return {runtime.name: runtime}
 
 
 if __name__ == "__main__":
+    registry.make_runtimes = replaced_runtimes
     main()
