@@ -207,9 +207,10 @@ def entry_text(entry: Entry) -> str:
         case ImageRemoved(runtime=runtime, image=image):
             return f"removed image {_clip(image)} from {_clip(runtime)}"
         case PoolFailing(runtime=runtime, spec_digest=digest, why=why):
-            return f"spares of {_clip(digest)} on {_clip(runtime)} do not start: {_clip(why)}"
+            spares = f"spares of {_clip(digest[:19])} on {_clip(runtime)}"
+            return f"{spares} do not start: {_clip(why)}"
         case PoolRecovered(runtime=runtime, spec_digest=digest):
-            return f"spares of {_clip(digest)} on {_clip(runtime)} start again"
+            return f"spares of {_clip(digest[:19])} on {_clip(runtime)} start again"
         case _:
             return f"{_clip(type(entry).__name__)}"
 
