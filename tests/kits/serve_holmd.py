@@ -2,7 +2,9 @@
 from the HOLM_* variables, with one thing replaced: its runtimes. With HOLM_TEST_RUNTIME=local
 (the default) its one runtime is the local runtime on the X displays of HOLM_TEST_DISPLAY_BASE
 and HOLM_TEST_DISPLAY_COUNT, because this machine is shared and holmd has no setting for it;
-with HOLM_TEST_RUNTIME=memory, the in-memory double, for what needs no desktop.
+with HOLM_TEST_RUNTIME=memory, the in-memory double, for what needs no desktop, whose creates
+all fail with the message of HOLM_TEST_FAIL_CREATE when it is set (a host where boxes cannot
+start).
 
     python tests/kits/serve_holmd.py      (run as a subprocess by kits.holmd)
 """
@@ -23,6 +25,7 @@ def replaced_runtimes(config: Config, server_id: str) -> dict[str, Runtime]:
     runtime: Runtime
     if os.environ.get("HOLM_TEST_RUNTIME", "local") == "memory":
         runtime = MemoryRuntime(server_id=server_id)
+        runtime.fail_create = os.environ.get("HOLM_TEST_FAIL_CREATE")
     else:
         runtime = LocalRuntime(
             config.state_dir / "boxes",
