@@ -132,8 +132,7 @@ async def burst(state: Path, display_base: int, n: int, pooled: bool) -> dict[st
     figures: dict[str, float] = {}
     made: list[str] = []
     try:
-        engine = app[SLOT].engine
-        assert engine is not None
+        engine = app[ENGINE]
         pool_of = engine.pool
         if pool_of is not None:
             await pool_of.filled()
