@@ -22,10 +22,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-# The test host is the tests' own (tests/net_kit.py): one way to make one.
+# The test host is the tests' own (tests/kits/net.py): one way to make one.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from net_kit import served_host
+from kits.net import served_host
 
 from holm.adapters.local.runtime import LocalRuntime
 from holm.wire.actions import Exec, ExecWhat

@@ -29,9 +29,9 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 # This folder's http.py and docker.py would stand in for the stdlib's `http` and the SDK.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(_HERE.parent / "tests" / "cli"))
+sys.path.insert(0, str(_HERE.parent / "tests"))
 
-from e2e_kit import HOLM, Holmd  # noqa: E402
+from kits.holmd import HOLM, Holmd  # noqa: E402
 
 # After the standard library's folders, so that only names it lacks come from here.
 sys.path.append(str(_HERE))
@@ -170,7 +170,7 @@ def main() -> None:
         asyncio.run(client_figures(server, box, rounds))
         sync_figures(server, box, rounds)
     finally:
-        server.stop()
+        server.close()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ to set the engine's bridge (before) beside pasta (now).
 
     PYTHONPATH=. .venv/bin/python bench/docker_network.py [MIB] [ROUNDS]   (64 MiB, 3)
 
-The server is a test host this bench makes and removes (tests/net_kit.py): a network
+The server is a test host this bench makes and removes (tests/kits/net.py): a network
 namespace joined to the host by a veth pair, in 10.213.0.0/16. No other address is
 contacted. Boxes are made without Chromium, from the default image (built if missing).
 """

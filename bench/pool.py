@@ -42,7 +42,7 @@ from holm.adapters.local.runtime import LocalRuntime
 from holm.config import load_config, parse_pool, server_id_of
 from holm.events import LocalStore
 from holm.http.app import create_app
-from holm.http.routing import SLOT
+from holm.http.routing import ENGINE
 
 CONFIRM = {"x-holm-confirm-delete": "true"}
 
@@ -82,8 +82,7 @@ async def creates(
     await client.start_server()
     took = []
     try:
-        engine = app[SLOT].engine
-        assert engine is not None
+        engine = app[ENGINE]
         pool_of = engine.pool
         with lag or LoopLag():
             for _ in range(n):
@@ -133,8 +132,7 @@ async def burst(state: Path, display_base: int, n: int, pooled: bool) -> dict[st
     figures: dict[str, float] = {}
     made: list[str] = []
     try:
-        engine = app[SLOT].engine
-        assert engine is not None
+        engine = app[ENGINE]
         pool_of = engine.pool
         if pool_of is not None:
             await pool_of.filled()

@@ -27,10 +27,10 @@ from types import ModuleType
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-sys.path[:0] = [str(ROOT), str(BENCH), str(ROOT / "tests" / "security")]
+sys.path[:0] = [str(ROOT), str(BENCH), str(ROOT / "tests")]
 
+from kits.chromium import Chromium  # noqa: E402
 from rebuild import make_trace  # noqa: E402
-from test_http_guards import Chromium  # noqa: E402
 
 from holm.projections import trace_html  # noqa: E402
 from holm.wire.entries import Entry  # noqa: E402

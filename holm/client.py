@@ -138,8 +138,8 @@ from holm.wire.results import (
     GlobResult,
     GrepResult,
     NodeDone,
-    PageCaptured,
     PageOpened,
+    PageShotTaken,
     PageSnapshot,
     PageText,
     Recording,
@@ -701,9 +701,9 @@ class HolmClient:
         path = f"/v1/boxes/{box_id}/page/evaluate"
         return await self._call(Evaluated, "POST", path, params={"tab": tab}, body=body)
 
-    async def page_screenshot(self, box_id: str, what: PageShotWhat | None = None) -> PageCaptured:
+    async def page_screenshot(self, box_id: str, what: PageShotWhat | None = None) -> PageShotTaken:
         path = f"/v1/boxes/{box_id}/page/screenshot"
-        return await self._call(PageCaptured, "POST", path, body=what or PageShotWhat())
+        return await self._call(PageShotTaken, "POST", path, body=what or PageShotWhat())
 
     async def page_pdf(self, box_id: str, what: PdfWhat | None = None) -> FileSaved:
         return await self._call(

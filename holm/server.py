@@ -4,17 +4,20 @@ else the one it keeps in `<state_dir>/token` (docs/server.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import resource
+import signal
 import sys
 
 from aiohttp import web
 
 from holm import __version__
-from holm.config import DEFAULT_LOG_LEVEL, LOG_LEVEL, defaults, load_config
+from holm.config import DEFAULT_LOG_LEVEL, LOG_LEVEL, Config, defaults, load_config
 from holm.http.app import create_app
+from holm.http.unreadable import Runner
 
 USAGE = """usage: holmd [--help | --version]
 
@@ -61,13 +64,31 @@ def main() -> None:
     except ValueError as exc:
         print(f"holmd: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
-    web.run_app(
-        app,
-        host=config.host,
-        port=config.port,
-        access_log=None,
-        print=lambda message: print(f"holmd: {message}", file=sys.stderr, flush=True),
-    )
+    serve(app, config)
+
+
+def serve(app: web.Application, config: Config) -> None:
+    """Serve `app` on the config's address until SIGINT or SIGTERM, then stop it (its boxes
+    are left running)."""
+    asyncio.run(_serve(app, config))
+
+
+async def _serve(app: web.Application, config: Config) -> None:
+    # Not `web.run_app`, which takes no runner: holmd's answers a request it cannot read
+    # with the error body (holm.http.unreadable).
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    runner = Runner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, config.host, config.port)
+        await site.start()
+        print(f"holmd: listening on {site.name}", file=sys.stderr, flush=True)
+        await stop.wait()
+    finally:
+        await runner.cleanup()
 
 
 def _take_the_hard_fd_limit() -> None:

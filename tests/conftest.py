@@ -1,7 +1,8 @@
 """What every part of the suite may share: one Docker Engine for the whole run, started by
 scripts/dockerd-up when none answers (and stopped at the end only if this run started it),
 and one PostgreSQL and one SeaweedFS (store_kit), each started by the first test that asks
-for it; none is started for a run that needs none."""
+for it; none is started for a run that needs none; and the time bound of the tests that use
+the Docker Engine."""
 
 from __future__ import annotations
 
@@ -18,6 +19,19 @@ from store_kit import pg_server, s3_server
 # default, and failed a run that was right).
 settings.register_profile("holm", deadline=None)
 settings.load_profile("holm")
+
+# The bound of a test that needs a Docker Engine: the first of them starts the engine and
+# builds the box image, which takes minutes on a fresh host (every other test: pyproject's).
+DOCKER_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        uses_docker = item.get_closest_marker("docker") is not None or "docker_client" in getattr(
+            item, "fixturenames", ()
+        )
+        if uses_docker and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(DOCKER_TIMEOUT_S))
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from holm.adapters.base import Desktop, Runtime
 from holm.adapters.docker.runtime import DockerRuntime
 from holm.adapters.holmd.runtime import holm_runtime
 from holm.adapters.local.runtime import LocalRuntime
-from holm.adapters.memory.runtime import MemoryRuntime
+from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld
 from holm.config import load_config
 from holm.wire.api import ImageInfo
 from holm.wire.runtime import RuntimeSetup
@@ -119,3 +119,68 @@ async def runtime_named(
             assert docker_client is not None, "a docker runtime needs the Docker Engine"
             await built_image(docker_client, state_dir / "docker", server_id)
             yield DockerRuntime(state_dir / "docker", server_id, client=docker_client)
+
+
+@contextlib.asynccontextmanager
+async def runtimes_named(
+    name: str,
+    state_dir: Path,
+    server_id: str,
+    docker_client: docker.DockerClient | None = None,
+    *,
+    chromium: bool = True,
+) -> AsyncIterator[Callable[[], Runtime]]:
+    """Make runtime objects of one runtime over the same boxes, as a restarted holmd
+    makes a new one (the memory double's share one world of boxes, the holm runtime's one
+    holmd behind them); `chromium` false starts boxes without it, where a test needs no
+    browser. At the end, every box of `server_id` still there is deleted and every object
+    closed."""
+    made: list[Runtime] = []
+    world = MemoryWorld()
+    async with contextlib.AsyncExitStack() as stack:
+        back: str | None = None
+        if name == "docker":
+            assert docker_client is not None, "a docker runtime needs the Docker Engine"
+            await built_image(docker_client, state_dir / "docker", server_id)
+        if name == "holm":
+            back = await stack.enter_async_context(holmd_of_memory(state_dir / f"back-{server_id}"))
+
+        def new() -> Runtime:
+            runtime: Runtime
+            match name:
+                case "memory":
+                    runtime = MemoryRuntime(server_id=server_id, world=world)
+                case "local":
+                    runtime = LocalRuntime(
+                        state_dir / "local",
+                        server_id,
+                        display_base=DISPLAY_BASE,
+                        display_count=DISPLAY_COUNT,
+                        chromium=chromium,
+                    )
+                case "holm":
+                    setup = RuntimeSetup(
+                        name="far",
+                        provider="holm",
+                        fields={"url": back},
+                        secrets={"api_key": TOKEN},
+                    )
+                    runtime = holm_runtime(setup, state_dir / f"far-{server_id}", server_id)
+                case "docker":
+                    runtime = DockerRuntime(
+                        state_dir / "docker", server_id, client=docker_client, chromium=chromium
+                    )
+                case _:
+                    raise ValueError(f"no runtime {name!r}")
+            made.append(runtime)
+            return runtime
+
+        try:
+            yield new
+        finally:
+            if made:
+                for box in await made[-1].list():
+                    if box.server_id == server_id:
+                        await made[-1].delete(box.box_id)
+            for runtime in made:
+                await runtime.close()

@@ -403,8 +403,20 @@ def list_runtimes(remote: Remote) -> None:
         can = msgspec.structs.asdict(runtime.can)
         abilities = [name for name, value in can.items() if value is True]
         abilities.append(f"max_screens={can['max_screens']}")
-        rows.append((runtime.name, "yes" if runtime.default else "", " ".join(abilities)))
-    print_table(("NAME", "DEFAULT", "CAN"), rows)
+        # Spares up of those asked for, per spec the warm pool keeps.
+        pool = " ".join(f"{view.ready}/{view.count}" for view in runtime.pool or [])
+        rows.append((runtime.name, "yes" if runtime.default else "", " ".join(abilities), pool))
+    print_table(("NAME", "DEFAULT", "CAN", "POOL"), rows)
+    now_ms = time.time() * 1000
+    for runtime in runtimes:
+        for view in runtime.pool or []:
+            if view.failures and view.next_retry_at_ms is not None:
+                wait_s = max(0, round((view.next_retry_at_ms - now_ms) / 1000))
+                click.echo(
+                    f"holm: spares of {view.spec_digest[:19]} on {runtime.name} do not start "
+                    f"({view.failures} in a row; next try in {wait_s} s): {view.last_failure}",
+                    err=True,
+                )
 
 
 @click.command("view")

@@ -36,6 +36,7 @@ from holm.wire.api import (
     ActionsResult,
     Catalog,
     ImageInfo,
+    PoolView,
     PruneReport,
     TracePage,
     TraceView,
@@ -94,7 +95,7 @@ from .named_secrets import (
 from .person_text import PersonText
 from .pool import pool_of
 from .reaper import every, reap
-from .recording import recorded_alone
+from .trace_rules import recorded_alone
 from .vendors import MakeRuntime, Vendors
 from .watcher import FrameWatchers
 
@@ -139,7 +140,12 @@ class Engine:
         self._box_locks: dict[str, asyncio.Lock] = {}
         self._screen_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._loops: list[asyncio.Task[None]] = []
-        self.pool = pool_of(config.pool, self.runtimes.get(config.default_runtime), new_box_id)
+        self.pool = pool_of(
+            config.pool,
+            self.runtimes.get(config.default_runtime),
+            new_box_id,
+            record=self._record_server,
+        )
         self.vendors = Vendors(self, make_runtime)
         self.secrets = WorkspaceSecrets(self)
         self.person_texts = PersonText(self, trace_keys_of(store))
@@ -182,16 +188,21 @@ class Engine:
         await self.journal.close()
         await self.vendors.close()
 
+    async def _record_server(self, entries: list[Entry]) -> None:
+        """Append server-level facts (the pool's) to the server's own trace."""
+        await self.journal.append(SERVER_TRACE, entries)
+
     # Reading
 
     async def box(self, box_id: str) -> BoxState:
         """The box as its trace says, removed ones included; NotFound when unknown."""
         return guards.known(self.journal.state(box_id), box_id)
 
-    def desktop(self, box_id: str) -> int | None:
-        """Which desktop of the box is up (its `stopped_seq`), None when the box is
-        unknown: a viewer ticket opens only the desktop it was made for. It never raises,
-        for routes that take no token must not tell which boxes there are."""
+    def desktop_seq(self, box_id: str) -> int | None:
+        """Which desktop of the box is up, told by the seq of its last stop (`stopped_seq`;
+        None before any stop or when the box is unknown): a viewer ticket opens only the
+        desktop it was made for. It never raises, for routes that take no token must not
+        tell which boxes there are."""
         state = self.journal.state(box_id)
         return None if state is None else state.stopped_seq
 
@@ -219,6 +230,12 @@ class Engine:
         if not isinstance(runtime, HostRoom):
             return None
         return await boundary(runtime.room(), "measuring a runtime's room")
+
+    def pool_status(self, runtime: str) -> list[PoolView] | None:
+        """The warm pool's spares per spec when it keeps them on `runtime`, else None."""
+        if self.pool is None or self.pool.runtime.name != runtime:
+            return None
+        return self.pool.status()
 
     def runtime_of(self, box_id: str) -> Runtime:
         state = guards.known(self.journal.state(box_id), box_id)
@@ -433,7 +450,7 @@ class Engine:
         """Remove the box from its runtime and record `box_deleted`; its trace stays."""
         async with self._lock(box_id):
             state = guards.live(self.journal.state(box_id), box_id)
-            await self.watchers.stop(box_id)
+            await self.watchers.stop(box_id, last_look=True)
             runtime = self._runtime_named(state.runtime)
             with contextlib.suppress(NotFound):
                 await boundary(runtime.delete(box_id), "deleting a box")
@@ -445,7 +462,7 @@ class Engine:
             state = self._expect(box_id, ("ready", "paused"), "paused")
             if state.state == "ready":
                 runtime = self._can(state, "pause")
-                await self.watchers.stop(box_id)
+                await self.watchers.stop(box_id, last_look=True)
                 await boundary(runtime.pause(box_id), "pausing a box")
                 await self.journal.append(box_id, [entry(BoxPaused, "agent")])
         return await self.box(box_id)
@@ -475,7 +492,7 @@ class Engine:
             state = self._expect(box_id, ("ready", "paused", "stopped"), "stopped")
             if state.state != "stopped":
                 runtime = self._can(state, "stop")
-                await self.watchers.stop(box_id)
+                await self.watchers.stop(box_id, last_look=True)
                 await boundary(runtime.stop(box_id), "stopping a box")
                 await self.journal.append(box_id, [entry(BoxStopped, "agent")])
         return await self.box(box_id)
@@ -506,7 +523,8 @@ class Engine:
             state = self.journal.state(box_id)
             if state is None or state.removed:
                 return False
-            await self.watchers.stop(box_id)
+            # A lost box has no screen left to look at.
+            await self.watchers.stop(box_id, last_look=not lost)
             if not lost:
                 runtime = self._runtime_named(state.runtime)
                 try:

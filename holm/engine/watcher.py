@@ -10,6 +10,10 @@ no pixel of an unchanged screen). Changes are coalesced: the watcher looks `coal
 after it was woken, so a burst of drawing is one look and an animation a look per window.
 `nudge` (the server did something on the screen) wakes it as a change does. Beside each
 runs the screen's browser watch (browser_watch.py).
+
+A box that goes (deleted, stopped, paused, removed by the server) is looked at once more
+first (`stop(..., last_look=True)`): a change drawn within the coalescing window before it
+went would otherwise never be recorded, and its trace would end on an older screen.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ log = logging.getLogger(__name__)
 BACKOFF_SECS = 2.0
 # The longest a watcher waits without looking, should a desktop fail to tell a change.
 IDLE_SECS = 10.0
+# The longest the last look at a box that goes may hold its going up (a wedged desktop).
+LAST_LOOK_SECS = 5.0
 WAITING = "waiting for a change"
 
 
@@ -96,9 +102,28 @@ class FrameWatchers:
             for screen in range(state.screens)
         ]
 
-    async def stop(self, box_id: str) -> None:
+    async def stop(self, box_id: str, *, last_look: bool = False) -> None:
         """Stop watching a box before it is paused, stopped or removed: a call in flight
-        to a paused box would otherwise hang until it resumes."""
+        to a paused box would otherwise hang until it resumes. With `last_look`, then
+        record each screen that changed since its last frame, so the trace ends on the
+        screen the box ended on (bounded; a desktop that does not answer is let go)."""
+        watched = self.watching(box_id)
+        await self._stop(box_id)
+        if last_look and watched:
+            await self._last_look(box_id)
+
+    async def _last_look(self, box_id: str) -> None:
+        state = self.journal.state(box_id)
+        if state is None or state.removed or state.state != "ready":
+            return
+        try:
+            async with asyncio.timeout(LAST_LOOK_SECS):
+                for screen in range(state.screens):
+                    await self.record(self.journal.state(box_id) or state, screen, always=False)
+        except (HolmError, TimeoutError) as exc:
+            log.info("the last look at %s before it goes: %s", box_id, exc or "timed out")
+
+    async def _stop(self, box_id: str) -> None:
         self.still.forget(box_id)
         tasks = self._tasks.pop(box_id, [])
         for key in [key for key in self._nudged if key[0] == box_id]:
@@ -111,7 +136,7 @@ class FrameWatchers:
 
     async def close(self) -> None:
         for box_id in list(self._tasks):
-            await self.stop(box_id)
+            await self._stop(box_id)
         self.still.close()
 
     async def _watch(self, box_id: str, screen: int) -> None:

@@ -22,7 +22,7 @@ from .middlewares import body_size_middleware, errors_middleware, guards_middlew
 from .openapi import openapi_route
 from .routes import ALL_ROUTES
 from .routes.cdp import GRANTS, Grants
-from .routing import ACCESS, CONFIG, ROUTES, SLOT, WORKSPACES, Route, Slot
+from .routing import ACCESS, CONFIG, ENGINE, ROUTES, WORKSPACES, Route
 from .viewer.relay import LIVE, TICKETS, LiveViewers
 from .viewer.tickets import Tickets
 from .workspaces import Workspaces
@@ -58,7 +58,6 @@ def create_app(
     app[CONFIG] = config
     app[ACCESS] = access
     app[WORKSPACES] = workspaces
-    app[SLOT] = Slot()
     app[KEYS] = KeyCache()
     app[TICKETS] = Tickets()
     app[GRANTS] = Grants()
@@ -82,9 +81,9 @@ def create_app(
 
     async def engine_context(app: web.Application) -> AsyncIterator[None]:
         async with _opened(config, runtimes, store) as engine:
-            app[SLOT].engine = engine
+            # A cleanup context runs before the app is frozen, when its state may change.
+            app[ENGINE] = engine
             yield
-            app[SLOT].engine = None
 
     app.cleanup_ctx.append(engine_context)
     # After the engine, so that MCP sessions end before it closes.

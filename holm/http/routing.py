@@ -61,15 +61,10 @@ class Caller:
 SERVER = Caller()
 
 
-class Slot:
-    """Holds the engine, which exists only once the app has started."""
-
-    engine: Engine | None = None
-
-
 CONFIG = web.AppKey("config", Config)
 ACCESS = web.AppKey("access", Access)
-SLOT = web.AppKey("slot", Slot)
+# The engine, set when the app starts (before it is frozen) by `create_app`.
+ENGINE = web.AppKey("engine", Engine)
 ROUTES = web.AppKey("routes", dict[tuple[str, str], Route])
 WORKSPACES = web.AppKey("workspaces", Workspaces)
 CALLER = web.RequestKey("caller", Caller)
@@ -81,9 +76,7 @@ _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
 def engine_of(request: web.Request) -> Engine:
-    engine = request.app[SLOT].engine
-    assert engine is not None, "the engine starts with the app"
-    return engine
+    return request.app[ENGINE]
 
 
 def caller_of(request: web.Request) -> Caller:

@@ -48,6 +48,8 @@ from holm.wire.entries import (
     ImageRemoved,
     Imported,
     PageCaptured,
+    PoolFailing,
+    PoolRecovered,
     RuntimeAdded,
     RuntimeRemoved,
     SecretRemoved,
@@ -181,6 +183,8 @@ def apply(state: BoxState | None, entry: Entry) -> BoxState:
             | RuntimeRemoved()
             | SecretSet()
             | SecretRemoved()
+            | PoolFailing()
+            | PoolRecovered()
         ):
             raise NotABoxTrace(f"entry {entry.seq}: {kind_of(entry)} belongs to the server trace")
         case _:

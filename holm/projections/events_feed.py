@@ -15,6 +15,8 @@ The events, and the entry each comes from:
     runtime.added      runtime_added (server trace)
     runtime.changed    runtime_changed (server trace)
     runtime.removed    runtime_removed (server trace)
+    pool.failing       pool_failing (server trace)
+    pool.recovered     pool_recovered (server trace)
 
 Why `seq` is what it is: the feed has no counter of its own to keep, so `seq` must be a pure
 function of the entries. Events are ordered by (`at_ms`, trace, entry seq), and
@@ -57,6 +59,8 @@ from holm.wire.entries import (
     Entry,
     ImageBuilt,
     ImageRemoved,
+    PoolFailing,
+    PoolRecovered,
     RuntimeAdded,
     RuntimeChanged,
     RuntimeRemoved,
@@ -126,6 +130,14 @@ def event_of(trace: str, entry: Entry, box: _Box | None) -> Event | None:
             kind: EventKind = "image.built" if isinstance(entry, ImageBuilt) else "image.removed"
             data = {"image": entry.image, "spec_digest": entry.spec_digest}
             return Event(seq=0, at_ms=entry.at_ms, kind=kind, runtime=entry.runtime, data=data)
+        case PoolFailing(runtime=runtime, spec_digest=digest, why=why, retry_at_ms=retry_at):
+            data = {"spec_digest": digest, "why": why, "retry_at_ms": retry_at}
+            return Event(seq=0, at_ms=entry.at_ms, kind="pool.failing", runtime=runtime, data=data)
+        case PoolRecovered(runtime=runtime, spec_digest=digest):
+            data = {"spec_digest": digest}
+            return Event(
+                seq=0, at_ms=entry.at_ms, kind="pool.recovered", runtime=runtime, data=data
+            )
         case _:
             return None
 

@@ -47,6 +47,8 @@ from holm.wire.entries import (
     ImageRemoved,
     Imported,
     PageCaptured,
+    PoolFailing,
+    PoolRecovered,
     RuntimeAdded,
     RuntimeChanged,
     RuntimeRemoved,
@@ -204,6 +206,11 @@ def entry_text(entry: Entry) -> str:
             return f"built image {_clip(image)} on {_clip(runtime)}"
         case ImageRemoved(runtime=runtime, image=image):
             return f"removed image {_clip(image)} from {_clip(runtime)}"
+        case PoolFailing(runtime=runtime, spec_digest=digest, why=why):
+            spares = f"spares of {_clip(digest[:19])} on {_clip(runtime)}"
+            return f"{spares} do not start: {_clip(why)}"
+        case PoolRecovered(runtime=runtime, spec_digest=digest):
+            return f"spares of {_clip(digest[:19])} on {_clip(runtime)} start again"
         case _:
             return f"{_clip(type(entry).__name__)}"
 

@@ -579,7 +579,7 @@ class PageShotWhat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tru
 
 
 class PageShot(_Action, tag="page_shot"):
-    Result = r.PageCaptured
+    Result = r.PageShotTaken
 
     what: PageShotWhat = msgspec.field(default_factory=PageShotWhat)
 

@@ -390,6 +390,23 @@ class ChangeRuntime(_Request):
         return "ChangeRuntime(secrets=<sealed>)"
 
 
+class PoolView(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The warm pool's spares of one spec (`HOLM_POOL`): `count` asked for, `ready` up
+    and not taken, `booting` on their way; `known` false until the server has seen the spec
+    (by its digest alone it cannot boot one). While spares do not start, `failures` in a
+    row, the last one's message and time, and when the pool tries again."""
+
+    spec_digest: str
+    count: int
+    ready: int
+    booting: int
+    known: bool
+    failures: int = 0
+    last_failure: str | None = None
+    last_failure_at_ms: int | None = None
+    next_retry_at_ms: int | None = None
+
+
 class RuntimeView(_Response):
     name: str
     default: bool
@@ -401,6 +418,8 @@ class RuntimeView(_Response):
     secrets: list[str] | None = None
     # Beyond the spec: how many more boxes the host can take, where the runtime can tell.
     room: Room | None = None
+    # The warm pool's spares on this runtime, per spec; absent without a pool here.
+    pool: list[PoolView] | None = None
 
 
 class RuntimeList(_Response):
@@ -784,6 +803,7 @@ __all__ = [
     "LooseStep",
     "Outcome",
     "PathQuery",
+    "PoolView",
     "PruneReport",
     "PruneResult",
     "PutSecret",

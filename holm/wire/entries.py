@@ -16,6 +16,9 @@ Kinds beyond the spec's table, each documented in docs/trace.md:
 - `runtime_added`, `runtime_changed`, `runtime_removed`: a remote runtime of the vendor API,
   in the server-level trace, its secrets sealed (holm/secrets_box.py); feed `runtime.added`,
   `runtime.changed` and `runtime.removed`.
+- `pool_failing`, `pool_recovered`: the warm pool's spares of a spec stopped starting (it
+  backs off), or started again; in the server-level trace; feed `pool.failing` and
+  `pool.recovered`.
 """
 
 from __future__ import annotations
@@ -289,6 +292,23 @@ class SecretRemoved(_Entry, tag="secret_removed"):
     name: str
 
 
+class PoolFailing(_Entry, tag="pool_failing"):
+    """A spare of the warm pool did not start, the first of a run of failures: the pool
+    tries again at `retry_at_ms`, each time later (docs/server.md, "The warm pool")."""
+
+    runtime: str
+    spec_digest: str
+    why: str
+    retry_at_ms: int
+
+
+class PoolRecovered(_Entry, tag="pool_recovered"):
+    """A spare started after a `pool_failing`."""
+
+    runtime: str
+    spec_digest: str
+
+
 Entry = (
     BoxCreated
     | ForkedFrom
@@ -323,6 +343,8 @@ Entry = (
     | RuntimeRemoved
     | SecretSet
     | SecretRemoved
+    | PoolFailing
+    | PoolRecovered
 )
 
 KINDS: tuple[str, ...] = tuple(str(cls.__struct_config__.tag) for cls in Entry.__args__)
@@ -423,6 +445,8 @@ __all__ = [
     "ImageRemoved",
     "Imported",
     "PageCaptured",
+    "PoolFailing",
+    "PoolRecovered",
     "RuntimeAdded",
     "RuntimeChanged",
     "RuntimeRemoved",

@@ -22,6 +22,8 @@ EventKind = Literal[
     "runtime.added",
     "runtime.changed",
     "runtime.removed",
+    "pool.failing",
+    "pool.recovered",
 ]
 
 LIMIT_DEFAULT = 200

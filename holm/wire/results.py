@@ -297,7 +297,7 @@ class Evaluated(_Result, omit_defaults=False):
     cut: bool = False
 
 
-class PageCaptured(_Result):
+class PageShotTaken(_Result):
     tab: str
     format: str
     width: int
@@ -431,7 +431,7 @@ ActionResult = (
     | PageSnapshot
     | PageText
     | Evaluated
-    | PageCaptured
+    | PageShotTaken
     | DialogDone
     | CookieList
     | ConsoleLog
@@ -490,8 +490,8 @@ __all__ = [
     "NoResult",
     "Node",
     "NodeDone",
-    "PageCaptured",
     "PageOpened",
+    "PageShotTaken",
     "PageSnapshot",
     "PageText",
     "Pointed",

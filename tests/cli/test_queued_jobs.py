@@ -25,7 +25,7 @@ def queueing() -> Iterator[Holmd]:
     server = Holmd(HOLM_SERVER_JOBS="queue")
     server.start()
     yield server
-    server.stop()
+    server.close()
 
 
 def holm(server: Holmd, *args: str) -> Result:

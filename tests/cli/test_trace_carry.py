@@ -147,7 +147,7 @@ def other_holmd() -> Iterator[Holmd]:
     try:
         yield other
     finally:
-        other.stop()
+        other.close()
 
 
 def last_frame(client: SyncHolmClient, box_id: str) -> bytes:

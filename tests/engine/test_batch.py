@@ -13,7 +13,6 @@ from engine_kit import fields, kinds, run, trace_of
 
 from holm.adapters.memory.runtime import MemoryWorld
 from holm.engine import Engine, batch
-from holm.engine.journal import entry
 from holm.errors import BadRequest, Denied, NotFound
 from holm.replay.plan import plan_fork
 from holm.wire.actions import (
@@ -41,7 +40,6 @@ from holm.wire.entries import (
     Entry,
     Executed,
     FrameSeen,
-    TakeoverStarted,
     acted_key,
     step_key,
 )
@@ -188,7 +186,7 @@ async def test_one_batch_at_a_time_per_screen(engine: Engine) -> None:
 
 async def test_a_screen_a_person_has_refuses_the_agent(engine: Engine) -> None:
     box = await engine.create_box(Spec(), Placement())
-    await engine.journal.append(box.id, [entry(TakeoverStarted, "agent", screen=0)])
+    await engine.take_over(box.id, 0)
     with pytest.raises(Denied, match="a person has screen 0"):
         await engine.run_batch(box.id, 0, ActionsRequest(actions=[Cursor()]))
     with pytest.raises(Denied):

@@ -5,17 +5,22 @@ real boxes: tests/http/test_pool_local.py.)"""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from engine_kit import SERVER_ID, MakeEngine, kinds, trace_of
 
-from holm.adapters.memory.runtime import MemoryBox, MemoryWorld
+from holm.adapters.memory.runtime import MemoryBox, MemoryRuntime, MemoryWorld
 from holm.config import load_config, parse_pool
 from holm.engine import Engine
-from holm.errors import Unsupported
-from holm.wire.entries import BoxCreated
+from holm.engine.pool import WarmPool
+from holm.errors import Failed, Unsupported
+from holm.wire.entries import SERVER_TRACE, BoxCreated, Entry, PoolFailing, PoolRecovered
 from holm.wire.spec import DesktopSpec, Placement, Spec, spec_digest
 
 SMALL = Spec(desktop=DesktopSpec(width=800, height=600))
+# The bound on a wait for the pool: a refill that hangs fails the test instead.
+FILL_WAIT_S = 30.0
 
 
 def spares(world: MemoryWorld) -> list[str]:
@@ -162,3 +167,65 @@ def test_the_pool_setting_counts_by_digest() -> None:
     digest = spec_digest(SMALL)
     config = load_config({"HOLM_POOL": f"default:2, {digest}:1"})
     assert config.pool == {spec_digest(Spec()): 2, digest: 1}
+
+
+async def test_spares_that_keep_failing_back_off_and_say_why(world: MemoryWorld) -> None:
+    runtime = MemoryRuntime(server_id=SERVER_ID, world=world)
+    why = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted"
+    runtime.fail_create = why
+    recorded: list[Entry] = []
+
+    async def record(entries: list[Entry]) -> None:
+        recorded.extend(entries)
+
+    ids = iter(range(1000))
+    pool = WarmPool(
+        parse_pool("default:1"),
+        runtime,
+        lambda: f"box_spare{next(ids)}",
+        retry_secs=0.01,
+        max_retry_secs=0.04,
+        record=record,
+    )
+    pool.learn(Spec())
+    # The refill ends as soon as it fails: it does not hang whoever waits for it.
+    await asyncio.wait_for(pool.filled(), FILL_WAIT_S)
+    (first,) = pool.status()
+    assert (first.failures, first.last_failure, first.ready, first.booting) == (1, why, 0, 0)
+    assert first.next_retry_at_ms is not None and first.last_failure_at_ms is not None
+    assert first.next_retry_at_ms - first.last_failure_at_ms == 10
+    # Each wait twice the last, up to the cap (10, 20, 40, 40 ms).
+    for _ in range(500):
+        (now,) = pool.status()
+        if now.failures >= 4:
+            break
+        await asyncio.sleep(0.01)
+    assert now.failures >= 4 and now.next_retry_at_ms is not None
+    assert now.next_retry_at_ms - (now.last_failure_at_ms or 0) == 40
+    # Said once in the trace, not at every try.
+    assert [type(e) for e in recorded] == [PoolFailing]
+    assert isinstance(recorded[0], PoolFailing) and recorded[0].why == why
+    runtime.fail_create = None
+    for _ in range(500):
+        if pool.spares(Spec()):
+            break
+        await asyncio.sleep(0.01)
+    (mended,) = pool.status()
+    assert (mended.ready, mended.failures, mended.last_failure) == (1, 0, None)
+    assert [type(e) for e in recorded] == [PoolFailing, PoolRecovered]
+    await pool.close()
+
+
+async def test_a_create_with_no_spare_on_a_failing_runtime_fails_with_the_reason(
+    make_engine: MakeEngine, world: MemoryWorld
+) -> None:
+    runtime = MemoryRuntime(server_id=SERVER_ID, world=world)
+    runtime.fail_create = "no room for a box"
+    engine = await make_engine(pool=parse_pool("default:1"), runtime=runtime)
+    assert engine.pool is not None
+    await asyncio.wait_for(engine.pool.filled(), FILL_WAIT_S)
+    with pytest.raises(Failed, match="no room for a box"):
+        await asyncio.wait_for(engine.create_box(Spec(), Placement()), FILL_WAIT_S)
+    server = await engine.store.read(SERVER_TRACE, None, 100)
+    (failing,) = [e for e in server if isinstance(e, PoolFailing)]
+    assert (failing.runtime, failing.why) == ("memory", "no room for a box")

@@ -16,7 +16,7 @@ from PIL import Image, ImageChops
 
 from holm.config import Config, load_config
 from holm.engine import Engine
-from holm.http.routing import SLOT
+from holm.http.routing import ENGINE
 
 Client = TestClient[Any, Any]
 MakeClient = Callable[..., Awaitable[Client]]
@@ -63,9 +63,7 @@ def kinds(entries: Sequence[dict[str, Any]]) -> list[str]:
 def engine_of(client: Client) -> Engine:
     """The engine behind a test server, for a test to set up what no route can yet (a
     person taking a screen over)."""
-    engine: Engine | None = client.app[SLOT].engine
-    assert engine is not None
-    return engine
+    return client.app[ENGINE]
 
 
 async def new_box(client: Client, body: dict[str, Any] | None = None) -> str:

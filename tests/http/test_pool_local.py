@@ -24,6 +24,8 @@ from holm.wire.spec import Placement, Spec
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
 DISPLAY_BASE = 500
+# The longest the pool may take to boot its two spares here.
+FILL_WAIT_S = 120.0
 # The placement a spare is not booted with, so that a box of the same spec starts cold; it
 # changes nothing on a box's path until the box is stopped.
 COLD = {"placement": {"persistent": True}}
@@ -50,7 +52,10 @@ async def spares_up(client: Client) -> list[str]:
     """The spares once the pool is full again."""
     pool = engine_of(client).pool
     assert pool is not None
-    await pool.filled()
+    # Bounded; a pool whose spares do not start ends its wait and says why here.
+    await asyncio.wait_for(pool.filled(), FILL_WAIT_S)
+    failing = [view for view in pool.status() if view.failures]
+    assert not failing, failing
     return pool.spares(Spec())
 
 

@@ -33,6 +33,7 @@ from holm.config import load_config, server_id_of
 from holm.events import MemoryStore
 from holm.http.app import create_app, declared_routes
 from holm.http.openapi import openapi_document
+from holm.http.unreadable import Runner
 
 schema = schemathesis.openapi.from_dict(openapi_document(declared_routes()))
 
@@ -69,9 +70,8 @@ class Server:
             fork_limit_secs=2,
         )
         runtime = MemoryRuntime(server_id=server_id_of(state), max_sleep_secs=0.01)
-        self.runner = web.AppRunner(
-            create_app(config, runtimes={"memory": runtime}, store=MemoryStore())
-        )
+        # holmd's runner, which answers a request aiohttp cannot read with the error body.
+        self.runner = Runner(create_app(config, runtimes={"memory": runtime}, store=MemoryStore()))
         await self.runner.setup()
         site = web.TCPSite(self.runner, "127.0.0.1", 0)
         await site.start()

@@ -88,6 +88,17 @@ async def test_the_openapi_document_lists_every_route(client: Client) -> None:
     assert batch["frame_format"] == schema["format"] and batch["frame_quality"] == schema["quality"]
 
 
+async def test_no_two_schemas_of_the_openapi_document_share_a_name(client: Client) -> None:
+    # A client generator (openapi-python-client) names a model by its schema's title, and
+    # keeps one of two that share it: a component named by its module path is such a clash.
+    document = await ok_json(await client.get("/v1/openapi.json"))
+    schemas = document["components"]["schemas"]
+    titles = [schema.get("title", name) for name, schema in schemas.items()]
+    assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
+    assert [name for name in schemas if "." in name] == []
+    assert {"PageShotTaken", "PageCaptured", "TracePage"} <= set(schemas)
+
+
 async def settled_trace(client: Client, box: str) -> list[Any]:
     """The trace once the frame watcher is done with what the test did: the same on two
     reads a while apart (bounded; the test then checks what it holds)."""

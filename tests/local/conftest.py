@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from net_kit import hi_server
+from kits.net import hi_server
 
 from holm.adapters.local import network as network_module
 from holm.adapters.local import procs

@@ -127,7 +127,7 @@ async def test_read_snapshot_evaluate_and_shots(desktop: Desktop) -> None:
     long = a.Evaluate(what=a.EvaluateWhat(expression="'x'.repeat(50)", limit=10))
     cut = expect(await desktop.act(0, long), r.Evaluated)
     assert cut.cut and cut.value == '"xxxxxxxxx'
-    shot = expect(await desktop.act(0, a.PageShot()), r.PageCaptured)
+    shot = expect(await desktop.act(0, a.PageShot()), r.PageShotTaken)
     assert base64.b64decode(shot.data_base64).startswith(b"\x89PNG") and shot.width > 0
     tabs = expect(await desktop.act(0, a.Tabs()), r.TabList)
     captured = a.Capture(what=a.CaptureWhat(tab=tabs.tabs[0].tab))

@@ -37,6 +37,8 @@ from holm.wire.entries import (
     ImageBuilt,
     ImageRemoved,
     PageCaptured,
+    PoolFailing,
+    PoolRecovered,
     TakeoverEnded,
     TakeoverStarted,
     step_key,
@@ -246,10 +248,16 @@ def server_trace(draw: st.DrawFn, start_ms: int = T0, max_gap_ms: int = 1000) ->
     now = start_ms
     for seq in range(draw(st.integers(0, 6))):
         now += draw(st.integers(0, max_gap_ms))
-        cls = ImageBuilt if draw(st.booleans()) else ImageRemoved
-        entries.append(
-            cls(seq=seq, at_ms=now, actor="system", runtime="docker", image="i", spec_digest="d")
-        )
+        envelope = {"seq": seq, "at_ms": now, "actor": "system", "runtime": "docker"}
+        match draw(st.sampled_from(["built", "removed", "failing", "recovered"])):
+            case "built":
+                entries.append(ImageBuilt(**envelope, image="i", spec_digest="d"))
+            case "removed":
+                entries.append(ImageRemoved(**envelope, image="i", spec_digest="d"))
+            case "failing":
+                entries.append(PoolFailing(**envelope, spec_digest="d", why="w", retry_at_ms=now))
+            case _:
+                entries.append(PoolRecovered(**envelope, spec_digest="d"))
     return entries
 
 

@@ -34,6 +34,8 @@ from holm.wire.entries import (
     Entry,
     ImageBuilt,
     ImageRemoved,
+    PoolFailing,
+    PoolRecovered,
     TakeoverEnded,
     TakeoverStarted,
 )
@@ -112,6 +114,20 @@ def test_images_come_from_the_server_trace() -> None:
     assert [(e.kind, e.runtime, e.box_id, e.owner, e.data) for e in events] == [
         ("image.built", "docker", None, None, {"image": "img:1", "spec_digest": "d1"}),
         ("image.removed", "docker", None, None, {"image": "img:1", "spec_digest": "d1"}),
+    ]
+
+
+def test_the_pool_failing_and_recovering_come_from_the_server_trace() -> None:
+    server = TraceBuilder(SERVER_TRACE)
+    why = "bwrap: cannot mount /proc"
+    server.add(
+        PoolFailing, actor="system", runtime="local", spec_digest="d1", why=why, retry_at_ms=9
+    )
+    server.add(PoolRecovered, actor="system", runtime="local", spec_digest="d1")
+    events = feed_of(server).read(now_ms=LATER).events
+    assert [(e.kind, e.runtime, e.box_id, e.owner, e.data) for e in events] == [
+        ("pool.failing", "local", None, None, {"spec_digest": "d1", "why": why, "retry_at_ms": 9}),
+        ("pool.recovered", "local", None, None, {"spec_digest": "d1"}),
     ]
 
 

@@ -3,28 +3,22 @@ fork made with `holm fork`)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import json
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from aiohttp import web
 from click.testing import CliRunner, Result
+from kits.holmd import Holmd
 from PIL import Image
 from replay_kit import DISPLAY_BASE, DISPLAY_COUNT, REPO, write_file_argv
 
-from holm.adapters.local.runtime import LocalRuntime
 from holm.cli import main
 from holm.client import SyncHolmClient
-from holm.config import load_config
-from holm.http.app import create_app
 from holm.wire.actions import OpenUrl, Press, Type, WaitStill
 
 RECORDED = REPO / "fixtures" / "traces" / "recorded"
@@ -93,55 +87,6 @@ def test_a_file_and_a_box_id_are_not_compared() -> None:
     assert "two trace files, or two box IDs" in result.stderr
 
 
-class ServedHolmd:
-    """holmd's app on a free 127.0.0.1 port, in a thread of this process, with the local
-    runtime on this suite's displays."""
-
-    def __init__(self, state_dir: Path) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.state_dir = state_dir
-        self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._serve()), daemon=True)
-
-    async def _serve(self) -> None:
-        # No token: `holm diff --url` sends none; the server listens on loopback.
-        config = load_config(
-            {},
-            state_dir=str(self.state_dir),
-            server_addr=f"127.0.0.1:{self.port}",
-            server_auth="none",
-        )
-        runtime = LocalRuntime(
-            self.state_dir / "boxes",
-            "srv_h6diff",
-            display_base=DISPLAY_BASE,
-            display_count=DISPLAY_COUNT,
-        )
-        runner = web.AppRunner(create_app(config, runtimes={"local": runtime}))
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", self.port).start()
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        self._ready.set()
-        await self._stop.wait()
-        await runner.cleanup()
-        await runtime.close()
-
-    def __enter__(self) -> ServedHolmd:
-        self._thread.start()
-        assert self._ready.wait(30)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._stop is not None
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(60)
-
-
 def mismatch_told(client: SyncHolmClient, boxes: tuple[str, str], frame: dict[str, Any]) -> str:
     """What CI prints when a fork ends on other pixels than its source (a rare mismatch
     that no local run has reproduced, docs/fork.md): the comparison, the patch that differs
@@ -170,13 +115,22 @@ def mismatch_told(client: SyncHolmClient, boxes: tuple[str, str], frame: dict[st
 
 
 @pytest.fixture
-def holmd(state_dir: Path) -> Iterator[ServedHolmd]:
-    with ServedHolmd(state_dir) as served:
-        yield served
+def holmd(state_dir: Path) -> Iterator[Holmd]:
+    # No token: `holm diff --url` sends none; the server listens on loopback.
+    served = Holmd(
+        state_dir,
+        token=None,
+        display_base=DISPLAY_BASE,
+        display_count=DISPLAY_COUNT,
+        HOLM_SERVER_AUTH="none",
+    )
+    served.start()
+    yield served
+    served.close()
 
 
 @pytest.mark.desktop
-def test_a_box_and_its_fork_through_holmd_are_the_same(holmd: ServedHolmd) -> None:
+def test_a_box_and_its_fork_through_holmd_are_the_same(holmd: Holmd) -> None:
     client = SyncHolmClient(holmd.url)
     made: list[str] = []
     try:

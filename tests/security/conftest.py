@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 from desktop_kit import run as run_in_box
-from net_kit import hi_server, served_host
+from kits.net import hi_server, served_host
 
 from holm.adapters.base import Desktop
 from holm.adapters.local import procs

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import docker
 import pytest
-from net_kit import hi_server
+from kits.net import hi_server
 
 from holm.adapters.docker.runtime import DockerRuntime, container_name
 from holm.adapters.local.network import host_addresses

@@ -18,173 +18,60 @@ Every process is started here and ended by its pid.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import shutil
-import signal
 import socket
 import stat
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 from click.testing import CliRunner
+from kits.chromium import CHROMIUM, Chromium
+from kits.holmd import HOLMD, Holmd, call, clean_env, free_port
 
 from holm.cli import main as holm_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-HOLMD = Path(sys.executable).parent / "holmd"
-CHROMIUM = Path("/usr/bin/chromium")
-START_TIMEOUT_S = 30.0
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium")
 
-# holmd as its console script runs it, with the runtime double instead of local/docker.
-LAUNCH = """
-import holm.adapters.registry as registry
-from holm.adapters.memory.runtime import MemoryRuntime
 
-registry.make_runtimes = lambda config, server_id: {"memory": MemoryRuntime(server_id=server_id)}
-
-from holm.server import main
-
-main()
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def guarded(state_dir: Path, port: int | None = None, **settings: str) -> Holmd:
+    """holmd as its console script runs it, with the runtime double and the memory store,
+    and the token it makes itself (or none, with HOLM_SERVER_AUTH=none)."""
+    defaults = {
+        "HOLM_STORAGE_BACKEND": "memory",
+        "HOLM_SERVER_SCHEDULE": "external",
+        "HOLM_EVENTS_DELAY_MS": "0",
+    }
+    return Holmd(state_dir, runtime="memory", token=None, port=port, **{**defaults, **settings})
 
 
-def clean_env(**settings: str) -> dict[str, str]:
-    """This process's environment without any HOLM_* setting, with the worktree's holm."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("HOLM_")}
-    return {**env, "PYTHONPATH": str(ROOT), **settings}
+def quiet_box(holmd: Holmd) -> str:
+    """A new box of the runtime double whose trace has settled."""
+    box_id = holmd.create()
+    # The frame watcher records the box's first frame a moment after it is ready;
+    # after that, nothing is recorded but what a request does.
+    for _ in range(500):
+        if any(e["kind"] == "frame" for e in holmd.get(f"/v1/boxes/{box_id}/trace")["entries"]):
+            return box_id
+        time.sleep(0.02)
+    raise AssertionError("the box's first frame was never recorded")
 
 
-def call(
-    url: str, method: str = "GET", token: str | None = None, body: bytes | None = None
-) -> tuple[int, Any]:
-    request = urllib.request.Request(url, method=method, data=body)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    if body is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
-class Holmd:
-    """One holmd process on 127.0.0.1: the runtime double and the memory store, unless
-    `argv` starts another launcher."""
-
-    def __init__(
-        self,
-        state_dir: Path,
-        port: int | None = None,
-        argv: tuple[str, ...] = ("-c", LAUNCH),
-        **settings: str,
-    ) -> None:
-        self.state_dir = state_dir
-        self.argv = argv
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.settings = settings
-        self.log_path = state_dir.parent / f"holmd-{self.port}.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        settings = {
-            "HOLM_SERVER_ADDR": f"127.0.0.1:{self.port}",
-            "HOLM_STATE_DIR": str(self.state_dir),
-            "HOLM_DEFAULT_RUNTIME": "memory",
-            "HOLM_SERVER_SCHEDULE": "external",
-            "HOLM_EVENTS_DELAY_MS": "0",
-        }
-        env = clean_env(**{**settings, **self.settings})
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, *self.argv],
-                env=env,
-                cwd=self.state_dir.parent,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"holmd ended at start:\n{self.log()}")
-            try:
-                if call(f"{self.url}/v1/health")[0] == 200:
-                    return
-            except (urllib.error.URLError, ConnectionError):
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"holmd did not answer:\n{self.log()}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    @property
-    def token(self) -> str | None:
-        token_file = self.state_dir / "token"
-        return token_file.read_text().strip() if token_file.exists() else None
-
-    def get(self, path: str) -> Any:
-        status, body = call(self.url + path, token=self.token)
-        assert status == 200, body
-        return body
-
-    def create_box(self) -> str:
-        status, body = call(f"{self.url}/v1/boxes", "POST", self.token, b"{}")
-        assert status == 200, body
-        return str(body["id"])
-
-    def quiet_box(self) -> str:
-        """A new box of the runtime double whose trace has settled."""
-        box_id = self.create_box()
-        # The frame watcher records the box's first frame a moment after it is ready;
-        # after that, nothing is recorded but what a request does.
-        for _ in range(500):
-            if any(e["kind"] == "frame" for e in self.get(f"/v1/boxes/{box_id}/trace")["entries"]):
-                return box_id
-            time.sleep(0.02)
-        raise AssertionError("the box's first frame was never recorded")
-
-    def everything(self, box_id: str) -> dict[str, Any]:
-        """What a refused request must leave as it was."""
-        return {
-            "boxes": self.get("/v1/boxes")["boxes"],
-            "trace": self.get(f"/v1/boxes/{box_id}/trace")["entries"],
-            "events": self.get("/v1/events")["events"],
-        }
+def everything(holmd: Holmd, box_id: str) -> dict[str, Any]:
+    """What a refused request must leave as it was."""
+    return {
+        "boxes": holmd.get("/v1/boxes")["boxes"],
+        "trace": holmd.get(f"/v1/boxes/{box_id}/trace")["entries"],
+        "events": holmd.get("/v1/events")["events"],
+    }
 
 
 @pytest.fixture
@@ -200,104 +87,7 @@ def servers() -> Iterator[list[Holmd]]:
     started: list[Holmd] = []
     yield started
     for server in started:
-        server.stop()
-
-
-class Chromium:
-    """Debian's Chromium, headless, driven through its DevTools protocol: open a page,
-    evaluate in it."""
-
-    def __init__(self, profile: Path, *flags: str) -> None:
-        self.profile = profile
-        self.flags = flags
-        self.process: subprocess.Popen[bytes] | None = None
-        self.session: aiohttp.ClientSession | None = None
-        self.ws: aiohttp.ClientWebSocketResponse | None = None
-        self.events: list[dict[str, Any]] = []
-        self._ids = iter(range(1, 1_000_000))
-
-    async def __aenter__(self) -> Chromium:
-        self.process = subprocess.Popen(
-            [
-                str(CHROMIUM),
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                f"--user-data-dir={self.profile}",
-                "--remote-debugging-port=0",
-                *self.flags,
-                "about:blank",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=clean_env(),
-        )
-        port_file = self.profile / "DevToolsActivePort"
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                await self.__aexit__()
-                raise RuntimeError("Chromium did not open its DevTools port")
-            await asyncio.sleep(0.05)
-        port = int(port_file.read_text().splitlines()[0])
-        self.session = aiohttp.ClientSession()
-        async with self.session.get(f"http://127.0.0.1:{port}/json/list") as response:
-            targets = await response.json()
-        page = next(target for target in targets if target["type"] == "page")
-        self.ws = await self.session.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0)
-        await self.call("Page.enable")
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.ws is not None:
-            await self.ws.close()
-        if self.session is not None:
-            await self.session.close()
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    async def _message(self) -> dict[str, Any]:
-        assert self.ws is not None
-        message = await asyncio.wait_for(self.ws.receive_json(), START_TIMEOUT_S)
-        assert isinstance(message, dict)
-        return message
-
-    async def call(self, method: str, **params: Any) -> dict[str, Any]:
-        assert self.ws is not None
-        number = next(self._ids)
-        await self.ws.send_json({"id": number, "method": method, "params": params})
-        while True:
-            message = await self._message()
-            if message.get("id") == number:
-                if "error" in message:
-                    raise RuntimeError(f"{method}: {message['error']}")
-                result = message["result"]
-                assert isinstance(result, dict)
-                return result
-            self.events.append(message)
-
-    async def open(self, url: str) -> None:
-        self.events.clear()
-        await self.call("Page.navigate", url=url)
-        while not any(event.get("method") == "Page.loadEventFired" for event in self.events):
-            self.events.append(await self._message())
-
-    async def evaluate(self, expression: str) -> Any:
-        answer = await self.call(
-            "Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True
-        )
-        if "exceptionDetails" in answer:
-            raise RuntimeError(f"the page's script failed: {answer['exceptionDetails']}")
-        return answer["result"].get("value")
+        server.close()
 
 
 ATTACK_PAGE = """<!doctype html>
@@ -382,12 +172,14 @@ async def page_server() -> AsyncIterator[PageServer]:
 async def test_a_page_of_another_origin_drives_nothing(
     auth: str, state_root: Path, servers: list[Holmd], page_server: PageServer
 ) -> None:
-    holmd = Holmd(state_root / "state", **({"HOLM_SERVER_AUTH": "none"} if auth == "none" else {}))
+    holmd = guarded(
+        state_root / "state", **({"HOLM_SERVER_AUTH": "none"} if auth == "none" else {})
+    )
     servers.append(holmd)
     holmd.start()
     assert (holmd.token is None) == (auth == "none")
-    box = holmd.quiet_box()
-    before = holmd.everything(box)
+    box = quiet_box(holmd)
+    before = everything(holmd, box)
     # From localhost, 127.0.0.1 is another site; from 127.0.0.1:other-port, the same site
     # but another origin. Each page's control goes to the page server under its other name.
     origins = {
@@ -408,7 +200,7 @@ async def test_a_page_of_another_origin_drives_nothing(
     ]
     assert all("pwned" in s["body"] for s in page_server.sunk)
     # holmd had them all and did nothing.
-    assert holmd.everything(box) == before
+    assert everything(holmd, box) == before
     log = holmd.log()
     for site in ("cross-site", "same-site"):
         for path in ("/v1/boxes", f"/v1/boxes/{box}/exec"):
@@ -447,7 +239,7 @@ async def test_a_rebound_name_gets_421_and_drives_nothing(
         async with Chromium(state_root / "chromium", resolve) as chromium:
             await chromium.open(f"http://rebind.test:{port}/pages/rebind")
             await page_server.stop()
-            holmd = Holmd(state_root / "state", port=port, HOLM_SERVER_AUTH="none")
+            holmd = guarded(state_root / "state", port=port, HOLM_SERVER_AUTH="none")
             servers.append(holmd)
             holmd.start()
             answers = await chromium.evaluate("window.attack()")
@@ -464,7 +256,7 @@ def test_without_a_token_set_holmd_makes_one_and_holm_finds_it(
     state_root: Path, servers: list[Holmd], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     state_dir = state_root / "var"
-    holmd = Holmd(state_dir)
+    holmd = guarded(state_dir)
     servers.append(holmd)
     holmd.start()
     token_file = state_dir / "token"
@@ -497,6 +289,55 @@ def test_without_a_token_set_holmd_makes_one_and_holm_finds_it(
     holmd.start()
     assert token_file.read_text().strip() == token
     assert call(f"{holmd.url}/v1/boxes", token=token)[0] == 200
+
+
+def raw_request(port: int, request: bytes) -> tuple[int, str, Any]:
+    """`request` sent as it is on a connection of its own: the answer's status, content
+    type and JSON body (the server closes the connection after an unreadable request)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value for name, _, value in (h.partition(": ") for h in lines)}
+    return int(status_line.split()[1]), headers["content-type"], json.loads(body)
+
+
+def test_a_request_line_or_header_over_the_limit_answers_the_error_body(
+    state_root: Path, servers: list[Holmd]
+) -> None:
+    holmd = guarded(state_root / "var")
+    servers.append(holmd)
+    holmd.start()
+    box_id = holmd.create()
+    host = f"Host: 127.0.0.1:{holmd.port}\r\nAuthorization: Bearer {holmd.token}\r\n"
+    long = "x" * 9000
+    requests = [
+        f"GET /v1/boxes/{long} HTTP/1.1\r\n{host}\r\n",
+        # What schemathesis sent: a long `scope` to a page route of a real box.
+        f"GET /v1/boxes/{box_id}/page/snapshot?scope={long} HTTP/1.1\r\n{host}\r\n",
+        f"GET /v1/boxes HTTP/1.1\r\n{host}X-Padding: {long}\r\n\r\n",
+    ]
+    for request in requests:
+        status, content_type, body = raw_request(holmd.port, request.encode())
+        assert (status, content_type) == (400, "application/json"), body
+        assert body == {
+            "code": "bad_request",
+            "message": "the request line or a header is longer than 8190 bytes",
+            "retryable": False,
+        }
+    # A header aiohttp cannot parse gets the same body, in its own words.
+    status, _, body = raw_request(
+        holmd.port, f"GET /v1/boxes HTTP/1.1\r\n{host}bad\r\n\r\n".encode()
+    )
+    assert status == 400 and body["code"] == "bad_request" and body["retryable"] is False, body
+    assert body["message"].startswith("the request cannot be read: "), body
+    # The server goes on answering, and says what it refused in a line, not a traceback.
+    assert holmd.get("/v1/health")["ok"] is True
+    assert "cannot be read: the request line or a header is longer" in holmd.log()
+    assert "Traceback" not in holmd.log()
 
 
 def test_auth_off_off_loopback_stops_holmd_at_start(state_root: Path) -> None:
@@ -554,20 +395,18 @@ def test_a_process_in_a_box_has_no_token_and_is_refused(
     reached, or refuses it (401): its API, and the stream relay of its own agent that a
     front server uses."""
     state_dir = state_root / "state"
-    launcher = str(ROOT / "tests" / "cli" / "serve_holmd.py")
     holmd = Holmd(
         state_dir,
-        argv=(launcher,),
-        HOLM_STORAGE_BACKEND="local",
-        HOLM_DEFAULT_RUNTIME="local",
-        HOLM_TEST_DISPLAY_BASE=str(DISPLAY_BASE),
-        HOLM_TEST_DISPLAY_COUNT=str(DISPLAY_COUNT),
+        token=None,
+        display_base=DISPLAY_BASE,
+        display_count=DISPLAY_COUNT,
+        HOLM_SERVER_SCHEDULE="external",
     )
     servers.append(holmd)
     holmd.start()
     token = holmd.token
     assert token
-    box_id = holmd.create_box()
+    box_id = holmd.create()
     try:
         argv = ["python3", "-c", FROM_A_BOX, holmd.url, str(state_dir / "token"), token, box_id]
         body = json.dumps({"argv": argv, "timeout_ms": 30_000}).encode()
@@ -579,20 +418,5 @@ def test_a_process_in_a_box_has_no_token_and_is_refused(
         assert seen["token_file"] == "FileNotFoundError", seen
         assert seen["token_seen"] is False
     finally:
-        status, _ = call(f"{holmd.url}/v1/boxes/{box_id}", "DELETE", token)
-        holmd.stop()
-        asyncio.run(_end_boxes(state_dir / "boxes"))
-
-
-async def _end_boxes(boxes_dir: Path) -> None:
-    """Boxes outlive holmd by design: end any a failed test left behind."""
-    from holm.adapters.local.runtime import LocalRuntime
-
-    if not boxes_dir.exists():
-        return
-    runtime = LocalRuntime(boxes_dir, display_base=DISPLAY_BASE, display_count=DISPLAY_COUNT)
-    try:
-        for box in await runtime.list():
-            await runtime.delete(box.box_id)
-    finally:
-        await runtime.close()
+        # Its boxes removed and ended, whatever happened (boxes outlive holmd by design).
+        holmd.close()

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from net_kit import hi_server
+from kits.net import hi_server
 
 from holm.adapters.base import Desktop
 from holm.adapters.local.box_ids import range_of

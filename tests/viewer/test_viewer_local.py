@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -212,8 +211,7 @@ async def test_novnc_in_a_browser_connects_through_the_page(
 ) -> None:
     """Headless Chromium opens the URL a ticket gives: noVNC loads from holmd, connects to
     the socket with the ticket, and shows the 1280x800 screen; the viewers count it."""
-    sys.path.insert(0, str(Path(__file__).parent.parent / "security"))
-    from test_http_guards import CHROMIUM, Chromium
+    from kits.chromium import CHROMIUM, Chromium
 
     if not CHROMIUM.exists():
         pytest.skip("needs Debian's chromium")

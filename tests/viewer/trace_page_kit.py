@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "security"))
-from test_http_guards import CHROMIUM, Chromium, clean_env
+from kits.chromium import CHROMIUM, Chromium
+from kits.holmd import clean_env
 
 # The `holm` command, run from the worktree's code (clean_env's PYTHONPATH).
 HOLM = [sys.executable, "-c", "from holm.cli import main; main()"]

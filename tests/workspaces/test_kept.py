@@ -13,7 +13,7 @@ import stat
 import sys
 from pathlib import Path
 
-from workspaces_kit import TOKEN, holmd, ids, workspace_with_a_box
+from workspaces_kit import TOKEN, ids, served_app, workspace_with_a_box
 
 import holm
 from holm.adapters.memory.runtime import MemoryWorld
@@ -26,7 +26,7 @@ TREE = Path(holm.__file__).parent.parent
 
 async def test_keys_survive_a_restart_and_the_file_holds_no_key(tmp_path: Path) -> None:
     world = MemoryWorld()
-    async with holmd(tmp_path, world) as server:
+    async with served_app(tmp_path, world) as server:
         a = await workspace_with_a_box(server, "alpha")
         b = await workspace_with_a_box(server, "beta")
         gone = await server.ok("POST", "/v1/keys", json={"workspace": "alpha"})
@@ -43,7 +43,7 @@ async def test_keys_survive_a_restart_and_the_file_holds_no_key(tmp_path: Path) 
         hashlib.sha256(key.encode()).hexdigest() for key in (a.key, b.key)
     }
 
-    async with holmd(tmp_path, world) as server:
+    async with served_app(tmp_path, world) as server:
         assert ids(await server.ok("GET", "/v1/boxes", a.key)) == {a.box}
         assert (await server.ok("GET", f"/v1/boxes/{a.box}", a.key))["owner"] == a.id
         status, refused = await server.call("GET", f"/v1/boxes/{a.box}", b.key)
@@ -64,10 +64,10 @@ async def test_boxes_a_server_takes_back_without_their_traces_keep_their_owner(
     # ("A box that it takes back after a restart starts a new trace, marked adopted"), and
     # "owner is the workspace that launched the box" still.
     world = MemoryWorld()
-    async with holmd(tmp_path, world, storage_backend="memory") as server:
+    async with served_app(tmp_path, world, storage_backend="memory") as server:
         a = await workspace_with_a_box(server, "alpha")
         launched = await server.ok("POST", "/v1/boxes", json={})
-    async with holmd(tmp_path, world, storage_backend="memory") as server:
+    async with served_app(tmp_path, world, storage_backend="memory") as server:
         assert ids(await server.ok("GET", "/v1/boxes", a.key)) == {a.box}
         got = await server.ok("GET", f"/v1/boxes/{a.box}", a.key)
         assert (got["owner"], got["adopted"]) == (a.id, True)
@@ -77,10 +77,10 @@ async def test_boxes_a_server_takes_back_without_their_traces_keep_their_owner(
 
 async def test_a_key_file_others_could_read_is_made_private_at_start(tmp_path: Path) -> None:
     world = MemoryWorld()
-    async with holmd(tmp_path, world) as server:
+    async with served_app(tmp_path, world) as server:
         a = await workspace_with_a_box(server, "alpha")
     os.chmod(tmp_path / WORKSPACES_FILE, 0o644)
-    async with holmd(tmp_path, world) as server:
+    async with served_app(tmp_path, world) as server:
         assert ids(await server.ok("GET", "/v1/boxes", a.key)) == {a.box}
     assert stat.S_IMODE((tmp_path / WORKSPACES_FILE).stat().st_mode) == 0o600
 
@@ -102,7 +102,7 @@ async def holm_cli(url: str, *args: str, token: str = TOKEN) -> tuple[int, str, 
 
 
 async def test_the_cli_makes_lists_and_removes_workspaces_and_keys(tmp_path: Path) -> None:
-    async with holmd(tmp_path, MemoryWorld()) as server:
+    async with served_app(tmp_path, MemoryWorld()) as server:
         code, out, _ = await holm_cli(server.url, "workspace", "create", "alpha")
         assert code == 0 and out.startswith("ws_")
         workspace = out.strip()

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx2
 import mcp_types as types
 from mcp_kit import ACCEPT, EXAMPLES, INIT, call, json_of, mcp_session
-from workspaces_kit import TOKEN, bearer, holmd, ids, two_workspaces, workspace_with_a_box
+from workspaces_kit import TOKEN, bearer, ids, served_app, two_workspaces, workspace_with_a_box
 
 from holm.adapters.memory.runtime import MemoryWorld
 from holm.http.mcp.tools import TOOLS, OnBox
@@ -57,7 +57,7 @@ async def test_a_keys_session_sees_only_its_boxes(tmp_path: Path) -> None:
 
 
 async def test_a_wrong_missing_or_removed_key_gets_401_on_mcp(tmp_path: Path) -> None:
-    async with holmd(tmp_path, MemoryWorld()) as server:
+    async with served_app(tmp_path, MemoryWorld()) as server:
         a = await workspace_with_a_box(server, "alpha")
         async with httpx2.AsyncClient() as http:
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from workspaces_kit import TOKEN, holmd, ids, two_workspaces, workspace_with_a_box
+from workspaces_kit import TOKEN, ids, served_app, two_workspaces, workspace_with_a_box
 
 from holm.adapters.memory.runtime import MemoryWorld
 from holm.http.app import declared_routes
@@ -163,7 +163,7 @@ async def test_the_same_idempotency_key_in_two_workspaces_makes_two_boxes(
 async def test_a_workspace_key_cannot_manage_keys_images_or_scheduled_work(
     tmp_path: Path,
 ) -> None:
-    async with holmd(tmp_path, MemoryWorld()) as server:
+    async with served_app(tmp_path, MemoryWorld()) as server:
         a = await workspace_with_a_box(server, "alpha")
         for method, path, body in (
             ("GET", "/v1/workspaces", None),
@@ -188,7 +188,7 @@ async def test_a_workspace_key_cannot_manage_keys_images_or_scheduled_work(
 
 
 async def test_a_removed_key_is_refused_at_once_and_a_wrong_one_always(tmp_path: Path) -> None:
-    async with holmd(tmp_path, MemoryWorld()) as server:
+    async with served_app(tmp_path, MemoryWorld()) as server:
         a = await workspace_with_a_box(server, "alpha")
         second = await server.ok("POST", "/v1/keys", json={"workspace": a.id})
         await server.ok("GET", "/v1/boxes", second["key"])
@@ -208,7 +208,7 @@ async def test_a_removed_key_is_refused_at_once_and_a_wrong_one_always(tmp_path:
 
 
 async def test_workspace_names_and_keys_are_checked(tmp_path: Path) -> None:
-    async with holmd(tmp_path, MemoryWorld()) as server:
+    async with served_app(tmp_path, MemoryWorld()) as server:
         await server.ok("POST", "/v1/workspaces", json={"name": "alpha"})
         status, refused = await server.call("POST", "/v1/workspaces", TOKEN, {"name": "alpha"})
         assert (status, refused["code"]) == (409, "denied")
@@ -220,10 +220,10 @@ async def test_workspace_names_and_keys_are_checked(tmp_path: Path) -> None:
 
 async def test_with_auth_off_a_key_still_sees_only_its_workspace(tmp_path: Path) -> None:
     world = MemoryWorld()
-    async with holmd(tmp_path, world) as server:
+    async with served_app(tmp_path, world) as server:
         a = await workspace_with_a_box(server, "alpha")
         b = await workspace_with_a_box(server, "beta")
-    async with holmd(tmp_path, world, server_token=None, server_auth="none") as server:
+    async with served_app(tmp_path, world, server_token=None, server_auth="none") as server:
         assert ids(await server.ok("GET", "/v1/boxes", a.key)) == {a.box}
         status, refused = await server.call("GET", f"/v1/boxes/{b.box}", a.key)
         assert (status, refused["code"]) == (404, "not_found")

@@ -366,9 +366,7 @@ class DockerRuntime:
         # under way), not to one that is gone.
         with_pasta = await self._call(self._boxes_with_pasta)
         containers = await self._call(
-            self.client.containers.list,
-            all=True,
-            filters={"label": [LABEL_BOX, f"{LABEL_RUNTIME}={self.name}"]},
+            self._containers, {"label": [LABEL_BOX, f"{LABEL_RUNTIME}={self.name}"]}
         )
         listed = [_runtime_box(c) for c in containers]
         orphaned = with_pasta - {box.box_id for box in listed}
@@ -377,6 +375,21 @@ class DockerRuntime:
         for container in await self._call(self._without_network, containers):
             await self._renew_network(container)
         return listed
+
+    def _containers(self, filters: dict[str, Any], *, all: bool = True) -> Sequence[Any]:
+        """The containers `filters` match, each read whole; one removed between the listing
+        and its read is left out. (The SDK's own `list` reads each and fails on one gone:
+        a box deleted meanwhile, this server's or another's on the same engine, would fail
+        the whole listing.)"""
+        listed = self.client.containers.list(all=all, sparse=True, filters=filters)
+        read = (self._read_container(sparse.id) for sparse in listed)
+        return [container for container in read if container is not None]
+
+    def _read_container(self, container_id: str) -> Any | None:
+        try:
+            return self.client.containers.get(container_id)
+        except docker.errors.NotFound:
+            return None
 
     def _without_network(self, containers: Sequence[Any]) -> Sequence[Any]:
         return [
@@ -562,8 +575,8 @@ class DockerRuntime:
 
     def _refuse_profile_in_use(self, profile: str, box_id: str) -> None:
         # Two Chromiums on one profile would corrupt it; and a start clears its locks.
-        running = self.client.containers.list(
-            filters={"label": [f"{LABEL_PROFILE}={profile}", f"{LABEL_RUNTIME}={self.name}"]}
+        running = self._containers(
+            {"label": [f"{LABEL_PROFILE}={profile}", f"{LABEL_RUNTIME}={self.name}"]}, all=False
         )
         others = [c.labels.get(LABEL_BOX) for c in running if c.labels.get(LABEL_BOX) != box_id]
         if others:

@@ -539,7 +539,9 @@ class LocalRuntime:
             try:
                 record.net_pid, record.net_start = await in_thread(attaching.wait)
             except network.NetworkFailed as exc:
-                raise Unavailable(f"box {record.box_id}: {exc}: {_tail(paths.log)}") from None
+                tail = await in_thread(_tail, paths.log)
+                message = _first_bwrap_error(f"box {record.box_id}: {exc}: {tail}", tail)
+                raise Unavailable(message) from None
             record.net_pidfile = None
             await in_thread(write_record, paths.record, record)
         desktop = await self._await_ready(paths, record, proc)
@@ -612,7 +614,9 @@ class LocalRuntime:
                 attach_network=attach_network if plan.network else None,
             )
         except LaunchFailed as exc:
-            raise Unavailable(f"box {record.box_id}: {exc}: {_tail(paths.log)}") from None
+            tail = _tail(paths.log)
+            message = _first_bwrap_error(f"box {record.box_id}: {exc}: {tail}", tail)
+            raise Unavailable(message) from None
         self._children[record.box_id] = launched.process
         record.bwrap_pid = launched.process.pid
         record.init_pid, record.init_start = launched.init_pid, launched.init_start
@@ -643,10 +647,10 @@ class LocalRuntime:
     ) -> AgentDesktop:
         async def check_alive() -> None:
             if proc.poll() is not None:
+                tail = await asyncio.to_thread(_tail, paths.log)
+                ended = f"box {record.box_id} ended with {proc.returncode} before its agent "
                 raise Unavailable(
-                    f"box {record.box_id} ended with {proc.returncode} before its agent "
-                    f"listened: {await asyncio.to_thread(_tail, paths.log)}",
-                    retryable=False,
+                    _first_bwrap_error(f"{ended}listened: {tail}", tail), retryable=False
                 )
 
         return await await_agent(
@@ -726,6 +730,14 @@ def _own(folder: Path, uid: int) -> None:
 def _run_logs_tail(paths: BoxPaths) -> str:
     logs = [paths.log, *sorted(paths.run.glob("*.log"))]
     return "\n".join(f"--- {log.name}: {_tail(log, RUN_LOG_TAIL_BYTES)}" for log in logs)
+
+
+def _first_bwrap_error(message: str, log_tail: str) -> str:
+    """`message`, led by bwrap's own last error in the box's log ("bwrap: …") when it wrote
+    one: that is the cause, and what failed after it (an `nsenter` into the namespace of a
+    process gone, a write to its pipe) only its side effect."""
+    said = [line.strip() for line in log_tail.splitlines() if line.startswith("bwrap: ")]
+    return f"{said[-1]} ({message})" if said else message
 
 
 def _tail(log: Path, size: int = LOG_TAIL_BYTES) -> str:

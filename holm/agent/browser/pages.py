@@ -393,7 +393,7 @@ class Pages:
             return r.Evaluated(value=encoded[: what.limit], type=result.get("type", ""), cut=True)
         return r.Evaluated(value=value, type=result.get("type", "undefined"))
 
-    async def page_shot(self, what: a.PageShotWhat) -> r.PageCaptured:
+    async def page_shot(self, what: a.PageShotWhat) -> r.PageShotTaken:
         async with self.session(what.tab) as cdp:
             if what.annotate:
                 await cdp.run(_ANNOTATE, on=True)
@@ -419,7 +419,7 @@ class Pages:
             tab = cdp.tab
         data = base64.b64decode(shot.get("data", ""))
         width, height = _image_size(data)
-        return r.PageCaptured(
+        return r.PageShotTaken(
             tab=tab, format=what.format, width=width, height=height, data_base64=shot["data"]
         )
 

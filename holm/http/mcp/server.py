@@ -17,7 +17,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from holm.errors import HolmError
 
-from ..routing import CONFIG, MCP_PATH, SLOT, Caller, Route, caller_of, engine_of, public_base
+from ..routing import CONFIG, ENGINE, MCP_PATH, Caller, Route, caller_of, engine_of, public_base
 from .bridge import asgi_handler, run_manager
 from .tools import BY_NAME, TOOLS, Tool
 
@@ -83,9 +83,9 @@ def mcp_server(app: web.Application) -> Server[Any]:
         tool = BY_NAME.get(params.name)
         if tool is None:
             return _error(f"bad_request: no tool named {params.name!r}")
-        engine = app[SLOT].engine
+        engine = app.get(ENGINE)
         if engine is None:
-            return _error("unavailable: the server is starting or stopping")
+            return _error("unavailable: the server is starting")
         state = _state(ctx)
         caller = state.get(CALLER_STATE)
         if not isinstance(caller, Caller):

@@ -2,7 +2,7 @@
 `screen` in the query (default 0) says whose. Each route runs one page action and answers
 its result, as a batch step of that action would on that screen. These calls are not recorded
 (only a batch's page steps are, as `acted`, so only those are done again by a fork), except
-a page screenshot or PDF, which is a `page_captured` entry (engine/recording.py). Cookies
+a page screenshot or PDF, which is a `page_captured` entry (engine/trace_rules.py). Cookies
 are read, set and cleared here only, never recorded: a batch refuses a `cookies` step."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from holm.wire.results import (
     Evaluated,
     FileSaved,
     Found,
-    PageCaptured,
+    PageShotTaken,
     PageSnapshot,
     PageText,
     TabDone,
@@ -205,7 +205,7 @@ ROUTES = [
         "Capture the page",
         query=ScreenQuery,
         body=PageShotWhat,
-        response=PageCaptured,
+        response=PageShotTaken,
     ),
     Route(
         "POST",

@@ -19,7 +19,8 @@ def _view(request: web.Request, engine: Engine, name: str) -> RuntimeView:
     if runtime is None:
         raise NotFound(f"no runtime named {name!r}")
     default = request.app[CONFIG].default_runtime
-    view = RuntimeView(name=name, default=name == default, can=runtime.can())
+    pool = engine.pool_status(name)
+    view = RuntimeView(name=name, default=name == default, can=runtime.can(), pool=pool)
     record = engine.vendors.record(name)
     if record is not None:
         view.provider = record.provider
@@ -69,7 +70,8 @@ ROUTES = [
         "GET",
         "/v1/runtimes/{name}",
         get_runtime,
-        "Get one runtime with its capabilities (and, beyond the spec, its room for boxes)",
+        "Get one runtime with its capabilities (and, beyond the spec, its room for boxes and"
+        " its warm pool)",
         response=RuntimeView,
     ),
     Route(

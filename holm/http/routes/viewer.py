@@ -63,7 +63,7 @@ async def make_ticket(request: web.Request) -> web.Response:
     engine = engine_of(request)
     # The screen must be there to be watched; the ticket names it.
     engine.check_viewer(box_id, screen)
-    made = request.app[TICKETS].make(box_id, screen, body.mode, engine.desktop(box_id))
+    made = request.app[TICKETS].make(box_id, screen, body.mode, engine.desktop_seq(box_id))
     return json_response(
         TicketView(
             ticket=made.ticket,
@@ -82,7 +82,7 @@ async def take_over(request: web.Request) -> web.Response:
     engine = engine_of(request)
     engine.check_viewer(box_id, screen)
     await engine.take_over(box_id, screen, shared=body.shared)
-    desktop = engine.desktop(box_id)
+    desktop = engine.desktop_seq(box_id)
     made = request.app[TICKETS].make(box_id, screen, "control", desktop, takeover=True)
     url = await page_url(request, box_id, screen, made.ticket)
     return json_response(TakeoverView(url=url, exclusive=not body.shared, screen=screen))
@@ -125,7 +125,7 @@ async def viewer_socket(request: web.Request) -> web.StreamResponse:
     query = query_of(request, SocketQuery)
     mode = _mode(query, "view")
     engine = engine_of(request)
-    request.app[TICKETS].check(query.ticket, box_id, screen, mode, engine.desktop(box_id))
+    request.app[TICKETS].check(query.ticket, box_id, screen, mode, engine.desktop_seq(box_id))
     stream = await engine.open_stream(box_id, "vnc", screen, limit=CHUNK)
     on_input: OnInput | None = None
     with request.app[LIVE].opened(box_id, screen, mode, query.ticket) as stop:
@@ -153,7 +153,7 @@ async def view_page(request: web.Request) -> web.StreamResponse:
     """The viewer page: noVNC, told to connect to this screen's socket with the ticket."""
     box_id, screen = box_and_screen(request)
     query = query_of(request, SocketQuery)
-    desktop = engine_of(request).desktop(box_id)
+    desktop = engine_of(request).desktop_seq(box_id)
     found = request.app[TICKETS].check(query.ticket, box_id, screen, "view", desktop)
     mode = _mode(query, found.mode)
     request.app[TICKETS].check(query.ticket, box_id, screen, mode, desktop)

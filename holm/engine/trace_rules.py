@@ -61,7 +61,7 @@ def recorded_alone(
             return [entry(ClipboardRead, actor, screen=screen, selection=selection, bytes=length)]
         case a.Clipboard(selection=selection), r.ClipboardView(length=length):
             return [entry(ClipboardSet, actor, screen=screen, selection=selection, bytes=length)]
-        case a.PageShot(what=shot), r.PageCaptured(data_base64=data):
+        case a.PageShot(what=shot), r.PageShotTaken(data_base64=data):
             size = len(data) * 3 // 4 - data[-2:].count("=")
             return [entry(PageCaptured, actor, format=shot.format, bytes=size, screen=screen)]
         case a.PagePdf(what=pdf), r.FileSaved(size=size):
