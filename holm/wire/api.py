@@ -252,9 +252,11 @@ class SnapshotQuery(SnapshotWhat, forbid_unknown_fields=True, kw_only=True):
 
 
 class CdpQuery(_Request):
-    """`POST …/cdp`: how long the DevTools address lives (1 s to 24 h)."""
+    """`POST …/cdp`: how long the DevTools address lives (1 s to 24 h), and whose Chromium
+    it reaches: each screen runs its own (default screen 0)."""
 
     ttl_secs: Annotated[int, Meta(ge=1, le=MAX_CDP_TTL_SECS)] = 3600
+    screen: PageScreen = 0
 
 
 class CdpAddress(msgspec.Struct, kw_only=True):

@@ -131,3 +131,22 @@ async def test_devtools_addresses_are_the_public_ones(server: LocalServer, box: 
         for t in pages
     )
     assert all("wss=holm.example.test" in t["devtoolsFrontendUrl"] for t in pages)
+
+
+async def test_a_devtools_address_reaches_the_screen_it_names(
+    server: LocalServer, box: str
+) -> None:
+    """`POST …/cdp?screen=1` relays to screen 1's own Chromium: its targets are that
+    screen's pages (screen 0's Chromium has only its blank tab)."""
+    client = client_of(server)
+
+    async def titles(screen: int) -> list[str]:
+        address = await ok_json(await client.post(f"/v1/boxes/{box}/cdp?screen={screen}"))
+        path = address["url"].removeprefix(PUBLIC)
+        targets = await ok_json(await client.get(f"{path}/json/list"))
+        return sorted(t["title"] for t in targets if t.get("type") == "page")
+
+    await batch(client, box, 1, [{"type": "open_url", "url": SECOND, "target": "blank"}])
+    assert "Second" in await titles(1)
+    assert "Second" not in await titles(0)
+    await error_of(await client.post(f"/v1/boxes/{box}/cdp?screen=2"), 404, "not_found")

@@ -202,7 +202,7 @@ async def make_address(request: web.Request) -> web.Response:
     q = query_of(request, CdpQuery)
     engine = engine_of(request)
     # Not a token yet: the stream's guards (a ready box, a runtime with DevTools) first.
-    probe = Grant(box_id, 0, 0)
+    probe = Grant(box_id, q.screen, 0)
     status, body, _ = await _devtools_json(engine, probe, "GET", "/json/version")
     if status != 200:
         raise Unavailable(f"the box's DevTools answered {status}")
