@@ -8,20 +8,16 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import msgspec
 import pytest
+from agent_kit import SYSTEM_PYTHON, agent_env
 from desktop_kit import tabs
 
 from holm.adapters.agent_desktop import AgentDesktop
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from agent_kit import SYSTEM_PYTHON, agent_env
 
 WIDTH, HEIGHT = 1280, 800
 

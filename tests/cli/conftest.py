@@ -5,15 +5,11 @@ subprocess."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+import e2e_kit
 import pytest
 from click.testing import CliRunner, Result
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-import e2e_kit
 from e2e_kit import HOLM, Holmd, RunHolm, RunHolmProcess
 
 from holm.cli import main

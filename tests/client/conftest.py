@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
 
 import e2e_kit
+import pytest
 from e2e_kit import Holmd
 
 from holm.client import HolmClient

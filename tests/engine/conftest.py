@@ -4,14 +4,10 @@ test calls the reaper and the jobs itself."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from engine_kit import POLL_SECS, SERVER_ID, MakeEngine
 
 from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld

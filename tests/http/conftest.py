@@ -4,16 +4,12 @@ boxes (test_local_boxes.py)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from http_kit import Client, MakeClient, app_config
 
 from holm.adapters.memory.runtime import MemoryRuntime, MemoryWorld

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator
@@ -16,7 +15,6 @@ from holm.adapters.local.runtime import LocalRuntime
 from holm.wire.spec import Placement, Spec
 
 # The kits of the HTTP tests (a holmd over local boxes).
-sys.path.insert(0, str(Path(__file__).parents[1] / "http"))
 
 # The X displays these tests may use (the machine is shared with other test runs).
 DISPLAY_BASE = 360

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from replay_kit import Desktops, TraceBuilder
 
 

@@ -12,7 +12,6 @@ import asyncio
 import os
 import secrets
 import shutil
-import sys
 import tempfile
 import threading
 from collections.abc import Coroutine, Iterator
@@ -32,7 +31,6 @@ from holm.wire.results import ExecResult
 from holm.wire.spec import Placement, Policy, Spec
 
 # The HTTP kits (holmd's app over real local boxes) are tests/http's, shared, not copied.
-sys.path.insert(0, str(Path(__file__).parent.parent / "http"))
 
 T = TypeVar("T")
 

@@ -4,12 +4,9 @@ real local boxes) are tests/http's, shared rather than copied."""
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 HTTP_TESTS = Path(__file__).parent.parent / "http"
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(HTTP_TESTS))
 
 _spec = importlib.util.spec_from_file_location("http_fixtures", HTTP_TESTS / "conftest.py")
 assert _spec is not None and _spec.loader is not None
