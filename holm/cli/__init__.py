@@ -94,8 +94,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "runtimes": LazyCommand(_BOXES, "List the server's runtimes and what each can do."),
     "secret": LazyCommand(
         "holm.cli.secrets_cmd",
-        "Named secrets of your workspace (steps name them; no trace holds them); shred a "
-        "trace's data key.",
+        "Named secrets of your workspace: steps name them, the trace never holds them.",
     ),
     "shot": LazyCommand(
         _INSIDE, "Write a screenshot of a screen as a PNG file and print its path."

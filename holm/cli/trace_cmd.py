@@ -22,6 +22,7 @@ a file takes (tests/cli/test_startup.py).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
@@ -134,10 +135,11 @@ def trace() -> None:
     prints one (`holm trace show --help` tells its options); DIR is a state dir or a folder
     of .jsonl files, each trace printed after a header line.
 
-    Where a command reads from: a BOX_ID always from the server, a FILE or DIR always
-    offline. `holm trace ls` with no DIR lists the server's traces when one is named
-    (--url, $HOLM_SERVER_URL or $HOLM_SERVER_ADDR), else the state dir's ($HOLM_STATE_DIR,
-    else ./var); `holm trace ls DIR` always reads DIR."""
+    Where a command reads from: a BOX_ID always from the server (--url: holmd's URL,
+    default $HOLM_SERVER_URL, else http://$HOLM_SERVER_ADDR, else http://127.0.0.1:8080), a
+    FILE or DIR always offline. `holm trace ls` with no DIR lists the server's traces when
+    one is named (--url, $HOLM_SERVER_URL or $HOLM_SERVER_ADDR), else the state dir's
+    ($HOLM_STATE_DIR, else ./var); `holm trace ls DIR` always reads DIR."""
 
 
 @trace.command(_SHOW, hidden=True)
@@ -257,16 +259,25 @@ def _server_named(env: Mapping[str, str]) -> bool:
     type=click.Path(dir_okay=False, path_type=Path),
     help="The file to write the bytes to (default or -: stdout).",
 )
-def write_blob(ref: str, folder: str | None, out: Path | None) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print {ref, bytes, path} (needs --out FILE)."
+)
+def write_blob(ref: str, folder: str | None, out: Path | None, as_json: bool) -> None:
     """Write the bytes of a blob of a state dir (DIR; default: $HOLM_STATE_DIR, else ./var):
     a value too big for its trace line, which the line names (`sha256:HEX`), or a frame's
     PNG, named by the pixel hash its `frame` entry gives (`px:…`)."""
-    with _offline_errors():
+    with _offline_errors(as_json):
+        to_stdout = out is None or str(out) == "-"
+        if as_json and to_stdout:
+            # The bytes and the JSON cannot share stdout.
+            raise BadRequest("--json needs --out FILE: the blob's bytes go there")
         data = read_blob(Path(folder) if folder is not None else state_dir_of(os.environ), ref)
-        if out is None or str(out) == "-":
+        if out is None or to_stdout:
             write_stdout(data)
         else:
             out.write_bytes(data)
+            if as_json:
+                click.echo(json.dumps({"ref": ref, "bytes": len(data), "path": str(out)}))
 
 
 @trace.command("view")
@@ -286,13 +297,20 @@ def write_blob(ref: str, folder: str | None, out: Path | None) -> None:
 )
 @click.option("--token", metavar="TOKEN", help=TOKEN_HELP)
 @click.option("--url", "server_url", metavar="URL", help=_URL_HELP + " For a BOX_ID.")
+@click.option("--json", "as_json", is_flag=True, help="Print {path} as JSON.")
 def view(
-    target: str, out: Path | None, beside: str | None, server_url: str | None, token: str | None
+    target: str,
+    out: Path | None,
+    beside: str | None,
+    server_url: str | None,
+    token: str | None,
+    as_json: bool,
 ) -> None:
     """Write a trace as one self-contained HTML page and print its path: a trace file's
     (every entry, the frames kept in its state dir inline), or the page the server serves
     for a box. `--with SOURCE` shows SOURCE's trace beside it, aligned step by step."""
-    _write_view(target, beside, out, server_url, token)
+    written = _write_view(target, beside, out, server_url, token)
+    click.echo(json.dumps({"path": str(written)}) if as_json else str(written))
 
 
 @contextlib.contextmanager
@@ -317,9 +335,9 @@ def _offline_errors(as_json: bool = False) -> Iterator[None]:
 
 def _write_view(
     target: str, beside: str | None, out: Path | None, server_url: str | None, token: str | None
-) -> None:
+) -> Path:
     """The page of a trace file (and a file beside it), or the one the server serves for a
-    box (and a box beside it), written to `out`; its path printed."""
+    box (and a box beside it), written to `out`; its path answered."""
     from holm.projections.trace_html import trace_html
     from holm.replay.diff import side_by_side
 
@@ -341,7 +359,7 @@ def _write_view(
             body = remote.client.trace_view(target, beside=beside)
         written = out or Path(f"{target}.html")
         written.write_bytes(body)
-    click.echo(str(written))
+    return written
 
 
 def _trace_side(path: Path) -> TraceSide:

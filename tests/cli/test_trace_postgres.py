@@ -107,7 +107,7 @@ def test_a_box_served_on_postgres_reads_back_through_holm_trace(
         text = holm_trace(first, box)
         assert text.returncode == 0, text.stderr.decode()
     finally:
-        first.stop()  # removes the box: `box_deleted` ends its trace
+        first.close()  # removes the box: `box_deleted` ends its trace
 
     # Another holmd, another (empty) state dir, the same database.
     second = Holmd(**settings(own_pg, s3_server, prefix))
@@ -119,4 +119,4 @@ def test_a_box_served_on_postgres_reads_back_through_holm_trace(
         assert printed == asyncio.run(stored_lines(own_pg.url, box))
         assert printed[-1]["kind"] == "box_deleted"
     finally:
-        second.stop()
+        second.close()
