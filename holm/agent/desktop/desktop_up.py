@@ -28,6 +28,7 @@ log = logging.getLogger("holm.agent")
 # How many display numbers past the base a screen tries before it gives up.
 DISPLAY_TRIES = 64
 XVFB_START_S = 10.0
+PATH_SOCKET_GRACE_S = 0.5
 WM_START_S = 10.0
 CHROMIUM_START_S = 45.0
 
@@ -118,6 +119,10 @@ def _abstract_name(number: int) -> str:
     return f"\0/tmp/.X11-unix/X{number}"
 
 
+def _path_name(number: int) -> str:
+    return f"/tmp/.X11-unix/X{number}"
+
+
 def _abstract_taken(number: int) -> bool:
     """Whether some X server of this network namespace holds display `number`'s abstract
     socket. X clients built on libxcb try that socket first, so a display whose abstract
@@ -134,9 +139,27 @@ def _abstract_taken(number: int) -> bool:
 
 def _abstract_owner(number: int) -> int | None:
     """The pid of the process that serves display `number`'s abstract socket."""
+    return _owner(_abstract_name(number))
+
+
+def _path_ready(number: int, since: float) -> bool:
+    """Whether display `number`'s socket file answers, or will not be made. Xvfb listens on
+    the abstract socket first and then binds the file, and a client that finds the file
+    before Xvfb listens on it is refused (python-xlib connects to the file when it exists:
+    seen as a box whose X connections "did not start", Connection refused, under load).
+    A file that has not appeared half a second after the abstract socket answered is one
+    Xvfb could not make (no /tmp/.X11-unix it may write); clients then use the other."""
+    path = _path_name(number)
+    if os.path.exists(path):
+        return _owner(path) is not None
+    return time.monotonic() - since > PATH_SOCKET_GRACE_S
+
+
+def _owner(address: str) -> int | None:
+    """The pid of the process that listens on the Unix socket `address`."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        conn.connect(_abstract_name(number))
+        conn.connect(address)
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     except OSError:
         return None
@@ -201,6 +224,11 @@ def start_xvfb(
                 log.warning("display :%d is served by another process; trying the next", number)
             _stop(proc)
             continue
+        since = time.monotonic()
+        while not _path_ready(number, since) and proc.poll() is None:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.005)
         processes.supervise(f"Xvfb :{number}", proc)
         return number, proc
     raise StartFailed(
