@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.desktop
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SCRIPT = EXAMPLES / "playwright_mcp" / "run.py"
+BROWSER_USE = EXAMPLES / "browser_use"
 FORM = "data:text/html," + quote((EXAMPLES / "fixtures" / "form.html").read_text())
 DOWNLOAD = "data:text/html," + quote(
     "<title>Files</title><h1>Reports</h1>"
@@ -61,6 +63,56 @@ async def test_playwright_mcp_replays_its_tool_calls(shared_box: Box) -> None:
     assert "Page Title: sent: Linus" in answers[-1]["text"]
     # The box's page is the one Playwright MCP changed: holm reads the same title.
     assert box.page.evaluate("document.title") == "sent: Linus"
+
+
+# A server started in the background answers a moment later.
+WAIT_UP = """import time, urllib.request
+for _ in range(100):
+    try:
+        urllib.request.urlopen(%r).close()
+        break
+    except OSError:
+        time.sleep(0.05)
+"""
+
+
+def test_browser_use_replays_its_run(shared_box: Box) -> None:
+    """browser-use's own agent, in its own virtualenv (its pins are not holm's), on the
+    box's Chromium through the DevTools relay, with a recorded run's model answers."""
+    python = BROWSER_USE / ".venv" / "bin" / "python"
+    assert python.exists(), "scripts/setup installs browser-use (examples/browser_use/.venv)"
+    box = shared_box
+    # browser-use reads only http(s) pages: the form, served in the box on its loopback.
+    box.files.write("/tmp/site/form.html", (EXAMPLES / "fixtures" / "form.html").read_bytes())
+    serve = "python3 -m http.server 8000 --bind 127.0.0.1 -d /tmp/site"
+    started = box.exec(["sh", "-c", f"setsid {serve} >/dev/null 2>&1 </dev/null & echo $!"])
+    try:
+        page = "http://127.0.0.1:8000/form.html"
+        box.exec(["python3", "-c", WAIT_UP % page])
+        box.open(page)
+        address = box.client.devtools(box.id, ttl_secs=600)
+        fixture = EXAMPLES / "fixtures" / "browser_use_conversation.json"
+        done = subprocess.run(
+            [str(python), str(BROWSER_USE / "run.py"), address.url, "--replay", str(fixture)],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env={**os.environ, "BROWSER_USE_LOGGING_LEVEL": "warning"},
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = json.loads(done.stdout.splitlines()[-1])
+        assert report == {
+            "done": True,
+            "success": True,
+            "result": "The form is filled with the name Ada Lovelace and sent.",
+            "actions": ["input", "click", "done"],
+            "errors": [],
+        }
+        # The box's page is the one browser-use filled and sent.
+        assert box.page.evaluate("document.title") == "sent: Ada Lovelace"
+        assert box.page.evaluate("document.getElementById('name').value") == "Ada Lovelace"
+    finally:
+        box.exec(["kill", started.stdout.strip()])
 
 
 def expanded(text: str, env: dict[str, str]) -> str:
