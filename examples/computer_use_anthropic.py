@@ -6,9 +6,9 @@
     python examples/computer_use_anthropic.py --replay examples/fixtures/anthropic_conversation.json
 
 Claude answers with `tool_use` blocks of its `computer` tool (`computer_20250124`); each
-`input` is one action (`left_click`, `type`, `key`, `scroll`, …). `act` maps it onto holm
-actions, which run as one batch (`POST /v1/boxes/{id}/screens/0/actions`, through
-`holm.Box`), and answers the `tool_result` Claude's next turn needs: the screen as a PNG.
+`input` is one action (`left_click`, `type`, `key`, `scroll`, …). `act` sends it as it is
+to the box (`POST /v1/boxes/{id}/screens/0/computer/anthropic`), which does it as holm's
+own actions and answers the `tool_result` Claude's next turn needs: the screen as a PNG.
 The model is told the box's own size, so no coordinate is scaled. Every action is in the
 box's trace, and a fork of the box does it again.
 
@@ -19,94 +19,28 @@ JSON file) instead of calling the model: that is how CI tests this file, with no
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from holm import Box
-from holm.wire import actions as a
-from holm.wire.values import Button, Modifier, Point
 
 # A model's next response (the Messages API's JSON) to the conversation so far.
 Model = Callable[[list[dict[str, Any]]], dict[str, Any]]
 MODEL = "claude-sonnet-4-5"
-BUTTONS: dict[str, Button] = {
-    "left_click": "left",
-    "right_click": "right",
-    "middle_click": "middle",
-}
 
 
-def _at(value: list[int]) -> Point:
-    return Point(x=round(value[0]), y=round(value[1]))
-
-
-def modifiers(names: list[str]) -> list[Modifier]:
-    """The keys Claude holds during a click (its `text`: `shift`, `ctrl+alt`…)."""
-    known: dict[str, Modifier] = {"shift": "shift", "ctrl": "ctrl", "alt": "alt", "super": "super"}
-    aliases = {"control": "ctrl", "cmd": "super", "meta": "super", "win": "super"}
-    return [known[aliases.get(name.lower(), name.lower())] for name in names]
-
-
-def actions_of(step: dict[str, Any]) -> list[a.Action]:
-    """One `computer` tool input as holm actions (none for a screenshot)."""
-    kind = step["action"]
-    at = _at(step["coordinate"]) if "coordinate" in step else None
-    held = [key for key in (step.get("text") or "").split("+") if key] if kind in BUTTONS else []
-    match kind:
-        case "screenshot":
-            return []
-        case "left_click" | "right_click" | "middle_click":
-            return [a.Click(at=at, button=BUTTONS[kind], held=modifiers(held))]
-        case "double_click":
-            return [a.DoubleClick(at=at)]
-        case "triple_click":
-            return [a.Click(at=at), a.Click(), a.Click()]
-        case "mouse_move":
-            return [a.Move(to=at)] if at else []
-        case "left_click_drag":
-            return [a.Drag(from_=_at(step["start_coordinate"]), to=at)] if at else []
-        case "left_mouse_down":
-            # Held across the model's turns until its `left_mouse_up` (a minute at most).
-            return [a.MouseDown(at=at, hold_ms=a.MAX_HOLD_MS)]
-        case "left_mouse_up":
-            return [a.MouseUp(at=at)]
-        case "type":
-            return [a.Type(text=step["text"])]
-        case "key":
-            return [a.Press(chord=step["text"])]
-        case "hold_key":
-            ms = round(float(step["duration"]) * 1000)
-            return [
-                a.KeyDown(key=step["text"], hold_ms=ms),
-                a.Wait(ms=ms),
-                a.KeyUp(key=step["text"]),
-            ]
-        case "scroll":
-            amount = int(step.get("scroll_amount", 3))
-            dx, dy = {"up": (0, -amount), "down": (0, amount), "left": (-amount, 0)}.get(
-                step.get("scroll_direction", "down"), (amount, 0)
-            )
-            return [a.Scroll(at=at, dx=dx, dy=dy)]
-        case "wait":
-            return [a.Wait(ms=round(float(step.get("duration", 1)) * 1000))]
-        case "cursor_position":
-            return [a.Cursor()]
-    raise ValueError(f"this loop does not map the action {kind!r}")
-
-
-def act(box: Box, step: dict[str, Any]) -> list[dict[str, Any]]:
-    """Do one `computer` tool input on the box; the `tool_result` content to answer it."""
-    actions = actions_of(step)
-    results = box.act(*actions) if actions else []
-    if step["action"] == "cursor_position":
-        at = results[-1]
-        return [{"type": "text", "text": f"X={at.x},Y={at.y}"}]
-    png = base64.b64encode(box.screenshot()).decode()
-    return [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}]
+def act(box: Box, step: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """Do one `computer` tool input on the box, as the model wrote it; the `tool_result`
+    content to answer it with (the screen as a PNG, or the cursor's place), and whether
+    the action failed (then the content says why)."""
+    result = box.client.computer_anthropic(box.id, step)
+    content: list[dict[str, Any]] = msgspec.to_builtins(result.content)
+    return content, result.is_error
 
 
 def run(box: Box, task: str, model: Model, turns: int = 30) -> list[dict[str, Any]]:
@@ -118,10 +52,8 @@ def run(box: Box, task: str, model: Model, turns: int = 30) -> list[dict[str, An
         results = []
         for block in response["content"]:
             if block["type"] == "tool_use" and block["name"] == "computer":
-                try:
-                    content, error = act(box, block["input"]), False
-                except Exception as exc:  # the model reads what went wrong, and goes on
-                    content, error = [{"type": "text", "text": str(exc)}], True
+                # A failed action is answered too: the model reads what went wrong.
+                content, error = act(box, block["input"])
                 results.append(
                     {
                         "type": "tool_result",
