@@ -7,8 +7,8 @@ caller who read the page:
 
 - `POST /v1/boxes/{id}/fork` of the box whose trace the page shows, with `up_to` alone
   (no placement, branches, secrets or a person's steps: what the button sends);
-- `POST /v1/boxes/{fork}/screens/{n}/viewer/ticket` of a box that a fork with this grant
-  made (the live viewer the page then opens).
+- `POST /v1/boxes/{fork}/screens/{n}/viewer/ticket` with `mode: view`, of a box that a
+  fork with this grant made (the live viewer the page then opens).
 
 Any other route, or another box, refuses it as a wrong token (401). A grant made from a
 workspace's key ends when that key is removed. A restarted server knows none of them."""

@@ -101,6 +101,9 @@ async def test_the_served_page_carries_a_grant_for_its_fork_and_not_the_token(
     # which says the grant was taken (a refused one would be 401).
     ticket = f"/v1/boxes/{fork}/screens/0/viewer/ticket"
     await error_of(await client.post(ticket, json={}, headers=bearer(grant)), 400, "unsupported")
+    # To watch, not to drive.
+    control = await client.post(ticket, json={"mode": "control"}, headers=bearer(grant))
+    assert "view tickets only" in await error_of(control, 403, "denied")
 
     # Expired: refused like any wrong token.
     grants = client.app[PAGE_GRANTS]
