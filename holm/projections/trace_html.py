@@ -218,10 +218,11 @@ _SCRIPT = """(() => {
       forkButton.disabled = true;
       link.hidden = true;
       tell("Forking up to step " + upTo + "…", false);
+      let box = null;
       try {
         const path = "/v1/boxes/" + encodeURIComponent(fork.dataset.box) + "/fork";
         const made = await post(path, {up_to: upTo});
-        const box = made.box;
+        box = made.box;
         const report = made.replay;
         tell("Forked up to step " + upTo + " as " + box.id + "; opening its viewer…", false);
         const ticket = await ticketOf(box.id, Math.min(screen, Math.max(box.screens - 1, 0)));
@@ -239,7 +240,10 @@ _SCRIPT = """(() => {
         }
         location.assign(ticket.url);
       } catch (error) {
-        tell("Fork from step " + upTo + " failed: " + error.message, true);
+        // Which call failed: the fork itself, or (the box made) its viewer's ticket.
+        const what = box ? "Forked up to step " + upTo + " as " + box.id +
+          ", but its viewer could not be opened: " : "Fork from step " + upTo + " failed: ";
+        tell(what + error.message, true);
         forkButton.disabled = false;
       }
     });

@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 from http_kit import Client, ok_json
 from local_kit import LocalServer, client_of, started
-from playwright.async_api import Browser, Page, Request, async_playwright
+from playwright.async_api import Browser, Page, Request, Route, async_playwright
 from trace_page_kit import CHROMIUM, needs_chromium
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module"), needs_chromium]
@@ -106,7 +106,7 @@ async def opened(browser: Browser, server: LocalServer, box: str) -> tuple[Page,
     page.on("request", lambda request: sent.append(request))
     url = str(client_of(server).make_url(f"/v1/boxes/{box}/trace/view"))
 
-    async def with_token(route: Any) -> None:
+    async def with_token(route: Route) -> None:
         await route.continue_(
             headers={**route.request.headers, "authorization": SERVER["Authorization"]}
         )
