@@ -20,6 +20,7 @@ from .mcp import ROUTES as MCP_ROUTES
 from .mcp import setup_mcp
 from .middlewares import body_size_middleware, errors_middleware, guards_middleware
 from .openapi import openapi_route
+from .page_grants import PAGE_GRANTS, PageGrants
 from .routes import ALL_ROUTES
 from .routes.cdp import GRANTS, Grants
 from .routing import ACCESS, CONFIG, ENGINE, ROUTES, WORKSPACES, Route
@@ -61,6 +62,7 @@ def create_app(
     app[KEYS] = KeyCache()
     app[TICKETS] = Tickets()
     app[GRANTS] = Grants()
+    app[PAGE_GRANTS] = PageGrants()
     app[LIVE] = LiveViewers()
     declared: dict[tuple[str, str], Route] = {}
     # `/mcp` passes the same guards as every declared route.

@@ -302,9 +302,12 @@ class TraceQuery(_Request):
 
 class TraceViewQuery(_Request):
     """`with`: a box whose trace is shown beside this one (its source, for a fork), steps
-    aligned as `holm diff` aligns them."""
+    aligned as `holm diff` aligns them. `fork` (a page of one trace): a "fork from here"
+    button, authorised by a short-lived grant put in the page; `false` for a page that is
+    to be kept as a file."""
 
     with_: str | None = msgspec.field(default=None, name="with")
+    fork: bool = True
 
 
 class TracePage(_Response, omit_defaults=False):

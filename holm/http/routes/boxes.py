@@ -11,6 +11,7 @@ from holm.projections.views import box_view
 from holm.replay import fork_box as fork
 from holm.wire.api import BoxList, BoxView, Catalog, CreateBox, ForkRequest, ForkResult, InstallApps
 
+from ..page_grants import GRANT_USED, PAGE_GRANTS, GrantDenied
 from ..routing import Route, body_of, caller_of, engine_of, json_response, public_base
 
 CONFIRM_DELETE = "x-holm-confirm-delete"
@@ -76,8 +77,14 @@ async def install_apps(request: web.Request) -> web.Response:
 
 async def fork_a_box(request: web.Request) -> web.Response:
     body = await body_of(request, ForkRequest)
+    grant = request.get(GRANT_USED)
+    if grant is not None and body != ForkRequest(up_to=body.up_to):
+        # What a trace page's button sends, and no more (holm/http/page_grants.py).
+        raise GrantDenied("a trace page's grant forks with `up_to` alone")
     result = await fork_answer(engine_of(request), _box_id(request), body, public_base(request))
     boxes = [result.box] + [branch.box for branch in result.branches or []]
+    if grant is not None:
+        request.app[PAGE_GRANTS].forked(grant, [box.id for box in boxes])
     return json_response(result, 202 if any(b.state == "starting" for b in boxes) else 200)
 
 
