@@ -18,6 +18,7 @@ from http_kit import Client, MakeClient, error_of, ok_json
 from test_viewer_memory import SocketRuntime
 
 from holm.adapters.memory.runtime import MemoryWorld
+from holm.http.viewer.doors import DOORS
 from holm.http.viewer.relay import SERVER_VERSION
 from holm.vnc_auth import response_to
 
@@ -42,6 +43,19 @@ async def test_bind_any_is_refused_without_the_server_s_setting(
         assert 'needs auth "password"' in message
     # Nothing of the refused boxes was made.
     assert (await ok_json(await client.get("/v1/boxes")))["boxes"] == []
+
+
+async def test_token_and_none_boxes_are_reached_by_tickets_only(
+    make_client: MakeClient, world: MemoryWorld, tmp_path: Path
+) -> None:
+    client = await make_client(runtime=viewer_runtime(world, tmp_path / "none.sock"))
+    for auth in ("token", "none"):
+        made = await made_box(client, {"auth": auth})
+        # No door: the viewer socket, with holmd's tickets, is the one way to the screen.
+        assert "vnc" not in made
+        assert client.server.app[DOORS].of(made["id"]) == []
+        ticket = await client.post(f"/v1/boxes/{made['id']}/screens/0/viewer/ticket", json={})
+        assert (await ok_json(ticket))["ticket"].startswith("vt_")
 
 
 async def test_a_password_box_needs_a_runtime_with_viewers(make_client: MakeClient) -> None:
