@@ -14,13 +14,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from http_kit import Client, MakeClient, error_of, ok_json
 from test_viewer_memory import SocketRuntime
 
 from holm.adapters.memory.runtime import MemoryWorld
+from holm.cli.boxes import box_fields
 from holm.http.viewer.doors import DOORS
 from holm.http.viewer.relay import SERVER_VERSION
 from holm.vnc_auth import response_to
+from holm.wire.api import BoxView
 
 Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 PASSWORD_BOX = {"spec": {"policy": {"auth": "password"}}}
@@ -203,3 +206,15 @@ async def test_a_vnc_server_that_breaks_rfb_is_not_passed_on(
     # No server at all: the same.
     said = await asyncio.to_thread(client_through, port, password)
     assert said == struct.pack(">II", 1, len(reason)) + reason
+
+
+async def test_holm_box_shows_the_doors_and_not_the_password(
+    make_client: MakeClient, world: MemoryWorld, tmp_path: Path
+) -> None:
+    client = await make_client(runtime=viewer_runtime(world, tmp_path / "none.sock"))
+    made = await made_box(client, {"auth": "password"})
+    again = await ok_json(await client.get(f"/v1/boxes/{made['id']}"))
+    fields = box_fields(msgspec.convert(again, BoxView))
+    (door,) = made["vnc"]["doors"]
+    assert ("vnc_0", f"vnc://127.0.0.1:{door['port']}") in fields
+    assert made["vnc"]["password"] not in str(fields)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import msgspec
 from aiohttp import web
 
@@ -17,6 +19,7 @@ from ..routing import Route, body_of, caller_of, engine_of, json_response, publi
 from ..viewer.doors import DOORS
 
 CONFIRM_DELETE = "x-holm-confirm-delete"
+log = logging.getLogger(__name__)
 
 
 def _box_id(request: web.Request) -> str:
@@ -43,7 +46,11 @@ async def made_view(request: web.Request, engine: Engine, box_id: str) -> BoxVie
     base = public_base(request)
     view = box_view(state, base)
     doors = request.app[DOORS]
-    await doors.ensure(state)
+    try:
+        await doors.ensure(state)
+    except OSError as exc:
+        # No port now: the box is made all the same, and the sweep tries again.
+        log.warning("could not open the VNC doors of %s: %s", box_id, exc)
     policy = (state.spec or Spec()).policy
     password = None
     if policy.auth == "password" and policy.password_secret is None:
