@@ -218,3 +218,52 @@ async def test_holm_box_shows_the_doors_and_not_the_password(
     (door,) = made["vnc"]["doors"]
     assert ("vnc_0", f"vnc://127.0.0.1:{door['port']}") in fields
     assert made["vnc"]["password"] not in str(fields)
+
+
+def rfb33_client(port: int, password: str) -> bytes:
+    """An RFB 3.3 client: the server picks the security type (a u32), no reason on failure."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        reader = conn.makefile("rb")
+        assert reader.read(12) == SERVER_VERSION
+        conn.sendall(b"RFB 003.003\n")
+        assert reader.read(4) == struct.pack(">I", 2)
+        conn.sendall(response_to(reader.read(16), password))
+        result = reader.read(4)
+        if result == struct.pack(">I", 0):
+            conn.sendall(b"\x01")
+            return result + reader.read(10)
+        return result + reader.read()
+
+
+def said_to(port: int, greeting: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        reader = conn.makefile("rb")
+        assert reader.read(12) == SERVER_VERSION
+        conn.sendall(greeting)
+        return reader.read()
+
+
+async def test_an_rfb_3_3_client_gets_in_and_a_stranger_does_not(
+    make_client: MakeClient, world: MemoryWorld, tmp_path: Path
+) -> None:
+    path = tmp_path / "vnc.sock"
+    client = await make_client(runtime=viewer_runtime(world, path))
+    made = await made_box(client, {"auth": "password"})
+    port, password = made["vnc"]["doors"][0]["port"], made["vnc"]["password"]
+    reached: list[bool] = []
+
+    async def counted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reached.append(True)
+        await plain_vnc(reader, writer)
+
+    async with vnc_server(counted, path):
+        said = await asyncio.to_thread(rfb33_client, port, password)
+        assert said == struct.pack(">I", 0) + b"SERVERINIT"
+        # RFB 3.3 tells no reason: SecurityResult failed, and the door closes.
+        wrong = await asyncio.to_thread(rfb33_client, port, "nope")
+        assert wrong == struct.pack(">I", 1)
+        # Not RFB 3.x: closed with nothing said; none of these reached the box.
+        reached.clear()
+        for greeting in (b"GET / HTTP/1.1\r\n", b"RFB 004.001\n"):
+            assert await asyncio.to_thread(said_to, port, greeting) == b""
+    assert reached == []

@@ -192,6 +192,8 @@ class VncDoor:
         stream = ClientStream()
         said = await reader.readexactly(len(SERVER_VERSION))
         list(stream.feed(said))  # refuses what is not `RFB xxx.yyy\n`
+        if said[4:7] != b"003":
+            raise RfbError(f"an RFB version this door does not speak: {said!r}")
         asked = int(said[8:11])
         minor = 8 if asked >= 8 else 7 if asked == 7 else 3
         if self.failures.shut():
