@@ -7,9 +7,10 @@ holmd restarts); the sweep closes the doors of a box removed, gone or failed. Po
 system's choice: after a restart a door has a new one (`GET /v1/boxes/{id}` shows it), the
 password stays (made from the server's key, holm/vnc_auth.py).
 
-A door listens on 127.0.0.1; with `bind: "any"` on every IPv4 address (0.0.0.0), but only while the server
-allows it (`HOLM_ALLOW_PUBLIC_VIEWERS=1`, checked at create too): a box recorded with it
-that a server without the setting brings back gets a loopback door, with a warning."""
+A door listens on 127.0.0.1; with `bind: "any"` on every IPv4 address (0.0.0.0), but only
+while the server allows it (`HOLM_ALLOW_PUBLIC_VIEWERS=1`, checked at create too): a box
+recorded with it that a server without the setting brings back gets a loopback door, with
+a warning."""
 
 from __future__ import annotations
 
