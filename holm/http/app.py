@@ -24,6 +24,7 @@ from .page_grants import PAGE_GRANTS, PageGrants
 from .routes import ALL_ROUTES
 from .routes.cdp import GRANTS, Grants
 from .routing import ACCESS, CONFIG, ENGINE, ROUTES, WORKSPACES, Route
+from .viewer.doors import DOORS, Doors
 from .viewer.relay import LIVE, TICKETS, LiveViewers
 from .viewer.tickets import Tickets
 from .workspaces import Workspaces
@@ -85,7 +86,12 @@ def create_app(
         async with _opened(config, runtimes, store) as engine:
             # A cleanup context runs before the app is frozen, when its state may change.
             app[ENGINE] = engine
-            yield
+            doors = app[DOORS] = Doors(engine, config)
+            doors.start()
+            try:
+                yield
+            finally:
+                await doors.close()
 
     app.cleanup_ctx.append(engine_context)
     # After the engine, so that MCP sessions end before it closes.
