@@ -74,6 +74,10 @@ class Config(msgspec.Struct, kw_only=True):
     # What the trace keeps of the text a person types through a control viewer: sealed
     # under the trace's own key (shreddable), or nothing but its length.
     record_person_text: Literal["encrypted", "off"] = "encrypted"
+    # Whether each input or page step's screen, when it changed since the last frame
+    # recorded, is recorded right before the step (engine/step_frames.py); off is the
+    # trace of before, which the bench compares it with.
+    frame_before_steps: Literal["on", "off"] = "on"
 
     @property
     def host(self) -> str:
@@ -116,6 +120,7 @@ _ENV = {
     "pool": "HOLM_POOL",
     "secrets_key": "HOLM_SECRETS_KEY",
     "record_person_text": "HOLM_RECORD_PERSON_TEXT",
+    "frame_before_steps": "HOLM_FRAME_BEFORE_STEPS",
 }
 # Read by holm.server before the rest, to log what loading them says.
 LOG_LEVEL, DEFAULT_LOG_LEVEL = "HOLM_LOG_LEVEL", "INFO"

@@ -30,7 +30,7 @@ from holm.agent.x11.input import Input
 from holm.agent.x11.lane import Lane
 from holm.agent.x11.window_list import WindowTracker
 from holm.agent.x11.window_watch import WindowWatch
-from holm.errors import BadRequest, ScreenUnavailable
+from holm.errors import BadRequest, NotFound, ScreenUnavailable
 from holm.wire.actions import Arrange
 from holm.wire.results import Stillness, WindowInfo
 from holm.wire.runtime import FrameResult
@@ -50,6 +50,9 @@ SETTLE_S = 0.02
 # How long a window listing waits for the window watch to take the events it was sent
 # (window_watch.py) before it reads the windows afresh instead.
 WINDOWS_SETTLE_S = 0.003
+# How many pictures read for steps' traces a screen keeps until they are fetched: a batch's
+# next step may read one before the last is fetched.
+KEPT_BEFORE = 8
 
 
 class Screen:
@@ -90,6 +93,9 @@ class Screen:
         # The last region asked (its place, scale, pointer and the hashes of its tiles) and
         # its hash: on the capture thread only.
         self._part_hash: tuple[PartKey, str] | None = None
+        # The PNGs of the pictures read for a step's trace (`look_before`), by hash, being
+        # encoded or done: the last few only (`KEPT_BEFORE`), oldest first.
+        self._kept_before: dict[str, asyncio.Future[bytes]] = {}
         self._damage: DamageWatch | None = None
         self._query_conn: Display | None = None
         # Made on the query thread at the first listing.
@@ -354,6 +360,56 @@ class Screen:
         if kept is not None and kept[0] == digest and kept[1] == encoding:
             return kept[2]
         return None
+
+    async def look_before(self, have: str | None, read: asyncio.Future[None]) -> FrameResult:
+        """The whole screen's hash as the next step finds it (`p.LookBefore`); `read` is
+        resolved as soon as its pixels are read, and its PNG is then encoded beside the
+        step, kept for `kept_frame`. A screen nobody drew on since the grid last looked is
+        answered from the hashes kept, on the loop: no pixel read, no encode."""
+        try:
+            grid = self._up(self._grid)
+            damage = self._damage
+            changes = damage.count.value if damage is not None and damage.telling() else None
+            clean = self.capture_lane.here(grid.hash_if_clean) if have is not None else None
+            plan: Raw | WholePng | bytes | None = None
+            if clean is not None and clean == have:
+                digest = clean
+            else:
+                digest, plan = await self.capture_lane.run(
+                    functools.partial(self._whole, grid, have, 100, None, PNG)
+                )
+        finally:
+            if not read.done():
+                read.set_result(None)
+        if plan is not None and digest not in self._kept_before:
+            loop = asyncio.get_running_loop()
+            if isinstance(plan, WholePng):
+                encoding = loop.run_in_executor(self._png_pool, plan.png)
+            elif isinstance(plan, bytes):
+                encoding = loop.create_future()
+                encoding.set_result(plan)
+            else:
+                encoding = loop.run_in_executor(self._png_pool, capture.encode, plan)
+            # Fetched or not, a failed encode must not be left unretrieved.
+            encoding.add_done_callback(lambda done: done.cancelled() or done.exception())
+            self._kept_before[digest] = encoding
+            while len(self._kept_before) > KEPT_BEFORE:
+                del self._kept_before[next(iter(self._kept_before))]
+        return FrameResult(
+            hash=digest,
+            unchanged=plan is None,
+            width=self.width,
+            height=self.height,
+            changes=changes,
+        )
+
+    async def kept_frame(self, digest: str) -> FrameResult:
+        """The PNG of a picture `look_before` read, once encoded."""
+        encoding = self._kept_before.get(digest)
+        if encoding is None:
+            raise NotFound(f"the picture {digest} of screen {self.index} is not kept")
+        image = await asyncio.shield(encoding)
+        return FrameResult(hash=digest, image=image, width=self.width, height=self.height)
 
     async def await_change(self, after: int, within_ms: int) -> int:
         """The screen's count of changes once it is past `after` (damage_watch.py)."""
