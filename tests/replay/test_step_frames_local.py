@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import re
 from typing import Any
 
@@ -130,4 +131,4 @@ async def test_a_step_on_a_changed_screen_records_its_frame_once(desktops: Any) 
     assert (await png_of(engine, box, before)).getpixel(IN_PAGE) == GREEN
     frames = frames_of(entries)
     # No frame is recorded twice in a row.
-    assert all(a.frame != b.frame for a, b in zip(frames, frames[1:], strict=False))
+    assert all(a.frame != b.frame for a, b in itertools.pairwise(frames))
