@@ -20,7 +20,7 @@ import functools
 import hashlib
 import operator
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from Xlib.display import Display
@@ -42,9 +42,20 @@ class Reads(msgspec.Struct):
 
     pixels: int = 0
     tiles: int = 0
+    # Tiles read again and found the same as kept, so not hashed again.
+    same: int = 0
 
 
 READS = Reads()
+
+
+class Grab(NamedTuple):
+    """The pixels of a run of tiles along a tile row, read and not hashed yet."""
+
+    row: int
+    first: int
+    last: int
+    data: bytes
 
 
 class FrameHasher:
@@ -143,14 +154,32 @@ class TileGrid:
     def refresh(self, area: Region | None = None) -> None:
         """Read and hash again the tiles drawn on since the last refresh; with `area`, only
         those that meet it (the others stay marked for the next refresh)."""
+        self.absorb(self.grab_due(area))
+
+    def grab_due(self, area: Region | None = None) -> list[Grab]:
+        """The first half of `refresh`: read the pixels of the tiles drawn on since (with
+        `area`, of those that meet it), not hashed yet. `absorb` must take them before the
+        grid is used again, or the tiles they hold are lost."""
         self._collect()
         if area is None:
             due, self._marked = self._marked, set()
         else:
             due = self._marked.intersection(self._tiles_meeting(area))
             self._marked -= due
-        for top, first, last in _runs(due, self.columns):
-            self._read_run(top, first, last)
+        return [
+            Grab(top, first, last, self._read(self._run_area(top, first, last)))
+            for top, first, last in _runs(due, self.columns)
+        ]
+
+    def absorb(self, grabs: Iterable[Grab]) -> None:
+        """The second half of `refresh`: hash the tiles `grab_due` read and keep them."""
+        for grab in grabs:
+            self._keep_run(grab)
+
+    def kept_hash(self, scale: int = 100, pointer: tuple[int, int] | None = None) -> str:
+        """The frame's hash from the tiles as last read, with no look at what was drawn
+        since."""
+        return self.hasher.frame(self.hashes, self.width, self.height, scale, pointer)
 
     def clean_in(self, area: Region) -> bool:
         """Whether none of the tiles `area` touches was drawn on since its last refresh
@@ -205,20 +234,36 @@ class TileGrid:
             first = row * self.columns
             yield from range(first + x0 // TILE, first + (x1 - 1) // TILE + 1)
 
-    def _read_run(self, row: int, first: int, last: int) -> None:
-        """Read tiles `first` to `last` (columns) of tile row `row`, hash them, and keep
-        their pixels."""
+    def _run_area(self, row: int, first: int, last: int) -> Region:
+        """Tiles `first` to `last` (columns) of tile row `row`, on the screen."""
         left, top = first * TILE, row * TILE
-        area = Region(
+        return Region(
             left, top, min((last + 1) * TILE, self.width) - left, min(TILE, self.height - top)
         )
-        data = self._read(area)
+
+    def _keep_run(self, grab: Grab) -> None:
+        """Hash the tiles of a run read and keep their pixels."""
+        row, first, last, data = grab
+        area = self._run_area(row, first, last)
+        left, top = area.x, area.y
         base = row * self.columns
+        span, stride = area.width * BYTES_PER_PIXEL, self.width * BYTES_PER_PIXEL
+        start = top * stride + left * BYTES_PER_PIXEL
+        if all(self.hashes[base + first : base + last + 1]):
+            with memoryview(self.pixels) as pixels:
+                kept = b"".join(
+                    pixels[at : at + span]
+                    for at in range(start, start + area.height * stride, stride)
+                )
+            if kept == data:
+                # Drawn again with the same pixels (a page repainting its whole window
+                # for a caret): the hashes kept are theirs. Comparing costs a tenth of
+                # hashing them again.
+                READS.same += last - first + 1
+                return
         self.hashes[base + first : base + last + 1] = self.hasher.tiles(
             data, area.width, area.height
         )
-        span, stride = area.width * BYTES_PER_PIXEL, self.width * BYTES_PER_PIXEL
-        start = top * stride + left * BYTES_PER_PIXEL
         for line in range(area.height):
             at = start + line * stride
             self.pixels[at : at + span] = data[line * span : (line + 1) * span]
@@ -280,6 +325,7 @@ __all__ = [
     "READS",
     "TILE",
     "FrameHasher",
+    "Grab",
     "Reader",
     "Reads",
     "TileGrid",

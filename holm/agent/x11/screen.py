@@ -22,7 +22,7 @@ from Xlib.display import Display
 from holm.agent.frames import capture
 from holm.agent.frames.band_cache import BandCache, WholePng
 from holm.agent.frames.capture import Raw
-from holm.agent.frames.tiles import FrameHasher, TileGrid
+from holm.agent.frames.tiles import FrameHasher, Grab, TileGrid
 from holm.agent.x11 import windows
 from holm.agent.x11.clipboard import ClipboardOwner
 from holm.agent.x11.damage_watch import DamageWatch
@@ -96,6 +96,10 @@ class Screen:
         # The PNGs of the pictures read for a step's trace (`look_before`), by hash, being
         # encoded or done: the last few only (`KEPT_BEFORE`), oldest first.
         self._kept_before: dict[str, asyncio.Future[bytes]] = {}
+        # The damage watch's count before the grid last read the whole screen, and the hash
+        # it found: while the count has not moved, nothing was drawn since (as fresh as the
+        # watch's word, about a millisecond: engine/still_screens.py argues the same).
+        self._clean_at: tuple[int, str] | None = None
         self._damage: DamageWatch | None = None
         self._query_conn: Display | None = None
         # Made on the query thread at the first listing.
@@ -362,34 +366,47 @@ class Screen:
         return None
 
     async def look_before(self, have: str | None, read: asyncio.Future[None]) -> FrameResult:
-        """The whole screen's hash as the next step finds it (`p.LookBefore`); `read` is
-        resolved as soon as its pixels are read, and its PNG is then encoded beside the
-        step, kept for `kept_frame`. A screen nobody drew on since the grid last looked is
-        answered from the hashes kept, on the loop: no pixel read, no encode."""
+        """The whole screen's hash as the next step finds it (`p.LookBefore`). `read` is
+        resolved as soon as the pixels of the tiles drawn on since the grid last looked
+        are read (the step waits for that); they are hashed after, beside the step, and
+        the PNG of a changed screen is then encoded, kept for `kept_frame`. While the
+        damage watch has counted nothing since the grid found `have`, the answer costs not
+        even a round trip to the X server; a screen nobody drew on since the grid last
+        looked costs that round trip, on the loop, and no pixel read."""
+        loop = asyncio.get_running_loop()
+        plan: WholePng | None = None
         try:
             grid = self._up(self._grid)
             damage = self._damage
             changes = damage.count.value if damage is not None and damage.telling() else None
-            clean = self.capture_lane.here(grid.hash_if_clean) if have is not None else None
-            plan: Raw | WholePng | bytes | None = None
-            if clean is not None and clean == have:
-                digest = clean
-            else:
-                digest, plan = await self.capture_lane.run(
-                    functools.partial(self._whole, grid, have, 100, None, PNG)
-                )
-        finally:
-            if not read.done():
+            if have is not None and changes is not None and self._clean_at == (changes, have):
+                digest = have
+            elif self.capture_lane.idle:
+                # The grid's thread has nothing to do: its work is done here, up to the
+                # read, and handed to it right after, before any other work on the grid.
+                grabs = grid.grab_due()
                 read.set_result(None)
-        if plan is not None and digest not in self._kept_before:
-            loop = asyncio.get_running_loop()
-            if isinstance(plan, WholePng):
-                encoding = loop.run_in_executor(self._png_pool, plan.png)
-            elif isinstance(plan, bytes):
-                encoding = loop.create_future()
-                encoding.set_result(plan)
+                if grabs:
+                    finish = functools.partial(self._finish_look, grid, grabs, have)
+                    digest, plan = await self.capture_lane.run(finish)
+                else:
+                    digest = grid.kept_hash()
+                    if digest != have:
+                        digest, plan = self._finish_look(grid, [], have)
             else:
-                encoding = loop.run_in_executor(self._png_pool, capture.encode, plan)
+
+                def look() -> tuple[str, WholePng | None]:
+                    grabs = grid.grab_due()
+                    loop.call_soon_threadsafe(_resolve, read)
+                    return self._finish_look(grid, grabs, have)
+
+                digest, plan = await self.capture_lane.run(look)
+            if changes is not None:
+                self._clean_at = (changes, digest)
+        finally:
+            _resolve(read)
+        if plan is not None and digest not in self._kept_before:
+            encoding = loop.run_in_executor(self._png_pool, plan.png)
             # Fetched or not, a failed encode must not be left unretrieved.
             encoding.add_done_callback(lambda done: done.cancelled() or done.exception())
             self._kept_before[digest] = encoding
@@ -402,6 +419,18 @@ class Screen:
             height=self.height,
             changes=changes,
         )
+
+    def _finish_look(
+        self, grid: TileGrid, grabs: list[Grab], have: str | None
+    ) -> tuple[str, WholePng | None]:
+        """The tiles a look read, hashed and kept; the screen's hash as they left it (not
+        read again: what was drawn since is after the step began), and unless it is `have`
+        what its PNG is made of. On the capture thread, or where it would run."""
+        grid.absorb(grabs)
+        digest = grid.kept_hash()
+        if digest == have:
+            return digest, None
+        return digest, self._bands.plan(grid)
 
     async def kept_frame(self, digest: str) -> FrameResult:
         """The PNG of a picture `look_before` read, once encoded."""
@@ -541,3 +570,8 @@ class Screen:
         self.input_lane.shutdown()
         self.capture_lane.shutdown()
         self._query_thread.shutdown(wait=False, cancel_futures=True)
+
+
+def _resolve(read: asyncio.Future[None]) -> None:
+    if not read.done():
+        read.set_result(None)
