@@ -386,10 +386,11 @@ class Screen:
                 # read, and handed to it right after, before any other work on the grid.
                 grabs = grid.grab_due()
                 read.set_result(None)
-                if grabs:
+                if grabs and not grid.same_as_kept(grabs):
                     finish = functools.partial(self._finish_look, grid, grabs, have)
                     digest, plan = await self.capture_lane.run(finish)
                 else:
+                    # Nothing drawn, or drawn again the same: no hash, no thread.
                     digest = grid.kept_hash()
                     if digest != have:
                         digest, plan = self._finish_look(grid, [], have)
