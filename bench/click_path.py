@@ -1,7 +1,7 @@
 """The plainest REST actions on a Chromium screen, and where a click's time goes; prints
 figures, asserts nothing.
 
-    .venv/bin/python bench/click_path.py [--rounds 300] [--against DIR]
+    .venv/bin/python bench/click_path.py [--rounds 300] [--against DIR | --step-frames]
 
 holmd runs in its own process (bench/http_api.py's `served`, durable local store) with one
 box showing a page with a text field; the client sends, one at a time on one keep-alive
@@ -31,6 +31,12 @@ to both, in turns that swap each round, so that both see the same load: the figu
 two columns are comparable, whatever else the machine is doing. With `--block N`, a side
 runs N rounds before the other's turn: the side that waits has a still page by then, and
 the figures of each are those of one box alone.
+
+With `--step-frames`, the second holmd is this checkout's too, with
+`HOLM_FRAME_BEFORE_STEPS=off`: the first looks at the screen before each step and records
+it when it changed (engine/step_frames.py), the second does not, and the report adds each
+kind's ratio of p50s and a click on a changed screen (a letter typed and drawn just before:
+the look finds it and records a frame, its PNG encoded and stored before the step's entry).
 """
 
 from __future__ import annotations
