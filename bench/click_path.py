@@ -1,7 +1,7 @@
 """The plainest REST actions on a Chromium screen, and where a click's time goes; prints
 figures, asserts nothing.
 
-    .venv/bin/python bench/click_path.py [--rounds 300] [--against DIR]
+    .venv/bin/python bench/click_path.py [--rounds 300] [--against DIR | --step-frames]
 
 holmd runs in its own process (bench/http_api.py's `served`, durable local store) with one
 box showing a page with a text field; the client sends, one at a time on one keep-alive
@@ -31,6 +31,12 @@ to both, in turns that swap each round, so that both see the same load: the figu
 two columns are comparable, whatever else the machine is doing. With `--block N`, a side
 runs N rounds before the other's turn: the side that waits has a still page by then, and
 the figures of each are those of one box alone.
+
+With `--step-frames`, the second holmd is this checkout's too, with
+`HOLM_FRAME_BEFORE_STEPS=off`: the first looks at the screen before each step and records
+it when it changed (engine/step_frames.py), the second does not, and the report adds each
+kind's ratio of p50s and a click on a changed screen (a letter typed and drawn just before:
+the look finds it and records a frame, its PNG encoded and stored before the step's entry).
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from typing import Any
 
 import aiohttp
 import box_memory
-from http_api import CONFIRM, add_against, percentile, served_sides
+from http_api import CONFIRM, add_against, percentile, served, served_sides
 from lean_http import LeanHttp
 from proc_cpu import cpu_by_process
 from store import fsync_latency_ms
@@ -64,11 +70,16 @@ AT = (400, 400)
 UNCHANGED = "frame, unchanged (have)"
 # Sent right after an untimed click: keys wait for the click to land (docs/agent.md, Input).
 AFTER_CLICK = "type right after a click"
+# Sent once a letter typed just before is drawn: the screen changed since the last frame the
+# trace has, which the look before the step records (engine/step_frames.py).
+ON_CHANGED = "click on a changed screen"
 # What the CPU figures are grouped by (box_memory.kind names each process of a box).
 CPU_GROUPS = ("holmd", "agent", "Chromium", "Xvfb", "the box's other processes")
 # The two clients every timed request is sent by, in turns.
 LEAN, AIOHTTP = "lean client", "aiohttp client"
 CLIENTS = (LEAN, AIOHTTP)
+# The two sides of `--step-frames`.
+WITH, WITHOUT = "look before each step", "without (HOLM_FRAME_BEFORE_STEPS=off)"
 # Time for Chromium to paint a typed letter before its frame is asked for.
 PAINTED_S = 0.1
 
@@ -88,6 +99,7 @@ def actions(n: int) -> dict[str, dict[str, Any]]:
         "click": {"type": "click", "at": {"x": x, "y": y}},
         "type": typed,
         AFTER_CLICK: typed,
+        ON_CHANGED: {"type": "click", "at": {"x": x, "y": y}},
     }
 
 
@@ -147,6 +159,9 @@ class Side:
         for client in clients if n % 2 else clients[::-1]:
             if kind == AFTER_CLICK:
                 await self.batch(actions(n)["click"], client=client)
+            if kind == ON_CHANGED:
+                await self.batch({"type": "type", "text": "x"}, client=client)
+                await asyncio.sleep(PAINTED_S)
             began, cpu = time.perf_counter(), time.process_time()
             await self.batch(actions(n)[kind], client=client)
             if keep:
@@ -233,6 +248,9 @@ async def bench(args: argparse.Namespace, served: list[tuple[str, str, int]]) ->
                     side.cpu[client] = side.client_cpu[client] / args.rounds
             for kind in ("move", "type", AFTER_CLICK):
                 await rounds(sides, [kind], args.rounds, 20, pause)
+            if args.step_frames:
+                # Fewer: each waits for a letter to be drawn first.
+                await rounds(sides, [ON_CHANGED], max(20, args.rounds // 5), 5)
             for n in range(args.rounds + 20):
                 for side in sides if n % 2 else sides[::-1]:
                     await side.unchanged_frame(n, n >= 20)
@@ -246,6 +264,8 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
     names = "".join(f"{side.name:>24}" for side in sides)
     print(f"\nREST on a Chromium screen, p50 / p95 ms, one request at a time{'':6}{names}")
     for kind, client in sides[0].times:
+        if not any(s.times[kind, client] for s in sides):
+            continue  # a kind this run did not send (ON_CHANGED without --step-frames)
         cells = "".join(
             f"{statistics.median(t):>15.2f} / {percentile(t, 0.95):5.2f}"
             for t in (s.times[kind, client] or [float("nan")] for s in sides)
@@ -253,6 +273,8 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
         label = f"{kind.replace('type', 'type 10 characters', 1)}, {client}"
         print(f"  {label:64}{cells}")
     print("  (a frame counts only when it was unchanged: a screen still settling gives none)")
+    if len(sides) == 2 and sides[1].name == WITHOUT:
+        _ratios(sides)
     print(f"\nwhere one click's time goes inside holmd, ms per click (calls){'':7}{names}")
     for part in sorted({name for p in parts for name in p}):
         cells = ""
@@ -280,6 +302,26 @@ def report(sides: list[Side], parts: list[dict[str, Any]]) -> None:
             some = "" if row["of"] == side.timeline["batches"] else f"  ({row['of']})"
             print(f"  {row['ms']:7.3f}  {row['moment']}{some}")
     print(f"load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+def _ratios(sides: list[Side]) -> None:
+    """`--step-frames`: each kind's p50 with the look before each step over its p50
+    without it, in the same run."""
+    print(
+        f"\nwith the look before each step / without it, ratio of p50s{'':8}"
+        f"{'lean':>12}{'aiohttp':>12}"
+    )
+    for kind in ("click", "type", AFTER_CLICK, ON_CHANGED):
+        cells = ""
+        for client in CLIENTS:
+            with_, without = sides[0].times[kind, client], sides[1].times[kind, client]
+            ratio = (
+                statistics.median(with_) / statistics.median(without)
+                if with_ and without
+                else float("nan")
+            )
+            cells += f"{ratio:>12.2f}"
+        print(f"  {kind:64}{cells}")
 
 
 def floors(pause_s: float, rounds: int = 300) -> None:
@@ -342,11 +384,27 @@ def main() -> None:
         "its Chromium's drawing",
     )
     add_against(parser)
+    parser.add_argument(
+        "--step-frames",
+        action="store_true",
+        help="instead of --against, a second holmd of this checkout with "
+        "HOLM_FRAME_BEFORE_STEPS=off beside this one (the look before each step on), and "
+        "the ratio of each kind's p50s; adds a click on a changed screen",
+    )
     args = parser.parse_args()
     BLOCK[0] = max(1, args.block)
     flags = ["--chromium", "--breakdown"]
     with contextlib.ExitStack() as stack:
-        sides = served_sides(stack, "h5c-bench-", flags, args.against)
+        if args.step_frames:
+            sides = served_sides(stack, "h5c-bench-", flags, None)
+            _, base, pid = sides[0]
+            sides[0] = (WITH, base, pid)
+            base, _, pid = stack.enter_context(
+                served("h5c-bench-", [*flags, "--no-frame-before-steps"])
+            )
+            sides.append((WITHOUT, base, pid))
+        else:
+            sides = served_sides(stack, "h5c-bench-", flags, args.against)
         asyncio.run(bench(args, sides))
     floors(args.pause_ms / 1000, rounds=min(args.rounds, 100))
 

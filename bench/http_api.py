@@ -48,9 +48,15 @@ CONFIRM = {"x-holm-confirm-delete": "true"}
 
 
 def serve(
-    state_dir: Path, port: int, chromium: bool, breakdown: bool, displays: int = DISPLAY_COUNT
+    state_dir: Path,
+    port: int,
+    chromium: bool,
+    breakdown: bool,
+    displays: int = DISPLAY_COUNT,
+    frame_before_steps: bool = True,
 ) -> None:
-    """The server process: holmd's app over real local boxes and the local store."""
+    """The server process: holmd's app over real local boxes and the local store; without
+    `frame_before_steps`, as `HOLM_FRAME_BEFORE_STEPS=off` (bench/click_path.py compares)."""
     from aiohttp import web
 
     if breakdown:
@@ -71,6 +77,7 @@ def serve(
         schedule="external",
         # The bench's clients send no token; the server listens on loopback.
         server_auth="none",
+        frame_before_steps="on" if frame_before_steps else "off",
     )
     runtime = LocalRuntime(
         state_dir / "boxes",
@@ -318,9 +325,19 @@ def main() -> None:
         help="X display numbers the server's boxes may take (bench/host.py fills the host)",
     )
     parser.add_argument("--serve", nargs=2, metavar=("STATE_DIR", "PORT"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-frame-before-steps", action="store_true", help=argparse.SUPPRESS
+    )  # the server's, from bench/click_path.py --step-frames
     args = parser.parse_args()
     if args.serve:
-        serve(Path(args.serve[0]), int(args.serve[1]), args.chromium, args.breakdown, args.displays)
+        serve(
+            Path(args.serve[0]),
+            int(args.serve[1]),
+            args.chromium,
+            args.breakdown,
+            args.displays,
+            frame_before_steps=not args.no_frame_before_steps,
+        )
         return
     flags = ["--chromium"] * args.chromium + ["--breakdown"] * args.breakdown
     with served("h5a-bench-", flags) as (base, state_dir, pid):

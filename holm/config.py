@@ -77,6 +77,10 @@ class Config(msgspec.Struct, kw_only=True):
     # Whether a box may publish its VNC door off loopback (`spec.policy.bind: "any"`);
     # off, such a box is refused.
     allow_public_viewers: bool = False
+    # Whether each input or page step's screen, when it changed since the last frame
+    # recorded, is recorded right before the step (engine/step_frames.py); off is the
+    # trace of before, which the bench compares it with.
+    frame_before_steps: Literal["on", "off"] = "on"
 
     @property
     def host(self) -> str:
@@ -120,6 +124,7 @@ _ENV = {
     "secrets_key": "HOLM_SECRETS_KEY",
     "record_person_text": "HOLM_RECORD_PERSON_TEXT",
     "allow_public_viewers": "HOLM_ALLOW_PUBLIC_VIEWERS",
+    "frame_before_steps": "HOLM_FRAME_BEFORE_STEPS",
 }
 # Read by holm.server before the rest, to log what loading them says.
 LOG_LEVEL, DEFAULT_LOG_LEVEL = "HOLM_LOG_LEVEL", "INFO"

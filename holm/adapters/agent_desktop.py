@@ -61,6 +61,8 @@ class AgentDesktop:
         # Whether the agent does an `EndBatch` after the acts on its screen sent before
         # it (told by `ready` and `info`); until told, this side waits for them itself.
         self._ordered_end = False
+        # Whether the agent knows `LookBefore` (told as `ordered_end` is).
+        self._looks_before = False
         # The acts asked and not answered yet.
         self._acting = ActsInFlight()
         self._reading = asyncio.create_task(self._read())
@@ -156,6 +158,7 @@ class AgentDesktop:
 
     def _told(self, info: p.AgentInfo) -> p.AgentInfo:
         self._ordered_end = info.ordered_end
+        self._looks_before = info.looks_before
         return info
 
     def _id(self) -> int:
@@ -237,6 +240,14 @@ class AgentDesktop:
 
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
         return await self.call(p.FrameHash(id=self._id(), screen=screen), tuple[str, int, int])
+
+    def look_before(self, screen: int, have: str | None) -> asyncio.Future[FrameResult] | None:
+        if not self._looks_before:
+            return None
+        return self.send(p.LookBefore(id=self._id(), screen=screen, have=have), FrameResult)
+
+    def kept_frame(self, screen: int, digest: str) -> asyncio.Future[FrameResult]:
+        return self.send(p.KeptFrame(id=self._id(), screen=screen, hash=digest), FrameResult)
 
     async def await_change(self, screen: int, after: int, within_ms: int) -> int:
         request = p.AwaitChange(id=self._id(), screen=screen, after=after, within_ms=within_ms)

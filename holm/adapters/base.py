@@ -77,6 +77,17 @@ class Desktop(Protocol):
         """The hash of the whole screen now, with its width and height; no PNG."""
         ...
 
+    def look_before(self, screen: int, have: str | None) -> Awaitable[FrameResult] | None:
+        """The whole screen as the step asked next on it finds it, for the trace: its hash
+        (no picture; `unchanged` when it is `have`), the acts asked after this call on the
+        screen being done only once its pixels are read. None when the desktop cannot
+        (an agent older than this): the step is then recorded with no frame before it."""
+        ...
+
+    def kept_frame(self, screen: int, digest: str) -> Awaitable[FrameResult]:
+        """The PNG of a picture `look_before` found changed (`NotFound` once it is gone)."""
+        ...
+
     async def await_change(self, screen: int, after: int, within_ms: int) -> int:
         """The screen's count of changes as soon as it is past `after`, or as it is after
         `within_ms`. A count names no picture: the frame watcher waits on it, then compares

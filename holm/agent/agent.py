@@ -275,6 +275,7 @@ class Agent:
             ready=self.ready.is_set() and self.failure is None,
             failure=self.failure,
             ordered_end=True,
+            looks_before=True,
             screens=[
                 p.ScreenInfo(
                     screen=s.index,
@@ -453,6 +454,8 @@ class Agent:
                 )
             case p.FrameHash(screen=screen):
                 return await self.screen(screen).frame_hash()
+            case p.KeptFrame(screen=screen, hash=digest):
+                return await self.screen(screen).kept_frame(digest)
             case p.AwaitChange(screen=screen, after=after, within_ms=within_ms):
                 return await self.screen(screen).await_change(after, within_ms)
             case p.AwaitBrowser(screen=screen, after=after, within_ms=within_ms):
@@ -461,6 +464,16 @@ class Agent:
                 self.catalog.define(apps)
                 return [app.name for app in self.catalog.names()]
         raise BadRequest(f"unknown request {type(request).__name__}")
+
+    async def look_before(self, request: p.LookBefore, read: asyncio.Future[None]) -> Any:
+        """`p.LookBefore`: `read` is resolved once the screen's pixels are read (or the
+        look failed), so the acts behind it may go."""
+        try:
+            screen = self.screen(request.screen)
+        except BaseException:
+            read.set_result(None)
+            raise
+        return await screen.look_before(request.have, read)
 
     async def end_batch(self, index: int) -> BatchEnd:
         screen = self.screen(index)

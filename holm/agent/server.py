@@ -53,6 +53,9 @@ class Connection:
         self.tasks: set[asyncio.Task[None]] = set()
         # The acts being done: an `EndBatch` waits for those sent before it on its screen.
         self.acting = ActsInFlight()
+        # The looks before a step whose pixels are not read yet: the acts and batch ends
+        # sent after one on its screen wait for it (`p.LookBefore`).
+        self.looking = ActsInFlight()
 
     async def serve(self) -> None:
         try:
@@ -82,18 +85,34 @@ class Connection:
         after: list[asyncio.Future[Any]] = []
         if isinstance(request, p.EndBatch):
             after = self.acting.pending(request.screen)
-        task = asyncio.create_task(self._answer(request, after))
+        if isinstance(request, p.Act | p.EndBatch):
+            after += self.looking.pending(request.screen)
+        read: asyncio.Future[None] | None = None
+        if isinstance(request, p.LookBefore):
+            read = asyncio.get_running_loop().create_future()
+            self.looking.add(request.screen, read)
+        task = asyncio.create_task(self._answer(request, after, read))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         if isinstance(request, p.Act):
             self.acting.add(request.screen, task)
 
-    async def _answer(self, request: p.Request, after: list[asyncio.Future[Any]]) -> None:
+    async def _answer(
+        self,
+        request: p.Request,
+        after: list[asyncio.Future[Any]],
+        read: asyncio.Future[None] | None = None,
+    ) -> None:
         reply: p.Ok | p.Err
         try:
             await all_done(after)
-            reply = p.Ok(request.id, await self.agent.answer(request))
+            if isinstance(request, p.LookBefore) and read is not None:
+                reply = p.Ok(request.id, await self.agent.look_before(request, read))
+            else:
+                reply = p.Ok(request.id, await self.agent.answer(request))
         except asyncio.CancelledError:
+            if read is not None and not read.done():
+                read.set_result(None)
             raise
         except Exception as exc:
             reply = p.Err.of(request.id, to_holm_error(exc))

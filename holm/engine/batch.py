@@ -43,6 +43,7 @@ from holm.wire.values import Point, encoding_of
 from .guards import boundary
 from .journal import Journal, entry
 from .named_secrets import scrubbed_error, scrubbed_result, secret_bytes, with_values
+from .step_frames import StepFrames
 
 T = TypeVar("T")
 
@@ -71,10 +72,14 @@ async def run_steps(
     request: ActionsRequest,
     actor: Actor,
     secrets: Mapping[str, str] | None = None,
+    *,
+    frames: StepFrames | None = None,
 ) -> ActionsResult:
     """Do the steps of `request` on `screen` and record each; the caller holds the screen.
     `secrets` has the value of every secret a step names (engine/named_secrets.py): the box
-    gets the values, the trace and the answer the names."""
+    gets the values, the trace and the answer the names. With `frames`, an input or page
+    step whose screen changed since its last frame has that screen recorded right before
+    it (step_frames.py)."""
     values = dict(secrets or {})
     if any(isinstance(action, NOT_IN_BATCH) for action in request.actions):
         # A step is recorded as it was sent: cookie values would be in the trace in clear.
@@ -94,6 +99,8 @@ async def run_steps(
             # The batch's end goes right behind the last step (the box does it after the
             # step), so that its round trip is over by the time the step is durable.
             sent = with_values(action, values) if values else action
+            # Asked before the step is sent: the agent reads the screen before doing it.
+            looking = None if frames is None else frames.look(box_id, screen, desktop, action)
             value, error, ended = await _step(
                 desktop, screen, sent, end=index == last and not request.settle_ms
             )
@@ -108,7 +115,11 @@ async def run_steps(
             entries = _entries_of(
                 actor, screen, action, value, error, batch, index, secret_bytes(action, values)
             )
-            appends.append(journal.submit(box_id, entries))
+            stored_first = None
+            if frames is not None and looking is not None:
+                found, stored_first = await frames.entries(box_id, screen, desktop, looking)
+                entries = found + entries
+            appends.append(journal.submit(box_id, entries, stored_first=stored_first))
             results.append(
                 StepResult(
                     index=index,

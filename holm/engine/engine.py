@@ -97,6 +97,7 @@ from .named_secrets import (
 from .person_text import PersonText
 from .pool import pool_of
 from .reaper import every, reap
+from .step_frames import StepFrames
 from .trace_rules import recorded_alone
 from .vendors import MakeRuntime, Vendors
 from .watcher import FrameWatchers
@@ -139,6 +140,12 @@ class Engine:
         # before their job begins (engine/images.py).
         self.queued_builds: dict[tuple[str, str], ImageInfo] = {}
         self.watchers = FrameWatchers(self.journal, store, self._desktop, frame_poll_secs)
+        self.step_frames = StepFrames(
+            self.journal,
+            store,
+            self.watchers.still,
+            enabled=config.frame_before_steps == "on",
+        )
         self._box_locks: dict[str, asyncio.Lock] = {}
         self._screen_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._loops: list[asyncio.Task[None]] = []
@@ -609,7 +616,14 @@ class Engine:
             desktop = await self._desktop(box_id)
             try:
                 return await run_steps(
-                    self.journal, desktop, box_id, screen, request, actor, values
+                    self.journal,
+                    desktop,
+                    box_id,
+                    screen,
+                    request,
+                    actor,
+                    values,
+                    frames=self.step_frames,
                 )
             finally:
                 self.watchers.nudge(box_id, screen)

@@ -24,6 +24,7 @@ from holm.wire.entries import (
     SERVER_TRACE,
     Actor,
     Entry,
+    FrameSeen,
     RuntimeAdded,
     RuntimeRemoved,
     SecretRemoved,
@@ -102,13 +103,18 @@ class Journal:
         """Make `entries` durable, fold them in, and return them with their seq."""
         return await self.submit(trace, entries)
 
-    def submit(self, trace: str, entries: Sequence[Entry]) -> asyncio.Future[list[Entry]]:
+    def submit(
+        self, trace: str, entries: Sequence[Entry], *, stored_first: Awaitable[bool] | None = None
+    ) -> asyncio.Future[list[Entry]]:
         """Queue `entries` behind what was queued before for `trace` and return at once;
-        the future resolves when they are durable and folded in."""
+        the future resolves when they are durable and folded in. With `stored_first` (a
+        frame's PNG being put in the store), they and everything queued after them are
+        written once it is done; when it fails or answers False, their `frame` entries are
+        left out (a frame entry never names a picture the store lacks)."""
         writer = self._writers.get(trace)
         if writer is None:
             writer = self._writers[trace] = _TraceWriter(self, trace)
-        return writer.submit(entries)
+        return writer.submit(entries, stored_first)
 
     def _fold(self, trace: str, written: Sequence[Entry]) -> None:
         self.feed.add(trace, written)
@@ -140,18 +146,20 @@ class _TraceWriter:
     def __init__(self, journal: Journal, trace: str) -> None:
         self.journal = journal
         self.trace = trace
-        self.queue: list[tuple[list[Entry], asyncio.Future[list[Entry]]]] = []
+        self.queue: list[_Queued] = []
         # Taken from the queue and being written: not folded yet either.
         self.writing: list[Entry] = []
         self.flushing: asyncio.Task[None] | None = None
 
     def pending(self) -> list[Entry]:
         """The entries submitted and not yet folded in, in order."""
-        return self.writing + [item for entries, _ in self.queue for item in entries]
+        return self.writing + [item for entries, _, _ in self.queue for item in entries]
 
-    def submit(self, entries: Sequence[Entry]) -> asyncio.Future[list[Entry]]:
+    def submit(
+        self, entries: Sequence[Entry], stored_first: Awaitable[bool] | None = None
+    ) -> asyncio.Future[list[Entry]]:
         future: asyncio.Future[list[Entry]] = asyncio.get_running_loop().create_future()
-        self.queue.append((list(entries), future))
+        self.queue.append((list(entries), future, stored_first))
         if self.flushing is None:
             self.flushing = asyncio.create_task(self._flush())
         return future
@@ -164,12 +172,20 @@ class _TraceWriter:
         try:
             while self.queue:
                 batch, self.queue = self.queue, []
-                flat = self.writing = [item for entries, _ in batch for item in entries]
+                self.writing = [item for entries, _, _ in batch for item in entries]
+                try:
+                    batch = [await _gated(queued) for queued in batch]
+                except BaseException:
+                    # Stopped while a picture was being stored: those entries are failed
+                    # with the rest of the queue, below.
+                    self.queue = batch + self.queue
+                    raise
+                flat = self.writing = [item for entries, _, _ in batch for item in entries]
                 try:
                     written = await stored(self.journal.store.append(self.trace, flat))
                 except HolmError as exc:
                     self.writing = []
-                    for _, future in batch:
+                    for _, future, _ in batch:
                         if not future.done():
                             future.set_exception(exc)
                     continue
@@ -181,14 +197,34 @@ class _TraceWriter:
                     # appends are answered, and the next start folds them again.
                     log.exception("folding entries of %s", self.trace)
                 start = 0
-                for entries, future in batch:
+                for entries, future, _ in batch:
                     if not future.done():
                         future.set_result(written[start : start + len(entries)])
                     start += len(entries)
         finally:
             self.flushing = None
             self.writing = []
-            for _, future in self.queue:
+            for _, future, _ in self.queue:
                 if not future.done():
                     future.set_exception(Unavailable("the server is stopping"))
             self.queue = []
+
+
+# Entries queued, the future their submitter awaits, and what must be stored before them.
+_Queued = tuple[list[Entry], "asyncio.Future[list[Entry]]", Awaitable[bool] | None]
+
+
+async def _gated(queued: _Queued) -> _Queued:
+    """`queued` once what must be stored first is: without its `frame` entries when that
+    failed."""
+    entries, future, stored_first = queued
+    if stored_first is None:
+        return queued
+    try:
+        kept = await stored_first
+    except Exception as exc:
+        log.warning("a frame's picture was not stored, its entry is left out: %s", exc)
+        kept = False
+    if not kept:
+        entries = [item for item in entries if not isinstance(item, FrameSeen)]
+    return entries, future, None

@@ -200,6 +200,9 @@ class FrameWatchers:
         await self.store.put_frame(state.id, frame.hash, frame.png)
         # Of the state ahead: a takeover queued before this frame makes it the person's.
         current = self.journal.state_ahead(state.id) or state
+        if not always and screen < len(current.frames) and current.frames[screen] == frame.hash:
+            # Recorded meanwhile (before a step: step_frames.py): not twice in a row.
+            return False
         holder = current.held_by[screen] if screen < len(current.held_by) else "agent"
         await self.journal.append(
             state.id,

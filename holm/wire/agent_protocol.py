@@ -76,6 +76,25 @@ class FrameHash(_Request, tag="frame_hash"):
     screen: int
 
 
+class LookBefore(_Request, tag="look_before"):
+    """The whole screen as the next step finds it, for the trace (`AgentInfo.looks_before`):
+    its hash (a `FrameResult` with no picture, `unchanged` when it is `have`). Every `Act`
+    and `EndBatch` on the same screen sent after it on the connection is done only once
+    its pixels are read (only the tiles drawn on since the last read), so the picture is
+    the one the step found; its PNG is encoded beside them, and `KeptFrame` fetches it."""
+
+    screen: int
+    have: str | None = None
+
+
+class KeptFrame(_Request, tag="kept_frame"):
+    """The PNG of a picture a `LookBefore` read (`FrameResult`); `not_found` once it is no
+    longer kept (the agent keeps the last few of each screen)."""
+
+    screen: int
+    hash: str
+
+
 class AwaitChange(_Request, tag="await_change"):
     """The screen's count of changes (DAMAGE reports) once it is past `after`, or as it
     is after `within_ms`."""
@@ -110,6 +129,8 @@ Request = (
     | EndBatch
     | Frame
     | FrameHash
+    | LookBefore
+    | KeptFrame
     | AwaitChange
     | AwaitBrowser
     | DefineApps
@@ -162,6 +183,9 @@ class AgentInfo(msgspec.Struct, kw_only=True):
     # An `EndBatch` waits for the acts on its screen sent before it; False from an agent
     # older than that (a box an older holmd started), whose client waits for them instead.
     ordered_end: bool = False
+    # `LookBefore` and `KeptFrame` are known; False from an older agent, whose steps are
+    # recorded with no frame of their own before them.
+    looks_before: bool = False
 
 
 encoder = msgspec.msgpack.Encoder()
@@ -196,6 +220,8 @@ __all__ = [
     "Frame",
     "FrameHash",
     "Info",
+    "KeptFrame",
+    "LookBefore",
     "Ok",
     "Ping",
     "RawOk",

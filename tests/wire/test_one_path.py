@@ -59,10 +59,11 @@ def test_the_memory_double_does_every_built_action() -> None:
 def test_the_agent_protocol_restates_no_action() -> None:
     requests = {cls.__name__ for cls in protocol.Request.__args__}  # type: ignore[attr-defined]
     # AwaitChange: the watcher waits for the screen to be drawn on (DAMAGE), no action;
-    # AwaitBrowser: the browser watch waits for the screen's Chromium to start again.
+    # AwaitBrowser: the browser watch waits for the screen's Chromium to start again;
+    # LookBefore, KeptFrame: the screen a step found, for its trace (engine/step_frames.py).
     own = {
         "Ping", "Ready", "Info", "Act", "EndBatch", "Frame", "FrameHash", "AwaitChange",
-        "AwaitBrowser", "DefineApps",
+        "AwaitBrowser", "DefineApps", "LookBefore", "KeptFrame",
     }  # fmt: skip
     assert requests == own
 
@@ -74,6 +75,8 @@ def test_a_desktop_is_act_and_frames() -> None:
         "end_batch",
         "frame",
         "frame_hash",
+        "look_before",
+        "kept_frame",
         "await_change",
         "await_browser",
         "close",

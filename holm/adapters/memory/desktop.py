@@ -10,6 +10,7 @@ import fnmatch
 import hashlib
 import re
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
@@ -373,6 +374,14 @@ class MemoryDesktop:
 
     async def await_change(self, screen: int, after: int, within_ms: int) -> int:
         return await self._screen(screen).changes.wait_past(after, within_ms)
+
+    def look_before(self, screen: int, have: str | None) -> Awaitable[FrameResult] | None:
+        # The double's picture changes at every action: a frame before each step would be
+        # in every test's trace. Its steps are recorded as an older agent's are.
+        return None
+
+    async def kept_frame(self, screen: int, digest: str) -> FrameResult:
+        raise NotFound(f"the memory desktop keeps no picture {digest}")
 
     async def await_browser(self, screen: int, after: int, within_ms: int) -> BrowserStarts:
         raise Unsupported("the memory desktop runs no Chromium")

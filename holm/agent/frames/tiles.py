@@ -20,7 +20,7 @@ import functools
 import hashlib
 import operator
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from Xlib.display import Display
@@ -42,9 +42,28 @@ class Reads(msgspec.Struct):
 
     pixels: int = 0
     tiles: int = 0
+    # Tiles read again and found the same as kept, so not hashed again.
+    same: int = 0
 
 
 READS = Reads()
+
+
+class Grab(NamedTuple):
+    """The pixels of a run of tiles along a tile row, read and not hashed yet; or (`row`
+    WHOLE) of the whole screen, for the tiles `due`."""
+
+    row: int
+    first: int
+    last: int
+    data: bytes
+    due: frozenset[int] = frozenset()
+
+
+# A `Grab` of the whole screen.
+WHOLE = -1
+# Past this share of the screen's tiles drawn on, the screen is read whole.
+WHOLE_READ_SHARE = 0.5
 
 
 class FrameHasher:
@@ -143,14 +162,78 @@ class TileGrid:
     def refresh(self, area: Region | None = None) -> None:
         """Read and hash again the tiles drawn on since the last refresh; with `area`, only
         those that meet it (the others stay marked for the next refresh)."""
+        self.absorb(self.grab_due(area))
+
+    def grab_due(self, area: Region | None = None) -> list[Grab]:
+        """The first half of `refresh`: read the pixels of the tiles drawn on since (with
+        `area`, of those that meet it), not hashed yet. `absorb` must take them before the
+        grid is used again, or the tiles they hold are lost."""
         self._collect()
         if area is None:
             due, self._marked = self._marked, set()
         else:
             due = self._marked.intersection(self._tiles_meeting(area))
             self._marked -= due
-        for top, first, last in _runs(due, self.columns):
-            self._read_run(top, first, last)
+        if area is None and len(due) > len(self.hashes) * WHOLE_READ_SHARE:
+            # Most of the screen (a page that repainted its window): one read of it all,
+            # one round trip rather than one a row of tiles.
+            whole = self._read(Region(0, 0, self.width, self.height))
+            return [Grab(WHOLE, 0, 0, whole, frozenset(due))]
+        return [
+            Grab(top, first, last, self._read(self._run_area(top, first, last)))
+            for top, first, last in _runs(due, self.columns)
+        ]
+
+    def absorb(self, grabs: Iterable[Grab]) -> None:
+        """The second half of `refresh`: hash the tiles `grab_due` read and keep them."""
+        for grab in grabs:
+            if grab.row == WHOLE:
+                self._keep_whole(grab.data, grab.due)
+            else:
+                self._keep_run(grab)
+
+    def same_as_kept(self, grabs: list[Grab]) -> bool:
+        """Whether every grab holds the very pixels kept of its tiles (a page drew them
+        again unchanged): absorbing them would change nothing. One comparison a grab, no
+        hash: cheap enough for the agent's loop."""
+        if not all(self.hashes):
+            return False
+        for grab in grabs:
+            kept = self.pixels if grab.row == WHOLE else self._kept_run(grab)
+            if grab.data != kept:
+                return False
+        READS.same += sum(len(g.due) if g.row == WHOLE else g.last - g.first + 1 for g in grabs)
+        return True
+
+    def _kept_run(self, grab: Grab) -> bytes:
+        """The pixels kept of a run's tiles, row by row."""
+        area = self._run_area(grab.row, grab.first, grab.last)
+        span, stride = area.width * BYTES_PER_PIXEL, self.width * BYTES_PER_PIXEL
+        start = area.y * stride + area.x * BYTES_PER_PIXEL
+        with memoryview(self.pixels) as pixels:
+            return b"".join(
+                pixels[at : at + span] for at in range(start, start + area.height * stride, stride)
+            )
+
+    def _keep_whole(self, data: bytes, due: frozenset[int]) -> None:
+        """The tiles `due` of a whole screen read: none hashed again when no pixel of it
+        changed (one comparison), else run by run."""
+        if all(self.hashes) and data == self.pixels:
+            READS.same += len(due)
+            return
+        stride = self.width * BYTES_PER_PIXEL
+        with memoryview(data) as pixels:
+            for top, first, last in _runs(set(due), self.columns):
+                area = self._run_area(top, first, last)
+                start, span = area.y * stride + area.x * BYTES_PER_PIXEL, area.width * 4
+                rows = range(start, start + area.height * stride, stride)
+                run = b"".join(pixels[at : at + span] for at in rows)
+                self._keep_run(Grab(top, first, last, run))
+
+    def kept_hash(self, scale: int = 100, pointer: tuple[int, int] | None = None) -> str:
+        """The frame's hash from the tiles as last read, with no look at what was drawn
+        since."""
+        return self.hasher.frame(self.hashes, self.width, self.height, scale, pointer)
 
     def clean_in(self, area: Region) -> bool:
         """Whether none of the tiles `area` touches was drawn on since its last refresh
@@ -205,20 +288,30 @@ class TileGrid:
             first = row * self.columns
             yield from range(first + x0 // TILE, first + (x1 - 1) // TILE + 1)
 
-    def _read_run(self, row: int, first: int, last: int) -> None:
-        """Read tiles `first` to `last` (columns) of tile row `row`, hash them, and keep
-        their pixels."""
+    def _run_area(self, row: int, first: int, last: int) -> Region:
+        """Tiles `first` to `last` (columns) of tile row `row`, on the screen."""
         left, top = first * TILE, row * TILE
-        area = Region(
+        return Region(
             left, top, min((last + 1) * TILE, self.width) - left, min(TILE, self.height - top)
         )
-        data = self._read(area)
+
+    def _keep_run(self, grab: Grab) -> None:
+        """Hash the tiles of a run read and keep their pixels."""
+        row, first, last, data, _ = grab
+        area = self._run_area(row, first, last)
+        left, top = area.x, area.y
         base = row * self.columns
+        span, stride = area.width * BYTES_PER_PIXEL, self.width * BYTES_PER_PIXEL
+        start = top * stride + left * BYTES_PER_PIXEL
+        if all(self.hashes[base + first : base + last + 1]) and self._kept_run(grab) == data:
+            # Drawn again with the same pixels (a page repainting its whole window
+            # for a caret): the hashes kept are theirs. Comparing costs a tenth of
+            # hashing them again.
+            READS.same += last - first + 1
+            return
         self.hashes[base + first : base + last + 1] = self.hasher.tiles(
             data, area.width, area.height
         )
-        span, stride = area.width * BYTES_PER_PIXEL, self.width * BYTES_PER_PIXEL
-        start = top * stride + left * BYTES_PER_PIXEL
         for line in range(area.height):
             at = start + line * stride
             self.pixels[at : at + span] = data[line * span : (line + 1) * span]
@@ -280,6 +373,7 @@ __all__ = [
     "READS",
     "TILE",
     "FrameHasher",
+    "Grab",
     "Reader",
     "Reads",
     "TileGrid",

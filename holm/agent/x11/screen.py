@@ -22,7 +22,7 @@ from Xlib.display import Display
 from holm.agent.frames import capture
 from holm.agent.frames.band_cache import BandCache, WholePng
 from holm.agent.frames.capture import Raw
-from holm.agent.frames.tiles import FrameHasher, TileGrid
+from holm.agent.frames.tiles import FrameHasher, Grab, TileGrid
 from holm.agent.x11 import windows
 from holm.agent.x11.clipboard import ClipboardOwner
 from holm.agent.x11.damage_watch import DamageWatch
@@ -30,7 +30,7 @@ from holm.agent.x11.input import Input
 from holm.agent.x11.lane import Lane
 from holm.agent.x11.window_list import WindowTracker
 from holm.agent.x11.window_watch import WindowWatch
-from holm.errors import BadRequest, ScreenUnavailable
+from holm.errors import BadRequest, NotFound, ScreenUnavailable
 from holm.wire.actions import Arrange
 from holm.wire.results import Stillness, WindowInfo
 from holm.wire.runtime import FrameResult
@@ -50,6 +50,9 @@ SETTLE_S = 0.02
 # How long a window listing waits for the window watch to take the events it was sent
 # (window_watch.py) before it reads the windows afresh instead.
 WINDOWS_SETTLE_S = 0.003
+# How many pictures read for steps' traces a screen keeps until they are fetched: a batch's
+# next step may read one before the last is fetched.
+KEPT_BEFORE = 8
 
 
 class Screen:
@@ -90,6 +93,13 @@ class Screen:
         # The last region asked (its place, scale, pointer and the hashes of its tiles) and
         # its hash: on the capture thread only.
         self._part_hash: tuple[PartKey, str] | None = None
+        # The PNGs of the pictures read for a step's trace (`look_before`), by hash, being
+        # encoded or done: the last few only (`KEPT_BEFORE`), oldest first.
+        self._kept_before: dict[str, asyncio.Future[bytes]] = {}
+        # The damage watch's count before the grid last read the whole screen, and the hash
+        # it found: while the count has not moved, nothing was drawn since (as fresh as the
+        # watch's word, about a millisecond: engine/still_screens.py argues the same).
+        self._clean_at: tuple[int, str] | None = None
         self._damage: DamageWatch | None = None
         self._query_conn: Display | None = None
         # Made on the query thread at the first listing.
@@ -355,6 +365,82 @@ class Screen:
             return kept[2]
         return None
 
+    async def look_before(self, have: str | None, read: asyncio.Future[None]) -> FrameResult:
+        """The whole screen's hash as the next step finds it (`p.LookBefore`). `read` is
+        resolved as soon as the pixels of the tiles drawn on since the grid last looked
+        are read (the step waits for that); they are hashed after, beside the step, and
+        the PNG of a changed screen is then encoded, kept for `kept_frame`. While the
+        damage watch has counted nothing since the grid found `have`, the answer costs not
+        even a round trip to the X server; a screen nobody drew on since the grid last
+        looked costs that round trip, on the loop, and no pixel read."""
+        loop = asyncio.get_running_loop()
+        plan: WholePng | None = None
+        try:
+            grid = self._up(self._grid)
+            damage = self._damage
+            changes = damage.count.value if damage is not None and damage.telling() else None
+            if have is not None and changes is not None and self._clean_at == (changes, have):
+                digest = have
+            elif self.capture_lane.idle:
+                # The grid's thread has nothing to do: its work is done here, up to the
+                # read, and handed to it right after, before any other work on the grid.
+                grabs = grid.grab_due()
+                read.set_result(None)
+                if grabs and not grid.same_as_kept(grabs):
+                    finish = functools.partial(self._finish_look, grid, grabs, have)
+                    digest, plan = await self.capture_lane.run(finish)
+                else:
+                    # Nothing drawn, or drawn again the same: no hash, no thread.
+                    digest = grid.kept_hash()
+                    if digest != have:
+                        digest, plan = self._finish_look(grid, [], have)
+            else:
+
+                def look() -> tuple[str, WholePng | None]:
+                    grabs = grid.grab_due()
+                    loop.call_soon_threadsafe(_resolve, read)
+                    return self._finish_look(grid, grabs, have)
+
+                digest, plan = await self.capture_lane.run(look)
+            if changes is not None:
+                self._clean_at = (changes, digest)
+        finally:
+            _resolve(read)
+        if plan is not None and digest not in self._kept_before:
+            encoding = loop.run_in_executor(self._png_pool, plan.png)
+            # Fetched or not, a failed encode must not be left unretrieved.
+            encoding.add_done_callback(lambda done: done.cancelled() or done.exception())
+            self._kept_before[digest] = encoding
+            while len(self._kept_before) > KEPT_BEFORE:
+                del self._kept_before[next(iter(self._kept_before))]
+        return FrameResult(
+            hash=digest,
+            unchanged=plan is None,
+            width=self.width,
+            height=self.height,
+            changes=changes,
+        )
+
+    def _finish_look(
+        self, grid: TileGrid, grabs: list[Grab], have: str | None
+    ) -> tuple[str, WholePng | None]:
+        """The tiles a look read, hashed and kept; the screen's hash as they left it (not
+        read again: what was drawn since is after the step began), and unless it is `have`
+        what its PNG is made of. On the capture thread, or where it would run."""
+        grid.absorb(grabs)
+        digest = grid.kept_hash()
+        if digest == have:
+            return digest, None
+        return digest, self._bands.plan(grid)
+
+    async def kept_frame(self, digest: str) -> FrameResult:
+        """The PNG of a picture `look_before` read, once encoded."""
+        encoding = self._kept_before.get(digest)
+        if encoding is None:
+            raise NotFound(f"the picture {digest} of screen {self.index} is not kept")
+        image = await asyncio.shield(encoding)
+        return FrameResult(hash=digest, image=image, width=self.width, height=self.height)
+
     async def await_change(self, after: int, within_ms: int) -> int:
         """The screen's count of changes once it is past `after` (damage_watch.py)."""
         return await self._up(self._damage).count.wait_past(after, within_ms)
@@ -495,3 +581,8 @@ class Screen:
         self.input_lane.shutdown()
         self.capture_lane.shutdown()
         self._query_thread.shutdown(wait=False, cancel_futures=True)
+
+
+def _resolve(read: asyncio.Future[None]) -> None:
+    if not read.done():
+        read.set_result(None)
