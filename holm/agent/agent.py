@@ -224,7 +224,13 @@ class Agent:
         part = "the compositor (sway)"
         try:
             screen.sway = await asyncio.to_thread(
-                sway_up.start_sway, i, o.width, o.height, self.run_dir, self._env(None)
+                sway_up.start_sway,
+                i,
+                o.width,
+                o.height,
+                self.run_dir,
+                self._env(None),
+                "x11_apps" in o.features,
             )
             part = "the screen's Wayland connections"
             await screen.connect(screen.sway.socket)
@@ -486,11 +492,16 @@ class Agent:
             case "start":
                 if not screen.up.is_set():
                     raise ScreenUnavailable(f"screen {index} is not up")
-                if self.wayland:
-                    raise Unsupported("recording a Wayland screen is not built yet")
                 env = self._env(screen.display_name)
+                frames = screen.last_pixels if isinstance(screen, WaylandScreen) else None
                 return await asyncio.to_thread(
-                    recorder.start, screen.display_name, screen.width, screen.height, what.fps, env
+                    recorder.start,
+                    screen.display_name,
+                    screen.width,
+                    screen.height,
+                    what.fps,
+                    env,
+                    frames,
                 )
             case "stop":
                 return await asyncio.to_thread(recorder.stop)

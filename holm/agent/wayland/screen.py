@@ -88,6 +88,10 @@ class Screen(X11Screen):
             raise ScreenUnavailable(f"screen {self.index} has no picture yet")
         return picture
 
+    def last_pixels(self) -> bytes:
+        """The screen's last picture, raw BGRX (what a recording is fed: any thread)."""
+        return self._picture().data
+
     def _hash_of(self, picture: Picture) -> str:
         hashed = self._hashed
         if hashed is not None and hashed[0] == picture.serial:
@@ -212,8 +216,10 @@ class Screen(X11Screen):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within_ms / 1000
         while True:
-            for found in await self.windows():
-                if int(found.id, 16) not in ignored and windows.matches(found, class_, title):
+            for found, names in await self.on_query(windows.named_listing):
+                if int(found.id, 16) not in ignored and windows.matches(
+                    found, names, class_, title
+                ):
                     return found
             if loop.time() >= deadline:
                 raise no_window(class_, title, within_ms)

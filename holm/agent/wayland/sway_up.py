@@ -6,11 +6,14 @@ root in its box: sway runs as the box's uid SWAY_UID (`setpriv`, which takes CAP
 CAP_SETGID in the box's own user namespace: docs/security.md). Its runtime folder, where
 its Wayland and IPC sockets are, is its own in /tmp; the sockets are open to the box's
 root (which has no CAP_DAC_OVERRIDE), as the X server's socket is to every program of an
-X11 box. No XWayland: X11 programs have no display in a Wayland box.
+X11 box. XWayland only with the `x11_apps` feature (`xwayland`): sway starts it on the first
+X client, and the box's programs get its display in DISPLAY; without it, X11 programs
+have no display in a Wayland box.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import subprocess
@@ -28,15 +31,23 @@ CHROMIUM_START_S = 30.0
 # them its one --enable-features, which a second would replace).
 CHROMIUM_WAYLAND_FLAGS = ("--ozone-platform=wayland",)
 WAYVNC_START_S = 10.0
+X11_SOCKETS = Path("/tmp/.X11-unix")
 # The environment that says a program's display is this screen's compositor.
 WAYLAND_ENV = ("WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "SWAYSOCK")
 
 
+# Where each screen's sway makes its runtime folder: made by the agent, open to sway's uid
+# (a box's /tmp is its root's alone) and sticky, as /tmp itself is on a host.
+RUNTIME_PARENT = Path("/tmp/holm-wayland")
+
+
 def runtime_dir(screen: int) -> Path:
-    return Path("/tmp") / f"holm-wayland-{os.getpid()}-{screen}"
+    RUNTIME_PARENT.mkdir(exist_ok=True)
+    RUNTIME_PARENT.chmod(0o1777)
+    return RUNTIME_PARENT / f"{os.getpid()}-{screen}"
 
 
-def sway_config(width: int, height: int) -> str:
+def sway_config(width: int, height: int, xwayland: bool = False) -> str:
     # No bar, no borders, no animations, no idle: the screen shows the windows only, as
     # the X11 box's openbox does. The cursor is never drawn in the screen's pixels (as
     # Xvfb's is not): a frame does not depend on where the pointer was left.
@@ -48,7 +59,7 @@ def sway_config(width: int, height: int) -> str:
             "titlebar_border_thickness 0",
             "focus_follows_mouse no",
             "mouse_warping none",
-            "xwayland disable",
+            "xwayland enable" if xwayland else "xwayland disable",
             "seat * hide_cursor 1",
             "",
         ]
@@ -58,23 +69,47 @@ def sway_config(width: int, height: int) -> str:
 class Sway:
     """A started sway: its process, its Wayland socket's path and its IPC socket's."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], folder: Path, socket: str, ipc: str):
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        folder: Path,
+        socket: str,
+        ipc: str,
+        x_display: str | None = None,
+    ) -> None:
         self.proc = proc
         self.folder = folder
         self.socket = socket
         self.ipc = ipc
+        # XWayland's display (`:N`), when the screen has one.
+        self.x_display = x_display
 
     def env(self) -> dict[str, str]:
-        return {
+        env = {
             "WAYLAND_DISPLAY": self.socket,
             "XDG_RUNTIME_DIR": str(self.folder),
             "SWAYSOCK": self.ipc,
             "XDG_SESSION_TYPE": "wayland",
         }
+        if self.x_display is not None:
+            env["DISPLAY"] = self.x_display
+        return env
 
 
-def start_sway(screen: int, width: int, height: int, run_dir: Path, env: dict[str, str]) -> Sway:
+def start_sway(
+    screen: int,
+    width: int,
+    height: int,
+    run_dir: Path,
+    env: dict[str, str],
+    xwayland: bool = False,
+) -> Sway:
     folder = runtime_dir(screen)
+    if xwayland:
+        # Where XWayland's sockets go, made by sway's uid: open to all, as on a host.
+        X11_SOCKETS.mkdir(exist_ok=True)
+        with contextlib.suppress(PermissionError):
+            X11_SOCKETS.chmod(0o1777)
     sway_env = {
         **{k: v for k, v in env.items() if k not in ("DISPLAY", *WAYLAND_ENV)},
         "XDG_RUNTIME_DIR": str(folder),
@@ -83,14 +118,20 @@ def start_sway(screen: int, width: int, height: int, run_dir: Path, env: dict[st
         "WLR_LIBINPUT_NO_DEVICES": "1",
         "WLR_RENDERER": "pixman",
         "WLR_HEADLESS_OUTPUTS": "1",
-        "HOLM_SWAY_CONFIG": sway_config(width, height),
+        "HOLM_SWAY_CONFIG": sway_config(width, height, xwayland),
+        # XWayland lets in only the uid that started it (sway's), and the box's programs
+        # run as its root: wlroots starts it through this wrapper, which turns its access
+        # control off (`-ac`), as an X11 box's Xvfb lets in every local client. It is the
+        # box's own X server: its sockets are in the box's /tmp and network namespace.
+        "WLR_XWAYLAND": str(folder / "Xwayland"),
     }
     # The folder is made by sway's own uid (the box's root may not chown), with its config
     # (the run folder may be closed to that uid); it is open to the box's root to reach the
-    # sockets (made under umask 0), listable by none.
+    # sockets (made under umask 0) and to list them.
     script = (
-        f'umask 077 && mkdir -m 0711 {folder} && printf %s "$HOLM_SWAY_CONFIG" >{folder}/config'
-        f" && umask 0 && exec sway -c {folder}/config"
+        f'umask 077 && mkdir -m 0755 {folder} && printf %s "$HOLM_SWAY_CONFIG" >{folder}/config'
+        f" && printf '#!/bin/sh\\nexec /usr/bin/Xwayland \"$@\" -ac\\n' >{folder}/Xwayland"
+        f" && chmod 0700 {folder}/Xwayland && umask 0 && exec sway -c {folder}/config"
     )
     proc = processes.spawn(
         [
@@ -111,9 +152,10 @@ def start_sway(screen: int, width: int, height: int, run_dir: Path, env: dict[st
         ipc = glob.glob(str(folder / "sway-ipc.*.sock"))
         sockets = [p for p in glob.glob(str(folder / "wayland-*")) if not p.endswith(".lock")]
         # The IPC socket answers once sway has set up its outputs and its Wayland socket.
-        if ipc and sockets and _answers(ipc[0]):
+        x_display = _x_display_of(proc.pid) if xwayland else None
+        if ipc and sockets and (x_display or not xwayland) and _answers(ipc[0]):
             processes.supervise(f"sway (screen {screen})", proc)
-            return Sway(proc, folder, sockets[0], ipc[0])
+            return Sway(proc, folder, sockets[0], ipc[0], x_display)
         if proc.poll() is not None:
             raise StartFailed(
                 f"screen {screen}: sway ended with {proc.returncode}: "
@@ -123,6 +165,16 @@ def start_sway(screen: int, width: int, height: int, run_dir: Path, env: dict[st
             processes.kill_group(proc.pid)
             raise StartFailed(f"screen {screen}: sway did not start within {SWAY_START_S:.0f} s")
         time.sleep(0.02)
+
+
+def _x_display_of(pid: int) -> str | None:
+    """The X display whose lock file names `pid` (wlroots takes a free display for
+    XWayland at sway's start and writes its own pid in the lock, NUL-terminated)."""
+    for lock in Path("/tmp").glob(".X*-lock"):
+        with contextlib.suppress(OSError, ValueError):
+            if int(lock.read_text().strip("\0 \n")) == pid:
+                return ":" + lock.name[2:-5]
+    return None
 
 
 def _answers(ipc: str) -> bool:

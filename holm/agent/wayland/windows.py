@@ -13,6 +13,13 @@ from holm.wire.actions import Arrange
 from holm.wire.results import WindowInfo
 
 
+def _names(node: dict[str, Any]) -> tuple[str, ...]:
+    """What a window's class may be matched by: its app_id, or an XWayland window's class
+    and instance (as the X11 wing matches either)."""
+    x11 = node.get("window_properties") or {}
+    return tuple(n for n in (node.get("app_id"), x11.get("class"), x11.get("instance")) if n)
+
+
 def _info(node: dict[str, Any], minimised: bool) -> WindowInfo:
     rect = node.get("rect", {})
     x11 = node.get("window_properties") or {}
@@ -38,13 +45,20 @@ def _scratchpad_ids(tree: dict[str, Any]) -> set[int]:
 
 
 def listing(ipc: SwayIpc) -> list[WindowInfo]:
+    return [w for w, _ in named_listing(ipc)]
+
+
+def named_listing(ipc: SwayIpc) -> list[tuple[WindowInfo, tuple[str, ...]]]:
+    """Each window, with the names its class may be matched by."""
     tree = ipc.tree()
     hidden = _scratchpad_ids(tree)
-    return [_info(n, int(n["id"]) in hidden) for n in leaves(tree)]
+    return [(_info(n, int(n["id"]) in hidden), _names(n)) for n in leaves(tree)]
 
 
-def matches(window: WindowInfo, class_: str | None, title: str | None) -> bool:
-    if class_ is not None and class_.lower() != window.class_.lower():
+def matches(
+    window: WindowInfo, names: tuple[str, ...], class_: str | None, title: str | None
+) -> bool:
+    if class_ is not None and class_.lower() not in (n.lower() for n in names):
         return False
     return title is None or title.lower() in window.title.lower()
 
