@@ -1,11 +1,13 @@
-"""The screen's pixels through wlr-screencopy, in process, into a shared memory buffer.
+"""The screen's pixels through wlr-screencopy, in process, into shared memory buffers.
 
 A watcher thread asks the compositor for the output again and again with
 `copy_with_damage`: the compositor answers each only once something was drawn since the
 last, so a still screen costs nothing, and every answer is a change (counted, as X11's
-DAMAGE counts them: damage_watch.py). The last picture is kept; a frame is read from it,
-and its hash is made once per picture, so a screen nobody drew on since is answered
-without reading a pixel.
+DAMAGE counts them: damage_watch.py). The compositor writes each picture into one of a
+ring of buffers (RING), never the one holding the last picture, and the watcher copies
+nothing: a picture is read out of its buffer only when a frame asks for it (`read`), once
+per picture (its hash is kept by the screen), so a screen nobody drew on since is answered
+without reading a pixel, and a screen that animates costs the agent nothing between frames.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from holm.agent.wayland.connection import Connection
 
 # wl_shm's formats the agent takes: both are BGRX in memory on a little-endian machine.
 BGRX_FORMATS = (WlShm.format.xrgb8888.value, WlShm.format.argb8888.value)
+# Buffers the compositor writes into in turn: the last picture's is never written next, so
+# a read of it is overwritten only after two more pictures (and is then read again).
+RING = 3
+READ_TRIES = 8
 
 
 class Picture:
@@ -36,6 +42,15 @@ class Picture:
         self.serial = serial
 
 
+class _Buffer:
+    def __init__(self, proxy: Any, pixels: mmap.mmap) -> None:
+        self.proxy = proxy
+        self.pixels = pixels
+        # Bumped when the compositor is asked to write into it (read it before and after
+        # a copy out: equal, and the copy is whole).
+        self.generation = 0
+
+
 class Capture:
     """Owns its connection; `run` is the watcher thread's body."""
 
@@ -44,34 +59,45 @@ class Capture:
         self.width = width
         self.height = height
         self._on_change = on_change
-        self.picture: Picture | None = None
         self.first = threading.Event()
         self._stop = False
-        self._serial = 0
-        self._buffer: Any = None
-        self._map: mmap.mmap | None = None
-        self._stride = 0
+        # The serial of the last picture and the buffer it is in.
+        self.serial = 0
+        self._latest: int | None = None
+        self._ring: list[_Buffer] = []
+        self._shape: tuple[int, int, int, int] | None = None
+        # The last picture read out, kept for the next reader of the same serial.
+        self._read: Picture | None = None
+        self._read_lock = threading.Lock()
         self.failure: str | None = None
         self._thread = threading.Thread(target=self.run, name="wayland-capture", daemon=True)
+
+    @property
+    def has_picture(self) -> bool:
+        return self._latest is not None
 
     def start(self) -> None:
         self._thread.start()
 
-    def _ensure_buffer(self, fmt: int, width: int, height: int, stride: int) -> Any:
-        if self._buffer is not None and self._stride == stride:
-            return self._buffer
+    def _make_ring(self, fmt: int, width: int, height: int, stride: int) -> None:
+        if self._shape == (fmt, width, height, stride):
+            return
         size = stride * height
-        fd = os.memfd_create("holm-frame", os.MFD_CLOEXEC)
+        fd = os.memfd_create("holm-frames", os.MFD_CLOEXEC)
         try:
-            os.ftruncate(fd, size)
-            self._map = mmap.mmap(fd, size)
-            pool = self.conn["wl_shm"].create_pool(fd, size)
+            os.ftruncate(fd, size * RING)
+            pool = self.conn["wl_shm"].create_pool(fd, size * RING)
+            self._ring = [
+                _Buffer(
+                    pool.create_buffer(i * size, width, height, stride, fmt),
+                    mmap.mmap(fd, size, offset=i * size),
+                )
+                for i in range(RING)
+            ]
         finally:
             os.close(fd)
-        self._buffer = pool.create_buffer(0, width, height, stride, fmt)
         pool.destroy()
-        self._stride = stride
-        return self._buffer
+        self._shape = (fmt, width, height, stride)
 
     def run(self) -> None:
         try:
@@ -95,40 +121,64 @@ class Capture:
         frame.dispatcher["buffer"] = on_buffer
         frame.dispatcher["ready"] = lambda *_a: state.__setitem__("ready", True)
         frame.dispatcher["failed"] = lambda *_a: state.__setitem__("failed", True)
-        # The buffer offers come first (version 3 ends them with buffer_done): a roundtrip
-        # has them all.
-        self.conn.roundtrip()
-        if "buffer" not in state:
-            raise RuntimeError("the compositor offers no BGRX buffer for screencopy")
-        fmt, width, height, stride = state["buffer"]
-        buffer = self._ensure_buffer(fmt, width, height, stride)
-        if self.picture is None:
-            frame.copy(buffer)
+        if self._shape is None:
+            # The buffer offers come first (version 3 ends them with buffer_done): a
+            # roundtrip has them all. Later frames of the output offer the same, and are
+            # copied without waiting for the offer (the compositor makes it at once).
+            self.conn.roundtrip()
+            if "buffer" not in state:
+                raise RuntimeError("the compositor offers no BGRX buffer for screencopy")
+            self._make_ring(*state["buffer"])
+        latest = self._latest
+        into = 0 if latest is None else (latest + 1) % RING
+        target = self._ring[into]
+        target.generation += 1
+        if latest is None:
+            frame.copy(target.proxy)
         else:
-            frame.copy_with_damage(buffer)
+            frame.copy_with_damage(target.proxy)
+        self.conn.flush()
         while not self._stop and "ready" not in state and "failed" not in state:
             self.conn.display.dispatch(block=True)
         frame.destroy()
+        if "buffer" in state and state["buffer"] != self._shape:
+            # The output changed (its size): the next copy makes buffers for it.
+            self._shape = None
         if "ready" in state and not self._stop:
-            self._keep(width, height, stride)
+            self.serial += 1
+            self._latest = into
+            self.first.set()
+            self._on_change()
 
-    def _keep(self, width: int, height: int, stride: int) -> None:
-        assert self._map is not None
-        READS.pixels += width * height
-        if stride == width * 4:
-            data = self._map[: stride * height]
-        else:
-            rows = [self._map[r * stride : r * stride + width * 4] for r in range(height)]
-            data = b"".join(rows)
-        self._serial += 1
-        self.picture = Picture(data, self._serial)
-        self.first.set()
-        self._on_change()
+    def read(self) -> Picture:
+        """The last picture, read out of its buffer (any thread; once per picture)."""
+        with self._read_lock:
+            for _ in range(READ_TRIES):
+                latest, serial = self._latest, self.serial
+                kept = self._read
+                if kept is not None and kept.serial == serial:
+                    return kept
+                if latest is None or self._shape is None:
+                    raise RuntimeError("no picture yet")
+                buffer = self._ring[latest]
+                generation = buffer.generation
+                _, width, height, stride = self._shape
+                if stride == width * 4:
+                    data = buffer.pixels[: stride * height]
+                else:
+                    rows = (
+                        buffer.pixels[r * stride : r * stride + width * 4] for r in range(height)
+                    )
+                    data = b"".join(rows)
+                READS.pixels += width * height
+                if buffer.generation == generation and self.serial == serial:
+                    self._read = Picture(data, serial)
+                    return self._read
+            raise RuntimeError("the screen changed faster than its pictures could be read")
 
     def close(self) -> None:
         self._stop = True
         # The watcher may be blocked in a dispatch for damage that never comes: the daemon
-        # thread ends with the agent.
+        # thread ends with the agent, and the buffers' memory with it.
         with contextlib.suppress(Exception):
-            if self._map is not None and not self._thread.is_alive():
-                self._map.close()
+            self.conn.flush()

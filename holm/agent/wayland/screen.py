@@ -76,39 +76,42 @@ class Screen(X11Screen):
         self._events = await asyncio.to_thread(WindowEvents, sway.ipc)
         self._input = await self.input_lane.run(lambda: Input(sway.socket, self.width, self.height))
         await asyncio.to_thread(self._capture.first.wait, FIRST_PICTURE_S)
-        if self._capture.picture is None:
+        if not self._capture.has_picture:
             raise Failed(f"screen {self.index}: no picture from sway ({self._capture.failure})")
 
-    def _picture(self) -> Picture:
+    def _capturing(self) -> Capture:
         grabbed = self._up(self._capture)
         if grabbed.failure is not None:
             raise ScreenUnavailable(f"screen {self.index}'s capture failed: {grabbed.failure}")
-        picture = grabbed.picture
-        if picture is None:
+        if not grabbed.has_picture:
             raise ScreenUnavailable(f"screen {self.index} has no picture yet")
-        return picture
+        return grabbed
 
     def last_pixels(self) -> bytes:
         """The screen's last picture, raw BGRX (what a recording is fed: any thread)."""
-        return self._picture().data
+        return self._capturing().read().data
 
-    def _hash_of(self, picture: Picture) -> str:
+    def _kept_hash(self) -> str | None:
+        """The last picture's hash, when it was made already (no pixel read)."""
+        hashed = self._hashed
+        grabbed = self._capturing()
+        return hashed[1] if hashed is not None and hashed[0] == grabbed.serial else None
+
+    def _read_and_hash(self) -> tuple[Picture, str]:
+        """The last picture and its hash (on the capture thread)."""
+        picture = self._capturing().read()
         hashed = self._hashed
         if hashed is not None and hashed[0] == picture.serial:
-            return hashed[1]
+            return picture, hashed[1]
         digest = self.hasher.picture(picture.data, self.width, self.height)
         self._hashed = (picture.serial, digest)
-        return digest
-
-    def _kept_hash(self, picture: Picture) -> str | None:
-        hashed = self._hashed
-        return hashed[1] if hashed is not None and hashed[0] == picture.serial else None
+        return picture, digest
 
     async def frame_hash(self) -> tuple[str, int, int]:
-        picture = self._picture()
-        digest = self._kept_hash(picture)
-        if digest is None:
-            digest = await self.capture_lane.run(lambda: self._hash_of(picture))
+        kept = self._kept_hash()
+        if kept is not None:
+            return kept, self.width, self.height
+        _, digest = await self.capture_lane.run(self._read_and_hash)
         return digest, self.width, self.height
 
     async def frame(
@@ -135,25 +138,29 @@ class Screen(X11Screen):
         # Read before the picture is taken: every change counted is in it (capture.py
         # keeps a picture before it counts it).
         changes = self._changes.value if whole else None
-        picture = self._picture()
+        width, height = frames.scaled_size(area, scale)
         if whole:
-            digest = self._kept_hash(picture)
-            if digest is None:
-                digest = await self.capture_lane.run(lambda: self._hash_of(picture))
+            kept = self._kept_hash()
+            if kept is not None and kept == have:
+                # A still screen: answered from the kept hash, without reading a pixel.
+                return FrameResult(
+                    hash=kept, unchanged=True, width=width, height=height, changes=changes
+                )
+            picture, digest = await self.capture_lane.run(self._read_and_hash)
             raw = Raw(picture.data, self.width, self.height)
         else:
+            picture = await self.capture_lane.run(self._capturing().read)
             raw = Raw(_crop(picture.data, self.width, area), area.width, area.height)
             digest = await self.capture_lane.run(
                 lambda: self.hasher.picture(raw.data, raw.width, raw.height, scale, at)
             )
-        width, height = frames.scaled_size(area, scale)
         if digest == have:
             return FrameResult(
                 hash=digest, unchanged=True, width=width, height=height, changes=changes
             )
-        kept = self._encoded
-        if kept is not None and kept[0] == digest and kept[1] == encoding:
-            image = kept[2]
+        encoded = self._encoded
+        if encoded is not None and encoded[0] == digest and encoded[1] == encoding:
+            image = encoded[2]
         else:
             image = await asyncio.get_running_loop().run_in_executor(
                 self._png_pool, frames.encode, raw, scale, at, encoding
