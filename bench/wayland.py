@@ -106,7 +106,7 @@ async def main() -> None:
 
                 # A full frame of a screen that changed since the last (a character typed
                 # and drawn, not timed): read, hashed and encoded anew.
-                for i in range(5):
+                for _ in range(5):
                     await desktop.act(0, a.Type(text="x"))
                     await desktop.act(0, a.WaitStill(settle_ms=100, within_ms=5000))
                     began = time.perf_counter()
