@@ -25,6 +25,8 @@ from holm.wire.values import Encoding, Region
 
 from .conftest import WaylandAgent
 
+pytestmark = pytest.mark.desktop
+
 WIDTH, HEIGHT = 640, 400
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from desktop_kit import tabs
 
 from holm.adapters.agent_desktop import AgentDesktop
@@ -13,6 +14,8 @@ from holm.wire import results as r
 from holm.wire.values import Point
 
 from .conftest import WaylandAgent
+
+pytestmark = pytest.mark.desktop
 
 PAGE = """<!doctype html><html><body style="margin:0">
 <input id="box" style="position:fixed;left:200px;top:200px;width:600px;height:40px;font-size:20px">

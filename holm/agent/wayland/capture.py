@@ -12,9 +12,9 @@ without reading a pixel, and a screen that animates costs the agent nothing betw
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
+import select
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +30,8 @@ BGRX_FORMATS = (WlShm.format.xrgb8888.value, WlShm.format.argb8888.value)
 # a read of it is overwritten only after two more pictures (and is then read again).
 RING = 3
 READ_TRIES = 8
+# How often the watcher, waiting for a picture, looks whether it is to stop.
+STOP_POLL_S = 0.2
 
 
 class Picture:
@@ -138,8 +140,13 @@ class Capture:
         else:
             frame.copy_with_damage(target.proxy)
         self.conn.flush()
+        fd = self.conn.display.get_fd()
         while not self._stop and "ready" not in state and "failed" not in state:
-            self.conn.display.dispatch(block=True)
+            # A blocking dispatch would wait for the next drawing, maybe for ever: the
+            # watcher waits for its connection to be readable, a little at a time.
+            readable, _, _ = select.select([fd], [], [], STOP_POLL_S)
+            if readable:
+                self.conn.display.dispatch(block=True)
         frame.destroy()
         if "buffer" in state and state["buffer"] != self._shape:
             # The output changed (its size): the next copy makes buffers for it.
@@ -178,7 +185,12 @@ class Capture:
 
     def close(self) -> None:
         self._stop = True
-        # The watcher may be blocked in a dispatch for damage that never comes: the daemon
-        # thread ends with the agent, and the buffers' memory with it.
-        with contextlib.suppress(Exception):
-            self.conn.flush()
+        if self._thread.is_alive():
+            self._thread.join(STOP_POLL_S * 5)
+        if self._thread.is_alive():
+            # Stuck in the compositor's socket: its proxies stay (freeing them under it
+            # would crash), and go with the process.
+            return
+        self.conn.close(tuple(b.proxy for b in self._ring))
+        for buffer in self._ring:
+            buffer.pixels.close()

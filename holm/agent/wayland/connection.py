@@ -60,5 +60,12 @@ class Connection:
         """Wait until the compositor has done every request sent on this connection."""
         self.display.roundtrip()
 
-    def close(self) -> None:
+    def close(self, proxies: tuple[Any, ...] = ()) -> None:
+        """Free `proxies` (the caller's own, the ones it made), the globals bound and the
+        registry, then the connection: in that order, here, since a proxy left for the
+        garbage collector would be freed after its display and crash the agent at exit."""
+        for proxy in (*proxies, *self.bound.values(), self._registry):
+            if proxy is not None and not proxy.destroyed:
+                proxy._destroy()
+        self.bound.clear()
         self.display.disconnect()

@@ -201,6 +201,9 @@ class Input(X11Input):
         return
 
     def close(self) -> None:
+        """Let the compositor drop the devices, then free the connection (on the input
+        thread, or with nothing on it)."""
         self._keyboard.destroy()
         self._pointer_dev.destroy()
-        self.wayland.roundtrip()
+        self.wayland.flush()
+        self.wayland.close()

@@ -286,6 +286,11 @@ class Screen(X11Screen):
             self._settling.cancel()
         if self._capture is not None:
             self._capture.close()
+        wayland_input = self._input
+        if isinstance(wayland_input, Input) and self.input_lane.idle:
+            # Only with nothing on the input thread (a busy one keeps its connection, which
+            # goes with the process).
+            wayland_input.close()
         if self._ipc is not None:
             self._ipc.close()
         if self._events is not None:
