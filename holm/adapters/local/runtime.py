@@ -31,7 +31,12 @@ from holm.adapters.agent_desktop import AgentConnections, AgentDesktop
 from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import STREAM_LIMIT, Desktop, Stream
 from holm.adapters.box_locks import BoxLocks
-from holm.adapters.features import FEATURE_PACKAGES, WAYLAND_PACKAGES, WAYLAND_WITHOUT
+from holm.adapters.features import (
+    FEATURE_PACKAGES,
+    WAYLAND_FEATURE_PACKAGES,
+    WAYLAND_PACKAGES,
+    WAYLAND_WITHOUT,
+)
 from holm.adapters.local import agent_bytecode, network, procs
 from holm.adapters.local import room as room_of
 from holm.adapters.local.box_ids import free_box_uid
@@ -494,6 +499,9 @@ class LocalRuntime:
         )
         if canonical.desktop.server == "wayland":
             needs["a wayland desktop"] = WAYLAND_PACKAGES
+            for feature in canonical.desktop.features or []:
+                more = WAYLAND_FEATURE_PACKAGES.get(feature, ())
+                needs[f"feature {feature}"] = (*FEATURE_PACKAGES[feature], *more)
         refuse_missing(needs)
 
     def _record(self, box_id: str) -> tuple[BoxPaths, BoxRecord]:
