@@ -10,6 +10,7 @@ unchanged without reading a pixel; windows are sway's tree, read on the query th
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -298,6 +299,10 @@ class Screen(X11Screen):
         self.input_lane.shutdown()
         self.capture_lane.shutdown()
         self._query_thread.shutdown(wait=False, cancel_futures=True)
+        if self.sway is not None:
+            # sway's runtime folder (its sockets, config): in a box's own /tmp it goes with
+            # the box; an agent run on a host leaves none behind (where it may remove it).
+            shutil.rmtree(self.sway.folder, ignore_errors=True)
 
 
 def _crop(data: bytes, width: int, area: Region) -> bytes:
