@@ -21,6 +21,7 @@ def agent_command(
     apps: Mapping[str, AppDefinition] | None = None,
     features: Sequence[Feature] = (),
     server_id: str | None = None,
+    display_server: str = "x11",
 ) -> list[str]:
     """`python -m holm.agent …` for a box of `screens` screens of width×height,
     serving its socket in `run_dir` (a path inside the box), hashing frames with the key
@@ -37,6 +38,8 @@ def agent_command(
         argv += ["--apps-json", canonical_json(dict(apps)).decode()]
     if server_id:
         argv += ["--frame-key", frame_key(server_id).hex()]
+    if display_server != "x11":
+        argv += ["--server", display_server]
     return argv
 
 

@@ -26,8 +26,25 @@ FEATURE_PACKAGES: dict[Feature, tuple[str, ...]] = {
 }
 
 
+# What a Wayland desktop needs besides the X11 one's (holm/agent/wayland/): the compositor,
+# the viewer's VNC server and the clipboard's tools.
+WAYLAND_PACKAGES = ("sway", "wayvnc", "wl-clipboard")
+# What a feature needs more on a Wayland desktop: the X clients need XWayland to show.
+WAYLAND_FEATURE_PACKAGES: dict[Feature, tuple[str, ...]] = {"x11_apps": ("xwayland",)}
+# The features a Wayland box does not have yet, refused by name (`can().wayland_without`,
+# docs/runtimes.md): tint2's dock is an X11 panel, which XWayland would show as one more
+# window.
+WAYLAND_WITHOUT: tuple[Feature, ...] = ("dock",)
+
+
 def feature_packages(features: Iterable[Feature]) -> list[str]:
     return sorted({pkg for feature in features for pkg in FEATURE_PACKAGES[feature]})
 
 
-__all__ = ["FEATURE_PACKAGES", "feature_packages"]
+__all__ = [
+    "FEATURE_PACKAGES",
+    "WAYLAND_FEATURE_PACKAGES",
+    "WAYLAND_PACKAGES",
+    "WAYLAND_WITHOUT",
+    "feature_packages",
+]

@@ -1,5 +1,6 @@
 """What every runtime refuses alike before it starts a box, in the same words: a spec
-that does not validate, a desktop server other than X11, limits that do not parse, and a
+that does not validate, a desktop server the runtime does not run (X11 only, but for the
+local runtime's Wayland), limits that do not parse, and a
 state dir so deep that the box's sockets would not fit a Unix socket's path."""
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ MAX_SOCKET_PATH = 107
 
 
 def refuse_what_no_runtime_runs(
-    runtime: str, spec: Spec, placement: Placement, longest_socket: Path
+    runtime: str,
+    spec: Spec,
+    placement: Placement,
+    longest_socket: Path,
+    servers: tuple[str, ...] = ("x11",),
 ) -> None:
     problems = validate_spec(spec)
     if problems:
         raise BadRequest("; ".join(problems))
-    if spec.desktop.server != "x11":
+    if spec.desktop.server not in servers:
         raise Unsupported(f"the {runtime} runtime runs X11 desktops only")
     check_limits(placement.memory, placement.cpus)
     if len(str(longest_socket)) > MAX_SOCKET_PATH:

@@ -1,6 +1,6 @@
 """`python3 -m holm.agent --run-dir DIR --screens N --width W --height H
 [--display-base B] [--no-chromium] [--features F,…] [--apps-json JSON] [--home PATH]
-[--frame-key HEX]`: the in-box agent."""
+[--frame-key HEX] [--server x11|wayland]`: the in-box agent."""
 
 from __future__ import annotations
 
@@ -37,6 +37,9 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
     )
     parser.add_argument("--home", help="the box's home (default: $HOME)")
     parser.add_argument("--frame-key", default="", help="the server's key for frame hashes, in hex")
+    parser.add_argument(
+        "--server", default="x11", choices=("x11", "wayland"), help="the screens' display server"
+    )
     args = parser.parse_args(argv)
     for name in ("width", "height"):
         if not 64 <= getattr(args, name) <= 8192:
@@ -63,6 +66,7 @@ def parse(argv: list[str]) -> tuple[Options, dict[str, AppDefinition]]:
         chromium=not args.no_chromium,
         features=features,
         frame_key=frame_key,
+        server=args.server,
     )
     if args.home:
         options.home = args.home

@@ -9,7 +9,7 @@ import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -23,6 +23,8 @@ from holm.agent.desktop.catalog import AppCatalog
 from holm.agent.desktop.screen_recording import Recorder
 from holm.agent.desktop.viewer_socket import ViewerSocket
 from holm.agent.frames.tiles import FrameHasher
+from holm.agent.wayland import sway_up
+from holm.agent.wayland.screen import Screen as WaylandScreen
 from holm.agent.widgets import a11y_bus
 from holm.agent.widgets.atspi import Widgets
 from holm.agent.x11.screen import Screen
@@ -62,6 +64,8 @@ class Options(msgspec.Struct, kw_only=True):
     # box of one server.
     frame_key: bytes = b""
     home: str = msgspec.field(default_factory=lambda: os.environ.get("HOME", "/root"))
+    # The display server of every screen: Xvfb, or a headless sway (holm/agent/wayland/).
+    server: Literal["x11", "wayland"] = "x11"
 
 
 class Agent:
@@ -73,8 +77,10 @@ class Agent:
         # exec and files: each call blocks a thread for as long as it runs.
         self._work_pool = ThreadPoolExecutor(64, thread_name_prefix="work")
         hasher = FrameHasher(options.frame_key)
-        self.screens = [
-            Screen(i, options.width, options.height, self._png_pool, hasher)
+        self.wayland = options.server == "wayland"
+        kind = WaylandScreen if self.wayland else Screen
+        self.screens: list[Screen] = [
+            kind(i, options.width, options.height, self._png_pool, hasher)
             for i in range(options.screens)
         ]
         self.catalog = AppCatalog(self.home)
@@ -104,7 +110,11 @@ class Agent:
         # The features' services start while the screens' X servers do: Xvfb needs none of
         # them, and every program after it starts with their addresses (_bring_up waits).
         services = asyncio.create_task(self._start_services(failures))
-        await asyncio.gather(*(self._bring_up(s, services) for s in self.screens))
+        if self.wayland:
+            screens = [s for s in self.screens if isinstance(s, WaylandScreen)]
+            await asyncio.gather(*(self._bring_up_wayland(s, services) for s in screens))
+        else:
+            await asyncio.gather(*(self._bring_up(s, services) for s in self.screens))
         # A service that failed in an unforeseen way failed each screen that waited for it.
         with contextlib.suppress(Exception):
             await services
@@ -206,10 +216,55 @@ class Agent:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await connecting
 
+    async def _bring_up_wayland(self, screen: WaylandScreen, services: asyncio.Task[None]) -> None:
+        """A Wayland screen: its sway, its connections, its viewer's wayvnc and its
+        Chromium (as `_bring_up` does for an X11 one)."""
+        o = self.options
+        i = screen.index
+        part = "the compositor (sway)"
+        try:
+            screen.sway = await asyncio.to_thread(
+                sway_up.start_sway,
+                i,
+                o.width,
+                o.height,
+                self.run_dir,
+                self._env(None),
+                "x11_apps" in o.features,
+            )
+            part = "the screen's Wayland connections"
+            await screen.connect(screen.sway.socket)
+            part = "the sound server or the accessibility bus"
+            await asyncio.shield(services)
+            part = "the viewer's VNC server (wayvnc)"
+            screen.vnc_socket = await asyncio.to_thread(
+                sway_up.start_wayvnc, i, screen.sway, self.run_dir, self._env(screen.display_name)
+            )
+            if o.chromium:
+                part = "chromium"
+                proc, port = await self._start_chromium(screen)
+                screen.devtools_port = port
+                browser = Browser(
+                    i, lambda: self._start_chromium(screen), lambda new: self._moved(i, new)
+                )
+                browser.keep(proc, port)
+                self._browsers[i] = browser
+                self._bridges.append(await devtools_bridge.bridge(self.run_dir, i, browser.wait_up))
+                await screen.wait_still(START_STILL_MS, START_STILL_WITHIN_MS)
+            screen.up.set()
+            if o.chromium:
+                self._warm(i)
+        except desktop_up.StartFailed as exc:
+            screen.failure = str(exc)
+        except Exception as exc:
+            log.exception("screen %d", i)
+            screen.failure = f"screen {i}: {part} did not start: {type(exc).__name__}: {exc}"
+
     async def _start_chromium(self, screen: Screen) -> tuple[subprocess.Popen[bytes], int]:
         """Start the screen's Chromium (on its profile, a blank page) and answer it once
         its window is drawn, with its DevTools port."""
         env = self._env(screen.display_name)
+        wayland = isinstance(screen, WaylandScreen) and screen.sway is not None
         proc = await asyncio.to_thread(
             desktop_up.start_chromium,
             screen.index,
@@ -217,8 +272,20 @@ class Agent:
             self.run_dir,
             env,
             accessibility=self._widgets is not None,
+            extra_flags=sway_up.CHROMIUM_WAYLAND_FLAGS if wayland else (),
         )
         try:
+            if isinstance(screen, WaylandScreen) and screen.sway is not None:
+                profile = desktop_up.chromium_profile(self.home, screen.index)
+                port = await asyncio.to_thread(
+                    sway_up.wait_chromium,
+                    screen.index,
+                    screen.sway.ipc,
+                    profile,
+                    proc,
+                    self.run_dir,
+                )
+                return proc, port
             port = await asyncio.to_thread(
                 desktop_up.wait_chromium,
                 screen.index,
@@ -253,7 +320,15 @@ class Agent:
         warming.add_done_callback(self._warming.discard)
 
     def _env(self, display: str | None) -> dict[str, str]:
-        return processes.box_env(self.home, display, self._feature_env)
+        if not self.wayland:
+            return processes.box_env(self.home, display, self._feature_env)
+        # A Wayland screen's "display" is its compositor's socket: its programs find it
+        # (and the screen's sway) by their environment, and have no DISPLAY.
+        env = processes.box_env(self.home, None, self._feature_env)
+        for s in self.screens:
+            if display and s.display_name == display and isinstance(s, WaylandScreen) and s.sway:
+                env.update(s.sway.env())
+        return env
 
     async def wait_ready(self, timeout_ms: int) -> None:
         if not 0 < timeout_ms <= MAX_READY_MS:
@@ -425,8 +500,15 @@ class Agent:
                 if not screen.up.is_set():
                     raise ScreenUnavailable(f"screen {index} is not up")
                 env = self._env(screen.display_name)
+                frames = screen.last_pixels if isinstance(screen, WaylandScreen) else None
                 return await asyncio.to_thread(
-                    recorder.start, screen.display_name, screen.width, screen.height, what.fps, env
+                    recorder.start,
+                    screen.display_name,
+                    screen.width,
+                    screen.height,
+                    what.fps,
+                    env,
+                    frames,
                 )
             case "stop":
                 return await asyncio.to_thread(recorder.stop)
@@ -513,4 +595,5 @@ class Agent:
 
 
 def _number(screen: Screen) -> int:
+    # X11 screens only: a Wayland screen's display is its socket's path.
     return int(screen.display_name.lstrip(":"))

@@ -72,6 +72,7 @@ from holm.wire.spec import (
     DEFAULT_LIFETIME_SECS,
     Placement,
     Spec,
+    canonical_spec,
     spec_digest,
     validate_placement,
     validate_spec,
@@ -949,6 +950,14 @@ def _check_can(runtime: Runtime, spec: Spec, placement: Placement) -> None:
     for refused, what in refusals:
         if refused:
             raise Unsupported(f"the {runtime.name} runtime cannot give {what}")
+    if desktop.server == "wayland":
+        features = canonical_spec(spec).desktop.features or []
+        missing = sorted(f for f in features if f in can.wayland_without)
+        if missing:
+            raise Unsupported(
+                f"the {runtime.name} runtime's wayland desktops have no {', '.join(missing)}"
+                " (list the spec's features without them)"
+            )
 
 
 async def _release_everything(desktop: Desktop, screen: int) -> None:

@@ -41,6 +41,9 @@ class Capabilities(msgspec.Struct, kw_only=True):
     pages: bool = False
     viewer: bool = True
     wayland: bool = False
+    # What a Wayland box of this runtime cannot have, by name: features of the spec
+    # (refused at create, naming them) and actions (refused when asked). docs/runtimes.md.
+    wayland_without: list[str] = msgspec.field(default_factory=list)
     # A named browser profile (`placement.profile`) kept between boxes: container runtimes.
     profile: bool = False
 

@@ -1,6 +1,7 @@
 """One box per runtime for the contract suite: the in-memory double, a local box (real Xvfb
-and Chromium under bubblewrap) and a docker box, each shared by the tests of a module, so
-that every test runs the same actions on all three."""
+and Chromium under bubblewrap), a local Wayland box (headless sway, Chromium on Wayland)
+and a docker box, each shared by the tests of a module, so that every test runs the same
+actions on all of them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,16 @@ import pytest
 import pytest_asyncio
 from runtime_kit import Box, runtime_named
 
-from holm.wire.spec import Placement, Spec
+from holm.adapters.features import WAYLAND_WITHOUT
+from holm.wire.spec import DesktopSpec, Placement, Spec, default_features
+
+# A Wayland box with every default feature it has (holm/adapters/features.py).
+WAYLAND_SPEC = Spec(
+    desktop=DesktopSpec(
+        server="wayland",
+        features=[f for f in default_features("wayland") if f not in WAYLAND_WITHOUT],
+    )
+)
 
 
 @pytest.fixture(scope="session")
@@ -31,17 +41,20 @@ def state_dir() -> Iterator[Path]:
         "memory",
         "holm",
         pytest.param("local", marks=pytest.mark.desktop),
+        pytest.param("local-wayland", marks=pytest.mark.desktop),
         pytest.param("docker", marks=[pytest.mark.desktop, pytest.mark.docker]),
     ],
 )
 async def box(request: pytest.FixtureRequest, state_dir: Path) -> AsyncIterator[Box]:
     """A fresh box of the runtime named by the parameter, removed at the end."""
     name: str = request.param
+    wayland = name.endswith("-wayland")
+    name = name.removesuffix("-wayland")
     server_id = f"contract-{uuid.uuid4().hex[:8]}"
     box_id = f"box_{uuid.uuid4().hex[:12]}"
     client = request.getfixturevalue("docker_client") if name == "docker" else None
     async with runtime_named(name, state_dir, server_id, client) as runtime:
-        await runtime.create(box_id, Spec(), Placement())
+        await runtime.create(box_id, WAYLAND_SPEC if wayland else Spec(), Placement())
         try:
             yield Box(name, box_id, await runtime.desktop(box_id))
         finally:

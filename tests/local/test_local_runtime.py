@@ -142,7 +142,9 @@ async def test_what_the_local_runtime_cannot_do_is_refused(make_runtime: MakeRun
     runtime = make_runtime(chromium=False)
     with pytest.raises(Unsupported, match="cannot install packages"):
         await runtime.create(new_id(), spec(packages=["jq"]), Placement())
-    with pytest.raises(Unsupported):
+    # A Wayland box without what it cannot have (`can().wayland_without`), by name: the
+    # default features include the dock.
+    with pytest.raises(Unsupported, match="wayland desktops have no dock"):
         await runtime.create(new_id(), spec(server="wayland"), Placement())
     with pytest.raises(BadRequest):
         await runtime.create(new_id(), spec(screens=9), Placement())
@@ -155,6 +157,7 @@ async def test_what_the_local_runtime_cannot_do_is_refused(make_runtime: MakeRun
     assert await runtime.list() == []
     assert not runtime.can().packages and runtime.can().max_screens == 8
     assert not runtime.can().profile
+    assert runtime.can().wayland and runtime.can().wayland_without == ["dock"]
     # Its boxes' pages are driven through DevTools (docs/runtimes.md), as `can` says;
     # without Chromium (as here) there are none.
     assert not runtime.can().pages and make_runtime().can().pages

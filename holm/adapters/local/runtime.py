@@ -31,7 +31,12 @@ from holm.adapters.agent_desktop import AgentConnections, AgentDesktop
 from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import STREAM_LIMIT, Desktop, Stream
 from holm.adapters.box_locks import BoxLocks
-from holm.adapters.features import FEATURE_PACKAGES
+from holm.adapters.features import (
+    FEATURE_PACKAGES,
+    WAYLAND_FEATURE_PACKAGES,
+    WAYLAND_PACKAGES,
+    WAYLAND_WITHOUT,
+)
 from holm.adapters.local import agent_bytecode, network, procs
 from holm.adapters.local import room as room_of
 from holm.adapters.local.box_ids import free_box_uid
@@ -160,7 +165,8 @@ class LocalRuntime:
             # The agent relays each box's Chromium DevTools (docs/runtimes.md).
             pages=self.chromium,
             viewer=True,
-            wayland=False,
+            wayland=True,
+            wayland_without=list(WAYLAND_WITHOUT),
             # A browser profile is a container runtime's named volume.
             profile=False,
         )
@@ -456,7 +462,17 @@ class LocalRuntime:
         if not valid_box_id(box_id):
             raise BadRequest(f"{box_id!r} cannot name a local box")
         paths = BoxPaths(self.boxes_dir, box_id)
-        refuse_what_no_runtime_runs(self.name, spec, placement, paths.vnc_socket(MAX_SCREENS - 1))
+        refuse_what_no_runtime_runs(
+            self.name, spec, placement, paths.vnc_socket(MAX_SCREENS - 1), ("x11", "wayland")
+        )
+        if spec.desktop.server == "wayland":
+            features = canonical_spec(spec).desktop.features or []
+            missing = sorted(f for f in features if f in WAYLAND_WITHOUT)
+            if missing:
+                raise Unsupported(
+                    f"the local runtime's wayland desktops have no {', '.join(missing)}"
+                    " (list the spec's features without them)"
+                )
         if spec.desktop.packages:
             raise Unsupported("the local runtime cannot install packages; use the docker runtime")
         if placement.profile is not None:
@@ -481,6 +497,11 @@ class LocalRuntime:
         needs.update(
             (f"app {name}", packages_of_app(name, app)) for name, app in canonical.apps.items()
         )
+        if canonical.desktop.server == "wayland":
+            needs["a wayland desktop"] = WAYLAND_PACKAGES
+            for feature in canonical.desktop.features or []:
+                more = WAYLAND_FEATURE_PACKAGES.get(feature, ())
+                needs[f"feature {feature}"] = (*FEATURE_PACKAGES[feature], *more)
         refuse_missing(needs)
 
     def _record(self, box_id: str) -> tuple[BoxPaths, BoxRecord]:
@@ -596,6 +617,7 @@ class LocalRuntime:
             features=list(desktop.features or []),
             box_uid=uid,
             server_id=self.server_id,
+            display_server=desktop.server,
         )
 
         def attach_network(init_pid: int) -> network.Attaching:

@@ -62,6 +62,10 @@ UNSHARE = ("--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-
 # in the box's user namespace: it can mount nothing, make no device, configure no
 # interface, and write only what is bound writable (its home and run folder).
 CAPS = ("--cap-drop", "ALL", "--cap-add", "CAP_SETGID")
+# A Wayland box's root keeps CAP_SETUID too, in the box's user namespace only: sway refuses
+# to run as root, and the agent starts it as the box's uid 1000 (holm/agent/wayland/
+# sway_up.py). Every uid it can become is one of the box's own range on the host.
+WAYLAND_CAPS = (*CAPS, "--cap-add", "CAP_SETUID")
 # Bound read-only into every box, when the host has them.
 DESKTOP_ETC = (
     "/etc/fonts",
@@ -130,6 +134,8 @@ class SandboxPlan:
     box_uid: int = BOX_UID
     # Whose frame key the agent hashes with (command.py).
     server_id: str | None = None
+    # spec.desktop.server: the screens' display server.
+    display_server: str = "x11"
 
 
 def agent_argv(plan: SandboxPlan) -> list[str]:
@@ -144,6 +150,7 @@ def agent_argv(plan: SandboxPlan) -> list[str]:
         apps=plan.apps,
         features=plan.features,
         server_id=plan.server_id,
+        display_server=plan.display_server,
     )
 
 
@@ -203,7 +210,8 @@ def bwrap_argv(plan: SandboxPlan, command: Sequence[str] | None = None) -> list[
     uid = plan.box_uid
     argv += ["--", "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
     argv += ["bwrap", "--unshare-user", *UNSHARE, "--unshare-net"]
-    argv += [*CAPS, "--new-session", "--hostname", BOX_HOSTNAME]
+    caps = WAYLAND_CAPS if plan.display_server == "wayland" else CAPS
+    argv += [*caps, "--new-session", "--hostname", BOX_HOSTNAME]
     # No --die-with-parent: a box outlives the holmd that started it.
     argv += ["--ro-bind", "/usr", "/usr"]
     for link in ROOT_LINKS:
@@ -214,7 +222,15 @@ def bwrap_argv(plan: SandboxPlan, command: Sequence[str] | None = None) -> list[
     etc = DESKTOP_ETC + (NETWORK_ETC if plan.network else ())
     for path in etc:
         argv += ["--ro-bind-try", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    if plan.display_server == "wayland":
+        # sway runs as a uid of the box other than root (holm/agent/wayland/sway_up.py):
+        # its buffers are POSIX shared memory (shm_open) and XWayland's lock files and
+        # sockets go in /tmp, so the box's /tmp and /dev/shm are open to every uid of the
+        # box (sticky), as a host's are.
+        argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+        argv += ["--perms", "1777", "--tmpfs", "/dev/shm"]
+    else:
+        argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     (_, home, _), (_, run, _), *code = stage
     argv += ["--bind", home, BOX_HOME, "--bind", run, BOX_RUN]
     for (_, inside), (_, at, _) in zip(site_mounts(plan), code, strict=False):

@@ -15,6 +15,7 @@ import socket
 import struct
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from Xlib import X, display
@@ -101,7 +102,9 @@ def chromium_profile(home: str, screen: int) -> Path:
     return Path(home) / ".holm" / f"chromium-{screen}"
 
 
-def chromium_argv(home: str, screen: int, accessibility: bool = False) -> list[str]:
+def chromium_argv(
+    home: str, screen: int, accessibility: bool = False, extra_flags: Sequence[str] = ()
+) -> list[str]:
     # With the accessibility bus, the pages' widgets are on it too (a11y_bus.py).
     a11y = ["--force-renderer-accessibility"] if accessibility else []
     return [
@@ -109,6 +112,7 @@ def chromium_argv(home: str, screen: int, accessibility: bool = False) -> list[s
         *CHROMIUM_FLAGS,
         *MEMORY_FLAGS,
         *a11y,
+        *extra_flags,
         "--remote-debugging-port=0",
         f"--user-data-dir={chromium_profile(home, screen)}",
         *CHROMIUM_WINDOW_FLAGS,
@@ -333,6 +337,7 @@ def start_chromium(
     env: dict[str, str],
     *,
     accessibility: bool = False,
+    extra_flags: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
     quiet_carets(home)
     profile = chromium_profile(home, screen)
@@ -341,7 +346,7 @@ def start_chromium(
     # A port file left by an earlier run would name a port nobody listens on.
     (profile / "DevToolsActivePort").unlink(missing_ok=True)
     proc = processes.spawn(
-        [*chromium_argv(home, screen, accessibility), "about:blank"],
+        [*chromium_argv(home, screen, accessibility, extra_flags), "about:blank"],
         env=env,
         cwd=home,
         log_path=run_dir / f"chromium-{screen}.log",

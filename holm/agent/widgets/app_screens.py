@@ -77,20 +77,24 @@ class WhereShown:
 
 
 def environ_display(pid: int) -> str | None:
-    """The `DISPLAY` process `pid` started with, if it can be read."""
+    """The `DISPLAY` process `pid` started with, if it can be read; on a Wayland box, its
+    `WAYLAND_DISPLAY` (the screen's compositor's socket, holm/agent/wayland/sway_up.py)."""
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return None
-    for entry in environ.split(b"\0"):
-        if entry.startswith(b"DISPLAY="):
-            return entry[len(b"DISPLAY=") :].decode(errors="replace")
+    for name in (b"DISPLAY=", b"WAYLAND_DISPLAY="):
+        for entry in environ.split(b"\0"):
+            if entry.startswith(name):
+                return entry[len(name) :].decode(errors="replace")
     return None
 
 
 def same_display(named: str, display: str) -> bool:
     """Whether a `DISPLAY` value names X display `display` (`:N`): `:N`, `:N.0` and
-    `unix:N` are one display."""
+    `unix:N` are one display. A Wayland screen's display is its socket's path."""
+    if display.startswith("/"):
+        return named == display
     host, _, rest = named.rpartition(":")
     return host in ("", "unix") and f":{rest.split('.', 1)[0]}" == display
 
