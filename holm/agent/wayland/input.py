@@ -16,7 +16,6 @@ from __future__ import annotations
 import mmap
 import os
 import select
-import threading
 import time
 
 from Xlib import XK, X
@@ -24,7 +23,7 @@ from Xlib import XK, X
 from holm.agent.wayland.connection import Connection
 from holm.agent.wayland.keymap import EVDEV_OFFSET, Keymap
 from holm.agent.x11.input import PAGE_BUTTONS as PAGE_BUTTONS
-from holm.agent.x11.input import POINTER_BUTTONS, Down
+from holm.agent.x11.input import Down
 from holm.agent.x11.input import Input as X11Input
 
 # X's buttons as the kernel's input codes (linux/input-event-codes.h).
@@ -75,10 +74,7 @@ class Input(X11Input):
         self.buttons: dict[str, Down] = {}
         self.keys: dict[str, Down] = {}
         self._tokens = 0
-        self._last_button = 0.0
-        self._pointer = (width // 2, height // 2)
-        self._pressed = (-1, -1, -1)
-        self._landed = threading.Event()
+        self._start_landings((width // 2, height // 2))
         self._keymap = Keymap()
         self._shift = self._keymap.keycode(int(XK.string_to_keysym("Shift_L")))[0]
         self._numpad: set[int] = set()
@@ -123,17 +119,15 @@ class Input(X11Input):
             self._send_keymap()
         return found
 
-    def _fake(self, kind: int, detail: int = 0, x: int = 0, y: int = 0) -> None:
+    def _fake(
+        self, kind: int, detail: int = 0, x: int = 0, y: int = 0, *, held: bool = False
+    ) -> None:
+        self._note(kind, detail, x, y, held)
         at = _now_ms()
         if kind == X.MotionNotify:
-            self._pointer = (x, y)
             self._pointer_dev.motion_absolute(at, x, y, self.width, self.height)
             self._pointer_dev.frame()
         elif kind in (X.ButtonPress, X.ButtonRelease):
-            self._last_button = time.monotonic()
-            if kind == X.ButtonPress and detail in POINTER_BUTTONS:
-                self._landed.clear()
-                self._pressed = (*self._pointer, PAGE_BUTTONS[detail])
             if detail in WHEEL:
                 if kind == X.ButtonPress:
                     axis, direction = WHEEL[detail]
@@ -145,7 +139,6 @@ class Input(X11Input):
                 self._pointer_dev.frame()
         elif kind in (X.KeyPress, X.KeyRelease):
             if kind == X.KeyPress:
-                self._let_the_pointer_land()
                 self._down.add(detail)
                 if detail == self._caps_lock:
                     self._caps_locked = not self._caps_locked

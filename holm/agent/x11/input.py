@@ -73,25 +73,7 @@ class Input:
         self.buttons: dict[str, Down] = {}
         self.keys: dict[str, Down] = {}
         self._tokens = 0
-        self._last_button = 0.0
-        # Where the pointer was sent last, where the last button went down there (the
-        # button as a page numbers it: X's less one), and whether a page took that press.
-        self._pointer = (-1, -1)
-        self._pressed = (-1, -1, -1)
-        self._landed = threading.Event()
-        # How many keys went down since the input began, how many of them a page told of
-        # (`key_landed`, on the agent's loop), and when the last went down.
-        self._keys_sent = 0
-        self._keys_told = 0
-        self._last_key = 0.0
-        self._keys_lock = threading.Lock()
-        self._keys_caught_up = threading.Event()
-        self._keys_caught_up.set()
-        # Where the last button came up, and whether a page took that release.
-        self._released = (-1, -1, -1)
-        self._last_release = 0.0
-        self._release_landed = threading.Event()
-        self._release_landed.set()
+        self._start_landings((-1, -1))
         self._shift = self._keycode_plain(XK.string_to_keysym("Shift_L"))
         first = conn.display.info.min_keycode
         count = conn.display.info.max_keycode - first + 1
@@ -166,11 +148,39 @@ class Input:
         self._bound[keysym] = code
         return code
 
+    def _start_landings(self, pointer: tuple[int, int]) -> None:
+        """The state of what a page took (`_note`), before any event."""
+        self._last_button = 0.0
+        # Where the pointer was sent last, where the last button went down there (the
+        # button as a page numbers it: X's less one), and whether a page took that press.
+        self._pointer = pointer
+        self._pressed = (-1, -1, -1)
+        self._landed = threading.Event()
+        # How many keys went down since the input began, how many of them a page told of
+        # (`key_landed`, on the agent's loop), and when the last went down.
+        self._keys_sent = 0
+        self._keys_told = 0
+        self._last_key = 0.0
+        self._keys_lock = threading.Lock()
+        self._keys_caught_up = threading.Event()
+        self._keys_caught_up.set()
+        # Where the last button came up, and whether a page took that release.
+        self._released = (-1, -1, -1)
+        self._last_release = 0.0
+        self._release_landed = threading.Event()
+        self._release_landed.set()
+
     def _fake(
         self, kind: int, detail: int = 0, x: int = 0, y: int = 0, *, held: bool = False
     ) -> None:
         """Send one event; `held`: a modifier key a click or a drag holds, which the
         press carries in its state (a press does not wait for it to land)."""
+        self._note(kind, detail, x, y, held)
+        self._events.send(kind, detail, x, y)
+
+    def _note(self, kind: int, detail: int, x: int, y: int, held: bool) -> None:
+        """Before an event is sent: wait for what it must follow to land, and keep what a
+        page's word of it will be matched with (for every kind of screen's input)."""
         if kind == X.MotionNotify:
             self._pointer = (x, y)
         elif kind in (X.ButtonPress, X.ButtonRelease):
@@ -192,7 +202,6 @@ class Input:
                     self._keys_sent += 1
                     self._last_key = time.monotonic()
                     self._keys_caught_up.clear()
-        self._events.send(kind, detail, x, y)
 
     def _let_the_pointer_land(self) -> None:
         """Keys sent right after a click can reach a page before the click does: Chromium
