@@ -61,6 +61,15 @@ class RemoteEngine:
     folder: Path
     pid: int
 
+    def cut(self) -> None:
+        """The engine's host goes away: its address is unreachable from here (a connect
+        fails at once) until `mend`; the engine and its containers keep running, and a
+        connection open to it waits, as one to a host that is gone does."""
+        _ip("route", "add", "unreachable", f"{self.address}/32")
+
+    def mend(self) -> None:
+        _ip("route", "del", "unreachable", f"{self.address}/32")
+
     @property
     def host(self) -> str:
         return f"tcp://{self.address}:{self.port}"
