@@ -126,8 +126,17 @@ def tls_refusal(exc: ssl.SSLError) -> Unavailable:
     return Unavailable(f"the Docker Engine's TLS: {why}", retryable=False)
 
 
+def certificate_refused(exc: ssl.SSLError) -> bool:
+    """Whether a TLS failure is about the certificates (which a retry does not change), not
+    a connection cut in the middle of a handshake."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return True
+    reason = str(exc.reason or "")
+    return "CERTIFICATE" in reason or "UNKNOWN_CA" in reason or "ALERT" in reason
+
+
 def ssl_error_in(exc: BaseException) -> ssl.SSLError | None:
-    """The TLS failure under a requests or urllib3 error, if there is one."""
+    """The certificates' TLS failure under a requests or urllib3 error, if there is one."""
     seen: set[int] = set()
     todo: list[object] = [exc]
     while todo:
@@ -135,7 +144,7 @@ def ssl_error_in(exc: BaseException) -> ssl.SSLError | None:
         if not isinstance(item, BaseException) or id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, ssl.SSLError):
+        if isinstance(item, ssl.SSLError) and certificate_refused(item):
             return item
         todo += [item.__cause__, item.__context__, getattr(item, "reason", None), *item.args]
     return None
@@ -149,6 +158,7 @@ __all__ = [
     "API_VERSION",
     "DEFAULT_PORT",
     "EngineAddress",
+    "certificate_refused",
     "engine_client",
     "parse_host",
     "ssl_error_in",

@@ -20,7 +20,12 @@ import ssl
 import struct
 from typing import Any
 
-from holm.adapters.docker.engine_tls import API_VERSION, EngineAddress, tls_refusal
+from holm.adapters.docker.engine_tls import (
+    API_VERSION,
+    EngineAddress,
+    certificate_refused,
+    tls_refusal,
+)
 from holm.errors import HolmError, NotFound, ScreenUnavailable, Transport, Unavailable
 from holm.streams import Stream, close_stream, stream_pair
 
@@ -104,7 +109,9 @@ async def _connect(address: EngineAddress) -> Stream:
             CONNECT_TIMEOUT_S,
         )
     except ssl.SSLError as exc:
-        raise tls_refusal(exc) from None
+        if certificate_refused(exc):
+            raise tls_refusal(exc) from None
+        raise Unavailable(f"the Docker Engine's TLS broke off: {exc}") from None
     except (OSError, TimeoutError) as exc:
         raise Unavailable(
             f"the Docker Engine at {address.host}:{address.port} does not answer: {exc}"
@@ -138,7 +145,10 @@ async def _request(
             name, _, value = line.decode("latin-1").partition(":")
             headers[name.strip().lower()] = value.strip()
     except ssl.SSLError as exc:
-        raise tls_refusal(exc) from None
+        # With TLS 1.3 the engine refuses a client certificate after the handshake.
+        if certificate_refused(exc):
+            raise tls_refusal(exc) from None
+        raise Unavailable(f"the Docker Engine broke off: {exc}") from None
     except OSError as exc:
         raise Unavailable(f"the Docker Engine broke off: {exc}") from None
     parts = status_line.split()

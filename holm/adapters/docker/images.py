@@ -169,6 +169,25 @@ class Images:
     def key(self, spec: Spec) -> str:
         return image_key(spec, self.source, self._arch)
 
+    @property
+    def arch(self) -> str:
+        return self._arch
+
+    @arch.setter
+    def arch(self, arch: str) -> None:
+        """For a runtime that asks its engine at first use rather than when it is made."""
+        self._arch = arch
+
+    @property
+    def base_image(self) -> str:
+        return self._base_image
+
+    def find_or_build_blocking(self, key: str, spec: Spec, log: Progress) -> None:
+        """The image of `key` there, built when the engine lacks it; in a thread, for
+        another runtime's `Supply` (nothing here watches this build)."""
+        if self._find(key) is None:
+            self._build_blocking(key, spec, False, log)
+
     async def build_image(
         self, spec: Spec, progress: Progress | None = None, *, rebuild: bool = False
     ) -> ImageInfo:
@@ -478,7 +497,8 @@ def engine_error(exc: BaseException) -> HolmError | None:
         if status == 409:
             return Denied(_explain(exc))
         return Failed(_explain(exc))
-    if isinstance(exc, requests.exceptions.SSLError):
+    if isinstance(exc, requests.exceptions.ConnectionError):
+        # Certificates an engine's TLS refused: the runtime's secrets must change.
         refused = ssl_error_in(exc)
         if refused is not None:
             return tls_refusal(refused)

@@ -146,7 +146,7 @@ class RemoteDockerRuntime(DockerRuntime):
     async def _know_arch(self) -> None:
         if not self.arch:
             self.arch = await self._call(engine_arch, self.client)
-            self.images._arch = self.arch
+            self.images.arch = self.arch
 
     # What needs the engine's architecture (an image key) asks it first.
 
@@ -186,11 +186,9 @@ class RemoteDockerRuntime(DockerRuntime):
                     runtime=self.name,
                     arch=self.arch,
                     source=self.images.source,
-                    base_image=self.images._base_image,
+                    base_image=self.images.base_image,
                 )
-                if here._find(key) is None:
-                    progress(f"building {image_ref(key)} on this host to send it")
-                    here._build_blocking(key, spec, False, progress)
+                here.find_or_build_blocking(key, spec, progress)
                 progress(f"sending {image_ref(key)} to the engine at {self.address.host}")
                 saved = local.api.get_image(image_ref(key))
                 for line in self.client.api.load_image(saved):
