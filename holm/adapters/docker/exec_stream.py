@@ -9,12 +9,16 @@ Without a TTY the engine multiplexes the exec's output: each frame is 8 bytes (t
 what is written goes to the exec's stdin as it is. The relay writes one `+` when it has
 connected to the socket, so that a socket nobody listens on is `Transport` here (with what
 the relay said on stderr), as a local socket's refusal is.
+
+The stream handed out is the TLS connection itself: its protocol (`_ExecProtocol`) reads
+the engine's HTTP answers, then takes the frames apart straight into the caller's
+`StreamReader`, and the caller's writer writes to the connection; no task or socket pair
+stands between (each would cost a click a hop through the event loop).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import ssl
 import struct
@@ -27,7 +31,7 @@ from holm.adapters.docker.engine_tls import (
     tls_refusal,
 )
 from holm.errors import HolmError, NotFound, ScreenUnavailable, Transport, Unavailable
-from holm.streams import Stream, close_stream, stream_pair
+from holm.streams import Stream
 
 # The relay in the box: the socket's path is its argument. When its stdin ends (this side
 # closed the stream) it ends, whatever the socket's side does.
@@ -60,12 +64,85 @@ CONNECT_TIMEOUT_S = 10.0
 RELAY_TIMEOUT_S = 30.0
 STDERR_KEPT = 2000
 _HEADER = struct.Struct(">BxxxI")
-# Streams' pumps, held until they end (the loop keeps only weak references to tasks).
-_pumps: set[asyncio.Task[None]] = set()
 
 
-class EngineRefused(HolmError):
-    """Raised only inside this module: the engine's answer, as the error it maps to."""
+class _ExecProtocol(asyncio.StreamReaderProtocol):
+    """The engine's connection: HTTP until the exec is attached (`upgrade`), then the
+    exec's stdout frames into the reader and its stderr kept for errors."""
+
+    def __init__(self, limit: int) -> None:
+        self.reader = asyncio.StreamReader(limit=limit)
+        super().__init__(self.reader)
+        self._raw = bytearray()
+        self._upgraded = False
+        self._ended = False
+        self._lost: Exception | None = None
+        self._more: asyncio.Event = asyncio.Event()
+        self.stderr = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self._raw += data
+        if self._upgraded:
+            self._frames()
+        else:
+            self._more.set()
+
+    def eof_received(self) -> bool | None:
+        self._ended = True
+        self._more.set()
+        return super().eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._ended = True
+        self._lost = exc
+        self._more.set()
+        super().connection_lost(exc)
+
+    def upgrade(self) -> None:
+        """From here on the bytes are the exec's frames."""
+        self._upgraded = True
+        self._frames()
+
+    def _frames(self) -> None:
+        raw = self._raw
+        while len(raw) >= _HEADER.size:
+            kind, size = _HEADER.unpack_from(raw)
+            end = _HEADER.size + size
+            if len(raw) < end:
+                break
+            data = bytes(raw[_HEADER.size : end])
+            del raw[:end]
+            if kind == 1:
+                super().data_received(data)
+            elif kind == 2:
+                self.stderr += data
+                del self.stderr[:-STDERR_KEPT]
+
+    # The HTTP phase reads `_raw` itself.
+
+    async def read_until(self, separator: bytes) -> bytes:
+        while (at := self._raw.find(separator)) < 0:
+            await self._wait()
+        line = bytes(self._raw[: at + len(separator)])
+        del self._raw[: at + len(separator)]
+        return line
+
+    async def read_exactly(self, size: int) -> bytes:
+        while len(self._raw) < size:
+            await self._wait()
+        data = bytes(self._raw[:size])
+        del self._raw[:size]
+        return data
+
+    async def _wait(self) -> None:
+        if self._ended:
+            # With TLS 1.3 the engine refuses a client certificate after the handshake,
+            # at the first read.
+            if isinstance(self._lost, ssl.SSLError) and certificate_refused(self._lost):
+                raise tls_refusal(self._lost)
+            raise Unavailable(f"the Docker Engine closed the connection: {self._lost}")
+        self._more.clear()
+        await self._more.wait()
 
 
 async def open_exec_stream(
@@ -76,35 +153,35 @@ async def open_exec_stream(
     refused us: a retry cannot fix a certificate), `NotFound` when it has no such
     container, `ScreenUnavailable` when the container does not run, `Transport` when nobody
     listens on the socket."""
-    reader, writer = await _connect(address)
+    transport, protocol = await _connect(address, limit)
     try:
-        exec_id = await _create_exec(reader, writer, address, container, socket_path)
-        await _start_exec(reader, writer, address, exec_id)
-        stderr = bytearray()
-        first = await asyncio.wait_for(_read_stdout(reader, stderr), RELAY_TIMEOUT_S)
-        # The relay's `+` may come in one frame with what the socket said first (x11vnc
-        # greets at once).
-        if first[:1] != b"+":
-            said = stderr.decode(errors="replace").strip() or "the relay ended"
+        exec_id = await _create_exec(transport, protocol, address, container, socket_path)
+        await _start_exec(transport, protocol, address, exec_id)
+        protocol.upgrade()
+        try:
+            first = await asyncio.wait_for(protocol.reader.read(1), RELAY_TIMEOUT_S)
+        except TimeoutError:
+            raise Transport(f"the box's {what} did not answer in time") from None
+        if first != b"+":
+            said = protocol.stderr.decode(errors="replace").strip() or "the relay ended"
             raise Transport(f"the box's {what} is not reachable: {said}")
-    except TimeoutError:
-        await close_stream((reader, writer))
-        raise Transport(f"the box's {what} did not answer in time") from None
     except BaseException:
-        await close_stream((reader, writer))
+        transport.close()
         raise
-    ours, theirs = await stream_pair(limit)
-    task = asyncio.create_task(_pump(reader, writer, theirs, first[1:]))
-    _pumps.add(task)
-    task.add_done_callback(_pumps.discard)
-    return ours
+    loop = asyncio.get_running_loop()
+    return protocol.reader, asyncio.StreamWriter(transport, protocol, protocol.reader, loop)
 
 
-async def _connect(address: EngineAddress) -> Stream:
+async def _connect(address: EngineAddress, limit: int) -> tuple[asyncio.Transport, _ExecProtocol]:
+    loop = asyncio.get_running_loop()
     try:
-        return await asyncio.wait_for(
-            asyncio.open_connection(
-                address.host, address.port, ssl=address.tls, server_hostname=address.host
+        transport, protocol = await asyncio.wait_for(
+            loop.create_connection(
+                lambda: _ExecProtocol(limit),
+                address.host,
+                address.port,
+                ssl=address.tls,
+                server_hostname=address.host,
             ),
             CONNECT_TIMEOUT_S,
         )
@@ -116,11 +193,12 @@ async def _connect(address: EngineAddress) -> Stream:
         raise Unavailable(
             f"the Docker Engine at {address.host}:{address.port} does not answer: {exc}"
         ) from None
+    return transport, protocol
 
 
 async def _request(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
+    transport: asyncio.Transport,
+    protocol: _ExecProtocol,
     address: EngineAddress,
     path: str,
     body: dict[str, Any],
@@ -136,21 +214,12 @@ async def _request(
     ]
     if upgrade:
         head += ["Connection: Upgrade", "Upgrade: tcp"]
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
-    try:
-        await writer.drain()
-        status_line = await reader.readline()
-        headers: dict[str, str] = {}
-        while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-    except ssl.SSLError as exc:
-        # With TLS 1.3 the engine refuses a client certificate after the handshake.
-        if certificate_refused(exc):
-            raise tls_refusal(exc) from None
-        raise Unavailable(f"the Docker Engine broke off: {exc}") from None
-    except OSError as exc:
-        raise Unavailable(f"the Docker Engine broke off: {exc}") from None
+    transport.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+    status_line = await protocol.read_until(b"\r\n")
+    headers: dict[str, str] = {}
+    while (line := await protocol.read_until(b"\r\n")) != b"\r\n":
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
     parts = status_line.split()
     if len(parts) < 2 or not parts[1].isdigit():
         raise Unavailable(f"the Docker Engine answered {status_line[:80]!r}")
@@ -159,12 +228,12 @@ async def _request(
         return status, b""
     if headers.get("transfer-encoding", "").lower() == "chunked":
         data = bytearray()
-        while size := int((await reader.readline()).split(b";")[0].strip() or b"0", 16):
-            data += await reader.readexactly(size)
-            await reader.readline()
-        await reader.readline()
+        while size := int((await protocol.read_until(b"\r\n")).split(b";")[0].strip(), 16):
+            data += await protocol.read_exactly(size)
+            await protocol.read_until(b"\r\n")
+        await protocol.read_until(b"\r\n")
         return status, bytes(data)
-    return status, await reader.readexactly(int(headers.get("content-length", "0")))
+    return status, await protocol.read_exactly(int(headers.get("content-length", "0")))
 
 
 def _refusal(status: int, raw: bytes, container: str) -> HolmError:
@@ -180,8 +249,8 @@ def _refusal(status: int, raw: bytes, container: str) -> HolmError:
 
 
 async def _create_exec(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
+    transport: asyncio.Transport,
+    protocol: _ExecProtocol,
     address: EngineAddress,
     container: str,
     socket_path: str,
@@ -194,79 +263,21 @@ async def _create_exec(
         "User": "root",
         "Cmd": ["python3", "-I", "-c", RELAY, socket_path],
     }
-    status, raw = await _request(reader, writer, address, f"/containers/{container}/exec", body)
+    path = f"/containers/{container}/exec"
+    status, raw = await _request(transport, protocol, address, path, body)
     if status != 201:
         raise _refusal(status, raw, container)
     return str(json.loads(raw)["Id"])
 
 
 async def _start_exec(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    address: EngineAddress,
-    exec_id: str,
+    transport: asyncio.Transport, protocol: _ExecProtocol, address: EngineAddress, exec_id: str
 ) -> None:
     body = {"Detach": False, "Tty": False}
-    status, raw = await _request(
-        reader, writer, address, f"/exec/{exec_id}/start", body, upgrade=True
-    )
-    if status not in (101, 200):
+    path = f"/exec/{exec_id}/start"
+    status, raw = await _request(transport, protocol, address, path, body, upgrade=True)
+    if status != 101:
         raise _refusal(status, raw, exec_id)
-
-
-async def _read_stdout(reader: asyncio.StreamReader, stderr: bytearray) -> bytes:
-    """The next frame of the exec's stdout (b"" at its end); stderr frames on the way are
-    kept in `stderr`."""
-    while True:
-        try:
-            kind, size = _HEADER.unpack(await reader.readexactly(_HEADER.size))
-            data = await reader.readexactly(size)
-        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
-            return b""
-        if kind == 2:
-            stderr += data
-            del stderr[:-STDERR_KEPT]
-        elif kind == 1 and data:
-            return data
-
-
-async def _pump(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, theirs: Any, said: bytes
-) -> None:
-    """Carry bytes between the engine's connection and the caller's end of the pair until
-    either side ends, then close both."""
-    loop = asyncio.get_running_loop()
-    try:
-        local = await asyncio.open_unix_connection(sock=theirs)
-    except BaseException:
-        theirs.close()
-        await close_stream((reader, writer))
-        raise
-    stderr = bytearray()
-
-    async def down() -> None:
-        if said:
-            local[1].write(said)
-        while data := await _read_stdout(reader, stderr):
-            local[1].write(data)
-            await local[1].drain()
-
-    async def up() -> None:
-        while data := await local[0].read(1 << 20):
-            writer.write(data)
-            await writer.drain()
-
-    tasks = [loop.create_task(down()), loop.create_task(up())]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
-        await close_stream(local)
-        await close_stream((reader, writer))
 
 
 __all__ = ["RELAY", "open_exec_stream"]
