@@ -115,8 +115,9 @@ def tls_refusal(exc: ssl.SSLError) -> Unavailable:
     """A TLS handshake that failed: the runtime's secrets, not a moment, are wrong."""
     if isinstance(exc, ssl.SSLCertVerificationError):
         why = (
-            f"the engine's certificate does not verify with the runtime's ca ({exc.verify_message}"
-            "): set secrets.ca to the CA that signed it (PATCH /v1/runtimes/{name})"
+            f"the engine's certificate does not verify ({exc.verify_message}): it must be "
+            "signed by the runtime's ca and name the host of fields.host; set secrets.ca to "
+            "the CA that signed it, or fields.host to a name it has (PATCH /v1/runtimes/{name})"
         )
     else:
         why = (

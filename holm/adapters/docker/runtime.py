@@ -6,6 +6,9 @@ and keep the spec and placement, so a restarted holmd (a new runtime object) lis
 adopts its boxes, even one its store lost. The agent's run folder is a host folder
 (`<boxes_dir>/<box_id>/run`) bound at /run/holm, so holmd reaches `agent.sock` and the
 viewers' `vnc-<i>.sock` with no TCP and no published port.
+An engine on another host (remote.py, provider `docker`) changes what the hooks under
+"What differs for an engine on another host" do: the run folder, the streams and the
+network.
 
 Lifecycle on the engine: pause/resume are the engine's pause (the freezer); stop stops the
 container, and start starts the same container again, so every box keeps its files across
