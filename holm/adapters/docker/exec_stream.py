@@ -33,10 +33,11 @@ from holm.adapters.docker.engine_tls import (
 from holm.errors import HolmError, NotFound, ScreenUnavailable, Transport, Unavailable
 from holm.streams import Stream
 
-# The relay in the box: the socket's path is its argument. When its stdin ends (this side
-# closed the stream) it ends, whatever the socket's side does.
+# The relay in the box: the socket's path is its argument. One thread polling both sides:
+# a thread each way would hand the GIL over at every message, which a click pays for. It
+# ends when either side ends (this side closed the stream, or the socket's closed it).
 RELAY = """\
-import os, socket, sys, threading
+import os, select, socket, sys
 s = socket.socket(socket.AF_UNIX)
 try:
     s.connect(sys.argv[1])
@@ -44,20 +45,23 @@ except OSError as e:
     sys.stderr.write(f"{sys.argv[1]}: {e.strerror or e}")
     sys.exit(1)
 os.write(1, b"+")
-def up():
-    while True:
-        b = os.read(0, 1 << 20)
-        if not b:
-            os._exit(0)
-        s.sendall(b)
-threading.Thread(target=up, daemon=True).start()
+p = select.poll()
+p.register(0, select.POLLIN)
+p.register(s.fileno(), select.POLLIN)
 while True:
-    b = s.recv(1 << 20)
-    if not b:
-        os._exit(0)
-    v = memoryview(b)
-    while v:
-        v = v[os.write(1, v):]
+    for fd, _ in p.poll():
+        if fd == 0:
+            b = os.read(0, 1 << 20)
+            if not b:
+                os._exit(0)
+            s.sendall(b)
+        else:
+            b = s.recv(1 << 20)
+            if not b:
+                os._exit(0)
+            v = memoryview(b)
+            while v:
+                v = v[os.write(1, v):]
 """
 CONNECT_TIMEOUT_S = 10.0
 # Until the relay says it has connected: python3 starts in a loaded box.
