@@ -27,6 +27,9 @@ from holm.errors import BadRequest, Unavailable
 # asks the engine nothing while the runtime is made.
 API_VERSION = "1.41"
 DEFAULT_PORT = 2376
+CONNECT_TIMEOUT_S = 10.0
+# A stream whose engine is gone is closed without waiting long for TLS's close_notify.
+SHUTDOWN_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,9 @@ def _memory_file(text: str) -> Iterator[str]:
 
 
 class _TLSAdapter(requests.adapters.HTTPAdapter):
-    """requests' adapter with the runtime's SSLContext in every pool it makes."""
+    """requests' adapter with the runtime's SSLContext in every pool it makes, and a short
+    bound on connecting: the SDK's one timeout is long (a build streams for minutes), and a
+    host that is gone may drop packets rather than refuse them."""
 
     def __init__(self, context: ssl.SSLContext) -> None:
         self._context = context
@@ -95,6 +100,12 @@ class _TLSAdapter(requests.adapters.HTTPAdapter):
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         kwargs["ssl_context"] = self._context
         super().init_poolmanager(*args, **kwargs)
+
+    def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        timeout = kwargs.get("timeout")
+        if isinstance(timeout, int | float):
+            kwargs["timeout"] = (min(CONNECT_TIMEOUT_S, timeout), timeout)
+        return super().send(request, *args, **kwargs)
 
 
 def engine_client(address: EngineAddress, timeout_s: int) -> docker.DockerClient:
@@ -157,7 +168,9 @@ def _bracketed(host: str) -> str:
 
 __all__ = [
     "API_VERSION",
+    "CONNECT_TIMEOUT_S",
     "DEFAULT_PORT",
+    "SHUTDOWN_TIMEOUT_S",
     "EngineAddress",
     "certificate_refused",
     "engine_client",

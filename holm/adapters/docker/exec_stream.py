@@ -26,6 +26,8 @@ from typing import Any
 
 from holm.adapters.docker.engine_tls import (
     API_VERSION,
+    CONNECT_TIMEOUT_S,
+    SHUTDOWN_TIMEOUT_S,
     EngineAddress,
     certificate_refused,
     tls_refusal,
@@ -63,7 +65,6 @@ while True:
             while v:
                 v = v[os.write(1, v):]
 """
-CONNECT_TIMEOUT_S = 10.0
 # Until the relay says it has connected: python3 starts in a loaded box.
 RELAY_TIMEOUT_S = 30.0
 STDERR_KEPT = 2000
@@ -186,6 +187,7 @@ async def _connect(address: EngineAddress, limit: int) -> tuple[asyncio.Transpor
                 address.port,
                 ssl=address.tls,
                 server_hostname=address.host,
+                ssl_shutdown_timeout=SHUTDOWN_TIMEOUT_S,
             ),
             CONNECT_TIMEOUT_S,
         )
