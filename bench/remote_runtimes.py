@@ -1,7 +1,9 @@
 """How much a remote runtime costs: a recorded click (`POST …/actions`, one click, through
 the front server's API) and box create → ready, on a box of the front holmd's own `docker`
-runtime and on one of a `holm` runtime (another holmd on this machine, whose boxes are on
-its `docker` runtime), in one run, interleaved.
+runtime, on one of a `holm` runtime (another holmd on this machine, whose boxes are on
+its `docker` runtime) and on one of a remote `docker` runtime (a second dockerd in a network
+namespace of this machine, over TLS: tests/kits/remote_dockerd.py), in one run, interleaved.
+The remote engine starts empty: the image is sent there first (`POST …/image`), timed.
 
     .venv/bin/python bench/remote_runtimes.py [--clicks 100] [--boxes 3] [--chromium]
 
@@ -30,6 +32,10 @@ from pathlib import Path
 from lean_http import LeanHttp
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from kits.remote_dockerd import remote_engine  # noqa: E402
+
 PORTS = (16170, 16171)
 CLICK = {"actions": [{"type": "click", "at": {"x": 40, "y": 40}}]}
 CONFIRM = {"x-holm-confirm-delete": "true"}
@@ -86,7 +92,7 @@ def main() -> None:
     if up.returncode != 0:
         raise SystemExit(f"no Docker Engine: {up.stderr}")
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    with holmd(PORTS[0]) as front_url, holmd(PORTS[1]) as back_url:
+    with holmd(PORTS[0]) as front_url, holmd(PORTS[1]) as back_url, remote_engine() as engine:
         front = LeanHttp(front_url)
         vendor = {
             "name": "far",
@@ -95,8 +101,23 @@ def main() -> None:
             "secrets": {"api_key": secrets.token_urlsafe(16)},
         }
         front.json("POST", "/v1/runtimes", vendor)
-        ways = ("docker", "far")
-        labels = {"docker": "docker (the front's own)", "far": "holm (docker behind it)"}
+        remote = {
+            "name": "rdocker",
+            "provider": "docker",
+            "fields": {"host": engine.host},
+            "secrets": engine.client.secrets(),
+        }
+        front.json("POST", "/v1/runtimes", remote)
+        began = time.perf_counter()
+        front.json("POST", "/v1/runtimes/docker/image", {"spec": {}})
+        sent = front.json("POST", "/v1/runtimes/rdocker/image", {"spec": {}})
+        print(f"the image sent to the remote engine: {time.perf_counter() - began:.1f} s", sent)
+        ways = ("docker", "far", "rdocker")
+        labels = {
+            "docker": "docker (the front's own)",
+            "far": "holm (docker behind it)",
+            "rdocker": "docker on a remote engine (TLS)",
+        }
         made: dict[str, list[float]] = {way: [] for way in ways}
         boxes: dict[str, str] = {}
         try:
@@ -122,8 +143,13 @@ def main() -> None:
                 print(f"create → ready, {labels[way]}: {p50(made[way])} ({args.boxes} boxes)")
             for way in ways:
                 print(f"a recorded click, {labels[way]}: {p50(clicks[way])} ({args.clicks})")
-            over = statistics.median(clicks["far"]) - statistics.median(clicks["docker"])
-            print(f"the holm provider's overhead on a click: {over * 1000:.2f} ms (p50 - p50)")
+            for way in ways[1:]:
+                over = statistics.median(clicks[way]) - statistics.median(clicks["docker"])
+                least = min(clicks[way]) - min(clicks["docker"])
+                print(
+                    f"{labels[way]}'s overhead on a click: {over * 1000:.2f} ms (p50 - p50), "
+                    f"{least * 1000:.2f} ms (min - min)"
+                )
         finally:
             front.close()
             for box in boxes.values():

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import docker
 from aiohttp import web
+from kits.remote_dockerd import RemoteEngine
 
 from holm.adapters.base import Desktop, Runtime
+from holm.adapters.docker.remote import docker_remote_runtime
 from holm.adapters.docker.runtime import DockerRuntime
 from holm.adapters.holmd.runtime import holm_runtime
 from holm.adapters.local.runtime import LocalRuntime
@@ -98,7 +100,10 @@ async def runtime_named(
     state_dir: Path,
     server_id: str,
     docker_client: docker.DockerClient | None = None,
+    remote: RemoteEngine | None = None,
 ) -> AsyncIterator[Runtime]:
+    """`remote_docker` is provider `docker` on `remote` (kits/remote_dockerd.py), its image
+    sent from `docker_client`'s engine."""
     match name:
         case "memory":
             yield MemoryRuntime(server_id=server_id)
@@ -119,6 +124,18 @@ async def runtime_named(
             assert docker_client is not None, "a docker runtime needs the Docker Engine"
             await built_image(docker_client, state_dir / "docker", server_id)
             yield DockerRuntime(state_dir / "docker", server_id, client=docker_client)
+        case "remote_docker":
+            assert docker_client is not None and remote is not None, "two Docker Engines"
+            await built_image(docker_client, state_dir / "docker", server_id)
+            setup = RuntimeSetup(
+                name="far",
+                provider="docker",
+                fields={"host": remote.host},
+                secrets=remote.client.secrets(),
+            )
+            yield docker_remote_runtime(
+                setup, state_dir / f"far-{server_id}", server_id, local_engine=docker.from_env
+            )
 
 
 @contextlib.asynccontextmanager

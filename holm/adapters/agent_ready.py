@@ -18,22 +18,24 @@ SOCKET_POLL_S = 0.02
 
 async def await_agent(
     box_id: str,
-    socket: Path,
+    socket: Path | Callable[[], Awaitable[AgentDesktop]],
     timeout_s: float,
     *,
     check_alive: Callable[[], Awaitable[None]],
     check_every_s: float = 0.0,
     logs: Callable[[], Awaitable[str]],
 ) -> AgentDesktop:
-    """The box's agent, connected and with its desktop up. `check_alive` raises when the
-    box ended (its message says how), asked at most every `check_every_s` while the agent
-    does not listen yet; `logs` is what the box's logs end with, quoted in a failure (the
-    box is removed after it, its logs with it)."""
+    """The box's agent, connected and with its desktop up. `socket` is its Unix socket on
+    this host, or what connects to it elsewhere (raising `Transport` until it listens).
+    `check_alive` raises when the box ended (its message says how), asked at most every
+    `check_every_s` while the agent does not listen yet; `logs` is what the box's logs end
+    with, quoted in a failure (the box is removed after it, its logs with it)."""
+    connect = (lambda: AgentDesktop.connect(socket)) if isinstance(socket, Path) else socket
     deadline = time.monotonic() + timeout_s
     next_check = time.monotonic() + check_every_s
     while True:
         try:
-            desktop = await AgentDesktop.connect(socket)
+            desktop = await connect()
             break
         except Transport:
             if time.monotonic() >= next_check:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from holm.adapters.base import Runtime
-from holm.adapters.docker.runtime import docker_runtime_if_engine_answers
+from holm.adapters.docker.remote import docker_remote_runtime
+from holm.adapters.docker.runtime import docker_runtime_if_engine_answers, local_engine
 from holm.adapters.holmd.runtime import holm_runtime
 from holm.adapters.local.runtime import LocalRuntime
 from holm.config import Config
@@ -39,7 +40,7 @@ _NOT_BUILT = {
     "e2b": "no client for E2B is built in this server (no machine it was built on reaches "
     "E2B); docs/runtimes.md says how a provider is added",
 }
-PROVIDERS = ("holm",)
+PROVIDERS = ("docker", "holm")
 
 
 def remote_runtimes(
@@ -54,6 +55,15 @@ def remote_runtimes(
         match setup.provider:
             case "holm":
                 return holm_runtime(setup, folder, server_id)
+            case "docker":
+                # Its images are sent from this host's engine, when there is one.
+                return docker_remote_runtime(
+                    setup,
+                    folder,
+                    server_id,
+                    local_engine=local_engine,
+                    base_image=config.docker_base_image,
+                )
             case provider if provider in _NOT_BUILT:
                 raise Unsupported(f"provider {provider!r}: {_NOT_BUILT[provider]}")
             case provider:

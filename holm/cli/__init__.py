@@ -89,7 +89,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "rm": LazyCommand(_BOXES, "Remove boxes (their traces stay)."),
     "runtime": LazyCommand(
         "holm.cli.runtimes",
-        "The server's runtimes, and remote ones added (another holmd: provider `holm`).",
+        "The server's runtimes, and remote ones added (another holmd, a remote Docker Engine).",
     ),
     "runtimes": LazyCommand(_BOXES, "List the server's runtimes and what each can do."),
     "secret": LazyCommand(

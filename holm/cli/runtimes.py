@@ -75,7 +75,7 @@ SECRET = click.option(
 
 @click.group("runtime")
 def runtime() -> None:
-    """The server's runtimes, and remote ones added (another holmd: provider `holm`)."""
+    """The server's runtimes, and remote ones added (another holmd, a remote Docker Engine)."""
 
 
 def _show(remote: Remote, view: RuntimeView) -> None:

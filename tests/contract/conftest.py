@@ -1,7 +1,8 @@
 """One box per runtime for the contract suite: the in-memory double, a local box (real Xvfb
-and Chromium under bubblewrap), a local Wayland box (headless sway, Chromium on Wayland)
-and a docker box, each shared by the tests of a module, so that every test runs the same
-actions on all of them."""
+and Chromium under bubblewrap), a local Wayland box (headless sway, Chromium on Wayland),
+a docker box, and one of provider `docker` on a second engine over TLS
+(kits/remote_dockerd.py), each shared by the tests of a module, so that every test runs the
+same actions on all of them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from kits.remote_dockerd import RemoteEngine, remote_engine
 from runtime_kit import Box, runtime_named
 
 from holm.adapters.features import WAYLAND_WITHOUT
@@ -25,6 +27,12 @@ WAYLAND_SPEC = Spec(
         features=[f for f in default_features("wayland") if f not in WAYLAND_WITHOUT],
     )
 )
+
+
+@pytest.fixture(scope="session")
+def remote_docker_engine() -> Iterator[RemoteEngine]:
+    with remote_engine() as engine:
+        yield engine
 
 
 @pytest.fixture(scope="session")
@@ -43,6 +51,7 @@ def state_dir() -> Iterator[Path]:
         pytest.param("local", marks=pytest.mark.desktop),
         pytest.param("local-wayland", marks=pytest.mark.desktop),
         pytest.param("docker", marks=[pytest.mark.desktop, pytest.mark.docker]),
+        pytest.param("remote_docker", marks=[pytest.mark.desktop, pytest.mark.docker]),
     ],
 )
 async def box(request: pytest.FixtureRequest, state_dir: Path) -> AsyncIterator[Box]:
@@ -52,8 +61,10 @@ async def box(request: pytest.FixtureRequest, state_dir: Path) -> AsyncIterator[
     name = name.removesuffix("-wayland")
     server_id = f"contract-{uuid.uuid4().hex[:8]}"
     box_id = f"box_{uuid.uuid4().hex[:12]}"
-    client = request.getfixturevalue("docker_client") if name == "docker" else None
-    async with runtime_named(name, state_dir, server_id, client) as runtime:
+    dockers = name in ("docker", "remote_docker")
+    client = request.getfixturevalue("docker_client") if dockers else None
+    remote = request.getfixturevalue("remote_docker_engine") if name == "remote_docker" else None
+    async with runtime_named(name, state_dir, server_id, client, remote) as runtime:
         await runtime.create(box_id, WAYLAND_SPEC if wayland else Spec(), Placement())
         try:
             yield Box(name, box_id, await runtime.desktop(box_id))

@@ -24,7 +24,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +38,7 @@ import requests.exceptions
 from holm.adapters.base import Progress
 from holm.adapters.docker import dockerfile
 from holm.adapters.docker.bootstrap import ensure_base_image
+from holm.adapters.docker.engine_tls import ssl_error_in, tls_refusal
 from holm.errors import BadRequest, Denied, Failed, HolmError, NotFound, Unavailable
 from holm.wire.api import BuildState, ImageInfo
 from holm.wire.spec import (
@@ -136,6 +137,11 @@ def engine_arch(client: docker.DockerClient) -> str:
     return str(client.version().get("Arch", "unknown"))
 
 
+# Brings the image of a key (for that spec) to the engine some other way than a build there,
+# blocking; False when it cannot, and the image is then built there.
+Supply = Callable[[str, Spec, Progress], bool]
+
+
 class Images:
     """The images of one docker runtime, built and kept in its engine."""
 
@@ -147,8 +153,11 @@ class Images:
         arch: str,
         source: ImageSource,
         base_image: str,
+        supply: Supply | None = None,
     ) -> None:
         self._client = client
+        # Another way to the image than a build here (a remote engine's: from this host's).
+        self._supply = supply
         self._runtime = runtime
         self._arch = arch
         self._base_image = base_image
@@ -159,6 +168,25 @@ class Images:
 
     def key(self, spec: Spec) -> str:
         return image_key(spec, self.source, self._arch)
+
+    @property
+    def arch(self) -> str:
+        return self._arch
+
+    @arch.setter
+    def arch(self, arch: str) -> None:
+        """For a runtime that asks its engine at first use rather than when it is made."""
+        self._arch = arch
+
+    @property
+    def base_image(self) -> str:
+        return self._base_image
+
+    def find_or_build_blocking(self, key: str, spec: Spec, log: Progress) -> None:
+        """The image of `key` there, built when the engine lacks it; in a thread, for
+        another runtime's `Supply` (nothing here watches this build)."""
+        if self._find(key) is None:
+            self._build_blocking(key, spec, False, log)
 
     async def build_image(
         self, spec: Spec, progress: Progress | None = None, *, rebuild: bool = False
@@ -249,6 +277,10 @@ class Images:
 
     def _build_blocking(self, key: str, spec: Spec, rebuild: bool, log: Progress) -> ImageInfo:
         ref = image_ref(key)
+        if not rebuild and self._supply is not None and self._supply(key, spec, log):
+            found = self._find(key)
+            if found is not None:
+                return found
         with engine_errors():
             base = ensure_base_image(self._client, self._base_image, log)
             desktop = canonical_spec(spec).desktop
@@ -465,6 +497,11 @@ def engine_error(exc: BaseException) -> HolmError | None:
         if status == 409:
             return Denied(_explain(exc))
         return Failed(_explain(exc))
+    if isinstance(exc, requests.exceptions.ConnectionError):
+        # Certificates an engine's TLS refused: the runtime's secrets must change.
+        refused = ssl_error_in(exc)
+        if refused is not None:
+            return tls_refusal(refused)
     if isinstance(exc, requests.exceptions.ConnectionError | docker.errors.DockerException):
         return Unavailable(f"the Docker Engine does not answer: {exc}")
     return None

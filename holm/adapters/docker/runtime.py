@@ -6,6 +6,9 @@ and keep the spec and placement, so a restarted holmd (a new runtime object) lis
 adopts its boxes, even one its store lost. The agent's run folder is a host folder
 (`<boxes_dir>/<box_id>/run`) bound at /run/holm, so holmd reaches `agent.sock` and the
 viewers' `vnc-<i>.sock` with no TCP and no published port.
+An engine on another host (remote.py, provider `docker`) changes what the hooks under
+"What differs for an engine on another host" do: the run folder, the streams and the
+network.
 
 Lifecycle on the engine: pause/resume are the engine's pause (the freezer); stop stops the
 container, and start starts the same container again, so every box keeps its files across
@@ -272,7 +275,8 @@ class DockerRuntime:
             LABEL_SPEC: canonical_json(spec).decode(),
             LABEL_PLACEMENT: canonical_json(placement).decode(),
             LABEL_CREATED: str(_now_ms()),
-            LABEL_RUN_DIR: str(run_dir),
+            # Empty where the run folder is not one of this host's (a remote engine's box).
+            LABEL_RUN_DIR: str(run_dir) if self.binds_run_dir else "",
             LABEL_KEY: image.digest,
         }
         if placement.expires_after_secs is not None:
@@ -331,7 +335,7 @@ class DockerRuntime:
             if container.status in ("running", "paused", "restarting"):
                 await self._call(container.stop, timeout=self.stop_grace_s)
             # Also when the container ended by itself: its pasta does not.
-            await self._call(network.end, _box_dir(container))
+            await self._call(self._end_pasta, container)
 
     async def start(self, box_id: str) -> Started:
         async with self._locks.lifecycle(box_id):
@@ -340,7 +344,8 @@ class DockerRuntime:
                 raise Denied(f"box {box_id} is running; stop it before starting it again")
             run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
             profile = container.labels.get(LABEL_PROFILE)
-            await self._call(_empty, run_dir)
+            if self.binds_run_dir:
+                await self._call(_empty, run_dir)
             if profile:
                 await self._call(self._refuse_profile_in_use, profile, box_id)
             # The same container: a stopped box keeps its files, persistent or not.
@@ -368,7 +373,7 @@ class DockerRuntime:
         containers = await self._call(
             self._containers, {"label": [LABEL_BOX, f"{LABEL_RUNTIME}={self.name}"]}
         )
-        listed = [_runtime_box(c) for c in containers]
+        listed = [_runtime_box(c, self._desktop_of) for c in containers]
         orphaned = with_pasta - {box.box_id for box in listed}
         if orphaned:
             await self._call(self._end_orphaned_pastas, orphaned)
@@ -484,8 +489,7 @@ class DockerRuntime:
     # What a box is
 
     def _refuse(self, box_id: str, spec: Spec, placement: Placement) -> None:
-        longest = self._run_dir(box_id) / f"vnc-{MAX_SCREENS - 1}.sock"
-        refuse_what_no_runtime_runs(self.name, spec, placement, longest)
+        refuse_what_no_runtime_runs(self.name, spec, placement, self._longest_socket(box_id))
         if placement.profile is not None and not _PROFILE.fullmatch(placement.profile):
             raise BadRequest(
                 f"placement.profile {placement.profile!r} must be 1 to 64 letters, digits, "
@@ -495,12 +499,46 @@ class DockerRuntime:
     def _run_dir(self, box_id: str) -> Path:
         return self.boxes_dir / box_id / "run"
 
+    # What differs for an engine on another host (remote.py): where the run folder is,
+    # how its sockets are reached, and how a box gets the network.
+
+    # The run folder is this host's, bound at /run/holm.
+    binds_run_dir = True
+
+    def _longest_socket(self, box_id: str) -> Path:
+        return self._run_dir(box_id) / f"vnc-{MAX_SCREENS - 1}.sock"
+
+    def _run_mounts(self, labels: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+        """The container's volumes and tmpfs mounts, but a profile's."""
+        run_dir = Path(labels[LABEL_RUN_DIR])
+        _empty(run_dir)
+        return {str(run_dir): {"bind": BOX_RUN, "mode": "rw"}}, {"/tmp": "mode=1777"}
+
+    def _network_options(self, spec: Spec) -> dict[str, Any]:
+        # No network of the engine's, with the network or without: a box that may use it
+        # gets pasta (`_attach_network`), so that no bridge joins it to other boxes or to
+        # the host's addresses.
+        options: dict[str, Any] = {"network_mode": "none"}
+        if spec.policy.network:
+            # The engine turns IPv6 off in a container of no network of its own; pasta
+            # gives the box the host's IPv6 as it does a local box (and stops, refused,
+            # where it is off).
+            options["sysctls"] = dict(IPV6_ON)
+        return options
+
+    def _desktop_of(self, labels: dict[str, str], screens: int) -> Started:
+        run_dir = labels.get(LABEL_RUN_DIR)
+        return _desktop_at(Path(run_dir), screens) if run_dir else Started()
+
+    def _end_pasta(self, container: Any) -> None:
+        if container.labels.get(LABEL_RUN_DIR):
+            network.end(_box_dir(container))
+
     def _run_container(self, image: str, labels: dict[str, str]) -> Any:
         spec = canonical_spec(_spec_decoder.decode(labels[LABEL_SPEC]))
         placement = _placement_decoder.decode(labels[LABEL_PLACEMENT])
         desktop = spec.desktop
-        run_dir = Path(labels[LABEL_RUN_DIR])
-        _empty(run_dir)
+        volumes, tmpfs = self._run_mounts(labels)
         agent = agent_command(
             ["python3"],
             BOX_RUN,
@@ -517,12 +555,7 @@ class DockerRuntime:
             options["mem_limit"] = parse_memory(placement.memory)
         if placement.cpus is not None:
             options["nano_cpus"] = int(parse_cpus(placement.cpus) * 1e9)
-        if spec.policy.network:
-            # The engine turns IPv6 off in a container of no network of its own; pasta
-            # gives the box the host's IPv6 as it does a local box (and stops, refused,
-            # where it is off).
-            options["sysctls"] = dict(IPV6_ON)
-        volumes = {str(run_dir): {"bind": BOX_RUN, "mode": "rw"}}
+        options.update(self._network_options(spec))
         profile = labels.get(LABEL_PROFILE)
         if profile:
             self._refuse_profile_in_use(profile, labels[LABEL_BOX])
@@ -543,12 +576,8 @@ class DockerRuntime:
             security_opt=list(SECURITY_OPT),
             pids_limit=self.pids_limit,
             volumes=volumes,
-            tmpfs={"/tmp": "mode=1777"},
+            tmpfs=tmpfs,
             shm_size=SHM_SIZE,
-            # No network of the engine's, with the network or without: a box that may
-            # use it gets pasta (`_attach_network`), so that no bridge joins it to other
-            # boxes or to the host's addresses.
-            network_mode="none",
             **options,
         )
 
@@ -663,17 +692,26 @@ def docker_runtime_if_engine_answers(
     socket), else None. Its boxes' base image is `base_image` (the server passes
     `HOLM_DOCKER_BASE_IMAGE` from its Config). Blocks up to `timeout_s` (an absent
     engine's socket fails at once): call it at startup or in a thread."""
+    client = local_engine(timeout_s)
+    if client is None:
+        return None
+    try:
+        return DockerRuntime(boxes_dir, server_id, client=client, base_image=base_image)
+    except HolmError:
+        client.close()
+        return None
+
+
+def local_engine(timeout_s: float = PING_TIMEOUT_S) -> docker.DockerClient | None:
+    """A client of this host's engine (`DOCKER_HOST`, else the local socket) when it
+    answers, else None. Blocks up to `timeout_s`."""
     try:
         client = docker.from_env(timeout=int(timeout_s))
         client.ping()
     except (docker.errors.DockerException, requests.exceptions.RequestException):
         return None
     client.api.timeout = ENGINE_TIMEOUT_S
-    try:
-        return DockerRuntime(boxes_dir, server_id, client=client, base_image=base_image)
-    except HolmError:
-        client.close()
-        return None
+    return client
 
 
 def _desktop_at(run_dir: Path, screens: int) -> Started:
@@ -684,17 +722,18 @@ def _desktop_at(run_dir: Path, screens: int) -> Started:
     )
 
 
-def _runtime_box(container: Any) -> RuntimeBox:
+def _runtime_box(
+    container: Any, desktop_of: Callable[[dict[str, str], int], Started]
+) -> RuntimeBox:
     labels: dict[str, str] = container.labels
     status = container.status
     state: Literal["running", "paused", "stopped"] = (
         "running" if status == "running" else "paused" if status == "paused" else "stopped"
     )
     spec = _decode_or_none(_spec_decoder, labels.get(LABEL_SPEC))
-    run_dir = labels.get(LABEL_RUN_DIR)
     desktop = (
-        _desktop_at(Path(run_dir), spec.desktop.screens)
-        if state != "stopped" and run_dir and spec is not None
+        desktop_of(labels, spec.desktop.screens)
+        if state != "stopped" and spec is not None
         else Started()
     )
     return RuntimeBox(
@@ -743,6 +782,7 @@ __all__ = [
     "DockerRuntime",
     "container_name",
     "docker_runtime_if_engine_answers",
+    "local_engine",
     "owned_profile",
     "profile_volume",
 ]

@@ -1,0 +1,289 @@
+"""A byte stream to a Unix socket inside a container of a remote engine, through the
+engine's own TLS API: an exec of a small relay in the box (`RELAY`, run by the box's own
+python3), attached (`POST /exec/{id}/start` upgraded to a raw connection, as `docker exec
+-i` does). No port of the box or of its host is published, and nothing but the engine's
+authenticated API is reached.
+
+Without a TTY the engine multiplexes the exec's output: each frame is 8 bytes (the stream,
+1 for stdout and 2 for stderr, then three zeros and the length, big-endian) and its bytes;
+what is written goes to the exec's stdin as it is. The relay writes one `+` when it has
+connected to the socket, so that a socket nobody listens on is `Transport` here (with what
+the relay said on stderr), as a local socket's refusal is.
+
+The stream handed out is the TLS connection itself: its protocol (`_ExecProtocol`) reads
+the engine's HTTP answers, then takes the frames apart straight into the caller's
+`StreamReader`, and the caller's writer writes to the connection; no task or socket pair
+stands between (each would cost a click a hop through the event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import struct
+from typing import Any
+
+from holm.adapters.docker.engine_tls import (
+    API_VERSION,
+    CONNECT_TIMEOUT_S,
+    SHUTDOWN_TIMEOUT_S,
+    EngineAddress,
+    certificate_refused,
+    tls_refusal,
+)
+from holm.errors import HolmError, NotFound, ScreenUnavailable, Transport, Unavailable
+from holm.streams import Stream
+
+# The relay in the box: the socket's path is its argument. One thread polling both sides:
+# a thread each way would hand the GIL over at every message, which a click pays for. It
+# ends when either side ends (this side closed the stream, or the socket's closed it).
+RELAY = """\
+import os, select, socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    sys.stderr.write(f"{sys.argv[1]}: {e.strerror or e}")
+    sys.exit(1)
+os.write(1, b"+")
+p = select.poll()
+p.register(0, select.POLLIN)
+p.register(s.fileno(), select.POLLIN)
+while True:
+    for fd, _ in p.poll():
+        if fd == 0:
+            b = os.read(0, 1 << 20)
+            if not b:
+                os._exit(0)
+            s.sendall(b)
+        else:
+            b = s.recv(1 << 20)
+            if not b:
+                os._exit(0)
+            v = memoryview(b)
+            while v:
+                v = v[os.write(1, v):]
+"""
+# Until the relay says it has connected: python3 starts in a loaded box.
+RELAY_TIMEOUT_S = 30.0
+STDERR_KEPT = 2000
+_HEADER = struct.Struct(">BxxxI")
+
+
+class _ExecProtocol(asyncio.StreamReaderProtocol):
+    """The engine's connection: HTTP until the exec is attached (`upgrade`), then the
+    exec's stdout frames into the reader and its stderr kept for errors."""
+
+    def __init__(self, limit: int) -> None:
+        self.reader = asyncio.StreamReader(limit=limit)
+        super().__init__(self.reader)
+        self._raw = bytearray()
+        self._upgraded = False
+        self._ended = False
+        self._lost: Exception | None = None
+        self._more: asyncio.Event = asyncio.Event()
+        self.stderr = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self._raw += data
+        if self._upgraded:
+            self._frames()
+        else:
+            self._more.set()
+
+    def eof_received(self) -> bool | None:
+        self._ended = True
+        self._more.set()
+        return super().eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._ended = True
+        self._lost = exc
+        self._more.set()
+        super().connection_lost(exc)
+
+    def upgrade(self) -> None:
+        """From here on the bytes are the exec's frames."""
+        self._upgraded = True
+        self._frames()
+
+    def _frames(self) -> None:
+        raw = self._raw
+        while len(raw) >= _HEADER.size:
+            kind, size = _HEADER.unpack_from(raw)
+            end = _HEADER.size + size
+            if len(raw) < end:
+                break
+            data = bytes(raw[_HEADER.size : end])
+            del raw[:end]
+            if kind == 1:
+                super().data_received(data)
+            elif kind == 2:
+                self.stderr += data
+                del self.stderr[:-STDERR_KEPT]
+
+    # The HTTP phase reads `_raw` itself.
+
+    async def read_until(self, separator: bytes) -> bytes:
+        while (at := self._raw.find(separator)) < 0:
+            await self._wait()
+        line = bytes(self._raw[: at + len(separator)])
+        del self._raw[: at + len(separator)]
+        return line
+
+    async def read_exactly(self, size: int) -> bytes:
+        while len(self._raw) < size:
+            await self._wait()
+        data = bytes(self._raw[:size])
+        del self._raw[:size]
+        return data
+
+    async def _wait(self) -> None:
+        if self._ended:
+            # With TLS 1.3 the engine refuses a client certificate after the handshake,
+            # at the first read.
+            if isinstance(self._lost, ssl.SSLError) and certificate_refused(self._lost):
+                raise tls_refusal(self._lost)
+            raise Unavailable(f"the Docker Engine closed the connection: {self._lost}")
+        self._more.clear()
+        await self._more.wait()
+
+
+async def open_exec_stream(
+    address: EngineAddress, container: str, socket_path: str, what: str, limit: int
+) -> Stream:
+    """A stream to `socket_path` in `container` (its name or id); `what` names the socket in
+    errors. `Unavailable` when the engine cannot be reached (not retryable when its TLS
+    refused us: a retry cannot fix a certificate), `NotFound` when it has no such
+    container, `ScreenUnavailable` when the container does not run, `Transport` when nobody
+    listens on the socket."""
+    transport, protocol = await _connect(address, limit)
+    try:
+        exec_id = await _create_exec(transport, protocol, address, container, socket_path)
+        await _start_exec(transport, protocol, address, exec_id)
+        protocol.upgrade()
+        try:
+            first = await asyncio.wait_for(protocol.reader.read(1), RELAY_TIMEOUT_S)
+        except TimeoutError:
+            raise Transport(f"the box's {what} did not answer in time") from None
+        if first != b"+":
+            said = protocol.stderr.decode(errors="replace").strip() or "the relay ended"
+            raise Transport(f"the box's {what} is not reachable: {said}")
+    except BaseException:
+        transport.close()
+        raise
+    loop = asyncio.get_running_loop()
+    return protocol.reader, asyncio.StreamWriter(transport, protocol, protocol.reader, loop)
+
+
+async def _connect(address: EngineAddress, limit: int) -> tuple[asyncio.Transport, _ExecProtocol]:
+    loop = asyncio.get_running_loop()
+    try:
+        transport, protocol = await asyncio.wait_for(
+            loop.create_connection(
+                lambda: _ExecProtocol(limit),
+                address.host,
+                address.port,
+                ssl=address.tls,
+                server_hostname=address.host,
+                ssl_shutdown_timeout=SHUTDOWN_TIMEOUT_S,
+            ),
+            CONNECT_TIMEOUT_S,
+        )
+    except ssl.SSLError as exc:
+        if certificate_refused(exc):
+            raise tls_refusal(exc) from None
+        raise Unavailable(f"the Docker Engine's TLS broke off: {exc}") from None
+    except (OSError, TimeoutError) as exc:
+        raise Unavailable(
+            f"the Docker Engine at {address.host}:{address.port} does not answer: {exc}"
+        ) from None
+    return transport, protocol
+
+
+async def _request(
+    transport: asyncio.Transport,
+    protocol: _ExecProtocol,
+    address: EngineAddress,
+    path: str,
+    body: dict[str, Any],
+    *,
+    upgrade: bool = False,
+) -> tuple[int, bytes]:
+    payload = json.dumps(body).encode()
+    head = [
+        f"POST /v{API_VERSION}{path} HTTP/1.1",
+        f"Host: {address.host}:{address.port}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(payload)}",
+    ]
+    if upgrade:
+        head += ["Connection: Upgrade", "Upgrade: tcp"]
+    transport.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+    status_line = await protocol.read_until(b"\r\n")
+    headers: dict[str, str] = {}
+    while (line := await protocol.read_until(b"\r\n")) != b"\r\n":
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    parts = status_line.split()
+    if len(parts) < 2 or not parts[1].isdigit():
+        raise Unavailable(f"the Docker Engine answered {status_line[:80]!r}")
+    status = int(parts[1])
+    if status == 101:
+        return status, b""
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        data = bytearray()
+        while size := int((await protocol.read_until(b"\r\n")).split(b";")[0].strip(), 16):
+            data += await protocol.read_exactly(size)
+            await protocol.read_until(b"\r\n")
+        await protocol.read_until(b"\r\n")
+        return status, bytes(data)
+    return status, await protocol.read_exactly(int(headers.get("content-length", "0")))
+
+
+def _refusal(status: int, raw: bytes, container: str) -> HolmError:
+    try:
+        message = str(json.loads(raw).get("message", ""))
+    except (ValueError, AttributeError):
+        message = raw.decode(errors="replace")[:200]
+    if status == 404:
+        return NotFound(f"the Docker Engine has no container {container}: {message}")
+    if status == 409:
+        return ScreenUnavailable(f"container {container} does not run: {message}")
+    return Unavailable(f"the Docker Engine refused an exec ({status}): {message}")
+
+
+async def _create_exec(
+    transport: asyncio.Transport,
+    protocol: _ExecProtocol,
+    address: EngineAddress,
+    container: str,
+    socket_path: str,
+) -> str:
+    body = {
+        "AttachStdin": True,
+        "AttachStdout": True,
+        "AttachStderr": True,
+        "Tty": False,
+        "User": "root",
+        "Cmd": ["python3", "-I", "-c", RELAY, socket_path],
+    }
+    path = f"/containers/{container}/exec"
+    status, raw = await _request(transport, protocol, address, path, body)
+    if status != 201:
+        raise _refusal(status, raw, container)
+    return str(json.loads(raw)["Id"])
+
+
+async def _start_exec(
+    transport: asyncio.Transport, protocol: _ExecProtocol, address: EngineAddress, exec_id: str
+) -> None:
+    body = {"Detach": False, "Tty": False}
+    path = f"/exec/{exec_id}/start"
+    status, raw = await _request(transport, protocol, address, path, body, upgrade=True)
+    if status != 101:
+        raise _refusal(status, raw, exec_id)
+
+
+__all__ = ["RELAY", "open_exec_stream"]
