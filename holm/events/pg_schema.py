@@ -11,6 +11,8 @@ own transaction, under an advisory lock, so two holmd starting at once apply it 
     holm_blobs     spilled values (content-addressed objects) and when last written
     holm_frames    frames (objects named by trace and pixel hash) and when last written
     holm_trace_keys  each trace's own data key, sealed (shredding deletes its row)
+    holm_replicas  each holmd on this database: its internal URL, alive until when
+    holm_box_leases  each box's owning holmd (leases.py), until when
 
 `holm_append` is one append's transaction in one round trip: it takes the feed's row,
 checks that each trace's next seq is the one the caller numbered its lines from (another
@@ -122,8 +124,26 @@ CREATE TABLE holm_trace_keys (
 );
 """
 
+# Replicas (holm/events/leases.py): each holmd on this database, the URL the others reach it
+# at, and until when it is taken as alive; each box's owning holmd, until when. Times are
+# the database's clock (ms), so that the holmd's clocks need not agree.
+_V3 = """
+CREATE TABLE holm_replicas (
+  id text PRIMARY KEY,
+  url text NOT NULL,
+  expires_at_ms bigint NOT NULL
+);
+
+CREATE TABLE holm_box_leases (
+  box text PRIMARY KEY,
+  owner text NOT NULL,
+  expires_at_ms bigint NOT NULL
+);
+CREATE INDEX holm_box_leases_owner ON holm_box_leases (owner);
+"""
+
 # Version n is MIGRATIONS[n - 1]; a new version is appended, never edited.
-MIGRATIONS: list[str] = [_V1, _V2]
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 
 
 async def migrate(conn: asyncpg.Connection, schema: str | None = None) -> int:

@@ -15,6 +15,7 @@ from holm.engine import Engine
 from holm.events.store import TraceStore
 
 from .access import access_of
+from .forwarding import forwarding_middleware, replica_session
 from .idempotency import KEYS, KeyCache, idempotency_middleware
 from .mcp import ROUTES as MCP_ROUTES
 from .mcp import setup_mcp
@@ -50,6 +51,8 @@ def create_app(
         client_max_size=config.max_body_bytes,
         middlewares=[
             errors_middleware,
+            # Before the guards: the box's own holmd checks the token (forwarding.py).
+            forwarding_middleware,
             guards_middleware,
             body_size_middleware,
             idempotency_middleware,
@@ -86,6 +89,7 @@ def create_app(
             yield
 
     app.cleanup_ctx.append(engine_context)
+    app.cleanup_ctx.append(replica_session)
     # After the engine, so that MCP sessions end before it closes.
     setup_mcp(app)
     return app

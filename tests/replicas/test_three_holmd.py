@@ -1,0 +1,181 @@
+"""Three real holmd on one PostgreSQL and one SeaweedFS (store_kit), each with its own
+state dir and its own local runtime, clients spread over them (docs/scale.md): a box
+created through one is listed, driven, forked and viewed through the others (each request
+for it is forwarded to the holmd that holds its lease); the trace of a box driven through
+all three is contiguous, reads the same through each, and holds each click in the order
+the clients sent them; the events feed reads the same through each."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import aiohttp
+import asyncpg
+import pytest
+from kits.holmd import TOKEN, Holmd
+from store_kit import PgServer, S3Server
+
+pytestmark = pytest.mark.desktop
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+async def fresh_database(pg: PgServer) -> str:
+    """A database of its own on the test cluster: what a new deployment starts on."""
+    name = "replicas_" + secrets.token_hex(5)
+    conn = await asyncpg.connect(pg.url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    base, _, _ = pg.url.rpartition("/")
+    return f"{base}/{name}"
+
+
+@pytest.fixture(scope="module")
+def cluster(pg_server: PgServer, s3_server: S3Server) -> Iterator[list[Holmd]]:
+    url = asyncio.run(fresh_database(pg_server))
+    prefix = secrets.token_hex(6)
+    servers = [
+        Holmd(
+            display_base=300 + 6 * index,
+            display_count=6,
+            HOLM_STORAGE_BACKEND="postgres",
+            HOLM_DATABASE_URL=url,
+            HOLM_BLOB_URL=f"s3://holm-test/{prefix}",
+            **s3_server.settings,
+        )
+        for index in range(3)
+    ]
+    try:
+        for server in servers:
+            server.start()
+        yield servers
+    finally:
+        for server in servers:
+            server.close()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(headers=AUTH) as session:
+        yield session
+
+
+async def ok(answer: aiohttp.ClientResponse) -> Any:
+    body = await answer.json()
+    assert answer.status in (200, 202), body
+    return body
+
+
+async def box_ids(http: aiohttp.ClientSession, server: Holmd) -> list[str]:
+    listed = await ok(await http.get(f"{server.url}/v1/boxes"))
+    return [box["id"] for box in listed["boxes"]]
+
+
+async def whole_trace(http: aiohttp.ClientSession, server: Holmd, box: str) -> list[Any]:
+    entries: list[Any] = []
+    after: int | None = None
+    while True:
+        query = "" if after is None else f"?after={after}"
+        page = await ok(await http.get(f"{server.url}/v1/boxes/{box}/trace{query}"))
+        entries.extend(page["entries"])
+        if not page["more"]:
+            return entries
+        after = page["next"]
+
+
+async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through_the_others(
+    cluster: list[Holmd], http: aiohttp.ClientSession
+) -> None:
+    a, b, c = cluster
+    box = (await ok(await http.post(f"{a.url}/v1/boxes", json={})))["id"]
+    for server in cluster:
+        assert box in await box_ids(http, server)
+        got = await ok(await http.get(f"{server.url}/v1/boxes/{box}"))
+        assert got["id"] == box and got["state"] == "ready"
+
+    # Driven through all three in turn: each click's x says which it was.
+    sent = []
+    for turn in range(6):
+        server = cluster[turn % 3]
+        x = 10 + turn
+        sent.append(x)
+        click = {"actions": [{"type": "click", "at": {"x": x, "y": 20}}]}
+        done = await ok(
+            await http.post(f"{server.url}/v1/boxes/{box}/screens/0/actions", json=click)
+        )
+        assert [step["ok"] for step in done["results"]] == [True], done
+
+    traces = [await whole_trace(http, server, box) for server in cluster]
+    assert traces[0] == traces[1] == traces[2]
+    seqs = [item["seq"] for item in traces[0]]
+    assert seqs == list(range(len(seqs)))
+    clicked = [
+        item["action"]["at"]["x"]
+        for item in traces[0]
+        if item["kind"] == "acted" and item["action"]["type"] == "click"
+    ]
+    assert clicked == sent
+
+    # Forked through another: the fork is the owner's box, listed and read through all.
+    fork = (await ok(await http.post(f"{c.url}/v1/boxes/{box}/fork", json={})))["box"]["id"]
+    for server in cluster:
+        assert fork in await box_ids(http, server)
+    forked = await whole_trace(http, b, fork)
+    assert forked[0]["kind"] == "box_created"
+    assert any(item["kind"] == "forked_from" for item in forked)
+
+    # Viewed: a ticket made through one opens the viewer's socket through another.
+    ticket = await ok(
+        await http.post(f"{b.url}/v1/boxes/{box}/screens/0/viewer/ticket", json={"mode": "view"})
+    )
+    socket = f"{c.url}/v1/boxes/{box}/screens/0/viewer/socket?ticket={ticket['ticket']}&mode=view"
+    async with aiohttp.ClientSession() as anonymous:
+        async with anonymous.ws_connect(socket, protocols=("binary",)) as ws:
+            hello = await ws.receive(timeout=20)
+            assert hello.type == aiohttp.WSMsgType.BINARY
+            assert hello.data.startswith(b"RFB 003.")
+        # A made-up ticket is refused through another holmd as through the owner.
+        bad = socket.replace(ticket["ticket"], "not-a-ticket")
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await anonymous.ws_connect(bad, protocols=("binary",))
+        assert refused.value.status in (401, 403, 404)
+
+    # The events feed reads the same through each holmd, once the feed's delay passed (but
+    # for the viewers' addresses, which name the holmd read).
+    await asyncio.sleep(1.0)
+    feeds = [await feed(http, server) for server in cluster]
+    assert feeds[0] == feeds[1] == feeds[2]
+    created = [event["box_id"] for event in feeds[0] if event["kind"] == "box.created"]
+    assert box in created and fork in created
+    assert len({event["seq"] for event in feeds[0]}) == len(feeds[0])
+
+    for server in (b, a):
+        await ok(
+            await http.delete(
+                f"{server.url}/v1/boxes/{fork if server is b else box}",
+                headers={"x-holm-confirm-delete": "true"},
+            )
+        )
+    for server in cluster:
+        assert not {box, fork} & set(await box_ids(http, server))
+
+
+async def feed(http: aiohttp.ClientSession, server: Holmd) -> list[Any]:
+    events: list[Any] = []
+    after = 0
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        page = await ok(await http.get(f"{server.url}/v1/events?after={after}"))
+        text = json.dumps(page["events"]).replace(server.url, "http://holmd")
+        events.extend(json.loads(text))
+        if not page["events"]:
+            return events
+        after = page["next"]
+    raise AssertionError(json.dumps(events)[:2000])
