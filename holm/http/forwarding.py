@@ -2,7 +2,8 @@
 holmd, and the list of boxes is every holmd's; the client never needs to know which holmd
 it reached.
 
-- A request whose path names a box (`/v1/boxes/{id}/…`) that this holmd does not run, and
+- A request whose path names a box (`/v1/boxes/{id}/…`, or a DevTools token's
+  `/v1/cdp/{box}.{secret}/…`) that this holmd does not run, and
   whose lease another live holmd holds (holm/events/leases.py), is forwarded to that
   holmd's URL: method, path, query, headers and body as they came, the answer streamed
   back as it goes; a WebSocket (viewers, raw streams) is relayed message by message. The
@@ -81,7 +82,7 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         return await handler(request)
     if request.method == "GET" and request.path == "/v1/boxes":
         return await _every_replicas_boxes(request, handler)
-    box_id = request.match_info.get("id") if request.path.startswith("/v1/boxes/") else None
+    box_id = _box_named(request)
     if box_id is None or engine.journal.state(box_id) is not None:
         return await handler(request)
     holder = await ownership.leases.holder(box_id)
@@ -92,6 +93,17 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         check_host(request, request.app[ACCESS])
         check_same_origin(request, request.app[ACCESS])
     return await forward(request, holder.replica, ownership.me)
+
+
+def _box_named(request: web.Request) -> str | None:
+    """The box a request is for: the `{id}` of a box's routes, or the box a DevTools
+    token was made for (`/v1/cdp/{box}.{secret}/…`, routes/cdp.py)."""
+    if request.path.startswith("/v1/boxes/"):
+        return request.match_info.get("id")
+    if request.path.startswith("/v1/cdp/"):
+        box, dot, _ = request.match_info.get("token", "").partition(".")
+        return box if dot and box else None
+    return None
 
 
 async def forward(request: web.Request, owner: Replica, me: str) -> web.StreamResponse:

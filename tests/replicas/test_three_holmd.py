@@ -19,6 +19,7 @@ import asyncpg
 import pytest
 from kits.holmd import TOKEN, Holmd
 from store_kit import PgServer, S3Server
+from yarl import URL
 
 pytestmark = pytest.mark.desktop
 
@@ -146,6 +147,20 @@ async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
             await anonymous.ws_connect(bad, protocols=("binary",))
         assert refused.value.status in (401, 403, 404)
+
+    # DevTools: an address made through one answers through another, JSON and socket.
+    address = await ok(await http.post(f"{b.url}/v1/boxes/{box}/cdp", json={}))
+    through_c = c.url + URL(address["url"]).path
+    socket_c = c.url + URL(address["ws_url"]).path
+    async with aiohttp.ClientSession() as anonymous:
+        version = await ok(await anonymous.get(f"{through_c}/json/version"))
+        assert "Browser" in version
+        async with anonymous.ws_connect(socket_c) as ws:
+            await ws.send_json({"id": 1, "method": "Browser.getVersion"})
+            answer = await ws.receive_json(timeout=20)
+            assert answer["id"] == 1 and "product" in answer["result"]
+        wrong = c.url + URL(address["url"]).path.replace(".", ".x", 1)
+        assert (await anonymous.get(f"{wrong}/json/version")).status == 401
 
     # The events feed reads the same through each holmd, once the feed's delay passed (but
     # for the viewers' addresses, which name the holmd read).
