@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from holm.errors import HolmError
 from holm.events.leases import Leases
+from holm.events.shared_keys import SharedKeys
 from holm.wire.entries import PAGE_MAX, Adopted
 from holm.wire.runtime import RuntimeBox
 
@@ -44,12 +45,17 @@ log = logging.getLogger(__name__)
 # How often the events feed reads what the other holmd appended: well within the feed's
 # delay (HOLM_EVENTS_DELAY_MS), so no event shows in one holmd's feed before another's.
 FOLLOW_SECS = 0.1
+# Every this many heartbeats, idempotency keys past their day go.
+FORGET_KEYS_EVERY = 300
 
 
 class Ownership:
     def __init__(self, engine: Engine, leases: Leases) -> None:
         self.engine = engine
         self.leases = leases
+        # Idempotency keys every holmd honours (http/idempotency.py).
+        self.keys = SharedKeys(leases.store, leases.me)
+        self._beats = 0
         # Boxes whose lease this holmd took from a holmd that stopped renewing it: each
         # is adopted once its runtime is found to have it.
         self.taken_over: set[str] = set()
@@ -106,6 +112,9 @@ class Ownership:
 
     async def beat(self) -> None:
         held = await self.leases.heartbeat()
+        self._beats += 1
+        if self._beats % FORGET_KEYS_EVERY == 0:
+            await self.keys.forget_old()
         for state in list(self.engine.journal.states()):
             if state.removed and state.id in held:
                 # A removed box needs no owner: no request reaches its runtime again.

@@ -13,6 +13,7 @@ own transaction, under an advisory lock, so two holmd starting at once apply it 
     holm_trace_keys  each trace's own data key, sealed (shredding deletes its row)
     holm_replicas  each holmd on this database: its internal URL, alive until when
     holm_box_leases  each box's owning holmd (leases.py), until when
+    holm_idempotency  idempotency keys and the answers they replay (shared_keys.py)
 
 `holm_append` is one append's transaction in one round trip: it takes the feed's row,
 checks that each trace's next seq is the one the caller numbered its lines from (another
@@ -126,7 +127,8 @@ CREATE TABLE holm_trace_keys (
 
 # Replicas (holm/events/leases.py): each holmd on this database, the URL the others reach it
 # at, and until when it is taken as alive; each box's owning holmd, until when. Times are
-# the database's clock (ms), so that the holmd's clocks need not agree.
+# the database's clock (ms), so that the holmd's clocks need not agree. And the
+# idempotency keys every holmd honours (holm/events/shared_keys.py).
 _V3 = """
 CREATE TABLE holm_replicas (
   id text PRIMARY KEY,
@@ -140,6 +142,18 @@ CREATE TABLE holm_box_leases (
   expires_at_ms bigint NOT NULL
 );
 CREATE INDEX holm_box_leases_owner ON holm_box_leases (owner);
+
+CREATE TABLE holm_idempotency (
+  scope text PRIMARY KEY,
+  digest text NOT NULL,
+  holder text NOT NULL,
+  made_at_ms bigint NOT NULL,
+  status int,
+  content_type text,
+  headers text,
+  body bytea
+);
+CREATE INDEX holm_idempotency_made ON holm_idempotency (made_at_ms);
 """
 
 # Version n is MIGRATIONS[n - 1]; a new version is appended, never edited.

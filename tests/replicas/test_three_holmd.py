@@ -95,7 +95,15 @@ async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through
     cluster: list[Holmd], http: aiohttp.ClientSession
 ) -> None:
     a, b, c = cluster
-    box = (await ok(await http.post(f"{a.url}/v1/boxes", json={})))["id"]
+    # Made with an idempotency key: the same key through another holmd is the same box,
+    # and with another body it is refused there too.
+    key = {"Idempotency-Key": secrets.token_hex(8)}
+    box = (await ok(await http.post(f"{a.url}/v1/boxes", json={}, headers=key)))["id"]
+    again = await http.post(f"{b.url}/v1/boxes", json={}, headers=key)
+    assert (await ok(again))["id"] == box and again.headers["Idempotent-Replayed"] == "true"
+    other = {"placement": {"expires_after_secs": 600}}
+    reused = await http.post(f"{c.url}/v1/boxes", json=other, headers=key)
+    assert reused.status == 409 and (await reused.json())["code"] == "denied"
     for server in cluster:
         assert box in await box_ids(http, server)
         got = await ok(await http.get(f"{server.url}/v1/boxes/{box}"))
