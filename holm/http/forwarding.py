@@ -13,8 +13,8 @@ it reached.
   request: it is never forwarded again.
 - `GET /v1/boxes` answers this holmd's boxes and those each other live holmd answers.
 - An owner that does not answer (it just died; its lease runs out within
-  `HOLM_LEASE_MS`, and another holmd then takes the box over) is `503 unavailable`,
-  retryable.
+  `HOLM_LEASE_MS`, and another holmd then takes the box over), or that is gone while no
+  other holmd has taken the box over yet, is `503 unavailable`, retryable.
 
 Without a postgres store there is one holmd and this passes every request through.
 """
@@ -86,8 +86,14 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     if box_id is None or engine.journal.state(box_id) is not None:
         return await handler(request)
     holder = await ownership.leases.holder(box_id)
-    if holder is None or holder.owner == ownership.me or holder.replica is None:
+    if holder is None or holder.owner == ownership.me:
         return await handler(request)
+    if holder.replica is None:
+        # Its holmd stopped and no other has taken the box over yet (engine/ownership.py):
+        # one will within a lease, so a retry finds it.
+        raise Unavailable(
+            f"box {box_id} is being taken over from a holmd that stopped; retry shortly"
+        )
     route = route_of(request)
     if route is None or route.auth != "none":
         check_host(request, request.app[ACCESS])

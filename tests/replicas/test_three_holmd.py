@@ -8,16 +8,13 @@ the clients sent them; the events feed reads the same through each."""
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
-import time
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 import aiohttp
-import asyncpg
 import pytest
 from kits.holmd import TOKEN, Holmd
+from replica_kit import fresh_database, ok, whole_feed, whole_trace
 from store_kit import PgServer, S3Server
 from yarl import URL
 
@@ -26,25 +23,13 @@ pytestmark = pytest.mark.desktop
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-async def fresh_database(pg: PgServer) -> str:
-    """A database of its own on the test cluster: what a new deployment starts on."""
-    name = "replicas_" + secrets.token_hex(5)
-    conn = await asyncpg.connect(pg.url)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    base, _, _ = pg.url.rpartition("/")
-    return f"{base}/{name}"
-
-
 @pytest.fixture(scope="module")
 def cluster(pg_server: PgServer, s3_server: S3Server) -> Iterator[list[Holmd]]:
     url = asyncio.run(fresh_database(pg_server))
     prefix = secrets.token_hex(6)
     servers = [
         Holmd(
-            display_base=300 + 6 * index,
+            display_base=610 + 6 * index,
             display_count=6,
             HOLM_STORAGE_BACKEND="postgres",
             HOLM_DATABASE_URL=url,
@@ -68,27 +53,9 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-async def ok(answer: aiohttp.ClientResponse) -> Any:
-    body = await answer.json()
-    assert answer.status in (200, 202), body
-    return body
-
-
 async def box_ids(http: aiohttp.ClientSession, server: Holmd) -> list[str]:
     listed = await ok(await http.get(f"{server.url}/v1/boxes"))
     return [box["id"] for box in listed["boxes"]]
-
-
-async def whole_trace(http: aiohttp.ClientSession, server: Holmd, box: str) -> list[Any]:
-    entries: list[Any] = []
-    after: int | None = None
-    while True:
-        query = "" if after is None else f"?after={after}"
-        page = await ok(await http.get(f"{server.url}/v1/boxes/{box}/trace{query}"))
-        entries.extend(page["entries"])
-        if not page["more"]:
-            return entries
-        after = page["next"]
 
 
 async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through_the_others(
@@ -121,7 +88,7 @@ async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through
         )
         assert [step["ok"] for step in done["results"]] == [True], done
 
-    traces = [await whole_trace(http, server, box) for server in cluster]
+    traces = [await whole_trace(http, server.url, box) for server in cluster]
     assert traces[0] == traces[1] == traces[2]
     seqs = [item["seq"] for item in traces[0]]
     assert seqs == list(range(len(seqs)))
@@ -136,7 +103,7 @@ async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through
     fork = (await ok(await http.post(f"{c.url}/v1/boxes/{box}/fork", json={})))["box"]["id"]
     for server in cluster:
         assert fork in await box_ids(http, server)
-    forked = await whole_trace(http, b, fork)
+    forked = await whole_trace(http, b.url, fork)
     assert forked[0]["kind"] == "box_created"
     assert any(item["kind"] == "forked_from" for item in forked)
 
@@ -173,7 +140,7 @@ async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through
     # The events feed reads the same through each holmd, once the feed's delay passed (but
     # for the viewers' addresses, which name the holmd read).
     await asyncio.sleep(1.0)
-    feeds = [await feed(http, server) for server in cluster]
+    feeds = [await whole_feed(http, server.url) for server in cluster]
     assert feeds[0] == feeds[1] == feeds[2]
     created = [event["box_id"] for event in feeds[0] if event["kind"] == "box.created"]
     assert box in created and fork in created
@@ -188,17 +155,3 @@ async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through
         )
     for server in cluster:
         assert not {box, fork} & set(await box_ids(http, server))
-
-
-async def feed(http: aiohttp.ClientSession, server: Holmd) -> list[Any]:
-    events: list[Any] = []
-    after = 0
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        page = await ok(await http.get(f"{server.url}/v1/events?after={after}"))
-        text = json.dumps(page["events"]).replace(server.url, "http://holmd")
-        events.extend(json.loads(text))
-        if not page["events"]:
-            return events
-        after = page["next"]
-    raise AssertionError(json.dumps(events)[:2000])
