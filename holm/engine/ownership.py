@@ -28,7 +28,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from holm.errors import HolmError
-from holm.events.leases import Leases
+from holm.events.leases import Holder, Leases
 from holm.events.shared_keys import SharedKeys
 from holm.wire.entries import PAGE_MAX, Adopted
 from holm.wire.runtime import RuntimeBox
@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 # How often the events feed reads what the other holmd appended: well within the feed's
 # delay (HOLM_EVENTS_DELAY_MS), so no event shows in one holmd's feed before another's.
 FOLLOW_SECS = 0.1
+# How long a box's holder, once looked up, is taken as known: a forwarded request then
+# needs no query. A holder that died meanwhile does not answer, which drops it at once.
+HOLDER_CACHE_SECS = 1.0
 # Every this many heartbeats, idempotency keys past their day go.
 FORGET_KEYS_EVERY = 300
 
@@ -60,6 +63,7 @@ class Ownership:
         # is adopted once its runtime is found to have it.
         self.taken_over: set[str] = set()
         self._feed_pos = -1
+        self._holders: dict[str, tuple[float, Holder | None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -83,6 +87,27 @@ class Ownership:
                 self.engine.journal.forget(state.id)
             elif claim.from_other is not None:
                 self.taken_over.add(state.id)
+
+    async def holder(self, box_id: str) -> Holder | None:
+        """Who holds the lease of a box this holmd does not run, looked up at most once a
+        `HOLDER_CACHE_SECS` (forwarding.py asks it on every request it sends on)."""
+        now = asyncio.get_running_loop().time()
+        cached = self._holders.get(box_id)
+        if cached is not None and now - cached[0] < HOLDER_CACHE_SECS:
+            return cached[1]
+        found = await self.leases.holder(box_id)
+        if len(self._holders) > 10_000:
+            self._holders.clear()
+        # Only a live holder is kept: a box being taken over is looked up again.
+        if found is not None and found.replica is not None:
+            self._holders[box_id] = (now, found)
+        else:
+            self._holders.pop(box_id, None)
+        return found
+
+    def drop_holder(self, box_id: str) -> None:
+        """The holder did not answer: look it up again next time."""
+        self._holders.pop(box_id, None)
 
     async def claim_new(self, box_id: str) -> None:
         """A box this holmd is about to record: its lease first."""

@@ -85,7 +85,7 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     box_id = _box_named(request)
     if box_id is None or engine.journal.state(box_id) is not None:
         return await handler(request)
-    holder = await ownership.leases.holder(box_id)
+    holder = await ownership.holder(box_id)
     if holder is None or holder.owner == ownership.me:
         return await handler(request)
     if holder.replica is None:
@@ -98,7 +98,11 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     if route is None or route.auth != "none":
         check_host(request, request.app[ACCESS])
         check_same_origin(request, request.app[ACCESS])
-    return await forward(request, holder.replica, ownership.me)
+    try:
+        return await forward(request, holder.replica, ownership.me)
+    except Unavailable:
+        ownership.drop_holder(box_id)
+        raise
 
 
 def _box_named(request: web.Request) -> str | None:
