@@ -14,6 +14,8 @@ own transaction, under an advisory lock, so two holmd starting at once apply it 
     holm_replicas  each holmd on this database: its internal URL, alive until when
     holm_box_leases  each box's owning holmd (leases.py), until when
     holm_idempotency  idempotency keys and the answers they replay (shared_keys.py)
+    holm_documents  small documents every holmd shares, by name, versioned (shared_docs.py):
+                   the workspaces and their keys' digests
 
 `holm_append` is one append's transaction in one round trip: it takes the feed's row,
 checks that each trace's next seq is the one the caller numbered its lines from (another
@@ -154,6 +156,12 @@ CREATE TABLE holm_idempotency (
   body bytea
 );
 CREATE INDEX holm_idempotency_made ON holm_idempotency (made_at_ms);
+
+CREATE TABLE holm_documents (
+  name text PRIMARY KEY,
+  version bigint NOT NULL,
+  doc bytea NOT NULL
+);
 """
 
 # Version n is MIGRATIONS[n - 1]; a new version is appended, never edited.

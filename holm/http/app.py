@@ -12,6 +12,8 @@ from aiohttp import web
 from holm.adapters.base import Runtime
 from holm.config import Config, server_id_of
 from holm.engine import Engine
+from holm.engine.reaper import every
+from holm.events.shared_docs import shared_doc_of
 from holm.events.store import TraceStore
 
 from .access import access_of
@@ -86,7 +88,8 @@ def create_app(
         async with _opened(config, runtimes, store) as engine:
             # A cleanup context runs before the app is frozen, when its state may change.
             app[ENGINE] = engine
-            yield
+            async with _shared_workspaces(engine, workspaces):
+                yield
 
     app.cleanup_ctx.append(engine_context)
     app.cleanup_ctx.append(replica_session)
@@ -101,6 +104,32 @@ def declared_routes() -> list[Route]:
     `tools/list` describes it (docs/mcp.md)."""
     routes = [*ALL_ROUTES]
     return [*routes, openapi_route(routes)]
+
+
+# How often a replica reads the workspaces another holmd changed (a removed key stops
+# working everywhere within this; an unknown key is looked up at once, guards_middleware).
+WORKSPACES_REFRESH_SECS = 1.0
+
+
+@contextlib.asynccontextmanager
+async def _shared_workspaces(engine: Engine, workspaces: Workspaces) -> AsyncIterator[None]:
+    """With replicas, the workspaces live in PostgreSQL and are read again every second."""
+    doc = shared_doc_of(engine.store, "workspaces") if engine.ownership is not None else None
+    if doc is None:
+        yield
+        return
+    await workspaces.share(doc)
+
+    async def refresh() -> None:
+        await workspaces.refresh()
+
+    task = asyncio.create_task(every(WORKSPACES_REFRESH_SECS, refresh), name="workspaces")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 @contextlib.asynccontextmanager

@@ -62,7 +62,7 @@ from .routing import (
     public_base,
     route_of,
 )
-from .workspaces import Workspaces
+from .workspaces import KEY_PREFIX, Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,13 @@ async def guards_middleware(request: web.Request, handler: Handler) -> web.Strea
         access = request.app[ACCESS]
         check_host(request, access)
         check_same_origin(request, access)
-        caller = caller_by_bearer(request, route, access, request.app[WORKSPACES])
+        workspaces = request.app[WORKSPACES]
+        given = _bearer(request)
+        if given and given.startswith(KEY_PREFIX) and workspaces.workspace_of(given) is None:
+            # Made through another holmd a moment ago (replicas): look again, at most
+            # twice a second whatever keys are sent.
+            await workspaces.refresh(at_most_every=0.5)
+        caller = caller_by_bearer(request, route, access, workspaces)
         request[CALLER] = caller
         check_content_type(request, route.accepts)
         check_boxes(request, caller)

@@ -53,6 +53,30 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
+async def test_a_workspace_and_its_key_made_through_two_holmd_work_through_the_third(
+    cluster: list[Holmd], http: aiohttp.ClientSession
+) -> None:
+    a, b, c = cluster
+    name = "team-" + secrets.token_hex(4)
+    made = await ok(await http.post(f"{a.url}/v1/workspaces", json={"name": name}))
+    key = await ok(await http.post(f"{b.url}/v1/keys", json={"workspace": name}))
+    own = {"Authorization": f"Bearer {key['key']}"}
+    async with aiohttp.ClientSession(headers=own) as workspace:
+        # At once through the third: it looks an unknown key up in the database.
+        assert (await ok(await workspace.get(f"{c.url}/v1/boxes")))["boxes"] == []
+        listed = await ok(await http.get(f"{c.url}/v1/workspaces"))
+        assert made["id"] in [found["id"] for found in listed["workspaces"]]
+        # Removed through one, it is refused through every one.
+        await ok(await http.delete(f"{c.url}/v1/keys/{key['id']}"))
+        for server in cluster:
+            for _ in range(50):
+                answer = await workspace.get(f"{server.url}/v1/boxes")
+                if answer.status == 401:
+                    break
+                await asyncio.sleep(0.1)
+            assert answer.status == 401
+
+
 async def box_ids(http: aiohttp.ClientSession, server: Holmd) -> list[str]:
     listed = await ok(await http.get(f"{server.url}/v1/boxes"))
     return [box["id"] for box in listed["boxes"]]
