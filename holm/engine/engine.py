@@ -175,6 +175,8 @@ class Engine:
         await self.secrets.load()
         if self.ownership is not None:
             await self.ownership.settle()
+            # Saved browser states every holmd reads, sealed (events/browser_states.py).
+            self.browser_states.share(self.ownership.leases.store, await self.secrets_box())
         await reconcile(self)
         for state in self.journal.states():
             if not state.removed and state.state == "ready":

@@ -16,6 +16,7 @@ own transaction, under an advisory lock, so two holmd starting at once apply it 
     holm_idempotency  idempotency keys and the answers they replay (shared_keys.py)
     holm_documents  small documents every holmd shares, by name, versioned (shared_docs.py):
                    the workspaces and their keys' digests
+    holm_browser_states  saved browser states, sealed under HOLM_SECRETS_KEY (browser_states.py)
 
 `holm_append` is one append's transaction in one round trip: it takes the feed's row,
 checks that each trace's next seq is the one the caller numbered its lines from (another
@@ -161,6 +162,14 @@ CREATE TABLE holm_documents (
   name text PRIMARY KEY,
   version bigint NOT NULL,
   doc bytea NOT NULL
+);
+
+CREATE TABLE holm_browser_states (
+  space text NOT NULL,
+  name text NOT NULL,
+  info text NOT NULL,
+  sealed bytea NOT NULL,
+  PRIMARY KEY (space, name)
 );
 """
 

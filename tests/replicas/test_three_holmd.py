@@ -18,6 +18,8 @@ from replica_kit import fresh_database, ok, whole_feed, whole_trace
 from store_kit import PgServer, S3Server
 from yarl import URL
 
+from holm.secrets_box import new_key
+
 pytestmark = pytest.mark.desktop
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -27,6 +29,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 def cluster(pg_server: PgServer, s3_server: S3Server) -> Iterator[list[Holmd]]:
     url = asyncio.run(fresh_database(pg_server))
     prefix = secrets.token_hex(6)
+    key = new_key()
     servers = [
         Holmd(
             display_base=610 + 6 * index,
@@ -34,6 +37,8 @@ def cluster(pg_server: PgServer, s3_server: S3Server) -> Iterator[list[Holmd]]:
             HOLM_STORAGE_BACKEND="postgres",
             HOLM_DATABASE_URL=url,
             HOLM_BLOB_URL=f"s3://holm-test/{prefix}",
+            # One sealing key for all, as docs/scale.md asks (saved browser states).
+            HOLM_SECRETS_KEY=key,
             **s3_server.settings,
         )
         for index in range(3)
@@ -160,6 +165,23 @@ async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through
             assert answer["id"] == 1 and "product" in answer["result"]
         wrong = c.url + URL(address["url"]).path.replace(".", ".x", 1)
         assert (await anonymous.get(f"{wrong}/json/version")).status == 401
+
+    # A browser state saved from the box through one holmd loads, through another, into
+    # a box that a third runs.
+    saved = await ok(await http.post(f"{b.url}/v1/boxes/{box}/state/save", json={"name": "s1"}))
+    assert saved["name"] == "s1"
+    states = await ok(await http.get(f"{c.url}/v1/states"))
+    assert [state["name"] for state in states["states"]] == ["s1"]
+    elsewhere = (await ok(await http.post(f"{c.url}/v1/boxes", json={})))["id"]
+    # Through a to c, which reads the state from the database (a missing one is a 404).
+    await ok(await http.post(f"{a.url}/v1/boxes/{elsewhere}/state/load", json={"name": "s1"}))
+    await ok(await http.delete(f"{b.url}/v1/states/s1"))
+    assert (await ok(await http.get(f"{a.url}/v1/states")))["states"] == []
+    await ok(
+        await http.delete(
+            f"{a.url}/v1/boxes/{elsewhere}", headers={"x-holm-confirm-delete": "true"}
+        )
+    )
 
     # The events feed reads the same through each holmd, once the feed's delay passed (but
     # for the viewers' addresses, which name the holmd read).
