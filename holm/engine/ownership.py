@@ -62,6 +62,9 @@ class Ownership:
         # Boxes whose lease this holmd took from a holmd that stopped renewing it: each
         # is adopted once its runtime is found to have it.
         self.taken_over: set[str] = set()
+        # Boxes this holmd is taking over right now: their lease is its, their trace not
+        # read yet; a request for one is answered 503, retryable (http/forwarding.py).
+        self.adopting: set[str] = set()
         self._feed_pos = -1
         self._holders: dict[str, tuple[float, Holder | None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -167,9 +170,15 @@ class Ownership:
                 continue
             have = {box.box_id: box for box in listed if not box.spare}
             for box_id in expired:
-                if box_id in have and (await self.leases.claim(box_id)).taken:
-                    await self._adopt(name, have[box_id])
-                    taken += 1
+                if box_id not in have:
+                    continue
+                self.adopting.add(box_id)
+                try:
+                    if (await self.leases.claim(box_id)).taken:
+                        await self._adopt(name, have[box_id])
+                        taken += 1
+                finally:
+                    self.adopting.discard(box_id)
         return taken
 
     def _known(self, box_id: str) -> bool:

@@ -78,11 +78,15 @@ _box_list = msgspec.json.Decoder(BoxList)
 async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     engine = request.app[ENGINE]
     ownership = engine.ownership
-    if ownership is None or FORWARDED_BY in request.headers:
+    if ownership is None:
+        return await handler(request)
+    box_id = _box_named(request)
+    if box_id is not None and box_id in ownership.adopting:
+        raise _taking_over(box_id)
+    if FORWARDED_BY in request.headers:
         return await handler(request)
     if request.method == "GET" and request.path == "/v1/boxes":
         return await _every_replicas_boxes(request, handler)
-    box_id = _box_named(request)
     if box_id is None or engine.journal.state(box_id) is not None:
         return await handler(request)
     holder = await ownership.holder(box_id)
@@ -91,9 +95,7 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     if holder.replica is None:
         # Its holmd stopped and no other has taken the box over yet (engine/ownership.py):
         # one will within a lease, so a retry finds it.
-        raise Unavailable(
-            f"box {box_id} is being taken over from a holmd that stopped; retry shortly"
-        )
+        raise _taking_over(box_id)
     route = route_of(request)
     if route is None or route.auth != "none":
         check_host(request, request.app[ACCESS])
@@ -245,6 +247,10 @@ def _outgoing(headers: CIMultiDictProxy[str], drop: set[str], me: str) -> CIMult
     )
     kept[FORWARDED_BY] = me
     return kept
+
+
+def _taking_over(box_id: str) -> Unavailable:
+    return Unavailable(f"box {box_id} is being taken over from a holmd that stopped; retry shortly")
 
 
 def _unreachable(owner: Replica, exc: BaseException) -> Unavailable:
