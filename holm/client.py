@@ -851,12 +851,15 @@ class HolmClient:
             raise error_from_response(status, payload)
         return msgspec.json.decode(payload, type=TraceImported)
 
-    async def trace_view(self, box_id: str, *, beside: str | None = None) -> bytes:
+    async def trace_view(
+        self, box_id: str, *, beside: str | None = None, fork_control: bool = False
+    ) -> bytes:
         """The trace as one self-contained HTML page (UTF-8); `beside`: a box whose trace
-        is shown beside it (a fork's source), steps aligned as in `diff`."""
-        _, page = await self.request(
-            "GET", f"/v1/boxes/{box_id}/trace/view", params={"with": beside}
-        )
+        is shown beside it (a fork's source), steps aligned as in `diff`. `fork_control`:
+        with the served page's "fork from here" button and the short-lived grant it
+        sends; off by default, since a page fetched by a program is kept as a file."""
+        params = {"with": beside, "fork": "true" if fork_control else "false"}
+        _, page = await self.request("GET", f"/v1/boxes/{box_id}/trace/view", params=params)
         return page
 
     async def diff(self, box_a: str, box_b: str) -> TraceDiff:

@@ -79,6 +79,9 @@ class Config(msgspec.Struct, kw_only=True):
     # What the trace keeps of the text a person types through a control viewer: sealed
     # under the trace's own key (shreddable), or nothing but its length.
     record_person_text: Literal["encrypted", "off"] = "encrypted"
+    # Whether a box may publish its VNC door off loopback (`spec.policy.bind: "any"`);
+    # off, such a box is refused.
+    allow_public_viewers: bool = False
 
     @property
     def host(self) -> str:
@@ -123,6 +126,7 @@ _ENV = {
     "pool": "HOLM_POOL",
     "secrets_key": "HOLM_SECRETS_KEY",
     "record_person_text": "HOLM_RECORD_PERSON_TEXT",
+    "allow_public_viewers": "HOLM_ALLOW_PUBLIC_VIEWERS",
 }
 # Read by holm.server before the rest, to log what loading them says.
 LOG_LEVEL, DEFAULT_LOG_LEVEL = "HOLM_LOG_LEVEL", "INFO"

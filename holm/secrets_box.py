@@ -18,6 +18,8 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import hashlib
+import hmac
 import logging
 import os
 import secrets
@@ -63,6 +65,9 @@ class SecretsBox:
         if len(key) != KEY_BYTES:
             raise SecretsKeyError(f"a secrets key is {KEY_BYTES} bytes, not {len(key)}")
         self._aead = AESGCM(key)
+        # A key of its own for `derived`, so that no derived value says anything of the
+        # key that seals.
+        self._derive_key = hashlib.sha256(b"holm derive\0" + key).digest()
 
     def __repr__(self) -> str:
         return "SecretsBox(<key>)"
@@ -75,6 +80,12 @@ class SecretsBox:
             return cls(_decoded_key(env_key, "HOLM_SECRETS_KEY"))
         path = state_dir / KEY_FILE
         return cls(_decoded_key(_kept_key(path), str(path)))
+
+    def derived(self, label: bytes) -> bytes:
+        """32 bytes that only this key makes from `label` (HMAC-SHA256): a secret of a
+        thing (a box's VNC password) that every server with the key remakes, so it is
+        never stored."""
+        return hmac.new(self._derive_key, label, hashlib.sha256).digest()
 
     def seal(self, plaintext: bytes, aad: bytes) -> bytes:
         nonce = secrets.token_bytes(_NONCE_BYTES)

@@ -59,12 +59,28 @@ def _release_later(screen: Screen, kind: str, name: str, token: int, after_ms: i
 INLINE_TEXT = 64
 
 
-def _inline(motion: Motion = "instant", keys: bool = False) -> Callable[[Input], bool] | None:
+def _inline(
+    motion: Motion = "instant", keys: bool = False, buttons: bool = False, wheel: bool = False
+) -> Callable[[Input], bool] | None:
     """When an input call may run on the agent's loop: when it cannot sleep, that is when
-    the pointer jumps (a human path pauses on its way) and no key waits for a click to land."""
+    the pointer jumps (a human path pauses on its way), no key waits for a click to land,
+    no press waits for keys to land and no wheel for a release to land."""
     if motion != "instant":
         return None
-    return Input.keys_ready if keys else Input.never_waits
+    waits = [
+        ready
+        for ready, asked in (
+            (Input.keys_ready, keys),
+            (Input.buttons_ready, buttons),
+            (Input.wheel_ready, wheel),
+        )
+        if asked
+    ]
+    if not waits:
+        return Input.never_waits
+    if len(waits) == 1:
+        return waits[0]
+    return lambda i: all(ready(i) for ready in waits)
 
 
 def _seeded(seed: int | None, motion: Motion) -> int | None:
@@ -134,7 +150,7 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
             seed = _seeded(seed, motion)
             where = await screen.on_input(
                 lambda i: i.click(_xy(at), button, held, motion, seed, count),
-                _inline(motion, keys=bool(held)) if count == 1 else None,
+                _inline(motion, keys=bool(held), buttons=True) if count == 1 else None,
             )
             return _pointed(where, motion, seed)
         case a.DoubleClick(at=at, button=button, held=held, motion=motion, seed=seed):
@@ -163,7 +179,7 @@ async def _on_screen(agent: Agent, screen: Screen, action: a.Action) -> r.Action
                 where = i.button_down(_xy(at), button, motion, seed)
                 return where, i.hold(i.buttons, button, release_at, explicit)
 
-            where, token = await screen.on_input(down, _inline(motion))
+            where, token = await screen.on_input(down, _inline(motion, buttons=True))
             _release_later(screen, "button", button, token, hold)
             pointed = _pointed(where, motion, seed)
             return r.ButtonHeld(at=pointed.at, seed=pointed.seed, release_at_ms=release_at)
@@ -258,11 +274,16 @@ async def _scroll(agent: Agent, screen: Screen, action: a.Scroll) -> tuple[int, 
     px, py = action.dx_px, action.dy_px
     if not (dx or dy or px or py):
         raise BadRequest("scroll needs dx, dy, dx_px or dy_px")
-    inline = _inline(keys=bool(held))
+    inline = _inline(keys=bool(held), wheel=True)
     if dx or dy:
         where = await screen.on_input(lambda i: i.scroll(at, dx, dy, held), inline)
     else:
-        where = await screen.on_input(lambda i: i.point_at(at), Input.never_waits)
+        # The page's wheel goes through DevTools: it waits for the last release here.
+        def point(i: Input) -> tuple[int, int]:
+            i.let_the_release_land()
+            return i.point_at(at)
+
+        where = await screen.on_input(point, Input.wheel_ready)
     if not (px or py):
         return where
     mods = sum(_CDP_MODIFIERS[m] for m in set(held))

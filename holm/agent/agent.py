@@ -312,7 +312,13 @@ class Agent:
         port = await self._browser(index).wait_up()
         if index not in self._pages:
             screen = self.screens[index]
-            self._pages[index] = Pages(port, screen.window_changes, screen.pointer_landed)
+            self._pages[index] = Pages(
+                port,
+                screen.window_changes,
+                screen.pointer_landed,
+                screen.key_landed,
+                screen.pointer_released,
+            )
         return self._pages[index]
 
     def widgets(self) -> Widgets:

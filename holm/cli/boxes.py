@@ -248,6 +248,9 @@ def box_fields(box: BoxView) -> list[tuple[str, str]]:
         fields.append(("adopted", "yes"))
     fields.extend(("viewer_url", url) for url in box.viewer_urls or [box.viewer_url or "-"])
     fields.append(("devtools_url", box.devtools_url or "-"))
+    if box.vnc is not None:
+        # A password box's VNC doors (the password is in the create answer only: --json).
+        fields.extend((f"vnc_{door.screen}", door.url) for door in box.vnc.doors)
     fields.append(("spec", compact_json(box.spec)))
     fields.append(("placement", compact_json(box.placement)))
     return fields

@@ -31,6 +31,7 @@ from holm.projections.box_state import BoxState
 from holm.projections.events_feed import EventsFeed
 from holm.projections.views import trace_view
 from holm.secrets_box import SecretsBox
+from holm.vnc_auth import fits, password_of
 from holm.wire.actions import Action, KeyUp, MouseUp, Type, reads_only, type_of, uses_screen
 from holm.wire.api import (
     ActionsRequest,
@@ -87,6 +88,7 @@ from .jobs import JobQueue
 from .journal import Journal, entry, now_ms, stored
 from .named_secrets import (
     WorkspaceSecrets,
+    missing_message,
     names_in,
     scrubbed_error,
     scrubbed_result,
@@ -353,6 +355,9 @@ class Engine:
         runtime's host is refused here, before `box_created`: nothing of it is recorded or
         made (a spare is made already)."""
         runtime, placement = self._placed(spec, placement)
+        if spec.policy.password_secret is not None:
+            # The secret must be there now: a door whose password is missing opens to no one.
+            await self._secret_password(owner, spec.policy.password_secret)
         room = runtime if box_id is None and isinstance(runtime, HostRoom) else None
         box_id = box_id or new_box_id()
         if room is not None:
@@ -391,20 +396,20 @@ class Engine:
         problems = validate_spec(spec) + validate_placement(placement)
         if problems:
             raise BadRequest("; ".join(problems))
-        # Refused by name rather than accepted and ignored: a box asked to be reached by a
-        # standard VNC client with a password, or from off the host, would silently not be.
-        if spec.policy.auth == "password":
+        if spec.policy.bind == "any" and not self.config.allow_public_viewers:
+            # A door off loopback is a VNC server (DES, 8 characters) on the network: the
+            # server's owner says yes to it, not a box's spec.
             raise Unsupported(
-                'spec.policy.auth "password" (a VNC password for a standard client) is not '
-                'built yet: viewers open with holmd\'s tickets (auth "token" or "none")'
-            )
-        if spec.policy.bind == "any":
-            raise Unsupported(
-                'spec.policy.bind "any" (a VNC server published off loopback) is not built '
-                "yet: viewers are reached through holmd's relay"
+                'spec.policy.bind "any" publishes the box\'s VNC door off loopback, which '
+                "this server does not allow: it needs HOLM_ALLOW_PUBLIC_VIEWERS=1"
             )
         runtime = self._runtime_named(placement.runtime or self.config.default_runtime)
         _check_can(runtime, spec, placement)
+        if spec.policy.auth == "password" and not runtime.can().viewer:
+            raise Unsupported(
+                f'spec.policy.auth "password" opens a VNC door to the box\'s screens; the '
+                f"{runtime.name} runtime has no viewer of them"
+            )
         return runtime, msgspec.structs.replace(placement, runtime=runtime.name)
 
     async def start_recorded(self, box_id: str) -> BoxState:
@@ -670,6 +675,30 @@ class Engine:
                 SecretsBox.of_setting, self.config.secrets_key, self.config.state_dir
             )
         return self._secrets_box
+
+    async def vnc_password(self, box_id: str) -> str:
+        """The VNC password of a box with `auth: "password"`: its workspace's secret that
+        `password_secret` names, read each time (so a changed secret is the password from
+        then on), or else one made for the box from the server's secrets key and its ID
+        (holm/vnc_auth.py), the same after a restart and never stored."""
+        state = await self.box(box_id)
+        policy = (state.spec or Spec()).policy
+        if policy.password_secret is not None:
+            return await self._secret_password(state.owner, policy.password_secret)
+        return await self.made_vnc_password(box_id)
+
+    async def made_vnc_password(self, box_id: str) -> str:
+        box = await self.secrets_box()
+        return password_of(box.derived(f"vnc-password:{box_id}".encode()))
+
+    async def _secret_password(self, workspace: str | None, name: str) -> str:
+        values = await self.secrets.values(workspace or "", [name])
+        if name not in values:
+            raise BadRequest(missing_message([name]))
+        why = fits(values[name])
+        if why is not None:
+            raise BadRequest(f"the secret {name} is no VNC password: {why}")
+        return values[name]
 
     async def shred_trace(self, box_id: str) -> bool:
         """Destroy the box's trace's data key (the box may be removed: its trace stays)."""

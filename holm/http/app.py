@@ -23,9 +23,11 @@ from .mcp import ROUTES as MCP_ROUTES
 from .mcp import setup_mcp
 from .middlewares import body_size_middleware, errors_middleware, guards_middleware
 from .openapi import openapi_route
+from .page_grants import PAGE_GRANTS, PageGrants
 from .routes import ALL_ROUTES
 from .routes.cdp import GRANTS, Grants
 from .routing import ACCESS, CONFIG, ENGINE, ROUTES, WORKSPACES, Route
+from .viewer.doors import DOORS, Doors
 from .viewer.relay import LIVE, TICKETS, LiveViewers
 from .viewer.tickets import Tickets
 from .workspaces import Workspaces
@@ -66,6 +68,7 @@ def create_app(
     app[KEYS] = KeyCache()
     app[TICKETS] = Tickets()
     app[GRANTS] = Grants()
+    app[PAGE_GRANTS] = PageGrants()
     app[LIVE] = LiveViewers()
     declared: dict[tuple[str, str], Route] = {}
     # `/mcp` passes the same guards as every declared route.
@@ -89,7 +92,12 @@ def create_app(
             # A cleanup context runs before the app is frozen, when its state may change.
             app[ENGINE] = engine
             async with _shared_workspaces(engine, workspaces):
-                yield
+                doors = app[DOORS] = Doors(engine, config)
+                doors.start()
+                try:
+                    yield
+                finally:
+                    await doors.close()
 
     app.cleanup_ctx.append(engine_context)
     app.cleanup_ctx.append(replica_session)

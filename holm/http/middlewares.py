@@ -46,6 +46,7 @@ from holm.errors import (
 from holm.wire.access import is_loopback
 
 from .access import Access, host_and_port, origin_of
+from .page_grants import GRANT_PREFIX, GRANT_USED, PAGE_GRANTS, PageGrant
 from .routing import (
     ACCESS,
     BOX_PARAMETERS,
@@ -62,7 +63,7 @@ from .routing import (
     public_base,
     route_of,
 )
-from .workspaces import KEY_PREFIX, Workspaces
+from .workspaces import KEY_PREFIX, Workspaces, digest_of
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +262,8 @@ def caller_by_bearer(
     the scheduled-work routes, `CRON_SECRET`) makes it the server's, and with auth off no
     token is needed for that."""
     given = _bearer(request)
+    if given is not None and given.startswith(GRANT_PREFIX):
+        return _caller_by_grant(request, given, workspaces)
     workspace = workspaces.workspace_of(given) if given else None
     if workspace is not None:
         if route.auth != "token":
@@ -275,6 +278,32 @@ def caller_by_bearer(
     if tokens and not _matches(given, tokens):
         raise Unauthorized("a valid bearer token is needed (Authorization: Bearer …)")
     return SERVER
+
+
+def _caller_by_grant(request: web.Request, given: str, workspaces: Workspaces) -> Caller:
+    """A trace page's grant (holm/http/page_grants.py): the caller who read the page, on
+    the two routes a grant is for, while the key it was read with is still kept."""
+    resource = request.match_info.route.resource
+    path = resource.canonical if resource is not None else request.path
+    grant = request.app[PAGE_GRANTS].check(
+        given, request.method, path, request.match_info.get("id")
+    )
+    if grant.key_digest is not None and not workspaces.holds(grant.key_digest):
+        raise Unauthorized("the key this trace page was read with was removed")
+    request[GRANT_USED] = grant
+    return SERVER if grant.workspace is None else Caller(grant.workspace)
+
+
+def caller_key_digest(request: web.Request) -> str | None:
+    """The digest of the workspace key a request came with (None: the server's token,
+    auth off, or a grant's own caller): what a grant made for it must outlive no longer."""
+    used: PageGrant | None = request.get(GRANT_USED)
+    if used is not None:
+        return used.key_digest
+    given = _bearer(request)
+    if given is None or request.app[WORKSPACES].workspace_of(given) is None:
+        return None
+    return digest_of(given)
 
 
 def _bearer(request: web.Request) -> str | None:

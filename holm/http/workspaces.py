@@ -134,6 +134,10 @@ class Workspaces:
         found = self._by_digest.get(digest_of(key))
         return found.workspace if found is not None else None
 
+    def holds(self, key_digest: str) -> bool:
+        """Whether the key with this digest is still kept (not removed)."""
+        return key_digest in self._by_digest
+
     def workspaces(self) -> list[WorkspaceView]:
         return list(self._kept.workspaces)
 

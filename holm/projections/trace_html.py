@@ -43,6 +43,8 @@ _SCRIPT = """(() => {
   let frames = null;
   let details = null;
   let chosen = null;
+  const fork = document.getElementById("fork");
+  const forkButton = fork ? fork.querySelector("button") : null;
   const data = (id) => JSON.parse(document.getElementById(id).textContent);
   function shape(svg, name, attributes) {
     const element = document.createElementNS(SVG, name);
@@ -121,6 +123,9 @@ _SCRIPT = """(() => {
     for (const thumb of document.querySelectorAll("#strip .thumb")) {
       thumb.classList.toggle("current", thumb.dataset.frameSeq === row.dataset.frameSeq);
     }
+    if (forkButton && row.dataset.seq !== undefined) {
+      forkButton.textContent = "Fork from here (up to step " + row.dataset.seq + ")";
+    }
   }
   document.getElementById("entries").addEventListener("click",
     (event) => choose(event.target.closest(".row")));
@@ -161,6 +166,88 @@ _SCRIPT = """(() => {
     });
     strip.addEventListener("pointermove", (event) => { if (event.buttons & 1) scrub(event); });
   }
+  // "Fork from here", on a served page only: `POST …/fork` with the chosen step as `up_to`,
+  // authorised by the grant the server put in the page (never the caller's token), then
+  // the new box's viewer ticket, and off to its live viewer. What the server refuses is
+  // said in the page; a refusal marked retryable (a box still starting) is asked again.
+  if (fork) {
+    const said = fork.querySelector(".said");
+    const link = fork.querySelector("a");
+    const tell = (text, failed) => {
+      said.textContent = text;
+      said.classList.toggle("failed", failed);
+    };
+    const post = async (path, body) => {
+      let answer;
+      try {
+        answer = await fetch(path, {
+          method: "POST",
+          headers: {"Authorization": "Bearer " + fork.dataset.grant,
+                    "Content-Type": "application/json"},
+          body: JSON.stringify(body),
+          credentials: "omit",
+          cache: "no-store",
+        });
+      } catch (error) {
+        throw Object.assign(new Error("the server could not be reached (" + error.message + ")"),
+                            {retryable: false});
+      }
+      let data = null;
+      try { data = await answer.json(); } catch (error) { data = null; }
+      if (answer.ok) return data;
+      const text = data && data.code ? data.code + ": " + data.message : "HTTP " + answer.status;
+      throw Object.assign(new Error(text), {retryable: Boolean(data && data.retryable)});
+    };
+    const pause = (ms) => new Promise((done) => setTimeout(done, ms));
+    const ticketOf = async (boxId, screen) => {
+      const path = "/v1/boxes/" + encodeURIComponent(boxId) + "/screens/" + screen +
+        "/viewer/ticket";
+      for (let tries = 1; ; tries++) {
+        try {
+          return await post(path, {mode: "view"});
+        } catch (error) {
+          if (!error.retryable || tries >= 120) throw error;
+          await pause(1000);
+        }
+      }
+    };
+    forkButton.addEventListener("click", async () => {
+      if (!chosen || chosen.dataset.seq === undefined) return;
+      const upTo = Number(chosen.dataset.seq);
+      const screen = Number(chosen.dataset.screen || 0);
+      forkButton.disabled = true;
+      link.hidden = true;
+      tell("Forking up to step " + upTo + "…", false);
+      let box = null;
+      try {
+        const path = "/v1/boxes/" + encodeURIComponent(fork.dataset.box) + "/fork";
+        const made = await post(path, {up_to: upTo});
+        box = made.box;
+        const report = made.replay;
+        tell("Forked up to step " + upTo + " as " + box.id + "; opening its viewer…", false);
+        const ticket = await ticketOf(box.id, Math.min(screen, Math.max(box.screens - 1, 0)));
+        link.href = ticket.url;
+        link.textContent = "Open the viewer of " + box.id;
+        if (report.stopped_at !== null || report.truncated) {
+          // Not all of it was done again: said here, not lost to the next page.
+          const where = report.truncated ? "ran out of time" : "stopped at step " +
+            report.stopped_at;
+          tell("Forked as " + box.id + ", but its replay " + where + " (" + report.ok +
+               " of " + report.attempted + " steps done).", true);
+          link.hidden = false;
+          forkButton.disabled = false;
+          return;
+        }
+        location.assign(ticket.url);
+      } catch (error) {
+        // Which call failed: the fork itself, or (the box made) its viewer's ticket.
+        const what = box ? "Forked up to step " + upTo + " as " + box.id +
+          ", but its viewer could not be opened: " : "Fork from step " + upTo + " failed: ";
+        tell(what + error.message, true);
+        forkButton.disabled = false;
+      }
+    });
+  }
   // Open on the step where two runs part, else on the last entry: the screen it ended on.
   const parted = document.querySelector("#entries .side.parted");
   choose(parted ? parted.closest(".row") : rows[rows.length - 1]);
@@ -173,6 +260,9 @@ CONTENT_SECURITY_POLICY = (
     "img-src data:; style-src 'unsafe-inline'; base-uri 'none'; "
     "form-action 'none'; frame-ancestors 'none'"
 )
+# A served page with "fork from here": the same, and its script may call its own server
+# (the fork and the viewer ticket), nothing else.
+SERVED_CONTENT_SECURITY_POLICY = CONTENT_SECURITY_POLICY + "; connect-src 'self'"
 
 # A block's height until it is laid out once: a guess of 22 px a row.
 _BLOCK_PX = ROWS_PER_BLOCK * 22
@@ -224,9 +314,21 @@ main { display: flex; gap: 1.5em; align-items: flex-start; }
 .row:hover, .row:hover > .side { background: #f3f6fb; }
 .row.chosen, .row.chosen > .side { background: #dde8f8; }
 .incomplete { color: #a00; margin-top: 1em; }
+#fork { display: flex; gap: .8em; align-items: baseline; flex-wrap: wrap; margin-bottom: .8em; }
+#fork button { font: inherit; padding: .3em .8em; }
+#fork .failed { color: #a00; font-weight: 600; }
 """
     f".block {{ content-visibility: auto; contain-intrinsic-size: auto {_BLOCK_PX}px; }}"
 )
+
+
+class ForkControl(NamedTuple):
+    """What a served page's "fork from here" needs: the box it forks, and the grant its
+    script sends (holm/http/page_grants.py), which allows that fork and the forks' viewer
+    tickets only."""
+
+    box_id: str
+    grant: str
 
 
 class TraceSide(NamedTuple):
@@ -306,8 +408,10 @@ class _Reader:
         if isinstance(entry, TakeoverEnded):
             self._taken.discard(entry.screen)
         when = f'<span class="at">{_at(entry.at_ms, self._first)}</span>' if at else ""
+        on = "" if screen is None else f' data-screen="{screen}"'
         return (
-            f'<div class="{" ".join(names)}" data-seq="{entry.seq}"{self._frame(screen)}{extra}>'
+            f'<div class="{" ".join(names)}" data-seq="{entry.seq}"{on}{self._frame(screen)}'
+            f"{extra}>"
             f'<span class="seq">{entry.seq}</span>{when}'
             f'<span class="actor">{entry.actor}</span>'
             f'<span class="kind">{html.escape(kind_of(entry))}</span>'
@@ -356,6 +460,8 @@ def _page(
     panels: str,
     store: _Store,
     strip: str = "",
+    controls: str = "",
+    policy: str = CONTENT_SECURITY_POLICY,
 ) -> str:
     blocks = "".join(
         f'<div class="block">{"".join(rows[at : at + ROWS_PER_BLOCK])}</div>'
@@ -363,9 +469,9 @@ def _page(
     )
     return (
         '<!doctype html>\n<html><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f'<h1>{html.escape(title)}</h1><div class="sub">{sub}</div>{strip}'
+        f'<h1>{html.escape(title)}</h1><div class="sub">{sub}</div>{controls}{strip}'
         f'<main><div id="entries">{head}{blocks}{tail}</div><div id="screen">{panels}</div></main>'
         f'<script type="application/json" id="frames">{_json(store.frames)}</script>'
         f'<script type="application/json" id="details">{_json(store.details)}</script>'
@@ -381,10 +487,17 @@ _SHADING = "rows by a person shaded darker, rows while a person had the screen l
 
 
 def trace_html(
-    title: str, entries: Sequence[Entry], frame_png: FramePng, *, incomplete: bool = False
+    title: str,
+    entries: Sequence[Entry],
+    frame_png: FramePng,
+    *,
+    incomplete: bool = False,
+    fork: ForkControl | None = None,
 ) -> str:
     """The page of `entries`; `frame_png(hash)` gives a frame's PNG, None when it is not
-    kept (pruned, or a trace file without its state dir)."""
+    kept (pruned, or a trace file without its state dir). With `fork` (a page the server
+    serves), a "fork from here" button forks the box up to the chosen step and opens the
+    new box's viewer; its policy is then `SERVED_CONTENT_SECURITY_POLICY`."""
     store = _Store()
     reader = _Reader(TraceSide(title, entries, frame_png, incomplete), store)
     rows = [reader.row(entry, ["row", "single"], at=True) for entry in entries]
@@ -396,7 +509,23 @@ def trace_html(
         "<span>kind</span><span>what</span></div>"
     )
     tail = _incomplete() if incomplete else ""
-    return _page(title, sub, head, rows, tail, _panel(""), store, _strip(entries, store))
+    strip = _strip(entries, store)
+    if fork is None:
+        return _page(title, sub, head, rows, tail, _panel(""), store, strip)
+    controls = _fork_control(fork)
+    policy = SERVED_CONTENT_SECURITY_POLICY
+    return _page(title, sub, head, rows, tail, _panel(""), store, strip, controls, policy)
+
+
+def _fork_control(fork: ForkControl) -> str:
+    """The button, what it says of its fork (`role=status`, read out as it changes), and
+    a link to the fork's viewer, shown when the fork's replay did not do every step."""
+    return (
+        f'<div id="fork" data-box="{html.escape(fork.box_id)}" '
+        f'data-grant="{html.escape(fork.grant)}"><button type="button">Fork from here</button>'
+        '<span class="said" role="status" aria-live="polite"></span>'
+        '<a hidden rel="noreferrer"></a></div>'
+    )
 
 
 def _strip(entries: Sequence[Entry], store: _Store) -> str:
@@ -496,6 +625,8 @@ def trace_pair_html(
 __all__ = [
     "CONTENT_SECURITY_POLICY",
     "MAX_FRAMES",
+    "SERVED_CONTENT_SECURITY_POLICY",
+    "ForkControl",
     "TraceSide",
     "aligned_rows",
     "trace_html",

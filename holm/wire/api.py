@@ -68,6 +68,24 @@ class ForkOrigin(msgspec.Struct, omit_defaults=True, kw_only=True, frozen=True):
     up_to: int | None = None
 
 
+class VncDoorView(_Response):
+    """Where a standard VNC client reaches one screen of a box with `auth: "password"`:
+    `vnc://host:port`, RFB's VNC authentication."""
+
+    screen: int
+    host: str
+    port: int
+    url: str
+
+
+class VncAccess(_Response):
+    """A password box's VNC doors; `password` is in the answer that made the box only
+    (create, fork), and only when holmd generated it (not given by `password_secret`)."""
+
+    doors: list[VncDoorView] = msgspec.field(default_factory=list)
+    password: str | None = None
+
+
 class BoxView(_Response):
     """A box in a response. Fields with no value (`reason`, `owner`, …) are left out."""
 
@@ -89,6 +107,8 @@ class BoxView(_Response):
     owner: str | None = None
     forked_from: ForkOrigin | None = None
     adopted: bool = False
+    # Beyond the spec's example: the VNC doors of a box with `spec.policy.auth: "password"`.
+    vnc: VncAccess | None = None
 
 
 class BoxList(_Response):
@@ -302,9 +322,12 @@ class TraceQuery(_Request):
 
 class TraceViewQuery(_Request):
     """`with`: a box whose trace is shown beside this one (its source, for a fork), steps
-    aligned as `holm diff` aligns them."""
+    aligned as `holm diff` aligns them. `fork` (a page of one trace): a "fork from here"
+    button, authorised by a short-lived grant put in the page; `false` for a page that is
+    to be kept as a file."""
 
     with_: str | None = msgspec.field(default=None, name="with")
+    fork: bool = True
 
 
 class TracePage(_Response, omit_defaults=False):
@@ -833,6 +856,8 @@ __all__ = [
     "TraceViewQuery",
     "ViewerMode",
     "ViewersView",
+    "VncAccess",
+    "VncDoorView",
     "WorkspaceList",
     "WorkspaceName",
     "WorkspaceView",

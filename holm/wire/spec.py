@@ -39,6 +39,10 @@ class Policy(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     auth: Literal["none", "password", "token"] = "none"
     bind: Literal["loopback", "any"] = "loopback"
     advertise: str | None = None
+    # Beyond the spec: with `auth: "password"`, the workspace secret (`PUT /v1/secrets/…`)
+    # whose value is the VNC password, instead of one generated for the box. The spec keeps
+    # the name only.
+    password_secret: str | None = None
 
 
 class AppDefinition(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -151,6 +155,7 @@ def validate_spec(spec: Spec) -> list[str]:
     advertise = spec.policy.advertise
     if advertise is not None and not _valid_host(advertise):
         problems.append(f"spec.policy.advertise must be a host name, not {advertise!r}")
+    problems += _policy_problems(spec.policy)
     for name, app in spec.apps.items():
         if app.command is None and catalog_app(name) is None:
             problems.append(f"spec.apps.{name} needs a command: it is not in the catalog")
@@ -159,6 +164,27 @@ def validate_spec(spec: Spec) -> list[str]:
         for pkg in app.packages:
             if not _valid_package(pkg):
                 problems.append(f"spec.apps.{name}.packages has an invalid package name {pkg!r}")
+    return problems
+
+
+# A workspace secret's name, as holm.wire.actions checks it (which imports this module).
+_SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+def _policy_problems(policy: Policy) -> list[str]:
+    problems = []
+    name = policy.password_secret
+    if name is not None and not _SECRET_NAME.fullmatch(name):
+        problems.append(
+            f"spec.policy.password_secret: bad secret name {name!r}: letters, digits, _ . - "
+            "(a letter or _ first), at most 64"
+        )
+    if name is not None and policy.auth != "password":
+        problems.append('spec.policy.password_secret is for auth "password"')
+    if policy.bind == "any" and policy.auth != "password":
+        # Off loopback, only a door that asks for a password is published: an open VNC
+        # server, or holmd's tickets (which need no port of their own), is not.
+        problems.append('spec.policy.bind "any" needs auth "password"')
     return problems
 
 

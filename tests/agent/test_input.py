@@ -180,6 +180,49 @@ async def test_the_page_tells_where_a_click_landed(
         assert not await lands(left + 400, top // 2)
 
 
+async def test_the_page_tells_each_key_and_release_it_took(
+    desktop: AgentDesktop, agent: RunningAgent
+) -> None:
+    port = (await desktop.info()).screens[0].devtools_port
+    assert port is not None
+    keys: list[None] = []
+    released: list[Landing] = []
+    watch = TabWatch(
+        on_key_landed=lambda: keys.append(None),
+        on_released=lambda x, y, button: released.append((x, y, button)),
+    )
+    watching = asyncio.create_task(watch.watch(port))
+    try:
+        await _open_input_page(desktop, agent)
+        for _ in range(100):
+            if watch.live:
+                break
+            await asyncio.sleep(0.05)
+        # Once each, though the agent's own watch listens in the same world.
+        counts = []
+        for step in [a.Type(text="a"), a.Type(text="b"), a.Press(then=["Return"])]:
+            await desktop.act(0, step)
+            await asyncio.sleep(0.5)
+            counts.append(len(keys))
+        assert counts == [1, 2, 3]
+        # A key a page makes itself is not told.
+        await desktop.act(
+            0,
+            a.Evaluate(
+                what=a.EvaluateWhat(expression="dispatchEvent(new KeyboardEvent('keydown'))")
+            ),
+        )
+        await asyncio.sleep(0.3)
+        assert len(keys) == 3
+        # The click of _open_input_page came up on the page: told where, and which button.
+        assert await _told(released, released[-1] if released else (-1, -1, -1))
+        left_up = released[-1]
+        await desktop.act(0, a.Click(at=Point(x=left_up[0] + 10, y=left_up[1])))
+        assert await _told(released, (left_up[0] + 10, left_up[1], 0))
+    finally:
+        watching.cancel()
+
+
 async def test_a_page_cannot_tell_a_landing_of_its_own_making(
     desktop: AgentDesktop, agent: RunningAgent
 ) -> None:

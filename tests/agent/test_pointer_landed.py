@@ -1,6 +1,7 @@
 """Keys typed right after a click wait until a page took the click (input.py's
 `pointer_landed`, which tab_watch.py calls for the screen's Chromium), or until the click is
-KEYS_AFTER_BUTTON_S old when no page tells, as after a click on Chromium's own toolbar."""
+KEYS_AFTER_BUTTON_S old when no page tells, as after a click on Chromium's own toolbar; and a
+press right after keys waits until a page took the keys (`key_landed`)."""
 
 from __future__ import annotations
 
@@ -87,3 +88,98 @@ def test_a_landing_is_where_and_with_which_button() -> None:
     assert _landing("640,-3,2") == (640, -3, 2)
     for wrong in ("--5,1,0", "1,2", "1,2,0,3", "1,2,10", "x,1,0", "1,2,٣"):
         assert _landing(wrong) is None
+
+
+# The other way round: a press right after keys waits until a page told of as many keys
+# as went down (`key_landed`), or until the last key is BUTTON_AFTER_KEYS_S old.
+
+
+def test_a_press_waits_for_the_keys_before_it_until_a_page_took_them_all(
+    keyboard: Input,
+) -> None:
+    assert keyboard.buttons_ready()  # no key yet
+    keyboard.type_text("ab", 0)
+    assert keyboard.buttons_wait_s() > 0
+    keyboard.key_landed()
+    assert not keyboard.buttons_ready()  # one of two
+    keyboard.key_landed()
+    assert keyboard.buttons_wait_s() == 0
+    # A click's own modifier is carried in the press's state: nothing to wait for.
+    keyboard.click((100, 50), "left", ["shift"], "instant", None)
+    assert keyboard.buttons_ready()
+
+
+def test_keys_no_page_told_of_are_taken_as_told_once_a_press_waited_for_them(
+    keyboard: Input, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(input_module, "BUTTON_AFTER_KEYS_S", 0.05)
+    keyboard.type_text("xyz", 0)  # to the address bar, say: no page tells
+    assert not keyboard.buttons_ready()
+    keyboard.click((100, 50), "left", [], "instant", None)
+    # The click waited them out; a page's late word of them changes nothing after.
+    assert keyboard.buttons_ready()
+    keyboard.key_landed()
+    keyboard.type_text("q", 0)
+    # That late word gave no credit to this key.
+    assert not keyboard.buttons_ready()
+    keyboard.key_landed()
+    assert keyboard.buttons_ready()
+
+
+def test_a_press_waiting_for_keys_goes_as_soon_as_a_page_took_them(
+    keyboard: Input, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without a page's word, this click would wait ten minutes.
+    monkeypatch.setattr(input_module, "BUTTON_AFTER_KEYS_S", 600.0)
+    keyboard.type_text("a", 0)
+    clicked = threading.Event()
+
+    def click_now() -> None:
+        keyboard.click((100, 50), "left", [], "instant", None)
+        clicked.set()
+
+    clicking = threading.Thread(target=click_now, daemon=True)
+    clicking.start()
+    assert not clicked.wait(0.2)
+    keyboard.key_landed()
+    assert clicked.wait(30)
+    clicking.join()
+
+
+# And a wheel right after a click waits until a page took the click's release
+# (`pointer_released`), or until it is WHEEL_AFTER_RELEASE_S old.
+
+
+def test_a_wheel_waits_for_the_last_release_until_a_page_took_that_one(keyboard: Input) -> None:
+    assert keyboard.wheel_ready()  # no click yet
+    keyboard.click((100, 50), "left", [], "instant", None)
+    assert keyboard.wheel_wait_s() > 0
+    keyboard.pointer_released(101, 50, 0)  # another place
+    keyboard.pointer_released(100, 50, 2)  # another button
+    assert not keyboard.wheel_ready()
+    keyboard.pointer_released(100, 50, 0)
+    assert keyboard.wheel_ready()
+
+
+def test_a_wheel_waiting_for_a_release_turns_as_soon_as_a_page_took_it(
+    keyboard: Input, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(input_module, "WHEEL_AFTER_RELEASE_S", 600.0)
+    keyboard.click((100, 50), "left", [], "instant", None)
+    scrolled = threading.Event()
+
+    def scroll_now() -> None:
+        keyboard.scroll((100, 50), 0, 2)
+        scrolled.set()
+
+    scrolling = threading.Thread(target=scroll_now, daemon=True)
+    scrolling.start()
+    assert not scrolled.wait(0.2)
+    keyboard.pointer_released(100, 50, 0)
+    assert scrolled.wait(30)
+    scrolling.join()
+    # A release no page tells of is waited out once.
+    monkeypatch.setattr(input_module, "WHEEL_AFTER_RELEASE_S", 0.05)
+    keyboard.click((300, 60), "left", [], "instant", None)
+    keyboard.scroll((300, 60), 0, 1)
+    assert keyboard.wheel_ready()

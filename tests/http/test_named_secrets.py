@@ -150,17 +150,6 @@ async def test_a_person_s_text_is_sealed_or_not_kept(make_client: MakeClient) ->
         await client.close()
 
 
-async def test_viewer_policies_not_built_are_refused_by_name(client: Client) -> None:
-    """`policy.auth: password` and `policy.bind: any` are refused, saying so, rather than
-    accepted and ignored (a box that would silently not be reachable as asked)."""
-    for policy, word in (({"auth": "password"}, "password"), ({"bind": "any"}, "any")):
-        refused = await client.post("/v1/boxes", json={"spec": {"policy": policy}})
-        assert word in await error_of(refused, 400, "unsupported")
-    assert (await ok_json(await client.get("/v1/boxes")))["boxes"] == []
-    made = await client.post("/v1/boxes", json={"spec": {"policy": {"auth": "token"}}})
-    assert made.status == 200
-
-
 async def test_bad_secret_and_variable_names_are_refused(client: Client) -> None:
     box = await new_box(client)
     for step in (

@@ -268,6 +268,10 @@ async def test_holm_trace_view_box_writes_the_page_the_server_serves(
     remote = ("--url", server.url, "--token", server.token)
 
     assert run_holm("trace", "view", source, *remote, cwd=tmp_path) == f"{source}.html\n"
+    # A file is kept: the served page's "fork from here", and the grant it sends, are not
+    # in it (a file's script could not call the server anyway).
+    written = (tmp_path / f"{source}.html").read_text()
+    assert 'id="fork"' not in written and "pg_" not in written and "connect-src" not in written
     await chromium.open((tmp_path / f"{source}.html").as_uri())
     listed = await chromium.evaluate(
         "[...document.querySelectorAll('#entries .row')]"

@@ -35,7 +35,7 @@ from holm.agent.browser.elements import (
     settled,
     to_element,
 )
-from holm.agent.browser.tab_watch import Landed, TabWatch
+from holm.agent.browser.tab_watch import KeyLanded, Landed, TabWatch
 from holm.errors import BadRequest, Failed, NotFound, Timeout, Transport
 from holm.wire import actions as a
 from holm.wire import results as r
@@ -62,14 +62,17 @@ class Pages:
         port: int,
         window_changes: Callable[[], int] = lambda: 0,
         pointer_landed: Landed | None = None,
+        key_landed: KeyLanded | None = None,
+        pointer_released: Landed | None = None,
     ) -> None:
         self.port = port
         # The tab listing is kept while nothing that can change it happened since: no
         # target event (tab_watch.py), no operation of ours on a tab (`_touched`), and no
         # change of the screen's windows (`window_changes`: a tab brought to the front
         # retitles Chromium's window, and DevTools lists the front tab first). The same
-        # session tells the screen's input when a page took a click (`pointer_landed`).
-        self._watch = TabWatch(pointer_landed)
+        # session tells the screen's input when a page took a click (`pointer_landed`), a
+        # key (`key_landed`) or a release (`pointer_released`).
+        self._watch = TabWatch(pointer_landed, key_landed, pointer_released)
         self._watching: asyncio.Task[None] | None = None
         self._touched = 0
         self._window_changes = window_changes

@@ -62,11 +62,22 @@ BINDING = "__holmLanded"
 # Run in the agent's own world of a document; it listens in the capture phase. A page sees
 # the same DOM, and can dispatch a pointerdown of its own making anywhere: only one that
 # came from the input (`isTrusted`) is told.
+# A key going down is told too ("k"): a press right after keys waits for them; and where a
+# button came up ("u" and where): a wheel right after a click waits for it (input.py).
+# Once a world: a world of that name is the same world to a session opened again, and two
+# listeners would tell each key twice (and let a press go before its last key landed).
 LISTENER = (
+    "if (!globalThis.__holmListening) { globalThis.__holmListening = true;"
     f'addEventListener("pointerdown", e => e.isTrusted && {BINDING}('
-    "`${Math.round(e.screenX)},${Math.round(e.screenY)},${e.button}`), true)"
+    "`${Math.round(e.screenX)},${Math.round(e.screenY)},${e.button}`), true);"
+    f'addEventListener("keydown", e => e.isTrusted && {BINDING}("k"), true);'
+    f'addEventListener("pointerup", e => e.isTrusted && {BINDING}('
+    "`u${Math.round(e.screenX)},${Math.round(e.screenY)},${e.button}`), true) }"
 )
+RELEASE_PREFIX = "u"
+KEY_PAYLOAD = "k"
 Landed = Callable[[int, int, int], None]
+KeyLanded = Callable[[], None]
 _PAYLOAD = re.compile(r"(-?\d{1,6}),(-?\d{1,6}),(\d)", re.ASCII)
 
 
@@ -98,11 +109,18 @@ async def _close_if_help(ws: devtools_wire.WebSocket, params: object) -> None:
 
 
 class TabWatch:
-    def __init__(self, on_landed: Landed | None = None) -> None:
+    def __init__(
+        self,
+        on_landed: Landed | None = None,
+        on_key_landed: KeyLanded | None = None,
+        on_released: Landed | None = None,
+    ) -> None:
         # A count of the changes told; a listing made at one count holds until the next.
         self.changes = 0
         self.live = False
         self.on_landed = on_landed
+        self.on_key_landed = on_key_landed
+        self.on_released = on_released
         # Every message the session read (the tests count them).
         self.messages = 0
         self._ws: devtools_wire.WebSocket | None = None
@@ -117,7 +135,8 @@ class TabWatch:
             )
             await ws.send_str(json.dumps(_DISCOVER))
             worlds = _Worlds(ws)
-            if self.on_landed is not None:
+            told = (self.on_landed, self.on_key_landed, self.on_released)
+            if any(callback is not None for callback in told):
                 await worlds.send("Target.setAutoAttach", _ATTACH)
             async for text in ws:
                 self.messages += 1
@@ -161,7 +180,17 @@ class TabWatch:
     def _landed(self, params: object) -> None:
         if not isinstance(params, dict) or params.get("name") != BINDING:
             return
-        landing = _landing(str(params.get("payload", "")))
+        payload = str(params.get("payload", ""))
+        if payload == KEY_PAYLOAD:
+            if self.on_key_landed is not None:
+                self.on_key_landed()
+            return
+        if payload.startswith(RELEASE_PREFIX):
+            released = _landing(payload.removeprefix(RELEASE_PREFIX))
+            if released is not None and self.on_released is not None:
+                self.on_released(*released)
+            return
+        landing = _landing(payload)
         if landing is not None and self.on_landed is not None:
             self.on_landed(*landing)
 

@@ -46,6 +46,9 @@ MAX_TYPE_DELAY_MS = 1000
 MAX_SCROLL_NOTCHES = 100
 DOUBLE_CLICK_GAP_S = 0.03
 KEYS_AFTER_BUTTON_S = 0.1
+BUTTON_AFTER_KEYS_S = 0.1
+WHEEL_AFTER_RELEASE_S = 0.1
+WHEEL_BUTTONS = frozenset({4, 5, 6, 7})
 # The buttons a page gets a pointerdown for (X's 4 to 7 are the wheel's notches).
 POINTER_BUTTONS = frozenset(BUTTONS.values())
 # The modifier rows of X's modifier mapping (Shift, Lock, Control, Mod1 … Mod5).
@@ -76,6 +79,19 @@ class Input:
         self._pointer = (-1, -1)
         self._pressed = (-1, -1, -1)
         self._landed = threading.Event()
+        # How many keys went down since the input began, how many of them a page told of
+        # (`key_landed`, on the agent's loop), and when the last went down.
+        self._keys_sent = 0
+        self._keys_told = 0
+        self._last_key = 0.0
+        self._keys_lock = threading.Lock()
+        self._keys_caught_up = threading.Event()
+        self._keys_caught_up.set()
+        # Where the last button came up, and whether a page took that release.
+        self._released = (-1, -1, -1)
+        self._last_release = 0.0
+        self._release_landed = threading.Event()
+        self._release_landed.set()
         self._shift = self._keycode_plain(XK.string_to_keysym("Shift_L"))
         first = conn.display.info.min_keycode
         count = conn.display.info.max_keycode - first + 1
@@ -150,16 +166,32 @@ class Input:
         self._bound[keysym] = code
         return code
 
-    def _fake(self, kind: int, detail: int = 0, x: int = 0, y: int = 0) -> None:
+    def _fake(
+        self, kind: int, detail: int = 0, x: int = 0, y: int = 0, *, held: bool = False
+    ) -> None:
+        """Send one event; `held`: a modifier key a click or a drag holds, which the
+        press carries in its state (a press does not wait for it to land)."""
         if kind == X.MotionNotify:
             self._pointer = (x, y)
         elif kind in (X.ButtonPress, X.ButtonRelease):
             self._last_button = time.monotonic()
             if kind == X.ButtonPress and detail in POINTER_BUTTONS:
+                self._let_the_keys_land()
                 self._landed.clear()
                 self._pressed = (*self._pointer, PAGE_BUTTONS[detail])
+            elif kind == X.ButtonPress and detail in WHEEL_BUTTONS:
+                self.let_the_release_land()
+            elif kind == X.ButtonRelease and detail in POINTER_BUTTONS:
+                self._release_landed.clear()
+                self._released = (*self._pointer, PAGE_BUTTONS[detail])
+                self._last_release = time.monotonic()
         elif kind == X.KeyPress:
             self._let_the_pointer_land()
+            if not held:
+                with self._keys_lock:
+                    self._keys_sent += 1
+                    self._last_key = time.monotonic()
+                    self._keys_caught_up.clear()
         self._events.send(kind, detail, x, y)
 
     def _let_the_pointer_land(self) -> None:
@@ -172,6 +204,67 @@ class Input:
         if wait > 0:
             self.sync()
             self._landed.wait(wait)
+
+    def _let_the_keys_land(self) -> None:
+        """A press sent right after keys can reach a page before they do: Chromium hands
+        a key to its input method first, so under load an Enter, then a click on Send 7 ms
+        later, reached the page click first. A press waits until a page has told of as
+        many keys as went down (`key_landed`), or until the last key is
+        BUTTON_AFTER_KEYS_S old: keys that went elsewhere (the address bar, another
+        program) tell nothing, and are then taken as told."""
+        wait = self.buttons_wait_s()
+        if wait > 0:
+            self.sync()
+            self._keys_caught_up.wait(wait)
+        with self._keys_lock:
+            self._keys_told = self._keys_sent
+            self._keys_caught_up.set()
+
+    def let_the_release_land(self) -> None:
+        """A wheel turned right after a click can move the page before the page took the
+        click's release: Chromium scrolls on its compositor thread while the page's own
+        thread still has the release to hit-test, which then finds what scrolled under
+        the pointer (seen: a click on Send, a scroll 5 ms later, and Send took the press,
+        and the focus, but no click). A wheel waits until a page took the last release
+        (`pointer_released`), or until it is WHEEL_AFTER_RELEASE_S old."""
+        wait = self.wheel_wait_s()
+        if wait > 0:
+            self.sync()
+            self._release_landed.wait(wait)
+        self._release_landed.set()
+
+    def pointer_released(self, x: int, y: int, button: int) -> None:
+        """A page of the screen's Chromium took a release at (`x`, `y`) (tab_watch.py),
+        on any thread."""
+        if (x, y, button) == self._released:
+            self._release_landed.set()
+
+    def wheel_wait_s(self) -> float:
+        """How long a wheel turned now would wait for the last release to land (0: none)."""
+        if self._release_landed.is_set():
+            return 0.0
+        return max(0.0, self._last_release + WHEEL_AFTER_RELEASE_S - time.monotonic())
+
+    def wheel_ready(self) -> bool:
+        return self.wheel_wait_s() == 0
+
+    def key_landed(self) -> None:
+        """A page of the screen's Chromium took a key going down (tab_watch.py), on any
+        thread."""
+        with self._keys_lock:
+            # A word of keys already taken as told gives no credit to later ones.
+            self._keys_told = min(self._keys_told + 1, self._keys_sent)
+            if self._keys_told >= self._keys_sent:
+                self._keys_caught_up.set()
+
+    def buttons_wait_s(self) -> float:
+        """How long a press sent now would wait for the last keys to land (0: none)."""
+        if self._keys_caught_up.is_set():
+            return 0.0
+        return max(0.0, self._last_key + BUTTON_AFTER_KEYS_S - time.monotonic())
+
+    def buttons_ready(self) -> bool:
+        return self.buttons_wait_s() == 0
 
     def pointer_landed(self, x: int, y: int, button: int) -> None:
         """A page of the screen's Chromium took a press at (`x`, `y`) of the screen
@@ -259,7 +352,7 @@ class Input:
     def _modifiers(self, held: Sequence[Modifier], down: bool) -> None:
         for name in held if down else reversed(held):
             code, _ = self.keycode(keys.modifier_keysym(name))
-            self._fake(X.KeyPress if down else X.KeyRelease, code)
+            self._fake(X.KeyPress if down else X.KeyRelease, code, held=True)
 
     # Pointer
 

@@ -423,6 +423,16 @@ class Screen:
         if self._input is not None:
             self._input.pointer_landed(x, y, button)
 
+    def pointer_released(self, x: int, y: int, button: int) -> None:
+        """A page of this screen's Chromium took a release (tab_watch.py)."""
+        if self._input is not None:
+            self._input.pointer_released(x, y, button)
+
+    def key_landed(self) -> None:
+        """A page of this screen's Chromium took a key (tab_watch.py)."""
+        if self._input is not None:
+            self._input.key_landed()
+
     def _listing(self, conn: Display) -> list[WindowInfo]:
         if self._window_list is None or self._window_list.conn is not conn:
             self._window_list = WindowTracker(conn)

@@ -9,13 +9,21 @@ from aiohttp import web
 from holm.engine import Engine
 from holm.engine.importing import import_trace
 from holm.errors import NotFound
-from holm.projections.trace_html import CONTENT_SECURITY_POLICY, TraceSide, trace_html
+from holm.projections.trace_html import (
+    CONTENT_SECURITY_POLICY,
+    SERVED_CONTENT_SECURITY_POLICY,
+    ForkControl,
+    TraceSide,
+    trace_html,
+)
 from holm.replay.diff import diff_boxes, side_by_side
 from holm.wire.api import TraceImported, TraceList, TracePage, TraceQuery, TraceViewQuery
 from holm.wire.archive import MIME, unpack
 from holm.wire.diff import TraceDiff
 from holm.wire.entries import Entry, FrameSeen
 
+from ..middlewares import caller_key_digest
+from ..page_grants import PAGE_GRANTS
 from ..routing import Route, caller_of, engine_of, json_response, query_of
 
 BOX = "/v1/boxes/{id}"
@@ -80,9 +88,19 @@ async def view_trace(request: web.Request) -> web.Response:
     engine = engine_of(request)
     query = query_of(request, TraceViewQuery)
     trace = await _whole_trace(engine, request.match_info["id"])
+    policy = CONTENT_SECURITY_POLICY
     if query.with_ is None:
+        fork = None
+        if query.fork:
+            # "Fork from here": a grant for this page's calls, as the caller who read it.
+            made = request.app[PAGE_GRANTS].make(
+                trace.name, caller_of(request).workspace, caller_key_digest(request)
+            )
+            fork = ForkControl(trace.name, made.grant)
+            policy = SERVED_CONTENT_SECURITY_POLICY
+        title = f"Trace of {trace.name}"
         body = trace_html(
-            f"Trace of {trace.name}", trace.entries, trace.frame_png, incomplete=trace.incomplete
+            title, trace.entries, trace.frame_png, incomplete=trace.incomplete, fork=fork
         )
     else:
         # A box named in the query, not the path: the guards do not see it (check_boxes).
@@ -90,9 +108,10 @@ async def view_trace(request: web.Request) -> web.Response:
         source = await _whole_trace(engine, query.with_)
         body = await side_by_side(source, trace)
     headers = {
-        "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+        "Content-Security-Policy": policy,
         "X-Content-Type-Options": "nosniff",
         "Cache-Control": "no-store",
+        "Referrer-Policy": "no-referrer",
     }
     return web.Response(text=body, content_type="text/html", headers=headers)
 
@@ -139,7 +158,8 @@ ROUTES = [
         f"{BOX}/trace/view",
         view_trace,
         "The trace as one self-contained HTML page, frames inline; `with`: another box's "
-        "trace beside it (a fork's source), steps aligned as in the diff",
+        "trace beside it (a fork's source), steps aligned as in the diff; `fork` (default "
+        "true, one trace only): a 'fork from here' button, with a short-lived grant",
         query=TraceViewQuery,
         content_type="text/html",
     ),

@@ -29,6 +29,7 @@ from holm.wire.api import (
     ViewersView,
 )
 
+from ..page_grants import GRANT_USED, GrantDenied
 from ..routing import (
     Route,
     body_of,
@@ -60,6 +61,9 @@ async def page_url(request: web.Request, box_id: str, screen: int, ticket: str) 
 async def make_ticket(request: web.Request) -> web.Response:
     box_id, screen = box_and_screen(request)
     body = await body_of(request, TicketRequest)
+    if request.get(GRANT_USED) is not None and body.mode != "view":
+        # A trace page's grant opens a fork's viewer to watch (holm/http/page_grants.py).
+        raise GrantDenied("a trace page's grant asks for view tickets only")
     engine = engine_of(request)
     # The screen must be there to be watched; the ticket names it.
     engine.check_viewer(box_id, screen)
