@@ -124,7 +124,7 @@ async def _settle_listed(
         was = state.state
     now = {"running": "ready", "paused": "paused", "stopped": "stopped"}[box.state]
     if was != now:
-        entries.extend(_difference(was, now))
+        entries.extend(runtime_difference(was, now))
     if entries:
         await engine.journal.append(box.box_id, entries)
 
@@ -158,7 +158,7 @@ def _desktop_of(box: RuntimeBox, state: BoxState | None) -> list[Entry]:
     return [ready]
 
 
-def _difference(was: str, now: str) -> list[Entry]:
+def runtime_difference(was: str, now: str) -> list[Entry]:
     """What the runtime did while the server was away, as the entries that say so."""
     if now == "paused":
         return [entry(BoxPaused, "system")]

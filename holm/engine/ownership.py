@@ -33,6 +33,7 @@ from holm.events.shared_keys import SharedKeys
 from holm.wire.entries import PAGE_MAX, Adopted
 from holm.wire.runtime import RuntimeBox
 
+from .adoption import runtime_difference
 from .guards import boundary
 from .journal import entry
 from .reaper import every
@@ -195,7 +196,10 @@ class Ownership:
             await self.release(box.box_id)
             return
         adopted = entry(Adopted, "system", box_id=box.box_id, runtime=runtime)
-        await journal.append(box.box_id, [adopted])
+        # `adopted` reads as ready: a box paused or stopped in its runtime says so next.
+        now = {"running": "ready", "paused": "paused", "stopped": "stopped"}[box.state]
+        after = [] if now == "ready" else runtime_difference("ready", now)
+        await journal.append(box.box_id, [adopted, *after])
         log.info("took over box %s from a holmd that stopped renewing its lease", box.box_id)
         if box.state == "running":
             self.engine.watchers.start(box.box_id)

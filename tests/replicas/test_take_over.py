@@ -2,9 +2,9 @@
 dir, on one PostgreSQL, one SeaweedFS and one Docker Engine that every one reaches; eight
 clients click on three boxes the first holmd owns, through all three holmd, while it is
 killed. Every click a client was answered is in the store once; the boxes are owned by a
-survivor (which recorded `adopted` in each trace) and go on answering through either
-survivor; each trace is contiguous; the events feed reads the same through each survivor,
-with no event twice."""
+survivor (which recorded `adopted` in each trace, then `box_paused` for the one that was
+paused) and go on answering through either survivor; each trace is contiguous; the
+events feed reads the same through each survivor, with no event twice."""
 
 from __future__ import annotations
 
@@ -131,8 +131,11 @@ async def test_a_killed_holmds_boxes_are_taken_over_with_every_acknowledged_clic
         boxes = [
             (await ok(await http.post(f"{a.url}/v1/boxes", json={})))["id"] for _ in range(BOXES)
         ]
+        # And one paused, which no client drives: it is taken over paused.
+        paused = (await ok(await http.post(f"{a.url}/v1/boxes", json={})))["id"]
+        await ok(await http.post(f"{b.url}/v1/boxes/{paused}/pause"))
         killed = server_id_of(a.state_dir)
-        assert set((await owners(url, boxes)).values()) == {killed}
+        assert set((await owners(url, [*boxes, paused])).values()) == {killed}
 
         load = Load(servers, boxes)
         clients = [asyncio.ensure_future(load.client(http, n)) for n in range(CLIENTS)]
@@ -142,7 +145,7 @@ async def test_a_killed_holmds_boxes_are_taken_over_with_every_acknowledged_clic
         load.servers = [b, c]
         killed_at = time.monotonic()
         while True:
-            held = await owners(url, boxes)
+            held = await owners(url, [*boxes, paused])
             if all(owner != killed for owner in held.values()):
                 break
             assert time.monotonic() - killed_at < TAKE_OVER_BOUND_S, held
@@ -174,10 +177,14 @@ async def test_a_killed_holmds_boxes_are_taken_over_with_every_acknowledged_clic
             adopted = kinds.index("adopted")
             assert "acted" in kinds[adopted:]
 
+        after = [item["kind"] for item in await whole_trace(http, c.url, paused)]
+        assert after[-2:] == ["adopted", "box_paused"], after
+        assert (await ok(await http.get(f"{b.url}/v1/boxes/{paused}")))["state"] == "paused"
+
         await asyncio.sleep(1.0)
         feeds = [await whole_feed(http, server.url) for server in (b, c)]
         assert feeds[0] == feeds[1]
         seqs = [event["seq"] for event in feeds[0]]
         assert seqs == sorted(set(seqs))
         created = [e["box_id"] for e in feeds[0] if e["kind"] == "box.created"]
-        assert sorted(created) == sorted(boxes)
+        assert sorted(created) == sorted([*boxes, paused])
