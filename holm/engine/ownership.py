@@ -25,9 +25,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from holm.errors import HolmError
+from holm.errors import HolmError, Unavailable
 from holm.events.leases import Holder, Leases
 from holm.events.shared_keys import SharedKeys
 from holm.wire.entries import PAGE_MAX, Adopted
@@ -124,9 +125,31 @@ class Ownership:
     def serve(self) -> None:
         beat = max(self.leases.lease_ms / 3000, 0.05)
         self._tasks = [
-            asyncio.create_task(every(beat, self.beat), name="leases"),
-            asyncio.create_task(every(FOLLOW_SECS, self.follow), name="feed follower"),
+            asyncio.create_task(every(beat, self._quietly(self.beat)), name="leases"),
+            asyncio.create_task(
+                every(FOLLOW_SECS, self._quietly(self.follow)), name="feed follower"
+            ),
         ]
+
+    def _quietly(self, work: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+        """`work`, its failures of the database (down, unreachable) logged once when they
+        begin, not each tenth of a second: the next round tries again."""
+        failing = False
+
+        async def run() -> None:
+            nonlocal failing
+            try:
+                await work()
+            except Unavailable as exc:
+                if not failing:
+                    log.warning("replicas: %s (tried again until it answers)", exc)
+                failing = True
+                return
+            if failing:
+                log.info("replicas: the database answers again")
+            failing = False
+
+        return run
 
     async def close(self) -> None:
         for task in self._tasks:

@@ -211,7 +211,12 @@ async def _every_replicas_boxes(request: web.Request, handler: Handler) -> web.S
         return mine
     ownership = request.app[ENGINE].ownership
     assert ownership is not None
-    others = await ownership.leases.others()
+    try:
+        others = await ownership.leases.others()
+    except Unavailable as exc:
+        # The database is down: this holmd's own boxes, as one holmd answers then.
+        log.info("listing this holmd's boxes only: %s", exc)
+        return mine
     if not others:
         return mine
     assert isinstance(mine.body, bytes)
