@@ -41,6 +41,11 @@ class Config(msgspec.Struct, kw_only=True):
     # file:///path, or s3://bucket/prefix with the endpoint below and the AWS_* keys.
     blob_url: str | None = None
     s3_endpoint: str | None = None
+    # Several holmd on one postgres store (docs/scale.md): the URL the other holmd reach
+    # this one at (None: http://HOLM_SERVER_ADDR), and how long a box's lease lasts
+    # unrenewed, which bounds how soon another holmd takes over the boxes of one that died.
+    replica_url: str | None = None
+    lease_ms: int = 6000
     s3_region: str | None = None
     keep_frames_secs: int = 2 * 3600
     keep_entries_secs: int = 7 * 24 * 3600
@@ -103,6 +108,8 @@ _ENV = {
     "database_url": "HOLM_DATABASE_URL",
     "blob_url": "HOLM_BLOB_URL",
     "s3_endpoint": "HOLM_S3_ENDPOINT",
+    "replica_url": "HOLM_REPLICA_URL",
+    "lease_ms": "HOLM_LEASE_MS",
     "s3_region": "AWS_REGION",
     "keep_frames_secs": "HOLM_KEEP_FRAMES_SECS",
     "keep_entries_secs": "HOLM_KEEP_ENTRIES_SECS",

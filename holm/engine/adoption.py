@@ -12,6 +12,9 @@
   `adopted`, carrying the spec and placement the runtime kept, then `box_ready` with where
   its desktop answers (viewers, DevTools) when it has one.
 - A box the log says was removed but the runtime still has: removed from the runtime.
+- With replicas (engine/ownership.py), a box whose lease this server took from another
+  that stopped renewing it: `adopted` when a runtime here has it; forgotten (and its lease
+  let go) when none has.
 - A spare of the warm pool (`pool.py`) this server left: removed, never adopted; a box whose
   trace starts with a spare's ID but that the runtime still lists as spare (the server
   stopped while taking it) is `box_failed` as any box stopped while starting.
@@ -58,16 +61,30 @@ async def reconcile(engine: Engine) -> None:
             log.warning("the %s runtime could not list its boxes: %s", name, exc)
             await engine.mark_unreachable(name, f"{UNREACHABLE_REASON}: {exc.message}")
             continue
-        mine = [box for box in listed if box.server_id in (None, engine.server_id)]
+        # With replicas, a box whose lease this holmd took from another that stopped
+        # renewing it is this holmd's now, whichever made it (engine/ownership.py).
+        taken = engine.ownership.taken_over if engine.ownership is not None else set()
+        mine = [
+            box
+            for box in listed
+            if box.server_id in (None, engine.server_id) or (box.box_id in taken and not box.spare)
+        ]
         for box in mine:
             if box.spare:
                 await _remove_spare(runtime, box.box_id)
             else:
-                await _settle_listed(engine, runtime, box)
+                await _settle_listed(engine, runtime, box, taken_over=box.box_id in taken)
         # A spare is no one's box, even under the ID of a box whose claim the stop broke.
         have = {box.box_id for box in listed if not box.spare}
         for state in engine.boxes():
             if state.runtime != name or state.id in have or state.state == "failed":
+                continue
+            if state.id in taken:
+                # Another holmd's box on a runtime this one does not reach: its own
+                # holmd (or one that reaches it) takes it when it starts.
+                engine.journal.forget(state.id)
+                assert engine.ownership is not None
+                await engine.ownership.release(state.id)
                 continue
             if state.state == "starting":
                 failed = entry(BoxFailed, "system", why=STOPPED_WHILE_STARTING)
@@ -83,7 +100,9 @@ async def _remove_spare(runtime: Runtime, box_id: str) -> None:
         await boundary(runtime.delete(box_id), "removing a spare box")
 
 
-async def _settle_listed(engine: Engine, runtime: Runtime, box: RuntimeBox) -> None:
+async def _settle_listed(
+    engine: Engine, runtime: Runtime, box: RuntimeBox, *, taken_over: bool = False
+) -> None:
     state = engine.journal.state(box.box_id)
     if state is not None and state.runtime != runtime.name:
         log.warning("box %s is on %s, its trace says %s", box.box_id, runtime.name, state.runtime)
@@ -93,7 +112,7 @@ async def _settle_listed(engine: Engine, runtime: Runtime, box: RuntimeBox) -> N
             await boundary(runtime.delete(box.box_id), "removing a removed box")
         return
     entries: list[Entry] = []
-    if state is None or state.state in ("starting", "unreachable", "failed"):
+    if state is None or taken_over or state.state in ("starting", "unreachable", "failed"):
         adopted = (
             _adopted_unknown(runtime.name, box)
             if state is None
@@ -105,7 +124,7 @@ async def _settle_listed(engine: Engine, runtime: Runtime, box: RuntimeBox) -> N
         was = state.state
     now = {"running": "ready", "paused": "paused", "stopped": "stopped"}[box.state]
     if was != now:
-        entries.extend(_difference(was, now))
+        entries.extend(runtime_difference(was, now))
     if entries:
         await engine.journal.append(box.box_id, entries)
 
@@ -139,7 +158,7 @@ def _desktop_of(box: RuntimeBox, state: BoxState | None) -> list[Entry]:
     return [ready]
 
 
-def _difference(was: str, now: str) -> list[Entry]:
+def runtime_difference(was: str, now: str) -> list[Entry]:
     """What the runtime did while the server was away, as the entries that say so."""
     if now == "paused":
         return [entry(BoxPaused, "system")]

@@ -24,6 +24,7 @@ from holm.adapters.base import STREAM_LIMIT, AppInstaller, Desktop, HostRoom, Ru
 from holm.config import Config
 from holm.errors import BadRequest, HolmError, NotFound, ScreenUnavailable, Unsupported
 from holm.events.browser_states import BrowserStates
+from holm.events.leases import leases_of
 from holm.events.store import TraceStore
 from holm.events.trace_keys import trace_keys_of
 from holm.projections.box_state import BoxState
@@ -95,6 +96,7 @@ from .named_secrets import (
     values_for,
     with_values,
 )
+from .ownership import Ownership
 from .person_text import PersonText
 from .pool import pool_of
 from .reaper import every, reap
@@ -160,16 +162,31 @@ class Engine:
         self.secrets = WorkspaceSecrets(self)
         self.person_texts = PersonText(self, trace_keys_of(store))
         self._secrets_box: SecretsBox | None = None
+        # With a postgres store, this holmd may be one of several (engine/ownership.py).
+        leases = leases_of(
+            store,
+            server_id,
+            config.replica_url or f"http://{config.server_addr}",
+            config.lease_ms,
+        )
+        self.ownership = Ownership(self, leases) if leases is not None else None
 
     # Start and stop
 
     async def start(self) -> None:
         """Rebuild every box from the store, settle them with what the runtimes have
         (adopting, and forgetting what is lost), and start the watchers and, with an
-        internal schedule, the reaper, the pruner and the job runner."""
+        internal schedule, the reaper, the pruner and the job runner. With replicas, only
+        the boxes whose lease this holmd holds (engine/ownership.py)."""
+        if self.ownership is not None:
+            await self.ownership.begin()
         await self.journal.rebuild()
         await self.vendors.load()
         await self.secrets.load()
+        if self.ownership is not None:
+            await self.ownership.settle()
+            # Saved browser states every holmd reads, sealed (events/browser_states.py).
+            self.browser_states.share(self.ownership.leases.store, await self.secrets_box())
         await reconcile(self)
         for state in self.journal.states():
             if not state.removed and state.state == "ready":
@@ -184,8 +201,12 @@ class Engine:
                 asyncio.create_task(every(self.config.reap_secs, self.reap), name="reaper"),
                 asyncio.create_task(every(self.config.prune_secs, self.prune), name="pruner"),
             ]
+        if self.ownership is not None:
+            self.ownership.serve()
 
     async def close(self) -> None:
+        if self.ownership is not None:
+            await self.ownership.close()
         if self.pool is not None:
             await self.pool.close()
         for task in self._loops:
@@ -362,6 +383,9 @@ class Engine:
             owner=owner,
         )
         entries: list[Entry] = [created]
+        if self.ownership is not None:
+            # Before the box exists for anyone: no request finds it without an owner.
+            await self.ownership.claim_new(box_id)
         if forked_from is not None:
             source, up_to = forked_from
             entries.append(entry(ForkedFrom, "agent", source=source, up_to=up_to))

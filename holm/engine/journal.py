@@ -129,13 +129,19 @@ class Journal:
     async def rebuild(self) -> None:
         """Fold every trace of the store from scratch (at start-up)."""
         for info in await stored(self.store.traces()):
-            after: int | None = None
-            while True:
-                page = await stored(self.store.read(info.trace, after, PAGE_MAX))
-                if not page:
-                    break
-                self._fold(info.trace, page)
-                after = page[-1].seq
+            await self.load(info.trace)
+
+    async def load(self, trace: str) -> None:
+        """Fold one trace from scratch: at start-up, and when this holmd takes over a box
+        another holmd ran (engine/ownership.py)."""
+        self._states.pop(trace, None)
+        after: int | None = None
+        while True:
+            page = await stored(self.store.read(trace, after, PAGE_MAX))
+            if not page:
+                break
+            self._fold(trace, page)
+            after = page[-1].seq
 
     async def close(self) -> None:
         for writer in list(self._writers.values()):

@@ -11,6 +11,12 @@ own transaction, under an advisory lock, so two holmd starting at once apply it 
     holm_blobs     spilled values (content-addressed objects) and when last written
     holm_frames    frames (objects named by trace and pixel hash) and when last written
     holm_trace_keys  each trace's own data key, sealed (shredding deletes its row)
+    holm_replicas  each holmd on this database: its internal URL, alive until when
+    holm_box_leases  each box's owning holmd (leases.py), until when
+    holm_idempotency  idempotency keys and the answers they replay (shared_keys.py)
+    holm_documents  small documents every holmd shares, by name, versioned (shared_docs.py):
+                   the workspaces and their keys' digests
+    holm_browser_states  saved browser states, sealed under HOLM_SECRETS_KEY (browser_states.py)
 
 `holm_append` is one append's transaction in one round trip: it takes the feed's row,
 checks that each trace's next seq is the one the caller numbered its lines from (another
@@ -122,8 +128,53 @@ CREATE TABLE holm_trace_keys (
 );
 """
 
+# Replicas (holm/events/leases.py): each holmd on this database, the URL the others reach it
+# at, and until when it is taken as alive; each box's owning holmd, until when. Times are
+# the database's clock (ms), so that the holmd's clocks need not agree. And the
+# idempotency keys every holmd honours (holm/events/shared_keys.py).
+_V3 = """
+CREATE TABLE holm_replicas (
+  id text PRIMARY KEY,
+  url text NOT NULL,
+  expires_at_ms bigint NOT NULL
+);
+
+CREATE TABLE holm_box_leases (
+  box text PRIMARY KEY,
+  owner text NOT NULL,
+  expires_at_ms bigint NOT NULL
+);
+CREATE INDEX holm_box_leases_owner ON holm_box_leases (owner);
+
+CREATE TABLE holm_idempotency (
+  scope text PRIMARY KEY,
+  digest text NOT NULL,
+  holder text NOT NULL,
+  made_at_ms bigint NOT NULL,
+  status int,
+  content_type text,
+  headers text,
+  body bytea
+);
+CREATE INDEX holm_idempotency_made ON holm_idempotency (made_at_ms);
+
+CREATE TABLE holm_documents (
+  name text PRIMARY KEY,
+  version bigint NOT NULL,
+  doc bytea NOT NULL
+);
+
+CREATE TABLE holm_browser_states (
+  space text NOT NULL,
+  name text NOT NULL,
+  info text NOT NULL,
+  sealed bytea NOT NULL,
+  PRIMARY KEY (space, name)
+);
+"""
+
 # Version n is MIGRATIONS[n - 1]; a new version is appended, never edited.
-MIGRATIONS: list[str] = [_V1, _V2]
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 
 
 async def migrate(conn: asyncpg.Connection, schema: str | None = None) -> int:

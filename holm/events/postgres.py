@@ -331,6 +331,14 @@ class PostgresStore:
             status = await pool.execute("DELETE FROM holm_trace_keys WHERE trace = $1", trace)
         return bool(status.endswith(" 1"))
 
+    # For the replicas' tables (leases.py)
+
+    async def query(self, doing: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """Rows of one statement on the pool, its errors mapped as every read's."""
+        pool = await self._ready()
+        with _mapped(doing):
+            return await pool.fetch(sql, *args)
+
     # Opening
 
     async def _ready(self) -> asyncpg.Pool:

@@ -12,9 +12,12 @@ from aiohttp import web
 from holm.adapters.base import Runtime
 from holm.config import Config, server_id_of
 from holm.engine import Engine
+from holm.engine.reaper import every
+from holm.events.shared_docs import shared_doc_of
 from holm.events.store import TraceStore
 
 from .access import access_of
+from .forwarding import forwarding_middleware, replica_session
 from .idempotency import KEYS, KeyCache, idempotency_middleware
 from .mcp import ROUTES as MCP_ROUTES
 from .mcp import setup_mcp
@@ -52,6 +55,8 @@ def create_app(
         client_max_size=config.max_body_bytes,
         middlewares=[
             errors_middleware,
+            # Before the guards: the box's own holmd checks the token (forwarding.py).
+            forwarding_middleware,
             guards_middleware,
             body_size_middleware,
             idempotency_middleware,
@@ -86,14 +91,16 @@ def create_app(
         async with _opened(config, runtimes, store) as engine:
             # A cleanup context runs before the app is frozen, when its state may change.
             app[ENGINE] = engine
-            doors = app[DOORS] = Doors(engine, config)
-            doors.start()
-            try:
-                yield
-            finally:
-                await doors.close()
+            async with _shared_workspaces(engine, workspaces):
+                doors = app[DOORS] = Doors(engine, config)
+                doors.start()
+                try:
+                    yield
+                finally:
+                    await doors.close()
 
     app.cleanup_ctx.append(engine_context)
+    app.cleanup_ctx.append(replica_session)
     # After the engine, so that MCP sessions end before it closes.
     setup_mcp(app)
     return app
@@ -105,6 +112,32 @@ def declared_routes() -> list[Route]:
     `tools/list` describes it (docs/mcp.md)."""
     routes = [*ALL_ROUTES]
     return [*routes, openapi_route(routes)]
+
+
+# How often a replica reads the workspaces another holmd changed (a removed key stops
+# working everywhere within this; an unknown key is looked up at once, guards_middleware).
+WORKSPACES_REFRESH_SECS = 1.0
+
+
+@contextlib.asynccontextmanager
+async def _shared_workspaces(engine: Engine, workspaces: Workspaces) -> AsyncIterator[None]:
+    """With replicas, the workspaces live in PostgreSQL and are read again every second."""
+    doc = shared_doc_of(engine.store, "workspaces") if engine.ownership is not None else None
+    if doc is None:
+        yield
+        return
+    await workspaces.share(doc)
+
+    async def refresh() -> None:
+        await workspaces.refresh()
+
+    task = asyncio.create_task(every(WORKSPACES_REFRESH_SECS, refresh), name="workspaces")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 @contextlib.asynccontextmanager

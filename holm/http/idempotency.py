@@ -3,6 +3,9 @@ the same body answers the first result (status and body) and does not do the wor
 also while the first request is still running (the second waits for it); the same key with
 another body is refused with `409 denied`.
 
+With replicas (a postgres store, docs/scale.md) keys live in PostgreSQL instead, so that
+a retry that reaches another holmd replays the same answer (holm/events/shared_keys.py).
+
 Keys live in memory (the spec says so), per caller (a workspace's key, or the server's
 token) and route (method and path), for a day, at most
 10,000 of them (the oldest go first). A result with a 5xx status is not kept, so that a
@@ -13,7 +16,9 @@ Bodies are compared as canonical JSON, so key order and spacing do not matter.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -22,13 +27,18 @@ import msgspec
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from holm.errors import Denied
+from holm.errors import Denied, HolmError
+from holm.events.shared_keys import Kept, SharedKeys, scope_name
 from holm.wire.spec import canonical_json
 
 from .middlewares import error_response
-from .routing import caller_of, route_of
+from .routing import ENGINE, caller_of, route_of
+
+log = logging.getLogger(__name__)
 
 HEADER = "idempotency-key"
+# How often a request waits to look again at a key another holmd's request holds.
+SHARED_POLL_SECS = 0.05
 KEEP_SECS = 24 * 3600
 MAX_KEYS = 10_000
 
@@ -104,6 +114,9 @@ async def idempotency_middleware(request: web.Request, handler: Handler) -> web.
     # Two workspaces that pick the same key make two boxes: one never gets the other's.
     scope = (caller_of(request).workspace or "", request.method, request.path, name)
     digest = body_digest(await request.read())
+    ownership = request.app[ENGINE].ownership
+    if ownership is not None:
+        return await _shared(request, handler, ownership.keys, scope, digest)
     found = cache.get(scope)
     if found is not None:
         if found.digest != digest:
@@ -137,4 +150,60 @@ async def idempotency_middleware(request: web.Request, handler: Handler) -> web.
     key.answer.set_result(answer)
     if answer.status >= 500:
         cache.drop(scope, key)
+    return response
+
+
+def _reused(name: str) -> Denied:
+    return Denied(
+        f"idempotency-key {name!r} was used on this route with another body;"
+        " use a new key for a new request",
+        retryable=False,
+    )
+
+
+async def _shared(
+    request: web.Request, handler: Handler, keys: SharedKeys, scope: Scope, digest: str
+) -> web.StreamResponse:
+    """The same as the memory cache, on PostgreSQL's rows (events/shared_keys.py)."""
+    row = scope_name(*scope)
+    while True:
+        found = await keys.begin(row, digest)
+        if found.digest != digest:
+            raise _reused(scope[3])
+        if found.kept is not None:
+            return Answer(
+                found.kept.status,
+                found.kept.body,
+                found.kept.content_type,
+                tuple(found.kept.headers),
+            ).response()
+        if found.state == "mine":
+            break
+        await asyncio.sleep(SHARED_POLL_SECS)
+    try:
+        try:
+            response = await handler(request)
+        except Exception as exc:
+            response = error_response(exc, request)
+    except BaseException:
+        with contextlib.suppress(HolmError):
+            await asyncio.shield(keys.drop(row))
+        raise
+    if (
+        not isinstance(response, web.Response)
+        or not isinstance(response.body, bytes)
+        or response.status >= 500
+    ):
+        with contextlib.suppress(HolmError):
+            await keys.drop(row)
+        return response
+    headers = [(k, v) for k, v in response.headers.items() if k.lower() == "location"]
+    kept = Kept(response.status, response.content_type, headers, response.body)
+    try:
+        await keys.keep(row, kept)
+    except HolmError as exc:
+        # The work is done: its answer goes back, the key is not kept (a retry redoes it).
+        log.warning("an idempotent answer was not kept: %s", exc)
+        with contextlib.suppress(HolmError):
+            await keys.drop(row)
     return response

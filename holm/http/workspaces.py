@@ -1,4 +1,5 @@
-"""Workspaces and their API keys, kept in `<state_dir>/workspaces.json`.
+"""Workspaces and their API keys, kept in `<state_dir>/workspaces.json` (with replicas, in
+PostgreSQL: `Workspaces.share`, holm/events/shared_docs.py).
 
 - A key is `holm_sk_` and 32 random bytes (`secrets.token_urlsafe`). It is shown once, when
   it is made; the file keeps its SHA-256 only, so a copy of the file opens nothing. A key
@@ -24,6 +25,7 @@ import msgspec
 
 from holm.errors import BadRequest, Denied, NotFound, Unavailable
 from holm.events.blobs import write_atomic
+from holm.events.shared_docs import SharedDoc
 from holm.wire.api import KeyMade, KeyView, WorkspaceView
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,39 @@ class Workspaces:
         self._kept = kept
         self._by_digest = {key.sha256: key for key in kept.keys}
         self._changing = asyncio.Lock()
+        # With replicas, the workspaces live in PostgreSQL (`share`), at this version.
+        self._shared: SharedDoc | None = None
+        self._version = 0
+        self._looked = 0.0
+
+    async def share(self, doc: SharedDoc) -> None:
+        """With replicas (a postgres store, docs/scale.md): the workspaces are the shared
+        document `doc`, which every holmd reads and writes; what this holmd's file held is
+        moved there when the document has none yet."""
+        version, raw = await doc.read()
+        if raw is None and (self._kept.workspaces or self._kept.keys):
+            await doc.write(0, msgspec.json.encode(self._kept))
+            version, raw = await doc.read()
+        self._shared = doc
+        self._take(version, raw)
+
+    async def refresh(self, at_most_every: float = 0.0) -> None:
+        """Read what another holmd changed (a key made or removed there); at most once a
+        `at_most_every` seconds, for a caller that an unknown key sends here."""
+        if self._shared is None:
+            return
+        now = time.monotonic()
+        if now - self._looked < at_most_every:
+            return
+        self._looked = now
+        if await self._shared.version() != self._version:
+            self._take(*await self._shared.read())
+
+    def _take(self, version: int, raw: bytes | None) -> None:
+        kept = Kept() if raw is None else msgspec.json.decode(raw, type=Kept)
+        self._version = version
+        self._kept = kept
+        self._by_digest = {key.sha256: key for key in kept.keys}
 
     @classmethod
     def load(cls, state_dir: Path) -> Workspaces:
@@ -122,6 +157,7 @@ class Workspaces:
 
     async def create_workspace(self, name: str) -> WorkspaceView:
         async with self._changing:
+            await self.refresh()
             if any(found.name == name for found in self._kept.workspaces):
                 raise Denied(f"a workspace named {name!r} exists already", retryable=False)
             made = WorkspaceView(
@@ -134,6 +170,7 @@ class Workspaces:
     async def create_key(self, workspace: str) -> KeyMade:
         """A new key of the workspace; the answer is the only place it is ever shown."""
         async with self._changing:
+            await self.refresh()
             owner = self.named(workspace).id
             key = KEY_PREFIX + secrets.token_urlsafe(32)
             kept_key = KeptKey(
@@ -150,6 +187,7 @@ class Workspaces:
 
     async def remove_key(self, key_id: str) -> KeyView:
         async with self._changing:
+            await self.refresh()
             if key_id.startswith(KEY_PREFIX):
                 raise BadRequest("give the key's id (key_…), not the key")
             removed = [key for key in self._kept.keys if key.id == key_id]
@@ -160,7 +198,17 @@ class Workspaces:
             return _view(removed[0])
 
     async def _keep(self, kept: Kept) -> None:
-        """Write `kept` to the file, then make it what requests are checked against."""
+        """Write `kept` to the file (with replicas, the shared document), then make it what
+        requests are checked against."""
+        if self._shared is not None:
+            if not await self._shared.write(self._version, msgspec.json.encode(kept)):
+                await self.refresh()
+                raise Unavailable(
+                    "another holmd changed the workspaces at the same moment; retry",
+                    retryable=True,
+                )
+            self._take(self._version + 1, msgspec.json.encode(kept))
+            return
         data = msgspec.json.format(msgspec.json.encode(kept)) + b"\n"
         try:
             await asyncio.to_thread(write_atomic, self.path, data, FILE_MODE)

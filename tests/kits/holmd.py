@@ -73,8 +73,9 @@ def call(
 class Holmd:
     """One holmd process on 127.0.0.1.
 
-    - `runtime`: "local" (the local runtime on X displays from `display_base`) or "memory"
-      (the in-memory double: a box in milliseconds, nothing inside it);
+    - `runtime`: "local" (the local runtime on X displays from `display_base`), "memory"
+      (the in-memory double: a box in milliseconds, nothing inside it) or "docker"
+      (holmd's own runtimes, boxes on the Docker Engine);
     - `token`: its bearer token (HOLM_SERVER_TOKEN); None: it makes its own in its state
       dir, as holmd does, and `token` reads it there;
     - `state_dir`: where it keeps its state; None: a short temporary folder of its own;
@@ -85,7 +86,7 @@ class Holmd:
         self,
         state_dir: Path | None = None,
         *,
-        runtime: Literal["local", "memory"] = "local",
+        runtime: Literal["local", "memory", "docker"] = "local",
         token: str | None = TOKEN,
         port: int | None = None,
         display_base: int = DISPLAY_BASE,
@@ -168,6 +169,14 @@ class Holmd:
             process.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL holmd itself (not its group): it dies mid-work, as a crash does; its
+        boxes and state stay."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
             process.wait()
 
     def close(self) -> None:

@@ -4,7 +4,8 @@ from the HOLM_* variables, with one thing replaced: its runtimes. With HOLM_TEST
 and HOLM_TEST_DISPLAY_COUNT, because this machine is shared and holmd has no setting for it;
 with HOLM_TEST_RUNTIME=memory, the in-memory double, for what needs no desktop, whose creates
 all fail with the message of HOLM_TEST_FAIL_CREATE when it is set (a host where boxes cannot
-start).
+start). With HOLM_TEST_RUNTIME=docker, holmd's own runtimes (the docker runtime on the
+Docker Engine that answers), as holmd makes them.
 
     python tests/kits/serve_holmd.py      (run as a subprocess by kits.holmd)
 """
@@ -37,5 +38,7 @@ def replaced_runtimes(config: Config, server_id: str) -> dict[str, Runtime]:
 
 
 if __name__ == "__main__":
-    registry.make_runtimes = replaced_runtimes
+    # HOLM_TEST_RUNTIME=docker: holmd's own runtimes, the Docker Engine's among them.
+    if os.environ.get("HOLM_TEST_RUNTIME") != "docker":
+        registry.make_runtimes = replaced_runtimes
     main()

@@ -65,7 +65,10 @@ class Grants:
     def make(self, box_id: str, screen: int, ttl_secs: int) -> tuple[str, Grant]:
         now = int(time.time() * 1000)
         self._grants = {t: g for t, g in self._grants.items() if g.expires_at_ms > now}
-        token = secrets.token_urlsafe(32)
+        # The box's id, then the secret part: with replicas, any holmd sends a request on
+        # to the holmd that runs the box and made the token (http/forwarding.py), which
+        # checks it; the id tells nothing its holder does not know.
+        token = f"{box_id}.{secrets.token_urlsafe(32)}"
         grant = Grant(box_id, screen, now + ttl_secs * 1000)
         self._grants[token] = grant
         return token, grant

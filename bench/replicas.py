@@ -1,0 +1,257 @@
+"""Figures of several holmd on one PostgreSQL (docs/scale.md#replicas), in one run. Prints
+numbers; asserts nothing.
+
+    .venv/bin/python bench/replicas.py [--kills 10] [--skip-take-over]
+
+Starts a private PostgreSQL (scripts/postgres-up, under /tmp, on a free loopback port) and
+real holmd processes (tests/kits/holmd.py) on it, blobs and frames in one shared folder
+(`HOLM_BLOB_URL=file://…`, as a bucket would be), and stops everything at the end.
+
+- A recorded click through a holmd that does not own the box beside one through its
+  owner: the median and p90 of one click each (in-memory runtime: what is measured is
+  the server's path, recording included, not a desktop), and the difference.
+- Three holmd against one: actions/s from 32 clients on 12 boxes (in-memory runtime),
+  the boxes made through each holmd in turn and each client sending to every holmd in
+  turn (so two of three requests are forwarded), beside one holmd with every box and
+  client.
+- Take-over after SIGKILL: two holmd on the Docker Engine (scripts/dockerd-up), one box;
+  its owner is killed, and the time until a survivor holds its lease and `adopted` is in
+  its trace is taken; the killed one is started again, and the next kill is of the new
+  owner. The p50 and max over `--kills` kills, with `HOLM_LEASE_MS` as given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent / "tests"))
+
+import aiohttp  # noqa: E402
+import asyncpg  # noqa: E402
+from kits.holmd import TOKEN, Holmd  # noqa: E402
+
+from holm.config import server_id_of  # noqa: E402
+
+REPO = _HERE.parent
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+CLICKS = 400
+LOAD_SECS = 8.0
+LOAD_BOXES = 12
+LOAD_CLIENTS = 32
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def fresh_database(url: str) -> str:
+    name = "bench_" + os.urandom(4).hex()
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return url.rpartition("/")[0] + "/" + name
+
+
+def replicas(count: int, db: str, objects: Path, **settings: str) -> list[Holmd]:
+    servers = [
+        Holmd(
+            HOLM_STORAGE_BACKEND="postgres",
+            HOLM_DATABASE_URL=db,
+            HOLM_BLOB_URL=f"file://{objects}",
+            **settings,
+        )
+        for _ in range(count)
+    ]
+    for server in servers:
+        server.start()
+    return servers
+
+
+async def close(servers: list[Holmd]) -> None:
+    # Holmd.close runs its own event loop: in a thread of its own.
+    for server in servers:
+        await asyncio.to_thread(server.close)
+
+
+def click_body(n: int) -> dict[str, object]:
+    return {"actions": [{"type": "click", "at": {"x": 10 + n % 500, "y": 20}}]}
+
+
+async def create(http: aiohttp.ClientSession, server: Holmd) -> str:
+    async with http.post(f"{server.url}/v1/boxes", json={}) as answer:
+        body = await answer.json()
+        assert answer.status == 200, body
+        return str(body["id"])
+
+
+async def click_times(http: aiohttp.ClientSession, server: Holmd, box: str) -> list[float]:
+    times = []
+    for n in range(CLICKS):
+        start = time.perf_counter()
+        async with http.post(
+            f"{server.url}/v1/boxes/{box}/screens/0/actions", json=click_body(n)
+        ) as answer:
+            await answer.read()
+            assert answer.status == 200
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+async def forwarded_click(db: str, objects: Path) -> None:
+    servers = replicas(2, db, objects, runtime="memory")
+    try:
+        owner, other = servers
+        async with aiohttp.ClientSession(headers=AUTH) as http:
+            box = await create(http, owner)
+            await click_times(http, owner, box)  # warm both paths first
+            await click_times(http, other, box)
+            mine, forwarded = [], []
+            for _ in range(3):
+                mine += await click_times(http, owner, box)
+                forwarded += await click_times(http, other, box)
+        p50 = statistics.median(mine), statistics.median(forwarded)
+        p90 = (
+            statistics.quantiles(mine, n=10)[-1],
+            statistics.quantiles(forwarded, n=10)[-1],
+        )
+        print(f"a recorded click, {len(mine)} each (in-memory runtime):")
+        print(f"  through its owner      p50 {p50[0]:6.2f} ms  p90 {p90[0]:6.2f} ms")
+        print(f"  through another holmd  p50 {p50[1]:6.2f} ms  p90 {p90[1]:6.2f} ms")
+        print(f"  forwarding adds        p50 {p50[1] - p50[0]:+6.2f} ms")
+    finally:
+        await close(servers)
+
+
+async def actions_per_sec(servers: list[Holmd]) -> float:
+    async with aiohttp.ClientSession(headers=AUTH, connector=aiohttp.TCPConnector(limit=0)) as http:
+        boxes = [await create(http, servers[n % len(servers)]) for n in range(LOAD_BOXES)]
+        done = 0
+        until = time.perf_counter() + LOAD_SECS
+
+        async def client(number: int) -> None:
+            nonlocal done
+            n = number
+            while time.perf_counter() < until:
+                n += 1
+                server = servers[n % len(servers)]
+                box = boxes[(number + n) % len(boxes)]
+                async with http.post(
+                    f"{server.url}/v1/boxes/{box}/screens/0/actions", json=click_body(n)
+                ) as answer:
+                    await answer.read()
+                    if answer.status == 200:
+                        done += 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*(client(n) for n in range(LOAD_CLIENTS)))
+        return done / (time.perf_counter() - start)
+
+
+async def three_against_one(url: str, objects: Path) -> None:
+    print(f"actions/s, {LOAD_CLIENTS} clients on {LOAD_BOXES} boxes (in-memory runtime):")
+    for count in (1, 3):
+        servers = replicas(count, await fresh_database(url), objects, runtime="memory")
+        try:
+            rate = await actions_per_sec(servers)
+        finally:
+            await close(servers)
+        print(f"  {count} holmd: {rate:8,.0f} actions/s")
+
+
+async def lease_owner(db: str, box: str) -> str | None:
+    conn = await asyncpg.connect(db)
+    try:
+        owner = await conn.fetchval("SELECT owner FROM holm_box_leases WHERE box = $1", box)
+        return None if owner is None else str(owner)
+    finally:
+        await conn.close()
+
+
+async def adoptions(conn: asyncpg.Connection, box: str) -> int:
+    found = await conn.fetchval(
+        'SELECT count(*) FROM holm_entries WHERE trace = $1 AND line LIKE \'%"kind":"adopted"%\'',
+        box,
+    )
+    return int(found)
+
+
+async def take_over(url: str, objects: Path, kills: int, lease_ms: int) -> None:
+    db = await fresh_database(url)
+    servers = replicas(2, db, objects, runtime="docker", HOLM_LEASE_MS=str(lease_ms))
+    times = []
+    try:
+        async with aiohttp.ClientSession(headers=AUTH) as http:
+            box = await create(http, servers[0])
+        conn = await asyncpg.connect(db)
+        try:
+            by_id = {server_id_of(s.state_dir): s for s in servers}
+            for _ in range(kills):
+                owner = await lease_owner(db, box)
+                assert owner is not None
+                victim = by_id[owner]
+                adopted = await adoptions(conn, box)
+                victim.kill()
+                start = time.perf_counter()
+                while True:
+                    now_owner = await conn.fetchval(
+                        "SELECT owner FROM holm_box_leases WHERE box = $1", box
+                    )
+                    if now_owner != owner and await adoptions(conn, box) > adopted:
+                        break
+                    await asyncio.sleep(0.01)
+                times.append(time.perf_counter() - start)
+                victim.start()
+        finally:
+            await conn.close()
+    finally:
+        await close(servers)
+    print(f"take-over after SIGKILL, HOLM_LEASE_MS={lease_ms}, {len(times)} kills (docker box):")
+    print(
+        f"  p50 {statistics.median(times):.2f} s  max {max(times):.2f} s  (min {min(times):.2f} s)"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--lease-ms", type=int, default=6000)
+    parser.add_argument("--skip-take-over", action="store_true")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="holm-bench-replicas-", dir="/tmp"))
+    pg_dir = Path(tempfile.mkdtemp(prefix="holm-bench-pg-", dir="/tmp"))
+    env = {**os.environ, "HOLM_PG_DIR": str(pg_dir), "HOLM_PG_PORT": str(free_port())}
+    subprocess.run([str(REPO / "scripts/postgres-up")], env=env, check=True, capture_output=True)
+    try:
+        url = (pg_dir / "url").read_text().strip()
+        objects = root / "objects"
+        objects.mkdir()
+        await forwarded_click(await fresh_database(url), objects)
+        await three_against_one(url, objects)
+        if not args.skip_take_over:
+            subprocess.run([str(REPO / "scripts/dockerd-up")], check=True, capture_output=True)
+            await take_over(url, objects, args.kills, args.lease_ms)
+    finally:
+        env["HOLM_PG_PURGE"] = "1"
+        subprocess.run([str(REPO / "scripts/postgres-down")], env=env, capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(pg_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

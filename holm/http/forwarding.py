@@ -1,0 +1,279 @@
+"""Replicas (docs/scale.md): a request for a box another holmd owns is sent on to that
+holmd, and the list of boxes is every holmd's; the client never needs to know which holmd
+it reached.
+
+- A request whose path names a box (`/v1/boxes/{id}/…`, or a DevTools token's
+  `/v1/cdp/{box}.{secret}/…`) that this holmd does not run, and
+  whose lease another live holmd holds (holm/events/leases.py), is forwarded to that
+  holmd's URL: method, path, query, headers and body as they came, the answer streamed
+  back as it goes; a WebSocket (viewers, raw streams) is relayed message by message. The
+  owner checks the bearer token and every guard itself, so a workspace's key works
+  through any holmd; this holmd checks the Host and the browser's origin first, as it
+  would for its own routes (DNS rebinding). `x-holm-forwarded-by` marks a forwarded
+  request: it is never forwarded again.
+- `GET /v1/boxes` answers this holmd's boxes and those each other live holmd answers.
+- An owner that does not answer (it just died; its lease runs out within
+  `HOLM_LEASE_MS`, and another holmd then takes the box over), or that is gone while no
+  other holmd has taken the box over yet, is `503 unavailable`, retryable.
+
+Without a postgres store there is one holmd and this passes every request through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import aiohttp
+import msgspec
+from aiohttp import web
+from aiohttp.typedefs import Handler
+from multidict import CIMultiDict, CIMultiDictProxy
+
+from holm.errors import BadCredential, BadRequest, Denied, Gone, HolmError, NotFound, Unavailable
+from holm.events.leases import Replica
+from holm.wire.api import BoxList
+
+from .middlewares import check_host, check_same_origin
+from .routing import ACCESS, ENGINE, json_response, route_of
+
+log = logging.getLogger(__name__)
+
+FORWARDED_BY = "x-holm-forwarded-by"
+SESSION = web.AppKey("replica_session", aiohttp.ClientSession)
+# Headers of one hop (RFC 9110 §7.6.1), and those the client library sets itself.
+_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+}
+_WS_HOP = _HOP | {
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "sec-websocket-extensions",
+    "sec-websocket-protocol",
+}
+_MAX_MESSAGE = 64 * 1024 * 1024
+# A refused WebSocket handshake tells its status only: the same error here.
+_REFUSALS: dict[int, type[HolmError]] = {
+    401: BadCredential,
+    404: NotFound,
+    409: Denied,
+    410: Gone,
+    503: Unavailable,
+}
+_box_list = msgspec.json.Decoder(BoxList)
+
+
+@web.middleware
+async def forwarding_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    engine = request.app[ENGINE]
+    ownership = engine.ownership
+    if ownership is None:
+        return await handler(request)
+    box_id = _box_named(request)
+    if box_id is not None and box_id in ownership.adopting:
+        raise _taking_over(box_id)
+    if FORWARDED_BY in request.headers:
+        return await handler(request)
+    if request.method == "GET" and request.path == "/v1/boxes":
+        return await _every_replicas_boxes(request, handler)
+    if box_id is None or engine.journal.state(box_id) is not None:
+        return await handler(request)
+    holder = await ownership.holder(box_id)
+    if holder is None or holder.owner == ownership.me:
+        return await handler(request)
+    if holder.replica is None:
+        # Its holmd stopped and no other has taken the box over yet (engine/ownership.py):
+        # one will within a lease, so a retry finds it.
+        raise _taking_over(box_id)
+    route = route_of(request)
+    if route is None or route.auth != "none":
+        check_host(request, request.app[ACCESS])
+        check_same_origin(request, request.app[ACCESS])
+    try:
+        return await forward(request, holder.replica, ownership.me)
+    except Unavailable:
+        ownership.drop_holder(box_id)
+        raise
+
+
+def _box_named(request: web.Request) -> str | None:
+    """The box a request is for: the `{id}` of a box's routes, or the box a DevTools
+    token was made for (`/v1/cdp/{box}.{secret}/…`, routes/cdp.py)."""
+    if request.path.startswith("/v1/boxes/"):
+        return request.match_info.get("id")
+    if request.path.startswith("/v1/cdp/"):
+        box, dot, _ = request.match_info.get("token", "").partition(".")
+        return box if dot and box else None
+    return None
+
+
+async def forward(request: web.Request, owner: Replica, me: str) -> web.StreamResponse:
+    """The request as the owner answers it."""
+    url = owner.url.rstrip("/") + request.path_qs
+    if request.headers.get("Upgrade", "").lower() == "websocket":
+        return await _relay_socket(request, url, me)
+    headers = _outgoing(request.headers, _HOP, me)
+    body = await request.read() if request.body_exists else None
+    session = request.app[SESSION]
+    try:
+        upstream = await session.request(
+            request.method, url, headers=headers, data=body, allow_redirects=False
+        )
+    except (aiohttp.ClientError, OSError) as exc:
+        raise _unreachable(owner, exc) from None
+    try:
+        answer_headers = CIMultiDict(
+            (k, v) for k, v in upstream.headers.items() if k.lower() not in _HOP
+        )
+        if upstream.content_length is not None:
+            data = await upstream.read()
+            return web.Response(status=upstream.status, headers=answer_headers, body=data)
+        streamed = web.StreamResponse(status=upstream.status, headers=answer_headers)
+        await streamed.prepare(request)
+        async for chunk in upstream.content.iter_any():
+            await streamed.write(chunk)
+        await streamed.write_eof()
+        return streamed
+    except (aiohttp.ClientError, OSError) as exc:
+        raise _unreachable(owner, exc) from None
+    finally:
+        upstream.release()
+
+
+async def _relay_socket(request: web.Request, url: str, me: str) -> web.StreamResponse:
+    protocols = [
+        p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()
+    ]
+    session = request.app[SESSION]
+    try:
+        upstream = await session.ws_connect(
+            url,
+            headers=_outgoing(request.headers, _WS_HOP, me),
+            protocols=protocols,
+            max_msg_size=_MAX_MESSAGE,
+            compress=0,
+        )
+    except aiohttp.WSServerHandshakeError as exc:
+        # The owner refused (a bad ticket, an absent box): as it would have here.
+        refused = f"the holmd that runs this box refused: {exc.status} {exc.message}"
+        raise _REFUSALS.get(exc.status, BadRequest)(refused) from None
+    except (aiohttp.ClientError, OSError) as exc:
+        raise Unavailable(f"the holmd that runs this box did not answer: {exc}") from None
+    client = web.WebSocketResponse(
+        protocols=[upstream.protocol] if upstream.protocol else (),
+        max_msg_size=_MAX_MESSAGE,
+        compress=False,
+    )
+    await client.prepare(request)
+    tasks = [
+        asyncio.ensure_future(_pump(client, upstream)),
+        asyncio.ensure_future(_pump(upstream, client)),
+    ]
+    await asyncio.wait(tasks, return_when="FIRST_COMPLETED")
+    for task in tasks:
+        task.cancel()
+    with contextlib.suppress(Exception):
+        await upstream.close()
+    with contextlib.suppress(Exception):
+        await client.close()
+    return client
+
+
+async def _pump(
+    source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+    sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+) -> None:
+    async for message in source:
+        if message.type == aiohttp.WSMsgType.TEXT:
+            await sink.send_str(message.data)
+        elif message.type == aiohttp.WSMsgType.BINARY:
+            await sink.send_bytes(message.data)
+        else:
+            break
+
+
+async def _every_replicas_boxes(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """This holmd's boxes and each other live holmd's, oldest first. A holmd that does not
+    answer is left out (its boxes are taken over within a lease, then listed again)."""
+    mine = await handler(request)
+    if mine.status != 200 or not isinstance(mine, web.Response) or mine.body is None:
+        return mine
+    ownership = request.app[ENGINE].ownership
+    assert ownership is not None
+    try:
+        others = await ownership.leases.others()
+    except Unavailable as exc:
+        # The database is down: this holmd's own boxes, as one holmd answers then.
+        log.info("listing this holmd's boxes only: %s", exc)
+        return mine
+    if not others:
+        return mine
+    assert isinstance(mine.body, bytes)
+    boxes = list(_box_list.decode(mine.body).boxes)
+    headers = _outgoing(request.headers, _HOP, ownership.me)
+    session = request.app[SESSION]
+
+    async def listed(replica: Replica) -> BoxList | None:
+        try:
+            async with session.get(
+                replica.url.rstrip("/") + request.path_qs, headers=headers
+            ) as answer:
+                if answer.status != 200:
+                    return None
+                return _box_list.decode(await answer.read())
+        except (aiohttp.ClientError, OSError, msgspec.DecodeError) as exc:
+            log.info("replica %s did not list its boxes: %s", replica.id, exc)
+            return None
+
+    seen = {box.id for box in boxes}
+    for answer in await asyncio.gather(*(listed(replica) for replica in others)):
+        for box in answer.boxes if answer is not None else []:
+            if box.id not in seen:
+                seen.add(box.id)
+                boxes.append(box)
+    boxes.sort(key=lambda box: (box.created_at_ms, box.id))
+    return json_response(BoxList(boxes=boxes))
+
+
+def _outgoing(headers: CIMultiDictProxy[str], drop: set[str], me: str) -> CIMultiDict[str]:
+    kept: CIMultiDict[str] = CIMultiDict(
+        (k, v) for k, v in headers.items() if k.lower() not in drop
+    )
+    kept[FORWARDED_BY] = me
+    return kept
+
+
+def _taking_over(box_id: str) -> Unavailable:
+    return Unavailable(f"box {box_id} is being taken over from a holmd that stopped; retry shortly")
+
+
+def _unreachable(owner: Replica, exc: BaseException) -> Unavailable:
+    return Unavailable(
+        f"the holmd that runs this box ({owner.id}) did not answer ({type(exc).__name__}); "
+        "another takes its boxes over once its lease runs out"
+    )
+
+
+async def replica_session(app: web.Application) -> AsyncIterator[None]:
+    """The client this holmd forwards with (one pool of connections to the others)."""
+    session = aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
+        auto_decompress=False,
+    )
+    app[SESSION] = session
+    yield
+    await session.close()
+
+
+__all__ = ["FORWARDED_BY", "forward", "forwarding_middleware", "replica_session"]

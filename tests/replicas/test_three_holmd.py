@@ -1,0 +1,203 @@
+"""Three real holmd on one PostgreSQL and one SeaweedFS (store_kit), each with its own
+state dir and its own local runtime, clients spread over them (docs/scale.md): a box
+created through one is listed, driven, forked and viewed through the others (each request
+for it is forwarded to the holmd that holds its lease); the trace of a box driven through
+all three is contiguous, reads the same through each, and holds each click in the order
+the clients sent them; the events feed reads the same through each."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Iterator
+
+import aiohttp
+import pytest
+from kits.holmd import TOKEN, Holmd
+from replica_kit import fresh_database, ok, whole_feed, whole_trace
+from store_kit import PgServer, S3Server
+from yarl import URL
+
+from holm.secrets_box import new_key
+
+pytestmark = pytest.mark.desktop
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def cluster(pg_server: PgServer, s3_server: S3Server) -> Iterator[list[Holmd]]:
+    url = asyncio.run(fresh_database(pg_server))
+    prefix = secrets.token_hex(6)
+    key = new_key()
+    servers = [
+        Holmd(
+            display_base=610 + 6 * index,
+            display_count=6,
+            HOLM_STORAGE_BACKEND="postgres",
+            HOLM_DATABASE_URL=url,
+            HOLM_BLOB_URL=f"s3://holm-test/{prefix}",
+            # One sealing key for all, as docs/scale.md asks (saved browser states).
+            HOLM_SECRETS_KEY=key,
+            **s3_server.settings,
+        )
+        for index in range(3)
+    ]
+    try:
+        for server in servers:
+            server.start()
+        yield servers
+    finally:
+        for server in servers:
+            server.close()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(headers=AUTH) as session:
+        yield session
+
+
+async def test_a_workspace_and_its_key_made_through_two_holmd_work_through_the_third(
+    cluster: list[Holmd], http: aiohttp.ClientSession
+) -> None:
+    a, b, c = cluster
+    name = "team-" + secrets.token_hex(4)
+    made = await ok(await http.post(f"{a.url}/v1/workspaces", json={"name": name}))
+    key = await ok(await http.post(f"{b.url}/v1/keys", json={"workspace": name}))
+    own = {"Authorization": f"Bearer {key['key']}"}
+    async with aiohttp.ClientSession(headers=own) as workspace:
+        # At once through the third: it looks an unknown key up in the database.
+        assert (await ok(await workspace.get(f"{c.url}/v1/boxes")))["boxes"] == []
+        listed = await ok(await http.get(f"{c.url}/v1/workspaces"))
+        assert made["id"] in [found["id"] for found in listed["workspaces"]]
+        # Removed through one, it is refused through every one.
+        await ok(await http.delete(f"{c.url}/v1/keys/{key['id']}"))
+        for server in cluster:
+            for _ in range(50):
+                answer = await workspace.get(f"{server.url}/v1/boxes")
+                if answer.status == 401:
+                    break
+                await asyncio.sleep(0.1)
+            assert answer.status == 401
+
+
+async def box_ids(http: aiohttp.ClientSession, server: Holmd) -> list[str]:
+    listed = await ok(await http.get(f"{server.url}/v1/boxes"))
+    return [box["id"] for box in listed["boxes"]]
+
+
+async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through_the_others(
+    cluster: list[Holmd], http: aiohttp.ClientSession
+) -> None:
+    a, b, c = cluster
+    # Made with an idempotency key: the same key through another holmd is the same box,
+    # and with another body it is refused there too.
+    key = {"Idempotency-Key": secrets.token_hex(8)}
+    box = (await ok(await http.post(f"{a.url}/v1/boxes", json={}, headers=key)))["id"]
+    again = await http.post(f"{b.url}/v1/boxes", json={}, headers=key)
+    assert (await ok(again))["id"] == box and again.headers["Idempotent-Replayed"] == "true"
+    other = {"placement": {"expires_after_secs": 600}}
+    reused = await http.post(f"{c.url}/v1/boxes", json=other, headers=key)
+    assert reused.status == 409 and (await reused.json())["code"] == "denied"
+    for server in cluster:
+        assert box in await box_ids(http, server)
+        got = await ok(await http.get(f"{server.url}/v1/boxes/{box}"))
+        assert got["id"] == box and got["state"] == "ready"
+
+    # Driven through all three in turn: each click's x says which it was.
+    sent = []
+    for turn in range(6):
+        server = cluster[turn % 3]
+        x = 10 + turn
+        sent.append(x)
+        click = {"actions": [{"type": "click", "at": {"x": x, "y": 20}}]}
+        done = await ok(
+            await http.post(f"{server.url}/v1/boxes/{box}/screens/0/actions", json=click)
+        )
+        assert [step["ok"] for step in done["results"]] == [True], done
+
+    traces = [await whole_trace(http, server.url, box) for server in cluster]
+    assert traces[0] == traces[1] == traces[2]
+    seqs = [item["seq"] for item in traces[0]]
+    assert seqs == list(range(len(seqs)))
+    clicked = [
+        item["action"]["at"]["x"]
+        for item in traces[0]
+        if item["kind"] == "acted" and item["action"]["type"] == "click"
+    ]
+    assert clicked == sent
+
+    # Forked through another: the fork is the owner's box, listed and read through all.
+    fork = (await ok(await http.post(f"{c.url}/v1/boxes/{box}/fork", json={})))["box"]["id"]
+    for server in cluster:
+        assert fork in await box_ids(http, server)
+    forked = await whole_trace(http, b.url, fork)
+    assert forked[0]["kind"] == "box_created"
+    assert any(item["kind"] == "forked_from" for item in forked)
+
+    # Viewed: a ticket made through one opens the viewer's socket through another.
+    ticket = await ok(
+        await http.post(f"{b.url}/v1/boxes/{box}/screens/0/viewer/ticket", json={"mode": "view"})
+    )
+    socket = f"{c.url}/v1/boxes/{box}/screens/0/viewer/socket?ticket={ticket['ticket']}&mode=view"
+    async with aiohttp.ClientSession() as anonymous:
+        async with anonymous.ws_connect(socket, protocols=("binary",)) as ws:
+            hello = await ws.receive(timeout=20)
+            assert hello.type == aiohttp.WSMsgType.BINARY
+            assert hello.data.startswith(b"RFB 003.")
+        # A made-up ticket is refused through another holmd as through the owner.
+        bad = socket.replace(ticket["ticket"], "not-a-ticket")
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await anonymous.ws_connect(bad, protocols=("binary",))
+        assert refused.value.status in (401, 403, 404)
+
+    # DevTools: an address made through one answers through another, JSON and socket.
+    address = await ok(await http.post(f"{b.url}/v1/boxes/{box}/cdp", json={}))
+    through_c = c.url + URL(address["url"]).path
+    socket_c = c.url + URL(address["ws_url"]).path
+    async with aiohttp.ClientSession() as anonymous:
+        version = await ok(await anonymous.get(f"{through_c}/json/version"))
+        assert "Browser" in version
+        async with anonymous.ws_connect(socket_c) as ws:
+            await ws.send_json({"id": 1, "method": "Browser.getVersion"})
+            answer = await ws.receive_json(timeout=20)
+            assert answer["id"] == 1 and "product" in answer["result"]
+        wrong = c.url + URL(address["url"]).path.replace(".", ".x", 1)
+        assert (await anonymous.get(f"{wrong}/json/version")).status == 401
+
+    # A browser state saved from the box through one holmd loads, through another, into
+    # a box that a third runs.
+    saved = await ok(await http.post(f"{b.url}/v1/boxes/{box}/state/save", json={"name": "s1"}))
+    assert saved["name"] == "s1"
+    states = await ok(await http.get(f"{c.url}/v1/states"))
+    assert [state["name"] for state in states["states"]] == ["s1"]
+    elsewhere = (await ok(await http.post(f"{c.url}/v1/boxes", json={})))["id"]
+    # Through a to c, which reads the state from the database (a missing one is a 404).
+    await ok(await http.post(f"{a.url}/v1/boxes/{elsewhere}/state/load", json={"name": "s1"}))
+    await ok(await http.delete(f"{b.url}/v1/states/s1"))
+    assert (await ok(await http.get(f"{a.url}/v1/states")))["states"] == []
+    await ok(
+        await http.delete(
+            f"{a.url}/v1/boxes/{elsewhere}", headers={"x-holm-confirm-delete": "true"}
+        )
+    )
+
+    # The events feed reads the same through each holmd, once the feed's delay passed (but
+    # for the viewers' addresses, which name the holmd read).
+    await asyncio.sleep(1.0)
+    feeds = [await whole_feed(http, server.url) for server in cluster]
+    assert feeds[0] == feeds[1] == feeds[2]
+    created = [event["box_id"] for event in feeds[0] if event["kind"] == "box.created"]
+    assert box in created and fork in created
+    assert len({event["seq"] for event in feeds[0]}) == len(feeds[0])
+
+    for server in (b, a):
+        await ok(
+            await http.delete(
+                f"{server.url}/v1/boxes/{fork if server is b else box}",
+                headers={"x-holm-confirm-delete": "true"},
+            )
+        )
+    for server in cluster:
+        assert not {box, fork} & set(await box_ids(http, server))
