@@ -14,15 +14,13 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from holm.agent.frames import capture as frames
 from holm.agent.frames.capture import Raw
 from holm.agent.frames.change_count import ChangeCount
 from holm.agent.frames.tiles import FrameHasher
 from holm.agent.wayland import windows
-from holm.agent.wayland.capture import Capture, Picture
-from holm.agent.wayland.input import Input
 from holm.agent.wayland.sway_ipc import SwayIpc, WindowEvents
 from holm.agent.wayland.sway_up import Sway
 from holm.agent.x11.screen import WINDOW_POLL_S
@@ -33,6 +31,11 @@ from holm.wire.actions import Arrange
 from holm.wire.results import WindowInfo
 from holm.wire.runtime import FrameResult
 from holm.wire.values import PNG, Encoding, Point, Region, Selection
+
+if TYPE_CHECKING:
+    # pywayland's modules, imported when a screen connects: an X11 box's image (the docker
+    # runtime's) has no pywayland, and its agent imports this module all the same.
+    from holm.agent.wayland.capture import Capture, Picture
 
 T = TypeVar("T")
 CLIPBOARD_S = 5.0
@@ -70,6 +73,9 @@ class Screen(X11Screen):
             # From the capture thread: the count is the loop's.
             if not loop.is_closed():
                 loop.call_soon_threadsafe(self._changes.bump)
+
+        from holm.agent.wayland.capture import Capture
+        from holm.agent.wayland.input import Input
 
         self._capture = Capture(sway.socket, self.width, self.height, changed)
         self._capture.start()
@@ -287,11 +293,13 @@ class Screen(X11Screen):
             self._settling.cancel()
         if self._capture is not None:
             self._capture.close()
-        wayland_input = self._input
-        if isinstance(wayland_input, Input) and self.input_lane.idle:
+        if self._input is not None and self.input_lane.idle:
             # Only with nothing on the input thread (a busy one keeps its connection, which
-            # goes with the process).
-            wayland_input.close()
+            # goes with the process). Imported only now: see the imports.
+            from holm.agent.wayland.input import Input
+
+            if isinstance(self._input, Input):
+                self._input.close()
         if self._ipc is not None:
             self._ipc.close()
         if self._events is not None:
