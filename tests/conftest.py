@@ -6,6 +6,7 @@ the Docker Engine."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import docker
@@ -41,3 +42,14 @@ def docker_client() -> Iterator[docker.DockerClient]:
 
 
 __all__ = ["docker_client", "pg_server", "s3_server"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def vncdotool_reactor() -> Iterator[None]:
+    """vncdotool runs one twisted reactor a process, which cannot start again once it is
+    stopped: the modules that use it (the viewer's, the VNC door's, Wayland's) share it,
+    and it is stopped once, after them all."""
+    yield
+    api = sys.modules.get("vncdotool.api")
+    if api is not None:
+        api.shutdown()

@@ -59,13 +59,9 @@ def holmd_log() -> Iterator[Kept]:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def server(holmd_log: Kept) -> AsyncIterator[LocalServer]:
-    try:
-        async with started(events_delay_ms=0, allow_public_viewers=True) as running:
-            yield running
-    finally:
-        from vncdotool import api
-
-        api.shutdown()
+    # vncdotool's reactor is stopped once, after every module (tests/conftest.py).
+    async with started(events_delay_ms=0, allow_public_viewers=True) as running:
+        yield running
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")

@@ -22,13 +22,9 @@ pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def server() -> AsyncIterator[LocalServer]:
-    try:
-        async with started(events_delay_ms=0) as running:
-            yield running
-    finally:
-        from vncdotool import api
-
-        api.shutdown()
+    # vncdotool's reactor is stopped once, after every module (tests/conftest.py).
+    async with started(events_delay_ms=0) as running:
+        yield running
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
