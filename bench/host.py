@@ -218,6 +218,11 @@ def load(
         figures[f"{operation} p99"] = percentile(times, 0.99)
     for name, spent in split.items():
         figures[f"cpu {name} %"] = spent / took * 100
+    # What each action cost each kind of process: the ceiling that kind alone sets on
+    # actions/s is the host's cores (2,000 ms of CPU a second here) over its share.
+    actions = sum(c.actions for c in team)
+    for name, spent in split.items():
+        figures[f"cpu ms per action, {name}"] = spent * 1000 / actions if actions else 0.0
     for c in team:
         for error in c.errors[:2]:
             print(f"  client {c.n}: {error}")
