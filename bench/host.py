@@ -1,6 +1,6 @@
 """A host full of boxes: what N Chromium boxes cost at once, idle and under many clients.
 
-    .venv/bin/python bench/host.py [--boxes 40] [--clients 64] [--seconds 60]
+    .venv/bin/python bench/host.py [--boxes 40] [--clients 64 (0: idle only)] [--seconds 60]
         [--idle-seconds 30] [--load-boxes 32]
 
 One holmd in its own process (bench/http_api.py's `served`: the local runtime and the
@@ -162,12 +162,37 @@ def memory(state_dir: Path, boxes: list[str], holmd: int) -> dict[str, float]:
     return {"pss_per_box": pss / len(boxes) / 1024, "pss_all": pss / 1024, "holmd_rss": rss / 1024}
 
 
+def split_by_kind(
+    roots: list[int], holmd: int, seconds: float, prefix: str
+) -> tuple[dict[str, float], float]:
+    """The percent of one core that each kind of process (kind_of) under `roots` used over
+    the next `seconds`, and the whole host's (every process, this one's and others')."""
+    before, host_before = cpu_by_process(roots), host_cpu_seconds()
+    time.sleep(seconds)
+    after, host = cpu_by_process(roots), host_cpu_seconds() - host_before
+    split: dict[str, float] = defaultdict(float)
+    for pid, spent in after.items():
+        split[f"{prefix} {kind_of(pid, holmd)} %"] += (spent - before.get(pid, 0.0)) / seconds * 100
+    return dict(split), host / seconds * 100
+
+
+def box_roots(state_dir: Path, boxes: list[str], holmd: int) -> list[int]:
+    # A box outlives the server that made it, so its processes are not under holmd's.
+    return [holmd] + [p for box in boxes for p in box_memory.box_pids(state_dir / "boxes", box)]
+
+
+def idle(state_dir: Path, boxes: list[str], holmd: int, seconds: float) -> dict[str, float]:
+    """The idle host's CPU over `seconds`, and the share of each kind of box process, so a
+    busy machine's other work shows as the gap between the two."""
+    split, host = split_by_kind(box_roots(state_dir, boxes, holmd), holmd, seconds, "idle cpu")
+    return {"idle host cpu %": host, **split}
+
+
 def load(
     base: str, state_dir: Path, boxes: list[str], clients: int, seconds: float, holmd: int
 ) -> dict[str, float]:
     team = [Client(base, boxes[n % len(boxes)], n) for n in range(clients)]
-    # A box outlives the server that made it, so its processes are not under holmd's.
-    roots = [holmd] + [p for box in boxes for p in box_memory.box_pids(state_dir / "boxes", box)]
+    roots = box_roots(state_dir, boxes, holmd)
     cpu_before = cpu_by_process(roots)
     host_before = host_cpu_seconds()
     began = time.monotonic()
@@ -193,6 +218,11 @@ def load(
         figures[f"{operation} p99"] = percentile(times, 0.99)
     for name, spent in split.items():
         figures[f"cpu {name} %"] = spent / took * 100
+    # What each action cost each kind of process: the ceiling that kind alone sets on
+    # actions/s is the host's cores (2,000 ms of CPU a second here) over its share.
+    actions = sum(c.actions for c in team)
+    for name, spent in split.items():
+        figures[f"cpu ms per action, {name}"] = spent * 1000 / actions if actions else 0.0
     for c in team:
         for error in c.errors[:2]:
             print(f"  client {c.n}: {error}")
@@ -227,13 +257,11 @@ def main() -> None:
             # Let every page settle before the box is counted idle.
             time.sleep(10)
             figures = memory(state_dir, boxes, holmd)
-            host_before = host_cpu_seconds()
-            time.sleep(args.idle_seconds)
-            figures["idle host cpu %"] = (
-                (host_cpu_seconds() - host_before) / args.idle_seconds * 100
-            )
+            figures.update(idle(state_dir, boxes, holmd, args.idle_seconds))
             print(f"{len(boxes)} idle boxes:")
             show(figures, before, {"pss_per_box": "MiB", "pss_all": "MiB", "holmd_rss": "MiB"})
+            if args.clients == 0:  # the idle host alone (kept for no run after it)
+                return
             loaded = load(
                 base, state_dir, boxes[: args.load_boxes], args.clients, args.seconds, holmd
             )

@@ -54,8 +54,10 @@ def serve(
     breakdown: bool,
     displays: int = DISPLAY_COUNT,
     frame_before_steps: bool = True,
+    memory_store: bool = False,
 ) -> None:
-    """The server process: holmd's app over real local boxes and the local store; without
+    """The server process: holmd's app over real local boxes and the local store (the
+    memory store with `memory_store`: nothing durable, bench/peer_cua.py compares); without
     `frame_before_steps`, as `HOLM_FRAME_BEFORE_STEPS=off` (bench/click_path.py compares)."""
     from aiohttp import web
 
@@ -72,7 +74,7 @@ def serve(
     config = load_config(
         {},
         state_dir=str(state_dir),
-        storage_backend="local",
+        storage_backend="memory" if memory_store else "local",
         server_addr=f"127.0.0.1:{port}",
         schedule="external",
         # The bench's clients send no token; the server listens on loopback.
@@ -328,6 +330,9 @@ def main() -> None:
     parser.add_argument(
         "--no-frame-before-steps", action="store_true", help=argparse.SUPPRESS
     )  # the server's, from bench/click_path.py --step-frames
+    parser.add_argument(
+        "--memory-store", action="store_true", help=argparse.SUPPRESS
+    )  # the server's, from bench/peer_cua.py
     args = parser.parse_args()
     if args.serve:
         serve(
@@ -337,6 +342,7 @@ def main() -> None:
             args.breakdown,
             args.displays,
             frame_before_steps=not args.no_frame_before_steps,
+            memory_store=args.memory_store,
         )
         return
     flags = ["--chromium"] * args.chromium + ["--breakdown"] * args.breakdown

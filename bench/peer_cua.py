@@ -15,7 +15,8 @@ bound to 127.0.0.1, driven through its HTTP `/cmd` on one keep-alive connection,
 fastest (CUA_MAIN): pyautogui's pause is 0, where by default it sleeps 100 ms after every
 call, and its screenshots are pillow's grab in memory. holm runs in its own process
 (bench/http_api.py's `served`, durable local store) and answers each action once it is
-fsynced in the box's trace; cua records nothing.
+fsynced in the box's trace; cua records nothing. A second holmd beside it keeps its trace
+in the memory store (nothing durable): the same work but the fsync.
 
 Each round sends one of each operation to both, in turns that swap each round, so both
 columns see the same load: a click, 10 characters typed right after it (as an agent types
@@ -113,8 +114,8 @@ class Cua:
 class Holm(HolmSide):
     """holmd and its box, with the same operations."""
 
-    def __init__(self, base: str, pid: int, session: aiohttp.ClientSession) -> None:
-        super().__init__("holm (durable trace)", base, pid, session)
+    def __init__(self, name: str, base: str, pid: int, session: aiohttp.ClientSession) -> None:
+        super().__init__(name, base, pid, session)
         self.times = {(kind, client): [] for kind in KINDS for client in CLIENTS}
 
     async def operation(self, kind: str, n: int, client: str) -> None:
@@ -144,28 +145,33 @@ async def timed(side: Cua | Holm, kind: str, n: int, keep: bool) -> None:
             side.times[kind, client].append((time.perf_counter() - began) * 1000)
 
 
-async def bench(holmd: tuple[str, int], cua_base: str, rounds: int, warm: int) -> None:
+async def bench(holmds: list[tuple[str, str, int]], cua_base: str, rounds: int, warm: int) -> None:
     async with aiohttp.ClientSession() as session:
-        holm = Holm(*holmd, session)
+        holms = [Holm(name, base, pid, session) for name, base, pid in holmds]
         cua = Cua(cua_base, session)
-        await holm.start()
-        # The text field has the focus on both sides before the first round.
+        sides: list[Cua | Holm] = [*holms, cua]
+        for holm in holms:
+            await holm.start()
+        # The text field has the focus on every side before the first round.
         await cua.cmd("left_click", LEAN, x=AT[0], y=AT[1])
         try:
             for n in range(warm + rounds):
-                for side in (holm, cua) if n % 2 else (cua, holm):
+                # Each round in another order, so every side meets the same load.
+                turn = n % len(sides)
+                for side in sides[turn:] + sides[:turn]:
                     for kind in KINDS:
                         await timed(side, kind, n, n >= warm)
         finally:
-            await holm.end()
+            for holm in holms:
+                await holm.end()
             cua.lean.close()
     print(f"\np50 / p95 ms, one request at a time, {rounds} rounds{'':14}", end="")
-    print("".join(f"{side.name:>26}" for side in (holm, cua)))
+    print("".join(f"{side.name:>26}" for side in sides))
     for kind in KINDS:
         for client in CLIENTS:
             cells = "".join(
                 f"{statistics.median(t):>17.2f} / {percentile(t, 0.95):6.2f}"
-                for t in (s.times[kind, client] for s in (holm, cua))
+                for t in (s.times[kind, client] for s in sides)
             )
             print(f"  {f'{kind}, {client}':<56}{cells}")
     print(f"load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -242,8 +248,16 @@ def main() -> None:
     args = parser.parse_args()
     if not (args.cua_venv / "bin" / "python").exists():
         sys.exit(f"no cua virtualenv at {args.cua_venv}: see this script's docstring")
-    with served("h14-cua-", ["--chromium"]) as (base, _, pid), cua_desktop(args.cua_venv) as cua:
-        asyncio.run(bench((base, pid), cua, args.rounds, warm=10))
+    with contextlib.ExitStack() as stack:
+        holmds = []
+        for name, flags in (
+            ("holm (durable trace)", ["--chromium"]),
+            ("holm (memory store)", ["--chromium", "--memory-store"]),
+        ):
+            base, _, pid = stack.enter_context(served("h14-cua-", flags))
+            holmds.append((name, base, pid))
+        cua = stack.enter_context(cua_desktop(args.cua_venv))
+        asyncio.run(bench(holmds, cua, args.rounds, warm=10))
 
 
 if __name__ == "__main__":

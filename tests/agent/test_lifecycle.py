@@ -84,6 +84,15 @@ async def test_sigterm_ends_the_whole_process_tree(tmp_path: Path) -> None:
         assert _ppid(daemon) == running.proc.pid
         tree = _descendants(running.proc.pid)
         assert daemon in tree and len(tree) >= 4  # Xvfb, openbox, x11vnc, xterm, sleep
+        # An orphan that ends is the subreaper's to reap: it does not stay a zombie (the
+        # reaper looks only when a child waits to be reaped, so this checks that look).
+        brief = await run(desktop, "sh", "-c", "setsid sleep 0.3 > /dev/null 2>&1 & echo $!")
+        orphan = Path(f"/proc/{int(brief.stdout)}")
+        for _ in range(250):
+            if not orphan.exists():
+                break
+            await asyncio.sleep(0.02)
+        assert not orphan.exists(), "an ended orphan was left a zombie"
         await desktop.close()
         assert stop_agent(running) == 0
         assert [pid for pid in tree if alive(pid)] == []

@@ -137,6 +137,29 @@ async def test_clipboard_round_trip_in_both_selections(desktop: AgentDesktop) ->
     )
 
 
+async def test_a_selection_owner_that_never_answers_times_out_and_the_clipboard_goes_on(
+    desktop: AgentDesktop,
+) -> None:
+    # An X client of the box's own display takes the clipboard and answers no request: a get
+    # fails with the documented timeout when its deadline passes (the clipboard's thread
+    # sleeps until that deadline, with no tick to notice it), and the clipboard still works.
+    from Xlib import X
+    from Xlib.display import Display
+
+    info = await desktop.ready(30)
+    silent = Display(info.screens[1].display)
+    try:
+        window = silent.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        window.set_selection_owner(silent.intern_atom("CLIPBOARD"), X.CurrentTime)
+        silent.sync()
+        with pytest.raises(Timeout, match="did not answer"):
+            await clipboard(desktop, 1)
+    finally:
+        silent.close()
+    await set_clipboard(desktop, 1, "after the silent owner")
+    assert await clipboard(desktop, 1) == "after the silent owner"
+
+
 PASTE_PAGE = """<!doctype html><html><body style="margin:0">
 <textarea id="t" autofocus style="position:fixed;left:0;top:0;width:100vw;height:100vh"></textarea>
 <script>

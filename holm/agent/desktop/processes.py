@@ -171,11 +171,23 @@ def _poll_supervised() -> None:
         log.info("%s (pid %d) ended with %s", name, proc.pid, proc.returncode)
 
 
+def _a_child_ended() -> bool:
+    """Whether a child of the agent (its own or an orphan it adopted) has ended and waits to
+    be reaped: one waitid that reaps nothing (WNOWAIT). On an idle box that is a syscall a
+    tick instead of reading every process's stat in /proc, which cost each of 40 idle boxes'
+    agents about a tenth of a percent of a core."""
+    try:
+        return os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # no child at all
+        return False
+
+
 def start_reaper(stop: threading.Event, every_s: float = 0.5) -> threading.Thread:
     def loop() -> None:
         while not stop.wait(every_s):
-            _poll_supervised()
-            reap_orphans()
+            if _a_child_ended():
+                _poll_supervised()
+                reap_orphans()
 
     thread = threading.Thread(target=loop, name="reaper", daemon=True)
     thread.start()

@@ -92,7 +92,10 @@ class ViewerSocket:
         poller = select.poll()
         poller.register(self._listener, select.POLLIN)
         while True:
-            for fd, _ in poller.poll(WATCH_MS):
+            # With no viewer connected or leaving there is nothing to watch but the listener:
+            # sleep until one comes, not a wake every WATCH_MS on every idle box.
+            watching = self._viewers or self._leaving
+            for fd, _ in poller.poll(WATCH_MS if watching else None):
                 if fd == self._listener.fileno():
                     self._accept(poller)
                 else:

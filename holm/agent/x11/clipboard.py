@@ -146,7 +146,11 @@ class ClipboardOwner:
             if now > get.deadline:
                 del self._gets[prop]
                 get.future.set_exception(Timeout("the selection's owner did not answer"))
-        ready, _, _ = select.select([self.conn.fileno(), self._wake_r], [], [], 0.2)
+        # Asleep until an event, posted work (the wake pipe) or the next transfer's deadline:
+        # a timer that woke every 0.2 s cost each idle box's agent a share of a core.
+        deadlines = [get.deadline for get in self._gets.values()]
+        wait = max(0.0, min(deadlines) - now) if deadlines else None
+        ready, _, _ = select.select([self.conn.fileno(), self._wake_r], [], [], wait)
         if self._wake_r in ready:
             os.read(self._wake_r, 4096)
 
