@@ -2,6 +2,7 @@
 (bench/last_run.py): what a box costs an agent at the plainest steps, at rest, and to get.
 
     .venv/bin/python bench/goals.py [--rounds 200] [--idle-seconds 20] [--creates 5]
+        [--against DIR]
 
 One holmd in its own process (bench/http_api.py's `served`, the durable local store) with
 one box of the default spec (1280×800, Chromium), a text field filling its page. The
@@ -14,6 +15,11 @@ spend over `--idle-seconds`, and the box's PSS (bench/box_memory.py), alone on t
 then beside a second box on the same page (each box's share of the pages they both map,
 Chromium's binary above all, is half). Last, `POST /v1/boxes` to its `ready` answer for
 boxes taken from a warm pool and for cold ones (bench/pool.py's `creates`).
+
+With `--against DIR` (a checkout of other code, e.g. `git archive REV | tar -x -C DIR`),
+that checkout's holmd and agent are measured too, right after this checkout's, for the
+box's figures (REST, idle CPU, PSS): a before and after in one run, printed side by side.
+The creates are this checkout's only (bench/pool.py runs its server in this process).
 
 A figure of the run before was measured under that run's load, which on this shared
 machine can be twice this one's: the side-by-side benches (`click_path.py --against`,
@@ -36,7 +42,7 @@ import aiohttp
 import box_memory
 from checkout import REPO, short
 from click_path import LEAN, UNCHANGED, Side
-from http_api import served
+from http_api import add_against, served
 from last_run import keep, previous
 from pool import creates
 from proc_cpu import share_of_a_core
@@ -136,19 +142,40 @@ async def create_figures(n: int) -> dict[str, float]:
     return {"pooled": statistics.median(pooled) * 1000, "cold": statistics.median(cold) * 1000}
 
 
-def report(now: dict[str, float], before: dict[str, object]) -> None:
+def side_figures(
+    prefix: str, rounds: int, idle_s: float, checkout: Path | None = None
+) -> dict[str, float]:
+    """The box's figures of one holmd: this checkout's, or `checkout`'s."""
+    # holmd is ended outside any event loop: it ends the boxes left with one of its own.
+    with served(prefix, ["--chromium"], checkout) as (base, state_dir, pid):
+        return asyncio.run(box_figures(base, pid, state_dir / "boxes", rounds, idle_s))
+
+
+def cell(value: float | None, unit: str) -> str:
+    return "-" if value is None else f"{value:.2f} {unit}"
+
+
+def report(
+    now: dict[str, float],
+    before: dict[str, object],
+    other: tuple[str, dict[str, float]] | None = None,
+) -> None:
+    """Each figure beside its goal, `other`'s (a checkout measured in this run) and the
+    run before's."""
     kept = before.get("figures")
     was: dict[str, float] = kept if isinstance(kept, dict) else {}
     run_before = f"run before ({before.get('commit', '-')})" if was else "run before"
-    print(f"\n{'':44}{'goal':>10}{'this run':>12}{run_before:>26}")
-    for name, label, unit, goal in GOALS:
+    name, beside = other or ("", None)
+    print(f"\n{'':44}{'goal':>10}{'this run':>12}{name[:18]:>20}{run_before:>26}")
+    for key, label, unit, goal in GOALS:
         aim = "" if goal is None else f"≤ {goal:g} {unit}"
-        value = now.get(name)
-        cell = "-" if value is None else f"{value:.2f} {unit}"
+        value = now.get(key)
         met = "" if goal is None or value is None else ("  met" if value <= goal else "  not met")
-        old = was.get(name)
-        old_cell = "-" if old is None else f"{old:.2f} {unit}"
-        print(f"  {label:42}{aim:>10}{cell:>12}{old_cell:>26}{met}")
+        theirs = "" if beside is None else cell(beside.get(key), unit)
+        print(
+            f"  {label:42}{aim:>10}{cell(value, unit):>12}{theirs:>20}"
+            f"{cell(was.get(key), unit):>26}{met}"
+        )
     if was:
         print(f"  (run before: {before.get('at', '?')}, load average {before.get('load', '?')})")
 
@@ -158,18 +185,20 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--idle-seconds", type=float, default=20)
     parser.add_argument("--creates", type=int, default=5)
+    add_against(parser)
     args = parser.parse_args()
     loads = [os.getloadavg()[0]]
-    # holmd is ended outside any event loop: it ends the boxes left with one of its own.
-    with served("hgoals-", ["--chromium"]) as (base, state_dir, pid):
-        box = box_figures(base, pid, state_dir / "boxes", args.rounds, args.idle_seconds)
-        now = asyncio.run(box)
+    now = side_figures("hgoals-", args.rounds, args.idle_seconds)
+    other = None
+    if args.against is not None:
+        figures = side_figures("hgoals-b-", args.rounds, args.idle_seconds, args.against)
+        other = (args.against.resolve().name, figures)
     now |= asyncio.run(create_figures(args.creates))
     loads.append(os.getloadavg()[0])
     load = f"{min(loads):.1f} to {max(loads):.1f}"
     print(f"load average {load} on {os.cpu_count()} cores")
     before = previous("goals")
-    report(now, before)
+    report(now, before, other)
     commit = short("HEAD")
     dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=REPO, check=False)
     with contextlib.suppress(OSError):

@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,7 +39,7 @@ sys.path.insert(0, str(_HERE.parent / "tests"))
 
 import aiohttp  # noqa: E402
 import asyncpg  # noqa: E402
-from kits.holmd import TOKEN, Holmd  # noqa: E402
+from kits.holmd import TOKEN, Holmd, free_port  # noqa: E402
 
 from holm.config import server_id_of  # noqa: E402
 
@@ -50,12 +49,6 @@ CLICKS = 400
 LOAD_SECS = 8.0
 LOAD_BOXES = 12
 LOAD_CLIENTS = 32
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def fresh_database(url: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import docker
 import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
+from http_kit import Client, app_config, ok_json, shot, shot_once_changed
 from PIL import ImageChops
 from video_kit import ANIMATED, frame_at, probe
 
@@ -25,10 +25,6 @@ from holm.adapters.docker.runtime import DockerRuntime
 from holm.events import MemoryStore
 from holm.http.app import create_app
 from holm.wire.api import ImageInfo
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "http"))
-
-from http_kit import Client, app_config, ok_json, shot, shot_once_changed
 
 pytestmark = [pytest.mark.docker, pytest.mark.asyncio(loop_scope="module")]
 

@@ -4,20 +4,13 @@ own page first), removed after them."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
+import e2e_kit
 import pytest
+from e2e_kit import Holmd
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "cli"))
-sys.path.insert(0, str(ROOT / "examples"))
-
-import e2e_kit  # noqa: E402
-from e2e_kit import Holmd  # noqa: E402
-
-from holm import Box  # noqa: E402
+from holm import Box
 
 holmd = e2e_kit.holmd
 

@@ -5,18 +5,16 @@ which must name a URL holmd serves."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import subprocess
-from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import httpx2
-import playwright_cdp
 import pytest
 from e2e_kit import Holmd
+from kits.examples import EXAMPLES, example
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -24,8 +22,6 @@ from holm import Box
 
 pytestmark = pytest.mark.desktop
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-SCRIPT = EXAMPLES / "playwright_mcp" / "run.py"
 BROWSER_USE = EXAMPLES / "browser_use"
 FORM = "data:text/html," + quote((EXAMPLES / "fixtures" / "form.html").read_text())
 DOWNLOAD = "data:text/html," + quote(
@@ -35,7 +31,7 @@ DOWNLOAD = "data:text/html," + quote(
 
 
 def test_playwright_over_the_relay_and_a_download_lands_in_the_box(shared_box: Box) -> None:
-    seen = playwright_cdp.drive(shared_box, DOWNLOAD, download="#get")
+    seen = example("playwright_cdp.py").drive(shared_box, DOWNLOAD, download="#get")
     assert seen == {
         "title": "Files",
         "heading": "Reports",
@@ -45,11 +41,7 @@ def test_playwright_over_the_relay_and_a_download_lands_in_the_box(shared_box: B
 
 
 async def test_playwright_mcp_replays_its_tool_calls(shared_box: Box) -> None:
-    # By its path: `run` is too common a name to put on sys.path.
-    found = importlib.util.spec_from_file_location("playwright_mcp_run", SCRIPT)
-    assert found is not None and found.loader is not None
-    playwright_mcp = importlib.util.module_from_spec(found)
-    found.loader.exec_module(playwright_mcp)
+    playwright_mcp = example("playwright_mcp/run.py", "playwright_mcp_run")
 
     assert playwright_mcp.SERVER.exists(), "scripts/setup installs Playwright MCP (npm ci)"
     box = shared_box

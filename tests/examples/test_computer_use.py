@@ -9,20 +9,18 @@ import base64
 import io
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import computer_use_anthropic
-import computer_use_openai
 import pytest
+from kits.examples import EXAMPLES, example
 from PIL import Image
 
 from holm import Box
 
 pytestmark = pytest.mark.desktop
 
-FIXTURES = Path(__file__).resolve().parents[2] / "examples" / "fixtures"
+FIXTURES = EXAMPLES / "fixtures"
 FORM = "data:text/html," + quote((FIXTURES / "form.html").read_text())
 
 
@@ -58,8 +56,10 @@ def test_the_anthropic_loop_replays_its_conversation(shared_box: Box) -> None:
     box = shared_box
     box.open(FORM)
     before = len(acted(box))
-    model = computer_use_anthropic.replay(FIXTURES / "anthropic_conversation.json")
-    messages = computer_use_anthropic.run(box, "Fill the form with the name Ada", model)
+    model = example("computer_use_anthropic.py").replay(FIXTURES / "anthropic_conversation.json")
+    messages = example("computer_use_anthropic.py").run(
+        box, "Fill the form with the name Ada", model
+    )
     # The cursor's place is read, not done: it is no step of the trace.
     assert acted(box)[before:] == ["click", "type", "press", "click", "scroll"]
     # 8 responses: 7 asked for the computer and got a result, the last ended the turn.
@@ -88,8 +88,9 @@ def test_the_openai_loop_replays_its_conversation(shared_box: Box) -> None:
         " addEventListener(kind, (e) => seen.push(kind + ':' + (e.key || e.detail)))"
     )
     before = len(acted(box))
-    model = computer_use_openai.replay(FIXTURES / "openai_conversation.json")
-    items = computer_use_openai.run(box, "Fill the form with the name Grace", model)
+    openai = example("computer_use_openai.py")
+    model = openai.replay(FIXTURES / "openai_conversation.json")
+    items = openai.run(box, "Fill the form with the name Grace", model)
     assert acted(box)[before:] == [
         "click", "type", "press", "move", "double_click", "scroll", "wait", "press", "path",
     ]  # fmt: skip

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,14 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kits.holmd import free_port
 
 HOLMD = Path(sys.executable).parent / "holmd"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

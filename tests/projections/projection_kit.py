@@ -1,6 +1,6 @@
 """What the projection tests share: a builder of hand-made traces and the hypothesis
 strategies (box lifecycles with other entries between, and any entry at all). Imported by
-name (conftest.py puts this folder on sys.path), since pytest runs with
+name (pyproject's pytest `pythonpath` lists this folder), since pytest runs with
 --import-mode=importlib."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the replay tests share: a builder of hand-made traces, and the trace files the plan
-goldens run over. Imported by name (conftest.py puts this folder on sys.path), since pytest
-runs with --import-mode=importlib."""
+goldens run over. Imported by name (pyproject's pytest `pythonpath` lists this folder),
+since pytest runs with --import-mode=importlib."""
 
 from __future__ import annotations
 

@@ -9,15 +9,10 @@ from __future__ import annotations
 import base64
 import logging
 import secrets
-import sys
 from pathlib import Path
 
 import pytest
 from aiohttp import ClientResponse
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "runtimes"))
-sys.path.insert(0, str(Path(__file__).parents[1] / "http"))
-
 from http_kit import Client, ok_json
 from vendor_kit import BACK_TOKEN, back_server, front_server, holm_vendor
 

@@ -6,20 +6,16 @@ the page, naming the fork, rather than swallowed."""
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from e2e_kit import Holmd, memory_holmd
 from playwright.async_api import Browser, Route, async_playwright
 from trace_page_kit import CHROMIUM, needs_chromium
 
 from holm.client import SyncHolmClient
 from holm.wire.entries import Executed
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
-from e2e_kit import Holmd, memory_holmd
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module"), needs_chromium]
 server = memory_holmd

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_kit import Holmd, memory_holmd
 from trace_kit import TraceBuilder
 from trace_page_kit import Chromium, chromium, click, needs_chromium, panel, run_holm
 
@@ -30,9 +30,6 @@ from holm.wire.entries import (
     kind_of,
 )
 from holm.wire.values import Point
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
-from e2e_kit import Holmd, memory_holmd
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
 PNGS = sorted((FIXTURES / "recorded" / "frames" / "browser_form").glob("*.png"))

@@ -7,22 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from click.testing import CliRunner, Result
+from http_kit import error_of, ok_json, shot, shot_once_changed, trace_entries
+from local_kit import LocalServer, client_of, started
 from PIL import ImageChops
 
 from holm.cli import main
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "http"))
-
-from http_kit import error_of, ok_json, shot, shot_once_changed, trace_entries
-from local_kit import LocalServer, client_of, started
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module")]
 
