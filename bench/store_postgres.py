@@ -41,7 +41,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent))
 
 import asyncpg  # noqa: E402
 from proc_cpu import cpu_seconds  # noqa: E402
-from store import WRITERS, click  # noqa: E402
+from store import WRITERS, click, in_turns  # noqa: E402
 
 from holm.events import LocalStore, TraceStore  # noqa: E402
 from holm.events.objects import FileObjects  # noqa: E402
@@ -155,23 +155,15 @@ async def one_case(url_file: Path, traces: int) -> None:
 
 def before_and_after(url_file: Path, before: Path, rounds: int) -> None:
     print(f"postgres store, {before} (before) and this checkout (after) in turns:")
-    rates: dict[tuple[str, int], list[float]] = {}
-    for round_ in range(rounds):
-        for traces in (1, 64):
-            for name, checkout in (("before", before), ("after", REPO)):
-                child = [sys.executable, __file__, "--holm", str(checkout)]
-                child += ["--case", str(traces), "--url-file", str(url_file)]
-                out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
-                figures = json.loads(out)
-                rates.setdefault((name, traces), []).append(figures["rate"])
-                print(f"  round {round_ + 1} {row(name, traces, figures)}")
-    for traces in (1, 64):
-        old = statistics.median(rates[("before", traces)])
-        new = statistics.median(rates[("after", traces)])
-        print(
-            f"  median on {traces:>2} trace(s): before {old:>9,.0f}/s, after {new:>9,.0f}/s"
-            f" ({new / old:.2f}x)"
-        )
+    in_turns(
+        before,
+        rounds,
+        lambda checkout, traces: [
+            *(sys.executable, __file__, "--holm", str(checkout), "--case", str(traces)),
+            *("--url-file", str(url_file)),
+        ],
+        row,
+    )
 
 
 async def side_by_side(url_file: Path, root: Path) -> None:
