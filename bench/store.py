@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,19 +122,25 @@ async def measure_appends(
     }
 
 
-def before_and_after(before: Path, rounds: int) -> None:
-    """Group-commit appends of `before`'s store and of this one, in turns, each in a child
-    process."""
-    print(f"durable appends with group commit, {before} (before) and {REPO} (after) in turns:")
+def in_turns(
+    before: Path,
+    rounds: int,
+    child: Callable[[Path, int], list[str]],
+    show: Callable[[str, int, dict[str, float]], str],
+) -> None:
+    """Each shape (1 and 64 traces) measured by `before`'s store and by this one in turns,
+    each in a child process (`child(checkout, traces)`: its argv; it prints its figures as
+    JSON), `rounds` times, so that both meet the same machine; then the medians."""
     rates: dict[tuple[str, int], list[float]] = {}
     for round_ in range(rounds):
         for traces in (64, 1):
             for name, checkout in (("before", before), ("after", REPO)):
-                child = [sys.executable, __file__, "--holm", str(checkout), "--case", str(traces)]
-                out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
+                out = subprocess.run(
+                    child(checkout, traces), check=True, capture_output=True, text=True
+                ).stdout
                 figures = json.loads(out)
                 rates.setdefault((name, traces), []).append(figures["rate"])
-                print(f"  round {round_ + 1} {name:<6} {traces:>2} trace(s): {row(figures)}")
+                print(f"  round {round_ + 1} {show(name, traces, figures)}")
     for traces in (64, 1):
         old = statistics.median(rates[("before", traces)])
         new = statistics.median(rates[("after", traces)])
@@ -141,6 +148,19 @@ def before_and_after(before: Path, rounds: int) -> None:
             f"  median on {traces:>2} trace(s): before {old:>9,.0f}/s, after {new:>9,.0f}/s"
             f" ({new / old:.2f}x)"
         )
+
+
+def before_and_after(before: Path, rounds: int) -> None:
+    """Group-commit appends of `before`'s store and of this one, in turns."""
+    print(f"durable appends with group commit, {before} (before) and {REPO} (after) in turns:")
+    in_turns(
+        before,
+        rounds,
+        lambda checkout, traces: [
+            *(sys.executable, __file__, "--holm", str(checkout), "--case", str(traces))
+        ],
+        lambda name, traces, figures: f"{name:<6} {traces:>2} trace(s): {row(figures)}",
+    )
 
 
 async def one_case(traces: int) -> None:

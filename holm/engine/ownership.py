@@ -14,6 +14,8 @@ it to that holmd (holm/http/forwarding.py). This module keeps the leases of this
   whose lease ran out, that a runtime of this holmd lists (a shared Docker Engine that
   every holmd reaches), is taken over: its trace is read, `adopted` recorded, its watcher
   started. One whose runtime this holmd does not reach is left to the holmd that does.
+  One whose box is removed in the log (deleted just before its holmd died), or has no
+  trace, has its lease row deleted: no runtime lists it, so nothing else would.
 - The events feed follows the store: what the other holmd append is folded into this
   one's feed (its seqs are a function of the entries, so every holmd's feed agrees).
 
@@ -185,6 +187,11 @@ class Ownership:
         expired = [box for box in await self.leases.expired() if not self._known(box)]
         if not expired:
             return 0
+        # No runtime lists a removed box: its lease would stay, looked at every beat.
+        gone = set(await self.leases.forget_removed(expired))
+        if gone:
+            log.info("forgot the leases of %d removed boxes: %s", len(gone), sorted(gone))
+            expired = [box for box in expired if box not in gone]
         taken = 0
         for name, runtime in self.engine.runtimes.items():
             try:

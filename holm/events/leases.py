@@ -16,12 +16,17 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from holm.wire.entries import BoxDeleted, BoxGone
+
 if TYPE_CHECKING:
     from holm.events.postgres import PostgresStore
     from holm.events.store import TraceStore
 
 # The database's now, in ms.
 _NOW = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+# How the line of an entry that removes a box begins (its tag is written first, codec.py):
+# a LIKE on these finds one without decoding every line of the trace.
+_REMOVING = [f'{{"kind":"{kind.__struct_config__.tag}",%' for kind in (BoxGone, BoxDeleted)]
 
 
 class Replica(msgspec.Struct, frozen=True):
@@ -130,6 +135,25 @@ class Leases:
             f"SELECT box FROM holm_box_leases WHERE expires_at_ms < {_NOW} ORDER BY box",
         )
         return [row["box"] for row in rows]
+
+    async def forget_removed(self, boxes: list[str]) -> list[str]:
+        """Delete the run-out leases, among `boxes`, of boxes that no longer exist: removed
+        in the log (`gone`, `box_deleted`: deleted just before their holder died, which
+        then never let go), or with no trace at all (their holder died before it recorded
+        `box_created`, or retention removed the trace). The boxes they were. A lease still
+        renewed is never touched: the check and the delete are one statement."""
+        rows = await self.store.query(
+            "forget the leases of removed boxes",
+            "DELETE FROM holm_box_leases l"
+            f" WHERE l.box = ANY($1::text[]) AND l.expires_at_ms < {_NOW}"
+            " AND (NOT EXISTS (SELECT 1 FROM holm_traces t WHERE t.trace = l.box)"
+            "  OR EXISTS (SELECT 1 FROM holm_entries e WHERE e.trace = l.box"
+            "   AND (e.line LIKE $2 OR e.line LIKE $3)))"
+            " RETURNING box",
+            boxes,
+            *_REMOVING,
+        )
+        return sorted(row["box"] for row in rows)
 
     async def others(self) -> list[Replica]:
         """The other replicas alive now."""

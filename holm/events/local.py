@@ -66,6 +66,7 @@ from holm.events.codec import (
     needs_spill,
     read_envelope,
 )
+from holm.events.group_commit import Append, AppendQueue
 from holm.events.pruning import KeepEntries, Layout, keep_none
 from holm.events.store import TraceInfo
 from holm.events.trace_file import (
@@ -138,15 +139,6 @@ class _Trace(msgspec.Struct):
         )
 
 
-class _Append:
-    __slots__ = ("entries", "future", "trace")
-
-    def __init__(self, trace: str, entries: Sequence[Entry], future: asyncio.Future[Any]):
-        self.trace = trace
-        self.entries = entries
-        self.future = future
-
-
 class _Work:
     """What the writer's thread does to one trace in one commit."""
 
@@ -215,7 +207,6 @@ class LocalStore:
         self.state_dir = state_dir
         self.keep_frames_secs = keep_frames_secs
         self.keep_entries_secs = keep_entries_secs
-        self.group_commit = group_commit
         for folder in (TRACES_DIR, BLOBS_DIR, FRAMES_DIR):
             (state_dir / folder).mkdir(parents=True, exist_ok=True)
         self._folder = str(state_dir / TRACES_DIR)
@@ -223,11 +214,9 @@ class LocalStore:
         self._blobs = BlobStore(state_dir / BLOBS_DIR, state_dir / FRAMES_DIR)
         self._traces: dict[str, _Trace] = {}
         self._loaded: asyncio.Future[None] | None = None
-        self._pending: list[_Append] = []
-        self._wake = asyncio.Event()
+        self._queue = AppendQueue(self._commit, group_commit=group_commit, name="holm-store-writer")
         # Held by whatever changes files: a commit, an index rebuild, a prune.
         self._write_lock = asyncio.Lock()
-        self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self._write_pool = ThreadPoolExecutor(1, thread_name_prefix="holm-store-write")
         # Concurrent fsyncs of several files share the file system's journal commits.
@@ -264,14 +253,7 @@ class LocalStore:
         if not entries:
             return []
         await self._load()
-        future: asyncio.Future[list[Entry]] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Append(trace, entries, future))
-        self._wake.set()
-        if self._writer is None:
-            self._writer = asyncio.create_task(self._write_forever(), name="holm-store-writer")
-        # A caller that stops waiting cancels the future, not the append: the writer writes
-        # what was queued (the step happened) and answers nobody.
-        return await future
+        return await self._queue.put(trace, entries)
 
     async def read(
         self, trace: str, after: int | None = None, limit: int = PAGE_MAX
@@ -350,9 +332,7 @@ class LocalStore:
         if self._closed:
             return
         self._closed = True
-        self._wake.set()
-        if self._writer is not None:
-            await self._writer
+        await self._queue.close()
         await self._in(self._write_pool, self._files.close_all)
         await self._checkpoint_done()
         if checkpoint and self._opened():
@@ -371,28 +351,10 @@ class LocalStore:
 
     # The writer
 
-    async def _write_forever(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._pending:
-                if self.group_commit:
-                    batch, self._pending = self._pending, []
-                else:
-                    batch = [self._pending.pop(0)]
-                try:
-                    await self._commit(batch)
-                except Exception as exc:
-                    # Never leave an append waiting for a writer that is gone.
-                    for append in batch:
-                        _fail(append.future, Internal(f"the trace store's writer failed: {exc}"))
-            if self._closed:
-                return
-
-    async def _commit(self, batch: list[_Append]) -> None:
+    async def _commit(self, batch: list[Append]) -> None:
         async with self._write_lock:
             works: dict[str, _Work] = {}
-            done: list[tuple[_Append, list[Entry]]] = []
+            done: list[tuple[Append, list[Entry]]] = []
             for append in batch:
                 work = works.get(append.trace)
                 if work is None:

@@ -39,6 +39,7 @@ from asyncpg.pool import PoolConnectionProxy
 from holm.errors import HolmError, Internal, Unavailable
 from holm.events.blobs import check_name
 from holm.events.codec import blob_refs, decode_lines, encode_entry, needs_spill
+from holm.events.group_commit import Append, AppendQueue
 from holm.events.objects import ObjectStore, blob_key, frame_key, frame_key_or_none
 from holm.events.pg_schema import OBJECTS_LOCK, STALE_SEQ, migrate
 from holm.events.pruning import KeepEntries, Layout, keep_none
@@ -69,20 +70,11 @@ class Change(msgspec.Struct, frozen=True):
     entry: Entry
 
 
-class _Append:
-    __slots__ = ("entries", "future", "trace")
-
-    def __init__(self, trace: str, entries: Sequence[Entry], future: asyncio.Future[Any]):
-        self.trace = trace
-        self.entries = entries
-        self.future = future
-
-
 class _Numbered:
     """A batch numbered from known next seqs, as holm_append takes it."""
 
     def __init__(self) -> None:
-        self.done: list[tuple[_Append, list[Entry]]] = []
+        self.done: list[tuple[Append, list[Entry]]] = []
         # trace -> [start, count, first_at_ms, last_at_ms]
         self.traces: dict[str, list[int]] = {}
         self.e_trace: list[str] = []
@@ -90,9 +82,11 @@ class _Numbered:
         self.e_at: list[int] = []
         self.e_line: list[str] = []
         self.e_refs: list[str | None] = []
+        # trace -> its (seq, at_ms, line), for RecentLines once committed.
+        self.lines: dict[str, list[tuple[int, int, str]]] = {}
         self.spills: dict[str, bytes] = {}
         # Appends that could not be encoded; and whether a line must spill (see _number).
-        self.failed: list[tuple[_Append, Exception]] = []
+        self.failed: list[tuple[Append, Exception]] = []
         self.needs_spill = False
 
     def args(self) -> list[Any]:
@@ -152,7 +146,6 @@ class PostgresStore:
     ) -> None:
         self.keep_frames_secs = keep_frames_secs
         self.keep_entries_secs = keep_entries_secs
-        self.group_commit = group_commit
         self.objects = objects
         self._url = url
         self._schema = schema
@@ -165,9 +158,7 @@ class PostgresStore:
         # database checks (another holmd may have appended since).
         self._next: dict[str, int] = {}
         self._recent = RecentLines()
-        self._pending: list[_Append] = []
-        self._wake = asyncio.Event()
-        self._writer: asyncio.Task[None] | None = None
+        self._queue = AppendQueue(self._commit, group_commit=group_commit, name="holm-pg-writer")
         self._closed = False
         # For bench/store_postgres.py and the tests.
         self.commits = 0
@@ -176,17 +167,13 @@ class PostgresStore:
     # TraceStore
 
     async def append(self, trace: str, entries: Sequence[Entry]) -> list[Entry]:
-        check_name("trace", trace)
+        if trace not in self._next:  # a name written once was checked then
+            check_name("trace", trace)
         if self._closed:
             raise Unavailable("the trace store is closed")
         if not entries:
             return []
-        future: asyncio.Future[list[Entry]] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Append(trace, entries, future))
-        self._wake.set()
-        if self._writer is None:
-            self._writer = asyncio.create_task(self._write_forever(), name="holm-pg-writer")
-        return await future
+        return await self._queue.put(trace, entries)
 
     async def read(
         self, trace: str, after: int | None = None, limit: int = PAGE_MAX
@@ -275,9 +262,7 @@ class PostgresStore:
         if self._closed:
             return
         self._closed = True
-        self._wake.set()
-        if self._writer is not None:
-            await self._writer
+        await self._queue.close()
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._conn.close(), 5)
@@ -391,27 +376,7 @@ class PostgresStore:
 
     # The writer
 
-    async def _write_forever(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._pending:
-                if self.group_commit:
-                    batch, self._pending = self._pending, []
-                else:
-                    batch = [self._pending.pop(0)]
-                try:
-                    await self._commit(batch)
-                except Exception as exc:
-                    failure = exc if isinstance(exc, HolmError) else Internal(str(exc))
-                    if not isinstance(exc, HolmError):
-                        log.exception("the postgres store's writer failed")
-                    for append in batch:
-                        _fail(append.future, failure)
-            if self._closed:
-                return
-
-    async def _commit(self, batch: list[_Append]) -> None:
+    async def _commit(self, batch: list[Append]) -> None:
         try:
             numbered = await self._commit_batch(batch)
         except BaseException:
@@ -423,19 +388,13 @@ class PostgresStore:
             raise
         for name, (start, count, _, _) in numbered.traces.items():
             self._next[name] = start + count
-        written: dict[str, list[tuple[int, int, str]]] = {}
-        lines_of = zip(
-            numbered.e_trace, numbered.e_seq, numbered.e_at, numbered.e_line, strict=True
-        )
-        for trace, seq, at_ms, line in lines_of:
-            written.setdefault(trace, []).append((seq, at_ms, line))
-        for trace, lines in written.items():
+        for trace, lines in numbered.lines.items():
             self._recent.add(trace, lines)
         for append, entries in numbered.done:
             if not append.future.done():
                 append.future.set_result(entries)
 
-    async def _commit_batch(self, batch: list[_Append]) -> _Numbered:
+    async def _commit_batch(self, batch: list[Append]) -> _Numbered:
         with _mapped("write"):
             conn = await self._writer_conn()
             unknown = sorted({a.trace for a in batch if a.trace not in self._next})
@@ -457,7 +416,7 @@ class PostgresStore:
             return numbered
 
     async def _commit_locked(
-        self, conn: asyncpg.Connection, batch: list[_Append], spills: bool
+        self, conn: asyncpg.Connection, batch: list[Append], spills: bool
     ) -> _Numbered:
         """Number (again) with the feed's lock held, so that no writer comes between, write
         the blobs, and commit."""
@@ -599,7 +558,7 @@ class PostgresStore:
         return len(prefix) - len(kept)
 
 
-def _number(batch: list[_Append], next_seqs: dict[str, int], spill: bool) -> _Numbered:
+def _number(batch: list[Append], next_seqs: dict[str, int], spill: bool) -> _Numbered:
     """Give the batch's entries their seqs, from `next_seqs`, and their lines. An append
     that cannot be encoded fails alone (in `failed`, for the loop to answer). Without
     `spill`, a line that must spill stops the numbering (`needs_spill`): it is done again
@@ -633,6 +592,7 @@ def _number(batch: list[_Append], next_seqs: dict[str, int], spill: bool) -> _Nu
             known = numbered.traces[append.trace]
         known[1] += len(entries)
         known[3] = entries[-1].at_ms
+        kept = numbered.lines.setdefault(append.trace, [])
         for entry, line in zip(entries, lines, strict=True):
             text = line[:-1].decode()
             numbered.e_trace.append(append.trace)
@@ -641,11 +601,12 @@ def _number(batch: list[_Append], next_seqs: dict[str, int], spill: bool) -> _Nu
             numbered.e_line.append(text)
             refs = blob_refs(line) if _BLOB_MARK in text else []
             numbered.e_refs.append(" ".join(refs) if refs else None)
+            kept.append((entry.seq, entry.at_ms, text))
         numbered.done.append((append, entries))
     return numbered
 
 
-def _fail_all(failed: list[tuple[_Append, Exception]]) -> None:
+def _fail_all(failed: list[tuple[Append, Exception]]) -> None:
     for append, exc in failed:
         _fail(append.future, exc)
 

@@ -12,7 +12,7 @@ trace's info and its last seq are given from here on the same terms.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from holm.events.store import TraceInfo
 
@@ -27,13 +27,22 @@ class RecentLines:
         # trace -> (seq, at_ms, line), an unbroken run of seqs.
         self._runs: OrderedDict[str, deque[tuple[int, int, str]]] = OrderedDict()
 
-    def add(self, trace: str, lines: Iterable[tuple[int, int, str]]) -> None:
+    def add(self, trace: str, lines: Sequence[tuple[int, int, str]]) -> None:
         """Lines just committed to `trace`, as (seq, at_ms, line), in seq order."""
-        for seq, at_ms, line in lines:
-            run = self._runs.get(trace)
-            if run is None or run[-1][0] != seq - 1:
-                run = self._runs[trace] = deque(maxlen=self.entries)
-            run.append((seq, at_ms, line))
+        run = self._runs.get(trace)
+        if (
+            run is not None
+            and lines
+            and run[-1][0] == lines[0][0] - 1
+            and lines[-1][0] - lines[0][0] == len(lines) - 1
+        ):
+            run.extend(lines)  # the usual commit: the run goes on unbroken
+        else:
+            for seq, at_ms, line in lines:
+                run = self._runs.get(trace)
+                if run is None or run[-1][0] != seq - 1:
+                    run = self._runs[trace] = deque(maxlen=self.entries)
+                run.append((seq, at_ms, line))
         self._runs.move_to_end(trace)
         while len(self._runs) > self.traces:
             self._runs.popitem(last=False)

@@ -16,6 +16,9 @@ from holm.events.objects import FileObjects
 from holm.events.postgres import PostgresStore
 from holm.events.shared_docs import SharedDoc
 from holm.events.shared_keys import Kept, SharedKeys
+from holm.wire.entries import BoxDeleted, BoxGone
+
+from .conftest import created, paused
 
 
 @pytest.fixture
@@ -103,3 +106,31 @@ async def test_a_shared_document_refuses_a_write_from_an_old_version(
     assert await b.write(1, b"two")
     assert not await a.write(1, b"three")
     assert await a.version() == 2
+
+
+async def test_the_leases_of_removed_boxes_are_forgotten_once_they_run_out(
+    two: tuple[PostgresStore, PostgresStore],
+) -> None:
+    # srv_a holds four boxes and dies: box_del was deleted and box_gone vanished just
+    # before (their leases never let go), box_new never got its box_created, box_live runs.
+    dead = Leases(two[0], "srv_a", "http://127.0.0.1:1", lease_ms=1)
+    other = Leases(two[1], "srv_b", "http://127.0.0.1:2", lease_ms=60_000)
+    for box in ("box_del", "box_gone", "box_new", "box_live"):
+        assert (await dead.claim(box)).taken
+    deleted = BoxDeleted(seq=-1, at_ms=2, actor="agent")
+    await two[0].append("box_del", [created("box_del"), deleted])
+    removed = BoxGone(seq=-1, at_ms=2, actor="system", reason="the runtime lost it")
+    await two[0].append("box_gone", [created("box_gone"), removed, paused()])
+    await two[0].append("box_live", [created("box_live"), paused()])
+    # A lease still renewed is never forgotten, whatever its trace says.
+    kept = Leases(two[1], "srv_c", "http://127.0.0.1:3", lease_ms=60_000)
+    assert (await kept.claim("box_kept")).taken
+    await two[1].append(
+        "box_kept", [created("box_kept"), BoxDeleted(seq=-1, at_ms=2, actor="agent")]
+    )
+    await asyncio.sleep(0.05)
+    everyone = ["box_del", "box_gone", "box_new", "box_live", "box_kept"]
+    assert await other.forget_removed(everyone) == ["box_del", "box_gone", "box_new"]
+    assert await other.expired() == ["box_live"]
+    assert (await other.holder("box_kept")) is not None
+    assert await other.forget_removed(everyone) == []

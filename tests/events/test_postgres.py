@@ -75,6 +75,22 @@ async def test_a_second_writer_of_a_trace_is_numbered_after_the_first(
     assert xs(read) == [0, 1, 2, 3]
 
 
+async def test_a_trace_another_store_pruned_away_starts_again_from_seq_zero(
+    two: tuple[PostgresStore, PostgresStore],
+) -> None:
+    pruner, writer = two
+    # Old entries (at_ms 1 000): the trace goes whole at the next prune.
+    await writer.append("box_1", [created(at_ms=1_000), clicked(1)])
+    report = await pruner.prune(now_ms())
+    assert report.boxes == 1
+    # `writer` last saw seq 1: the trace it would go on from is gone, so it numbers again.
+    again = await writer.append("box_1", [created(), clicked(2)])
+
+    assert [entry.seq for entry in again] == [0, 1]
+    assert writer.renumbered == 1
+    assert [entry.seq for entry in await pruner.read("box_1")] == [0, 1]
+
+
 async def test_two_stores_appending_to_one_trace_at_once_never_share_a_seq(
     two: tuple[PostgresStore, PostgresStore],
 ) -> None:
