@@ -28,7 +28,7 @@ import docker.errors
 
 from holm.adapters.agent_desktop import AgentDesktop
 from holm.adapters.agent_ready import await_agent
-from holm.adapters.base import STREAM_LIMIT, Desktop, Progress, Stream
+from holm.adapters.base import STREAM_LIMIT, Progress, Stream
 from holm.adapters.docker.engine_tls import (
     EngineAddress,
     engine_client,
@@ -52,7 +52,7 @@ from holm.adapters.docker.runtime import (
     container_name,
 )
 from holm.adapters.run_sockets import socket_name
-from holm.errors import BadRequest, ScreenUnavailable, Unsupported
+from holm.errors import BadRequest, Unsupported
 from holm.wire import agent_protocol as p
 from holm.wire.runtime import RuntimeSetup, Started, StreamKind
 from holm.wire.spec import MAX_SCREENS, Placement, Spec
@@ -76,9 +76,11 @@ def docker_remote_runtime(
     *,
     local_engine: Callable[[], docker.DockerClient | None] | None = None,
     base_image: str = DEFAULT_BASE_IMAGE,
+    chromium: bool = True,
 ) -> RemoteDockerRuntime:
     """The runtime of a vendor API setup; it reaches nothing yet. `local_engine` gives this
-    host's engine, when it has one, to send images from."""
+    host's engine, when it has one, to send images from; `chromium` false starts boxes
+    without it (tests that need no browser)."""
     extra = sorted(set(setup.fields) - FIELDS) + sorted(set(setup.secrets) - SECRETS)
     if extra:
         raise BadRequest(
@@ -100,6 +102,7 @@ def docker_remote_runtime(
         name=setup.name,
         local_engine=local_engine,
         base_image=base_image,
+        chromium=chromium,
     )
 
 
@@ -118,6 +121,7 @@ class RemoteDockerRuntime(DockerRuntime):
         local_engine: Callable[[], docker.DockerClient | None] | None = None,
         base_image: str = DEFAULT_BASE_IMAGE,
         ready_timeout_s: float = READY_TIMEOUT_S,
+        chromium: bool = True,
     ) -> None:
         self.address = address
         self._local_engine = local_engine
@@ -130,6 +134,7 @@ class RemoteDockerRuntime(DockerRuntime):
             base_image=base_image,
             arch="",
             ready_timeout_s=ready_timeout_s,
+            chromium=chromium,
         )
         self.images = Images(
             self.client,
@@ -269,6 +274,10 @@ class RemoteDockerRuntime(DockerRuntime):
 
     # Streams: an exec through the engine's API
 
+    async def _connect_agent(self, box_id: str, container: Any) -> AgentDesktop:
+        stream = await self.open_stream(box_id, "agent", limit=p.MAX_FRAME_BYTES)
+        return await self._desktops.adopt(box_id, stream)
+
     async def open_stream(
         self, box_id: str, kind: StreamKind, screen: int = 0, *, limit: int = STREAM_LIMIT
     ) -> Stream:
@@ -278,20 +287,6 @@ class RemoteDockerRuntime(DockerRuntime):
         return await open_exec_stream(
             self.address, container_name(box_id), path, _WHAT[kind], limit
         )
-
-    async def desktop(self, box_id: str) -> Desktop:
-        async with self._locks.connect(box_id):
-            live = self._desktops.live(box_id)
-            if live is not None and box_id not in self._paused:
-                return live
-            container = await self._call(self._get, box_id)
-            if container.status == "paused":
-                raise ScreenUnavailable(f"box {box_id} is paused; resume it first")
-            if container.status != "running":
-                raise ScreenUnavailable(f"box {box_id} is stopped; start it first")
-            self._paused.discard(box_id)
-            stream = await self.open_stream(box_id, "agent", limit=p.MAX_FRAME_BYTES)
-            return await self._desktops.adopt(box_id, stream)
 
 
 __all__ = ["BOX_NETWORK", "FIELDS", "SECRETS", "RemoteDockerRuntime", "docker_remote_runtime"]
