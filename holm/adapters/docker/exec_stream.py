@@ -68,6 +68,8 @@ while True:
 # Until the relay says it has connected: python3 starts in a loaded box.
 RELAY_TIMEOUT_S = 30.0
 STDERR_KEPT = 2000
+# `/_ping` answers `OK`.
+PING_LIMIT = 1 << 12
 _HEADER = struct.Struct(">BxxxI")
 
 
@@ -177,6 +179,26 @@ async def open_exec_stream(
     return protocol.reader, asyncio.StreamWriter(transport, protocol, protocol.reader, loop)
 
 
+async def ping(address: EngineAddress, within_s: float) -> None:
+    """Ask the engine `GET /_ping` on a connection of its own, all of it within `within_s`:
+    `Unavailable` when it does not answer so (not retryable when its TLS refused us). A
+    connection already open to a host that went away waits on TCP's retransmits, whose
+    backoff grows to minutes; a new one to a host that is gone fails or times out here."""
+    try:
+        async with asyncio.timeout(within_s):
+            transport, protocol = await _connect(address, PING_LIMIT)
+            try:
+                status, _ = await _request(transport, protocol, address, "/_ping", None)
+            finally:
+                transport.abort()
+    except TimeoutError:
+        raise Unavailable(
+            f"the Docker Engine at {address.host}:{address.port} did not answer in {within_s} s"
+        ) from None
+    if status != 200:
+        raise Unavailable(f"the Docker Engine at {address.host}:{address.port} answered {status}")
+
+
 async def _connect(address: EngineAddress, limit: int) -> tuple[asyncio.Transport, _ExecProtocol]:
     loop = asyncio.get_running_loop()
     try:
@@ -207,17 +229,18 @@ async def _request(
     protocol: _ExecProtocol,
     address: EngineAddress,
     path: str,
-    body: dict[str, Any],
+    body: dict[str, Any] | None,
     *,
     upgrade: bool = False,
 ) -> tuple[int, bytes]:
-    payload = json.dumps(body).encode()
+    """A POST of `body` as JSON, or a GET without one; the status and the answer's body."""
     head = [
-        f"POST /v{API_VERSION}{path} HTTP/1.1",
+        f"{'GET' if body is None else 'POST'} /v{API_VERSION}{path} HTTP/1.1",
         f"Host: {address.host}:{address.port}",
-        "Content-Type: application/json",
-        f"Content-Length: {len(payload)}",
     ]
+    payload = b"" if body is None else json.dumps(body).encode()
+    if body is not None:
+        head += ["Content-Type: application/json", f"Content-Length: {len(payload)}"]
     if upgrade:
         head += ["Connection: Upgrade", "Upgrade: tcp"]
     transport.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
@@ -286,4 +309,4 @@ async def _start_exec(
         raise _refusal(status, raw, exec_id)
 
 
-__all__ = ["RELAY", "open_exec_stream"]
+__all__ = ["RELAY", "open_exec_stream", "ping"]

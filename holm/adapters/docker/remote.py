@@ -35,7 +35,7 @@ from holm.adapters.docker.engine_tls import (
     parse_host,
     tls_context,
 )
-from holm.adapters.docker.exec_stream import open_exec_stream
+from holm.adapters.docker.exec_stream import open_exec_stream, ping
 from holm.adapters.docker.images import (
     DEFAULT_BASE_IMAGE,
     ImageInfo,
@@ -52,9 +52,9 @@ from holm.adapters.docker.runtime import (
     container_name,
 )
 from holm.adapters.run_sockets import socket_name
-from holm.errors import BadRequest, Unsupported
+from holm.errors import BadRequest, Unavailable, Unsupported
 from holm.wire import agent_protocol as p
-from holm.wire.runtime import RuntimeSetup, Started, StreamKind
+from holm.wire.runtime import RuntimeBox, RuntimeSetup, Started, StreamKind
 from holm.wire.spec import MAX_SCREENS, Placement, Spec
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,9 @@ SECRETS = {"ca", "cert", "key"}
 BOX_NETWORK = "holm-boxes"
 # Each poll for a new box's agent is an exec (a relay's python3 start): not every 20 ms.
 AGENT_POLL_S = 0.25
+# How long the engine's `/_ping` may take before the engine counts as gone (its boxes
+# `unreachable`): a connect to a host that is down fails at once or times out here.
+PROBE_TIMEOUT_S = 5.0
 _WHAT: dict[StreamKind, str] = {"agent": "agent", "vnc": "viewer", "devtools": "DevTools"}
 
 
@@ -122,8 +125,10 @@ class RemoteDockerRuntime(DockerRuntime):
         base_image: str = DEFAULT_BASE_IMAGE,
         ready_timeout_s: float = READY_TIMEOUT_S,
         chromium: bool = True,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> None:
         self.address = address
+        self.probe_timeout_s = probe_timeout_s
         self._local_engine = local_engine
         # The engine's architecture is asked at the first use, not while it is made.
         super().__init__(
@@ -170,6 +175,27 @@ class RemoteDockerRuntime(DockerRuntime):
     ) -> Started:
         await self._know_arch()
         return await super().create(box_id, spec, placement, owner=owner)
+
+    # A host that went away
+
+    async def list(self) -> list[RuntimeBox]:
+        """The boxes, once the engine answers a ping on a new connection within
+        `PROBE_TIMEOUT_S`. The reaper lists every `reap_secs`: that bounds how long a host
+        that went away goes unnoticed, and how long its boxes stay `unreachable` once it
+        is back."""
+        await self._probe()
+        return await super().list()
+
+    async def _probe(self) -> None:
+        try:
+            await ping(self.address, self.probe_timeout_s)
+        except Unavailable:
+            # What is open to the engine waits on TCP's retransmits, whose backoff grows
+            # to minutes: the SDK's pooled connections and the agents' exec streams are
+            # dropped, so that once the host is back every call connects anew.
+            await asyncio.to_thread(self.client.api.close)
+            await self._desktops.close()
+            raise
 
     # Images: sent from this host's engine
 
