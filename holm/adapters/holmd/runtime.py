@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +29,7 @@ from yarl import URL
 
 from holm.adapters.agent_desktop import AgentConnections, AgentDesktop
 from holm.adapters.base import STREAM_LIMIT, Desktop, Stream
+from holm.adapters.holmd.ws_stream import ws_stream
 from holm.errors import (
     ERRORS_BY_CODE,
     BadRequest,
@@ -43,7 +45,6 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
-from holm.streams import close_stream, stream_pair
 from holm.wire import agent_protocol as p
 from holm.wire.runtime import Capabilities, RuntimeBox, RuntimeSetup, Started, StreamKind
 from holm.wire.spec import Placement, Spec
@@ -171,7 +172,8 @@ class HolmRuntime:
         self._can = Capabilities(pause=True, stop=True)
         self._desktops = AgentConnections()
         self._paused: set[str] = set()
-        self._bridges: set[asyncio.Task[None]] = set()
+        # The streams handed out, each ended when the runtime closes.
+        self._streams: weakref.WeakSet[asyncio.StreamWriter] = weakref.WeakSet()
 
     def __repr__(self) -> str:
         return f"HolmRuntime({self.name!r}, {self.url!r})"
@@ -400,23 +402,15 @@ class HolmRuntime:
             raise _refused(self.name, box_id, kind, exc.status) from None
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise self._unreachable(exc) from None
-        try:
-            ours, theirs = await stream_pair(limit)
-            here = await asyncio.open_unix_connection(sock=theirs, limit=limit)
-        except BaseException:
-            await ws.close()
-            raise
-        task = asyncio.ensure_future(_bridge(ws, here))
-        self._bridges.add(task)
-        task.add_done_callback(self._bridges.discard)
-        return ours
+        stream = ws_stream(ws, limit)
+        self._streams.add(stream[1])
+        return stream
 
     async def close(self) -> None:
         await self._desktops.close()
-        for task in list(self._bridges):
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        for writer in list(self._streams):
+            writer.transport.abort()
+        self._streams.clear()
         if self._session is not None:
             await self._session.close()
 
@@ -434,35 +428,6 @@ def _refused(name: str, box_id: str, kind: str, status: int) -> HolmError:
             return Unavailable(what + ": check its api_key", retryable=False)
         case _:
             return Transport(what)
-
-
-async def _bridge(ws: aiohttp.ClientWebSocketResponse, stream: Stream) -> None:
-    """Pump the WebSocket's binary messages into `stream` and back until either ends."""
-    reader, writer = stream
-
-    async def to_stream() -> None:
-        async for message in ws:
-            if message.type != aiohttp.WSMsgType.BINARY:
-                return
-            writer.write(message.data)
-            await writer.drain()
-
-    async def to_ws() -> None:
-        while chunk := await reader.read(1 << 20):
-            await ws.send_bytes(chunk)
-
-    tasks = [asyncio.ensure_future(to_stream()), asyncio.ensure_future(to_ws())]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
-        with contextlib.suppress(Exception):
-            await ws.close()
-        await close_stream(stream)
 
 
 __all__ = ["HolmRuntime", "holm_runtime"]
