@@ -3,11 +3,11 @@ network namespace, kits/remote_dockerd.py), added with `POST /v1/runtimes`. One 
 made from the image this host's engine sends there (the far engine starts empty), driven
 through the engine's TLS API only: actions, exec, frames, a viewer through the front's relay
 and Playwright through its DevTools relay, a fork that replays it there, a person's takeover
-through the control viewer, recorded, and a recording of its screen; a far host that goes away makes the box
-`unreachable` and its actions `503` until it is back; wrong certificates are a clear error
-no retry fixes; and no secret's bytes are in any answer, event, trace, log line or file of
-the server's. A restarted server has the runtime and adopts the box. Removing the box (at
-the end) removes its container there."""
+through the control viewer, recorded, and a recording of its screen; a far host that goes
+away makes the box `unreachable` and its actions `503` until it is back; wrong certificates
+are a clear error no retry fixes; and no secret's bytes are in any answer, event, trace, log
+line or file of the server's. A restarted server has the runtime and adopts the box.
+Removing the box (at the end) removes its container there."""
 
 from __future__ import annotations
 

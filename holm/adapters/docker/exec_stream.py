@@ -35,17 +35,26 @@ from holm.adapters.docker.engine_tls import (
 from holm.errors import HolmError, NotFound, ScreenUnavailable, Transport, Unavailable
 from holm.streams import Stream
 
-# The relay in the box: the socket's path is its argument. One thread polling both sides:
-# a thread each way would hand the GIL over at every message, which a click pays for. It
-# ends when either side ends (this side closed the stream, or the socket's closed it).
+# The relay in the box: the socket's path is its argument, and how long to wait for it to
+# accept (seconds; a new box's agent binds it a while after the container starts), the
+# second: one exec that waits in the box, not an exec (a python3 start, on a box that is
+# starting) every poll. One thread polling both sides: a thread each way would hand the GIL
+# over at every message, which a click pays for. It ends when either side ends (this side
+# closed the stream, or the socket's closed it).
 RELAY = """\
-import os, select, socket, sys
-s = socket.socket(socket.AF_UNIX)
-try:
-    s.connect(sys.argv[1])
-except OSError as e:
-    sys.stderr.write(f"{sys.argv[1]}: {e.strerror or e}")
-    sys.exit(1)
+import os, select, socket, sys, time
+end = time.monotonic() + float(sys.argv[2])
+while True:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(sys.argv[1])
+        break
+    except OSError as e:
+        s.close()
+        if time.monotonic() >= end:
+            sys.stderr.write(f"{sys.argv[1]}: {e.strerror or e}")
+            sys.exit(1)
+        time.sleep(0.02)
 os.write(1, b"+")
 p = select.poll()
 p.register(0, select.POLLIN)
@@ -153,20 +162,26 @@ class _ExecProtocol(asyncio.StreamReaderProtocol):
 
 
 async def open_exec_stream(
-    address: EngineAddress, container: str, socket_path: str, what: str, limit: int
+    address: EngineAddress,
+    container: str,
+    socket_path: str,
+    what: str,
+    limit: int,
+    *,
+    wait_s: float = 0.0,
 ) -> Stream:
     """A stream to `socket_path` in `container` (its name or id); `what` names the socket in
     errors. `Unavailable` when the engine cannot be reached (not retryable when its TLS
     refused us: a retry cannot fix a certificate), `NotFound` when it has no such
     container, `ScreenUnavailable` when the container does not run, `Transport` when nobody
-    listens on the socket."""
+    listens on the socket (within `wait_s`, in the box)."""
     transport, protocol = await _connect(address, limit)
     try:
-        exec_id = await _create_exec(transport, protocol, address, container, socket_path)
+        exec_id = await _create_exec(transport, protocol, address, container, socket_path, wait_s)
         await _start_exec(transport, protocol, address, exec_id)
         protocol.upgrade()
         try:
-            first = await asyncio.wait_for(protocol.reader.read(1), RELAY_TIMEOUT_S)
+            first = await asyncio.wait_for(protocol.reader.read(1), RELAY_TIMEOUT_S + wait_s)
         except TimeoutError:
             raise Transport(f"the box's {what} did not answer in time") from None
         if first != b"+":
@@ -283,6 +298,7 @@ async def _create_exec(
     address: EngineAddress,
     container: str,
     socket_path: str,
+    wait_s: float,
 ) -> str:
     body = {
         "AttachStdin": True,
@@ -290,7 +306,7 @@ async def _create_exec(
         "AttachStderr": True,
         "Tty": False,
         "User": "root",
-        "Cmd": ["python3", "-I", "-c", RELAY, socket_path],
+        "Cmd": ["python3", "-I", "-c", RELAY, socket_path, str(wait_s)],
     }
     path = f"/containers/{container}/exec"
     status, raw = await _request(transport, protocol, address, path, body)

@@ -64,8 +64,10 @@ SECRETS = {"ca", "cert", "key"}
 # The engine's bridge network for boxes with the network: no traffic between its
 # containers (`enable_icc` off), so a box reaches no other box.
 BOX_NETWORK = "holm-boxes"
-# Each poll for a new box's agent is an exec (a relay's python3 start): not every 20 ms.
-AGENT_POLL_S = 0.25
+# Each poll for a new box's agent is an exec (a relay's python3 start) that waits up to
+# this long in the box for the agent's socket, then the runtime asks whether the box still
+# runs (a box that ended is not waited for to the end).
+AGENT_WAIT_S = 2.0
 # How long the engine's `/_ping` may take before the engine counts as gone (its boxes
 # `unreachable`): a connect to a host that is down fails at once or times out here.
 PROBE_TIMEOUT_S = 5.0
@@ -275,22 +277,22 @@ class RemoteDockerRuntime(DockerRuntime):
 
     async def _await_ready(self, box_id: str, run_dir: Path, screens: int) -> Started:
         async def connect() -> AgentDesktop:
-            stream = await self.open_stream(box_id, "agent", limit=p.MAX_FRAME_BYTES)
+            stream = await open_exec_stream(
+                self.address,
+                container_name(box_id),
+                f"{BOX_RUN}/{socket_name('agent', 0)}",
+                _WHAT["agent"],
+                p.MAX_FRAME_BYTES,
+                wait_s=AGENT_WAIT_S,
+            )
             return AgentDesktop(*stream)
-
-        async def poll() -> AgentDesktop:
-            try:
-                return await connect()
-            except BaseException:
-                await asyncio.sleep(AGENT_POLL_S)
-                raise
 
         desktop = await await_agent(
             box_id,
-            poll,
+            connect,
             self.ready_timeout_s,
             check_alive=lambda: self._check_running(box_id),
-            check_every_s=1.0,
+            check_every_s=AGENT_WAIT_S,
             logs=lambda: self._logs_tail(box_id),
         )
         self._desktops.keep(box_id, desktop)
