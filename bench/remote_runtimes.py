@@ -5,11 +5,12 @@ its `docker` runtime) and on one of a remote `docker` runtime (a second dockerd 
 namespace of this machine, over TLS: tests/kits/remote_dockerd.py), in one run, interleaved.
 The remote engine starts empty: the image is sent there first (`POST …/image`), timed.
 
-    .venv/bin/python bench/remote_runtimes.py [--clicks 100] [--boxes 3] [--chromium]
+    .venv/bin/python bench/remote_runtimes.py [--clicks 100] [--boxes 3] [--runs 3]
 
 Both servers are `holmd` in processes of their own on 127.0.0.1 (ports of 16100-16199),
-each with its own state dir; the Docker Engine is scripts/dockerd-up's. Without
-`--chromium` the boxes are Xvfb and openbox only (the click's path is the same).
+each with its own state dir; the Docker Engine is scripts/dockerd-up's. The boxes are
+the default spec's (Chromium on each). `--runs` measures that many rounds of clicks on the
+same boxes, one after the other, each printed: how far the p50s move on this machine.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clicks", type=int, default=100)
     parser.add_argument("--boxes", type=int, default=3)
+    # Runs of clicks on the same boxes, one after the other: the spread of the p50s.
+    parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     up = subprocess.run([str(REPO / "scripts/dockerd-up")], capture_output=True, text=True)
     if up.returncode != 0:
@@ -131,25 +134,28 @@ def main() -> None:
                         boxes[way] = view["id"]
                     else:
                         remove(front_url, view["id"])
-            clicks: dict[str, list[float]] = {way: [] for way in ways}
-            for _ in range(args.clicks):
-                for way in ways:
-                    path = f"/v1/boxes/{boxes[way]}/screens/0/actions"
-                    began = time.perf_counter()
-                    done = front.json("POST", path, CLICK)
-                    clicks[way].append(time.perf_counter() - began)
-                    assert done["results"][0]["ok"], done
             for way in ways:
                 print(f"create → ready, {labels[way]}: {p50(made[way])} ({args.boxes} boxes)")
-            for way in ways:
-                print(f"a recorded click, {labels[way]}: {p50(clicks[way])} ({args.clicks})")
-            for way in ways[1:]:
-                over = statistics.median(clicks[way]) - statistics.median(clicks["docker"])
-                least = min(clicks[way]) - min(clicks["docker"])
-                print(
-                    f"{labels[way]}'s overhead on a click: {over * 1000:.2f} ms (p50 - p50), "
-                    f"{least * 1000:.2f} ms (min - min)"
-                )
+            for run in range(1, args.runs + 1):
+                clicks: dict[str, list[float]] = {way: [] for way in ways}
+                for _ in range(args.clicks):
+                    for way in ways:
+                        path = f"/v1/boxes/{boxes[way]}/screens/0/actions"
+                        began = time.perf_counter()
+                        done = front.json("POST", path, CLICK)
+                        clicks[way].append(time.perf_counter() - began)
+                        assert done["results"][0]["ok"], done
+                load = os.getloadavg()[0]
+                print(f"run {run} of {args.runs} (load average {load:.1f}):")
+                for way in ways:
+                    print(f"  a recorded click, {labels[way]}: {p50(clicks[way])} ({args.clicks})")
+                for way in ways[1:]:
+                    over = statistics.median(clicks[way]) - statistics.median(clicks["docker"])
+                    least = min(clicks[way]) - min(clicks["docker"])
+                    print(
+                        f"  {labels[way]}'s overhead on a click: {over * 1000:.2f} ms "
+                        f"(p50 - p50), {least * 1000:.2f} ms (min - min)"
+                    )
         finally:
             front.close()
             for box in boxes.values():

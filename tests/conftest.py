@@ -1,8 +1,9 @@
 """What every part of the suite may share: one Docker Engine for the whole run, started by
 scripts/dockerd-up when none answers (and stopped at the end only if this run started it),
-and one PostgreSQL and one SeaweedFS (store_kit), each started by the first test that asks
-for it; none is started for a run that needs none; and the time bound of the tests that use
-the Docker Engine."""
+one second engine standing for one on another host (kits/remote_dockerd.py: the box image
+is sent to it once a run), and one PostgreSQL and one SeaweedFS (store_kit), each started
+by the first test that asks for it; none is started for a run that needs none; and the time
+bound of the tests that use the Docker Engine."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 import docker
 import pytest
 from hypothesis import settings
+from kits.remote_dockerd import RemoteEngine, remote_engine
 from runtime_kit import docker_engine
 from store_kit import pg_server, s3_server
 
@@ -41,7 +43,13 @@ def docker_client() -> Iterator[docker.DockerClient]:
         yield client
 
 
-__all__ = ["docker_client", "pg_server", "s3_server"]
+@pytest.fixture(scope="session")
+def remote_docker_engine() -> Iterator[RemoteEngine]:
+    with remote_engine() as engine:
+        yield engine
+
+
+__all__ = ["docker_client", "pg_server", "remote_docker_engine", "s3_server"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -127,15 +127,26 @@ async def runtime_named(
         case "remote_docker":
             assert docker_client is not None and remote is not None, "two Docker Engines"
             await built_image(docker_client, state_dir / "docker", server_id)
-            setup = RuntimeSetup(
-                name="far",
-                provider="docker",
-                fields={"host": remote.host},
-                secrets=remote.client.secrets(),
-            )
-            yield docker_remote_runtime(
-                setup, state_dir / f"far-{server_id}", server_id, local_engine=docker.from_env
-            )
+            yield remote_docker(remote, state_dir, server_id)
+
+
+def remote_docker(
+    remote: RemoteEngine, state_dir: Path, server_id: str, *, chromium: bool = True
+) -> Runtime:
+    """Provider `docker` on `remote`, its image sent from this host's engine."""
+    setup = RuntimeSetup(
+        name="far",
+        provider="docker",
+        fields={"host": remote.host},
+        secrets=remote.client.secrets(),
+    )
+    return docker_remote_runtime(
+        setup,
+        state_dir / f"far-{server_id}",
+        server_id,
+        local_engine=docker.from_env,
+        chromium=chromium,
+    )
 
 
 @contextlib.asynccontextmanager
@@ -144,6 +155,7 @@ async def runtimes_named(
     state_dir: Path,
     server_id: str,
     docker_client: docker.DockerClient | None = None,
+    remote: RemoteEngine | None = None,
     *,
     chromium: bool = True,
 ) -> AsyncIterator[Callable[[], Runtime]]:
@@ -156,7 +168,7 @@ async def runtimes_named(
     world = MemoryWorld()
     async with contextlib.AsyncExitStack() as stack:
         back: str | None = None
-        if name == "docker":
+        if name in ("docker", "remote_docker"):
             assert docker_client is not None, "a docker runtime needs the Docker Engine"
             await built_image(docker_client, state_dir / "docker", server_id)
         if name == "holm":
@@ -187,6 +199,9 @@ async def runtimes_named(
                     runtime = DockerRuntime(
                         state_dir / "docker", server_id, client=docker_client, chromium=chromium
                     )
+                case "remote_docker":
+                    assert remote is not None, "a second Docker Engine"
+                    runtime = remote_docker(remote, state_dir, server_id, chromium=chromium)
                 case _:
                     raise ValueError(f"no runtime {name!r}")
             made.append(runtime)

@@ -311,8 +311,9 @@ class AgentConnections:
     async def close(self) -> None:
         desktops = list(self._desktops.values())
         self._desktops.clear()
-        for desktop in desktops:
-            await desktop.close()
+        # At once: a connection to a host that went away may wait out TLS's close (a
+        # bound of seconds each), and a runtime of many boxes would wait those one by one.
+        await asyncio.gather(*(desktop.close() for desktop in desktops))
 
 
 __all__ = ["AgentConnections", "AgentDesktop", "HolmError"]

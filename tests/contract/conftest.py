@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from kits.remote_dockerd import RemoteEngine, remote_engine
 from runtime_kit import Box, runtime_named
 
 from holm.adapters.features import WAYLAND_WITHOUT
@@ -27,12 +26,6 @@ WAYLAND_SPEC = Spec(
         features=[f for f in default_features("wayland") if f not in WAYLAND_WITHOUT],
     )
 )
-
-
-@pytest.fixture(scope="session")
-def remote_docker_engine() -> Iterator[RemoteEngine]:
-    with remote_engine() as engine:
-        yield engine
 
 
 @pytest.fixture(scope="session")

@@ -31,16 +31,8 @@ RUNTIMES = [
     "holm",
     pytest.param("local", marks=pytest.mark.desktop),
     pytest.param("docker", marks=[pytest.mark.desktop, pytest.mark.docker]),
+    pytest.param("remote_docker", marks=[pytest.mark.desktop, pytest.mark.docker]),
 ]
-
-
-def holm_lacks(why: str) -> pytest.MarkDecorator:
-    """The runtimes, the holm runtime (a box of another holmd) marked as failing this
-    behaviour today, strictly: the test says so until the runtime keeps it."""
-    holm = pytest.param("holm", marks=pytest.mark.xfail(strict=True, reason=why))
-    return pytest.mark.parametrize(
-        "new_runtime", [r if r != "holm" else holm for r in RUNTIMES], indirect=True
-    )
 
 
 @pytest_asyncio.fixture(params=RUNTIMES)
@@ -48,9 +40,11 @@ async def new_runtime(request: pytest.FixtureRequest, state_dir: Path) -> AsyncI
     """New runtime objects of the parameter's runtime over the same boxes (no Chromium:
     nothing here needs a page); every box they made is removed at the end."""
     name: str = request.param
-    client = request.getfixturevalue("docker_client") if name == "docker" else None
+    dockers = name in ("docker", "remote_docker")
+    client = request.getfixturevalue("docker_client") if dockers else None
+    remote = request.getfixturevalue("remote_docker_engine") if name == "remote_docker" else None
     server_id = f"contract-{uuid.uuid4().hex[:8]}"
-    async with runtimes_named(name, state_dir, server_id, client, chromium=False) as new:
+    async with runtimes_named(name, state_dir, server_id, client, remote, chromium=False) as new:
         yield new
 
 
@@ -113,7 +107,6 @@ async def test_a_paused_box_can_be_stopped(new_runtime: NewRuntime) -> None:
     assert await state_of(runtime, box_id) == "running"
 
 
-@holm_lacks("a create under the ID of a box it has is not refused")
 async def test_the_steps_a_state_does_not_allow_are_refused(new_runtime: NewRuntime) -> None:
     runtime = new_runtime()
     box_id = new_id()
@@ -135,7 +128,6 @@ async def test_the_steps_a_state_does_not_allow_are_refused(new_runtime: NewRunt
     assert await state_of(runtime, box_id) == "running"
 
 
-@holm_lacks("deleting a box it does not have answers not_found, not nothing")
 async def test_a_box_it_does_not_have_is_not_found(new_runtime: NewRuntime) -> None:
     runtime = new_runtime()
     box_id = new_id()
@@ -146,7 +138,6 @@ async def test_a_box_it_does_not_have_is_not_found(new_runtime: NewRuntime) -> N
     await runtime.delete(box_id)
 
 
-@holm_lacks("deleting a box it does not have answers not_found, not nothing")
 async def test_delete_removes_the_box(new_runtime: NewRuntime) -> None:
     runtime = new_runtime()
     box_id = new_id()
@@ -158,7 +149,6 @@ async def test_delete_removes_the_box(new_runtime: NewRuntime) -> None:
     await runtime.delete(box_id)
 
 
-@holm_lacks("a new runtime object lists the box without its placement and owner")
 async def test_a_new_runtime_object_adopts_the_boxes_of_the_last(
     new_runtime: NewRuntime,
 ) -> None:

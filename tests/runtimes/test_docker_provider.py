@@ -2,14 +2,17 @@
 network namespace, kits/remote_dockerd.py), added with `POST /v1/runtimes`. One box on it,
 made from the image this host's engine sends there (the far engine starts empty), driven
 through the engine's TLS API only: actions, exec, frames, a viewer through the front's relay
-and Playwright through its DevTools relay; a far host that goes away makes the box
-`unreachable` and its actions `503` until it is back; wrong certificates are a clear error
-no retry fixes; and no secret's bytes are in any answer, event, trace, log line or file of
-the server's. A restarted server has the runtime and adopts the box. Removing the box (at
-the end) removes its container there."""
+and Playwright through its DevTools relay, a fork that replays it there, a person's takeover
+through the control viewer, recorded, and a recording of its screen; a far host that goes
+away makes the box `unreachable` and its actions `503` until it is back; wrong certificates
+are a clear error no retry fixes; and no secret's bytes are in any answer, event, trace, log
+line or file of the server's. A restarted server has the runtime and adopts the box.
+Removing the box (at the end) removes its container there."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
@@ -17,20 +20,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 import pytest_asyncio
+import yarl
 from http_kit import Client, error_of, ok_json
-from kits.remote_dockerd import Credentials, RemoteEngine, remote_engine
+from kits.remote_dockerd import Credentials, RemoteEngine
 from page_kit import page
+from PIL import ImageChops
 from playwright.async_api import async_playwright
-from runtime_kit import SESSION_SPEC, docker_engine
+from runtime_kit import SESSION_SPEC
 from vendor_kit import front_server
+from video_kit import ANIMATED, frame_at, probe
+from viewer_kit import PAGE_URL, bridge, vnc_do
 
 from holm.adapters.docker.runtime import DockerRuntime
 
 pytestmark = [pytest.mark.docker, pytest.mark.asyncio(loop_scope="module")]
 
 CONFIRM = {"x-holm-confirm-delete": "true"}
+TITLE = {"actions": [{"type": "evaluate", "what": {"expression": "document.title"}}]}
+# Long enough for a recording of the animated page to hold different pictures.
+RECORD_FOR_S = 2.0
 
 
 def docker_vendor(name: str, engine: RemoteEngine, credentials: Credentials) -> dict[str, Any]:
@@ -87,11 +98,17 @@ def logs_kept() -> Iterator[Kept]:
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def far(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Far]:
-    """This host's engine with the session's image (what is sent), the far engine, and a
-    front server with the far engine added as runtime `far` and one box on it."""
+async def far(
+    tmp_path_factory: pytest.TempPathFactory,
+    docker_client: docker.DockerClient,
+    remote_docker_engine: RemoteEngine,
+) -> AsyncIterator[Far]:
+    """This host's engine with the session's image (what is sent), the far engine (the
+    session's), and a front server with the far engine added as runtime `far` and one box
+    on it."""
     state_dir = tmp_path_factory.mktemp("front")
-    with docker_engine() as here, remote_engine() as engine, logs_kept() as kept:
+    here, engine = docker_client, remote_docker_engine
+    with logs_kept() as kept:
         local = DockerRuntime(state_dir / "local-boxes", "t", client=here)
         assert (await local.build_image(SESSION_SPEC)).state is None
         servers = contextlib.AsyncExitStack()
@@ -190,6 +207,92 @@ async def test_playwright_through_the_front_devtools_relay_drives_the_far_browse
             assert "Far host" in titles, titles
         finally:
             await browser.close()
+
+
+async def trace_of(far: Far, box: str) -> list[dict[str, Any]]:
+    entries = (await ok_json(await far.front.get(f"/v1/boxes/{box}/trace")))["entries"]
+    far.answers.append(str(entries))
+    return list(entries)
+
+
+async def test_a_fork_of_the_far_box_replays_its_trace_on_the_far_engine(far: Far) -> None:
+    acted = [e for e in await trace_of(far, far.box) if e["kind"] == "acted"]
+    forked = await ok_json(await far.front.post(f"/v1/boxes/{far.box}/fork", json={}))
+    new = forked["box"]["id"]
+    try:
+        assert forked["box"]["runtime"] == "far" and forked["box"]["state"] == "ready"
+        report = forked["replay"]
+        assert report["stopped_at"] is None and report["ok"] == report["attempted"] >= len(acted)
+        again = [e for e in await trace_of(far, new) if e["kind"] == "acted"]
+        assert [(e["action"], e["ok"]) for e in again] == [(e["action"], e["ok"]) for e in acted]
+        # The fork's browser, on the far engine, ended on the page the box's did.
+        titled = await ok_json(
+            await far.front.post(f"/v1/boxes/{new}/screens/0/actions", json=TITLE)
+        )
+        assert titled["results"][0]["value"]["value"] == "Far host", titled
+    finally:
+        removed = await far.front.delete(f"/v1/boxes/{new}", headers=CONFIRM)
+        assert removed.status in (200, 204), await removed.text()
+
+
+async def test_a_person_takes_the_far_screen_over_and_what_they_do_is_recorded(
+    far: Far,
+) -> None:
+    screen = f"/v1/boxes/{far.box}/screens/0"
+    opened = await act(far, [{"type": "open_url", "url": PAGE_URL}])
+    assert opened["results"][0]["ok"] is True
+    before = len(await trace_of(far, far.box))
+    taken = await ok_json(await far.front.post(f"{screen}/takeover", json={"shared": False}))
+    assert taken["exclusive"] is True
+    click = {"actions": [{"type": "click", "at": {"x": 10, "y": 10}}]}
+    refused = await far.front.post(f"{screen}/actions", json=click)
+    assert "person" in await error_of(refused, 409, "denied")
+
+    ticket = yarl.URL(taken["url"]).query["ticket"]
+    socket = f"{screen}/viewer/socket?ticket={ticket}&mode=control"
+    steps = [("mouseMove", (300, 200)), ("mousePress", (1,)), ("keyPress", ("z",))]
+    async with bridge(far.front, socket) as port:
+        await asyncio.to_thread(vnc_do, port, steps)
+    person: list[dict[str, Any]] = []
+    for _ in range(100):
+        entries = (await trace_of(far, far.box))[before:]
+        person = [e for e in entries if e["actor"] == "person" and e["kind"] == "acted"]
+        if len(person) >= 2:
+            break
+        await asyncio.sleep(0.1)
+    assert [e["action"] for e in person] == [
+        {"type": "click", "at": {"x": 300, "y": 200}},
+        {"type": "type"},
+    ]
+    given = await far.front.delete(f"{screen}/takeover")
+    assert await ok_json(given) == {"screen": 0, "taken_over": False}
+    # The far page got the person's click and key; the agent drives it again.
+    titled = await act(far, TITLE["actions"])
+    assert titled["results"][0]["value"]["value"] == "c1kz", titled
+
+
+async def test_seconds_recorded_on_the_far_box_are_an_mp4_fetched_through_its_files(
+    far: Far, tmp_path: Path
+) -> None:
+    await act(far, [{"type": "open_url", "url": ANIMATED}])
+    url = f"/v1/boxes/{far.box}/screens/0/recording"
+    started = await ok_json(await far.front.post(url, json={"fps": 5}))
+    await asyncio.sleep(RECORD_FOR_S)
+    stopped = await ok_json(await far.front.delete(url))
+    assert started["recording"] and not stopped["recording"]
+    assert stopped["path"] == started["path"] and stopped["path"].endswith(".mp4")
+    got = await ok_json(
+        await far.front.get(f"/v1/boxes/{far.box}/files", params={"path": stopped["path"]})
+    )
+    video = tmp_path / "far.mp4"
+    video.write_bytes(base64.b64decode(got["contents_base64"]))
+    found = probe(video)
+    assert "mp4" in found["format_name"] and found["codec_name"] == "h264"
+    assert (found["width"], found["height"]) == (1280, 800)
+    first, last = (frame_at(video, s) for s in (0.2, found["duration"] - 0.2))
+    assert ImageChops.difference(first, last).getbbox() is not None
+    kinds = [e["action"]["type"] for e in await trace_of(far, far.box) if e["kind"] == "acted"]
+    assert kinds[-2:] == ["record", "record"], kinds[-4:]
 
 
 async def test_wrong_certificates_are_a_clear_error_that_no_retry_fixes(far: Far) -> None:

@@ -35,17 +35,26 @@ from holm.adapters.docker.engine_tls import (
 from holm.errors import HolmError, NotFound, ScreenUnavailable, Transport, Unavailable
 from holm.streams import Stream
 
-# The relay in the box: the socket's path is its argument. One thread polling both sides:
-# a thread each way would hand the GIL over at every message, which a click pays for. It
-# ends when either side ends (this side closed the stream, or the socket's closed it).
+# The relay in the box: the socket's path is its argument, and how long to wait for it to
+# accept (seconds; a new box's agent binds it a while after the container starts), the
+# second: one exec that waits in the box, not an exec (a python3 start, on a box that is
+# starting) every poll. One thread polling both sides: a thread each way would hand the GIL
+# over at every message, which a click pays for. It ends when either side ends (this side
+# closed the stream, or the socket's closed it).
 RELAY = """\
-import os, select, socket, sys
-s = socket.socket(socket.AF_UNIX)
-try:
-    s.connect(sys.argv[1])
-except OSError as e:
-    sys.stderr.write(f"{sys.argv[1]}: {e.strerror or e}")
-    sys.exit(1)
+import os, select, socket, sys, time
+end = time.monotonic() + float(sys.argv[2])
+while True:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(sys.argv[1])
+        break
+    except OSError as e:
+        s.close()
+        if time.monotonic() >= end:
+            sys.stderr.write(f"{sys.argv[1]}: {e.strerror or e}")
+            sys.exit(1)
+        time.sleep(0.02)
 os.write(1, b"+")
 p = select.poll()
 p.register(0, select.POLLIN)
@@ -68,6 +77,8 @@ while True:
 # Until the relay says it has connected: python3 starts in a loaded box.
 RELAY_TIMEOUT_S = 30.0
 STDERR_KEPT = 2000
+# `/_ping` answers `OK`.
+PING_LIMIT = 1 << 12
 _HEADER = struct.Struct(">BxxxI")
 
 
@@ -151,20 +162,26 @@ class _ExecProtocol(asyncio.StreamReaderProtocol):
 
 
 async def open_exec_stream(
-    address: EngineAddress, container: str, socket_path: str, what: str, limit: int
+    address: EngineAddress,
+    container: str,
+    socket_path: str,
+    what: str,
+    limit: int,
+    *,
+    wait_s: float = 0.0,
 ) -> Stream:
     """A stream to `socket_path` in `container` (its name or id); `what` names the socket in
     errors. `Unavailable` when the engine cannot be reached (not retryable when its TLS
     refused us: a retry cannot fix a certificate), `NotFound` when it has no such
     container, `ScreenUnavailable` when the container does not run, `Transport` when nobody
-    listens on the socket."""
+    listens on the socket (within `wait_s`, in the box)."""
     transport, protocol = await _connect(address, limit)
     try:
-        exec_id = await _create_exec(transport, protocol, address, container, socket_path)
+        exec_id = await _create_exec(transport, protocol, address, container, socket_path, wait_s)
         await _start_exec(transport, protocol, address, exec_id)
         protocol.upgrade()
         try:
-            first = await asyncio.wait_for(protocol.reader.read(1), RELAY_TIMEOUT_S)
+            first = await asyncio.wait_for(protocol.reader.read(1), RELAY_TIMEOUT_S + wait_s)
         except TimeoutError:
             raise Transport(f"the box's {what} did not answer in time") from None
         if first != b"+":
@@ -175,6 +192,26 @@ async def open_exec_stream(
         raise
     loop = asyncio.get_running_loop()
     return protocol.reader, asyncio.StreamWriter(transport, protocol, protocol.reader, loop)
+
+
+async def ping(address: EngineAddress, within_s: float) -> None:
+    """Ask the engine `GET /_ping` on a connection of its own, all of it within `within_s`:
+    `Unavailable` when it does not answer so (not retryable when its TLS refused us). A
+    connection already open to a host that went away waits on TCP's retransmits, whose
+    backoff grows to minutes; a new one to a host that is gone fails or times out here."""
+    try:
+        async with asyncio.timeout(within_s):
+            transport, protocol = await _connect(address, PING_LIMIT)
+            try:
+                status, _ = await _request(transport, protocol, address, "/_ping", None)
+            finally:
+                transport.abort()
+    except TimeoutError:
+        raise Unavailable(
+            f"the Docker Engine at {address.host}:{address.port} did not answer in {within_s} s"
+        ) from None
+    if status != 200:
+        raise Unavailable(f"the Docker Engine at {address.host}:{address.port} answered {status}")
 
 
 async def _connect(address: EngineAddress, limit: int) -> tuple[asyncio.Transport, _ExecProtocol]:
@@ -207,17 +244,18 @@ async def _request(
     protocol: _ExecProtocol,
     address: EngineAddress,
     path: str,
-    body: dict[str, Any],
+    body: dict[str, Any] | None,
     *,
     upgrade: bool = False,
 ) -> tuple[int, bytes]:
-    payload = json.dumps(body).encode()
+    """A POST of `body` as JSON, or a GET without one; the status and the answer's body."""
     head = [
-        f"POST /v{API_VERSION}{path} HTTP/1.1",
+        f"{'GET' if body is None else 'POST'} /v{API_VERSION}{path} HTTP/1.1",
         f"Host: {address.host}:{address.port}",
-        "Content-Type: application/json",
-        f"Content-Length: {len(payload)}",
     ]
+    payload = b"" if body is None else json.dumps(body).encode()
+    if body is not None:
+        head += ["Content-Type: application/json", f"Content-Length: {len(payload)}"]
     if upgrade:
         head += ["Connection: Upgrade", "Upgrade: tcp"]
     transport.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
@@ -260,6 +298,7 @@ async def _create_exec(
     address: EngineAddress,
     container: str,
     socket_path: str,
+    wait_s: float,
 ) -> str:
     body = {
         "AttachStdin": True,
@@ -267,7 +306,7 @@ async def _create_exec(
         "AttachStderr": True,
         "Tty": False,
         "User": "root",
-        "Cmd": ["python3", "-I", "-c", RELAY, socket_path],
+        "Cmd": ["python3", "-I", "-c", RELAY, socket_path, str(wait_s)],
     }
     path = f"/containers/{container}/exec"
     status, raw = await _request(transport, protocol, address, path, body)
@@ -286,4 +325,4 @@ async def _start_exec(
         raise _refusal(status, raw, exec_id)
 
 
-__all__ = ["RELAY", "open_exec_stream"]
+__all__ = ["RELAY", "open_exec_stream", "ping"]

@@ -28,14 +28,14 @@ import docker.errors
 
 from holm.adapters.agent_desktop import AgentDesktop
 from holm.adapters.agent_ready import await_agent
-from holm.adapters.base import STREAM_LIMIT, Desktop, Progress, Stream
+from holm.adapters.base import STREAM_LIMIT, Progress, Stream
 from holm.adapters.docker.engine_tls import (
     EngineAddress,
     engine_client,
     parse_host,
     tls_context,
 )
-from holm.adapters.docker.exec_stream import open_exec_stream
+from holm.adapters.docker.exec_stream import open_exec_stream, ping
 from holm.adapters.docker.images import (
     DEFAULT_BASE_IMAGE,
     ImageInfo,
@@ -52,9 +52,9 @@ from holm.adapters.docker.runtime import (
     container_name,
 )
 from holm.adapters.run_sockets import socket_name
-from holm.errors import BadRequest, ScreenUnavailable, Unsupported
+from holm.errors import BadRequest, Unavailable, Unsupported
 from holm.wire import agent_protocol as p
-from holm.wire.runtime import RuntimeSetup, Started, StreamKind
+from holm.wire.runtime import RuntimeBox, RuntimeSetup, Started, StreamKind
 from holm.wire.spec import MAX_SCREENS, Placement, Spec
 
 log = logging.getLogger(__name__)
@@ -64,8 +64,13 @@ SECRETS = {"ca", "cert", "key"}
 # The engine's bridge network for boxes with the network: no traffic between its
 # containers (`enable_icc` off), so a box reaches no other box.
 BOX_NETWORK = "holm-boxes"
-# Each poll for a new box's agent is an exec (a relay's python3 start): not every 20 ms.
-AGENT_POLL_S = 0.25
+# Each poll for a new box's agent is an exec (a relay's python3 start) that waits up to
+# this long in the box for the agent's socket, then the runtime asks whether the box still
+# runs (a box that ended is not waited for to the end).
+AGENT_WAIT_S = 2.0
+# How long the engine's `/_ping` may take before the engine counts as gone (its boxes
+# `unreachable`): a connect to a host that is down fails at once or times out here.
+PROBE_TIMEOUT_S = 5.0
 _WHAT: dict[StreamKind, str] = {"agent": "agent", "vnc": "viewer", "devtools": "DevTools"}
 
 
@@ -76,9 +81,11 @@ def docker_remote_runtime(
     *,
     local_engine: Callable[[], docker.DockerClient | None] | None = None,
     base_image: str = DEFAULT_BASE_IMAGE,
+    chromium: bool = True,
 ) -> RemoteDockerRuntime:
     """The runtime of a vendor API setup; it reaches nothing yet. `local_engine` gives this
-    host's engine, when it has one, to send images from."""
+    host's engine, when it has one, to send images from; `chromium` false starts boxes
+    without it (tests that need no browser)."""
     extra = sorted(set(setup.fields) - FIELDS) + sorted(set(setup.secrets) - SECRETS)
     if extra:
         raise BadRequest(
@@ -100,6 +107,7 @@ def docker_remote_runtime(
         name=setup.name,
         local_engine=local_engine,
         base_image=base_image,
+        chromium=chromium,
     )
 
 
@@ -118,8 +126,11 @@ class RemoteDockerRuntime(DockerRuntime):
         local_engine: Callable[[], docker.DockerClient | None] | None = None,
         base_image: str = DEFAULT_BASE_IMAGE,
         ready_timeout_s: float = READY_TIMEOUT_S,
+        chromium: bool = True,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> None:
         self.address = address
+        self.probe_timeout_s = probe_timeout_s
         self._local_engine = local_engine
         # The engine's architecture is asked at the first use, not while it is made.
         super().__init__(
@@ -130,6 +141,7 @@ class RemoteDockerRuntime(DockerRuntime):
             base_image=base_image,
             arch="",
             ready_timeout_s=ready_timeout_s,
+            chromium=chromium,
         )
         self.images = Images(
             self.client,
@@ -165,6 +177,27 @@ class RemoteDockerRuntime(DockerRuntime):
     ) -> Started:
         await self._know_arch()
         return await super().create(box_id, spec, placement, owner=owner)
+
+    # A host that went away
+
+    async def list(self) -> list[RuntimeBox]:
+        """The boxes, once the engine answers a ping on a new connection within
+        `PROBE_TIMEOUT_S`. The reaper lists every `reap_secs`: that bounds how long a host
+        that went away goes unnoticed, and how long its boxes stay `unreachable` once it
+        is back."""
+        await self._probe()
+        return await super().list()
+
+    async def _probe(self) -> None:
+        try:
+            await ping(self.address, self.probe_timeout_s)
+        except Unavailable:
+            # What is open to the engine waits on TCP's retransmits, whose backoff grows
+            # to minutes: the SDK's pooled connections and the agents' exec streams are
+            # dropped, so that once the host is back every call connects anew.
+            await asyncio.to_thread(self.client.api.close)
+            await self._desktops.close()
+            raise
 
     # Images: sent from this host's engine
 
@@ -244,22 +277,22 @@ class RemoteDockerRuntime(DockerRuntime):
 
     async def _await_ready(self, box_id: str, run_dir: Path, screens: int) -> Started:
         async def connect() -> AgentDesktop:
-            stream = await self.open_stream(box_id, "agent", limit=p.MAX_FRAME_BYTES)
+            stream = await open_exec_stream(
+                self.address,
+                container_name(box_id),
+                f"{BOX_RUN}/{socket_name('agent', 0)}",
+                _WHAT["agent"],
+                p.MAX_FRAME_BYTES,
+                wait_s=AGENT_WAIT_S,
+            )
             return AgentDesktop(*stream)
-
-        async def poll() -> AgentDesktop:
-            try:
-                return await connect()
-            except BaseException:
-                await asyncio.sleep(AGENT_POLL_S)
-                raise
 
         desktop = await await_agent(
             box_id,
-            poll,
+            connect,
             self.ready_timeout_s,
             check_alive=lambda: self._check_running(box_id),
-            check_every_s=1.0,
+            check_every_s=AGENT_WAIT_S,
             logs=lambda: self._logs_tail(box_id),
         )
         self._desktops.keep(box_id, desktop)
@@ -268,6 +301,10 @@ class RemoteDockerRuntime(DockerRuntime):
         return self._desktop_of(container.labels, screens)
 
     # Streams: an exec through the engine's API
+
+    async def _connect_agent(self, box_id: str, container: Any) -> AgentDesktop:
+        stream = await self.open_stream(box_id, "agent", limit=p.MAX_FRAME_BYTES)
+        return await self._desktops.adopt(box_id, stream)
 
     async def open_stream(
         self, box_id: str, kind: StreamKind, screen: int = 0, *, limit: int = STREAM_LIMIT
@@ -278,20 +315,6 @@ class RemoteDockerRuntime(DockerRuntime):
         return await open_exec_stream(
             self.address, container_name(box_id), path, _WHAT[kind], limit
         )
-
-    async def desktop(self, box_id: str) -> Desktop:
-        async with self._locks.connect(box_id):
-            live = self._desktops.live(box_id)
-            if live is not None and box_id not in self._paused:
-                return live
-            container = await self._call(self._get, box_id)
-            if container.status == "paused":
-                raise ScreenUnavailable(f"box {box_id} is paused; resume it first")
-            if container.status != "running":
-                raise ScreenUnavailable(f"box {box_id} is stopped; start it first")
-            self._paused.discard(box_id)
-            stream = await self.open_stream(box_id, "agent", limit=p.MAX_FRAME_BYTES)
-            return await self._desktops.adopt(box_id, stream)
 
 
 __all__ = ["BOX_NETWORK", "FIELDS", "SECRETS", "RemoteDockerRuntime", "docker_remote_runtime"]

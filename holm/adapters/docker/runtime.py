@@ -44,7 +44,7 @@ import msgspec
 import requests.exceptions
 
 from holm.adapters.agent_command import agent_command
-from holm.adapters.agent_desktop import AgentConnections
+from holm.adapters.agent_desktop import AgentConnections, AgentDesktop
 from holm.adapters.agent_ready import await_agent
 from holm.adapters.base import STREAM_LIMIT, Desktop, Progress, Stream
 from holm.adapters.box_locks import BoxLocks
@@ -451,9 +451,7 @@ class DockerRuntime:
             if container.status != "running":
                 raise ScreenUnavailable(f"box {box_id} is stopped; start it first")
             self._paused.discard(box_id)
-            run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
-            # A socket that cannot be reached is `Transport` (the client says so).
-            return await self._desktops.connect(box_id, run_dir / "agent.sock")
+            return await self._connect_agent(box_id, container)
 
     async def install_apps(self, box_id: str, apps: Mapping[str, Sequence[str]]) -> None:
         """apt-get in the running container, through its own network: a box without the
@@ -529,6 +527,12 @@ class DockerRuntime:
     def _desktop_of(self, labels: dict[str, str], screens: int) -> Started:
         run_dir = labels.get(LABEL_RUN_DIR)
         return _desktop_at(Path(run_dir), screens) if run_dir else Started()
+
+    async def _connect_agent(self, box_id: str, container: Any) -> AgentDesktop:
+        """A new connection to the running box's agent, through its socket in the run
+        folder; one that cannot be reached is `Transport` (the client says so)."""
+        run_dir = Path(container.labels.get(LABEL_RUN_DIR) or self._run_dir(box_id))
+        return await self._desktops.connect(box_id, run_dir / "agent.sock")
 
     def _end_pasta(self, container: Any) -> None:
         if container.labels.get(LABEL_RUN_DIR):

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,9 +29,11 @@ from yarl import URL
 
 from holm.adapters.agent_desktop import AgentConnections, AgentDesktop
 from holm.adapters.base import STREAM_LIMIT, Desktop, Stream
+from holm.adapters.holmd.ws_stream import ws_stream
 from holm.errors import (
     ERRORS_BY_CODE,
     BadRequest,
+    Denied,
     ErrorBody,
     Gone,
     HolmError,
@@ -43,7 +45,6 @@ from holm.errors import (
     Unavailable,
     Unsupported,
 )
-from holm.streams import close_stream, stream_pair
 from holm.wire import agent_protocol as p
 from holm.wire.runtime import Capabilities, RuntimeBox, RuntimeSetup, Started, StreamKind
 from holm.wire.spec import Placement, Spec
@@ -91,40 +92,58 @@ def holm_runtime(setup: RuntimeSetup, folder: Path, server_id: str | None) -> Ho
     )
 
 
+class _Kept(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What this server keeps of one of its boxes there: the other server's ID, and what
+    that server does not know as this one does (its placement here, its owner here)."""
+
+    remote: str
+    placement: Placement | None = None
+    owner: str | None = None
+
+
+_kept_decoder = msgspec.json.Decoder(dict[str, _Kept])
+
+
 class _BoxIds:
-    """This server's box IDs → the other server's, kept in a file (written whole)."""
+    """This server's box IDs → what it keeps of each, in a file (written whole)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._ids: dict[str, str] | None = None
+        self._ids: dict[str, _Kept] | None = None
 
-    def _load(self) -> dict[str, str]:
+    def _load(self) -> dict[str, _Kept]:
         if self._ids is None:
             try:
-                self._ids = dict(json.loads(self.path.read_text()))
+                self._ids = _kept_decoder.decode(self.path.read_bytes())
             except FileNotFoundError:
                 self._ids = {}
         return self._ids
 
-    def get(self, box_id: str) -> str:
-        remote = self._load().get(box_id)
-        if remote is None:
+    def has(self, box_id: str) -> bool:
+        return box_id in self._load()
+
+    def kept(self, box_id: str) -> _Kept:
+        kept = self._load().get(box_id)
+        if kept is None:
             raise NotFound(f"the {self.path.parent.name} runtime has no box {box_id}")
-        return remote
+        return kept
 
-    def ours(self) -> dict[str, str]:
-        """The other server's box IDs → this server's."""
-        return {remote: box for box, remote in self._load().items()}
+    def get(self, box_id: str) -> str:
+        return self.kept(box_id).remote
 
-    def put(self, box_id: str, remote: str | None) -> None:
+    def ours(self) -> dict[str, tuple[str, _Kept]]:
+        """The other server's box IDs → this server's, and what it keeps of each."""
+        return {kept.remote: (box, kept) for box, kept in self._load().items()}
+
+    def put(self, box_id: str, kept: _Kept | None) -> None:
         ids = self._load()
-        if remote is None:
+        if kept is None:
             ids.pop(box_id, None)
         else:
-            ids[box_id] = remote
+            ids[box_id] = kept
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-        partial.write_text(json.dumps(ids, sort_keys=True))
+        partial.write_bytes(msgspec.json.encode(ids, order="sorted"))
         os.replace(partial, self.path)
 
 
@@ -153,7 +172,8 @@ class HolmRuntime:
         self._can = Capabilities(pause=True, stop=True)
         self._desktops = AgentConnections()
         self._paused: set[str] = set()
-        self._bridges: set[asyncio.Task[None]] = set()
+        # The streams handed out, each ended when the runtime closes.
+        self._streams: weakref.WeakSet[asyncio.StreamWriter] = weakref.WeakSet()
 
     def __repr__(self) -> str:
         return f"HolmRuntime({self.name!r}, {self.url!r})"
@@ -234,9 +254,12 @@ class HolmRuntime:
             persistent=placement.persistent,
             profile=profile,
         )
+        if await asyncio.to_thread(self._ids.has, box_id):
+            raise BadRequest(f"the {self.name} runtime already has a box {box_id}")
         body = {"spec": msgspec.to_builtins(spec), "placement": msgspec.to_builtins(theirs)}
         view = await self._api("POST", "/v1/boxes", body, headers={"idempotency-key": box_id})
-        await asyncio.to_thread(self._ids.put, box_id, view["id"])
+        kept = _Kept(remote=view["id"], placement=placement, owner=owner)
+        await asyncio.to_thread(self._ids.put, box_id, kept)
         try:
             started = await self._await_ready(box_id)
             await self._refresh_can()
@@ -270,7 +293,15 @@ class HolmRuntime:
         return Started(viewer_urls=[f"holm:{self.name}/{remote}/{i}" for i in range(screens)])
 
     async def _lifecycle(self, box_id: str, verb: str) -> dict[str, Any]:
-        view: dict[str, Any] = await self._api("POST", f"/v1/boxes/{self._ids.get(box_id)}/{verb}")
+        try:
+            view: dict[str, Any] = await self._api(
+                "POST", f"/v1/boxes/{self._ids.get(box_id)}/{verb}"
+            )
+        except ScreenUnavailable as exc:
+            # The other server's API refuses a step the box's state does not allow as
+            # its clients see it (409 screen_unavailable); to the engine a runtime says
+            # `Denied`, as every runtime does.
+            raise Denied(str(exc)) from None
         return view
 
     async def pause(self, box_id: str) -> None:
@@ -278,6 +309,9 @@ class HolmRuntime:
         self._paused.add(box_id)
 
     async def resume(self, box_id: str) -> None:
+        # The other server's `resume` also starts a stopped box: a runtime's does not.
+        if (await self._remote_box(box_id)).get("state") == "stopped":
+            raise Denied(f"box {box_id} is stopped; start it rather than resume it")
         await self._lifecycle(box_id, "resume")
         self._paused.discard(box_id)
 
@@ -290,12 +324,15 @@ class HolmRuntime:
         # The other server's `resume` brings a stopped box back with a new desktop.
         view = await self._remote_box(box_id)
         if view.get("state") != "stopped":
-            raise BadRequest(f"box {box_id} is {view.get('state')}; only a stopped box starts")
+            raise Denied(f"box {box_id} is {view.get('state')}; stop it before starting it again")
         await self._lifecycle(box_id, "resume")
         return await self._await_ready(box_id)
 
     async def delete(self, box_id: str) -> None:
         await self._desktops.drop(box_id)
+        if not await asyncio.to_thread(self._ids.has, box_id):
+            # Deleting what is not there is not an error: a retried delete succeeds.
+            return
         remote = self._ids.get(box_id)
         with contextlib.suppress(NotFound, Gone):
             await self._api("DELETE", f"/v1/boxes/{remote}", headers={CONFIRM_DELETE: "true"})
@@ -309,10 +346,11 @@ class HolmRuntime:
         ours = await asyncio.to_thread(self._ids.ours)
         boxes: list[RuntimeBox] = []
         for view in listed.get("boxes", []):
-            box_id = ours.get(view.get("id"))
+            mine = ours.get(view.get("id"))
             state = _STATES.get(view.get("state", ""))
-            if box_id is None or state is None:
+            if mine is None or state is None:
                 continue
+            box_id, kept = mine
             screens = len(view.get("viewer_urls") or []) or 1
             started = self._started(box_id, screens) if state != "stopped" else Started()
             boxes.append(
@@ -321,6 +359,8 @@ class HolmRuntime:
                     state=state,
                     server_id=self.server_id,
                     spec=msgspec.convert(view["spec"], Spec) if view.get("spec") else None,
+                    placement=kept.placement,
+                    owner=kept.owner,
                     created_at_ms=view.get("created_at_ms"),
                     viewer_urls=started.viewer_urls,
                 )
@@ -362,23 +402,15 @@ class HolmRuntime:
             raise _refused(self.name, box_id, kind, exc.status) from None
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise self._unreachable(exc) from None
-        try:
-            ours, theirs = await stream_pair(limit)
-            here = await asyncio.open_unix_connection(sock=theirs, limit=limit)
-        except BaseException:
-            await ws.close()
-            raise
-        task = asyncio.ensure_future(_bridge(ws, here))
-        self._bridges.add(task)
-        task.add_done_callback(self._bridges.discard)
-        return ours
+        stream = ws_stream(ws, limit)
+        self._streams.add(stream[1])
+        return stream
 
     async def close(self) -> None:
         await self._desktops.close()
-        for task in list(self._bridges):
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        for writer in list(self._streams):
+            writer.transport.abort()
+        self._streams.clear()
         if self._session is not None:
             await self._session.close()
 
@@ -396,35 +428,6 @@ def _refused(name: str, box_id: str, kind: str, status: int) -> HolmError:
             return Unavailable(what + ": check its api_key", retryable=False)
         case _:
             return Transport(what)
-
-
-async def _bridge(ws: aiohttp.ClientWebSocketResponse, stream: Stream) -> None:
-    """Pump the WebSocket's binary messages into `stream` and back until either ends."""
-    reader, writer = stream
-
-    async def to_stream() -> None:
-        async for message in ws:
-            if message.type != aiohttp.WSMsgType.BINARY:
-                return
-            writer.write(message.data)
-            await writer.drain()
-
-    async def to_ws() -> None:
-        while chunk := await reader.read(1 << 20):
-            await ws.send_bytes(chunk)
-
-    tasks = [asyncio.ensure_future(to_stream()), asyncio.ensure_future(to_ws())]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
-        with contextlib.suppress(Exception):
-            await ws.close()
-        await close_stream(stream)
 
 
 __all__ = ["HolmRuntime", "holm_runtime"]
