@@ -22,7 +22,6 @@ Without a postgres store there is one holmd and this passes every request throug
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -38,6 +37,7 @@ from holm.wire.api import BoxList
 
 from .middlewares import check_host, check_same_origin
 from .routing import ACCESS, ENGINE, json_response, route_of
+from .socket_relay import relay_sockets
 
 log = logging.getLogger(__name__)
 
@@ -176,31 +176,8 @@ async def _relay_socket(request: web.Request, url: str, me: str) -> web.StreamRe
         compress=False,
     )
     await client.prepare(request)
-    tasks = [
-        asyncio.ensure_future(_pump(client, upstream)),
-        asyncio.ensure_future(_pump(upstream, client)),
-    ]
-    await asyncio.wait(tasks, return_when="FIRST_COMPLETED")
-    for task in tasks:
-        task.cancel()
-    with contextlib.suppress(Exception):
-        await upstream.close()
-    with contextlib.suppress(Exception):
-        await client.close()
+    await relay_sockets(client, upstream)
     return client
-
-
-async def _pump(
-    source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
-    sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
-) -> None:
-    async for message in source:
-        if message.type == aiohttp.WSMsgType.TEXT:
-            await sink.send_str(message.data)
-        elif message.type == aiohttp.WSMsgType.BINARY:
-            await sink.send_bytes(message.data)
-        else:
-            break
 
 
 async def _every_replicas_boxes(request: web.Request, handler: Handler) -> web.StreamResponse:
