@@ -1,15 +1,18 @@
 """Figures of several holmd on one PostgreSQL (docs/scale.md#replicas), in one run. Prints
 numbers; asserts nothing.
 
-    .venv/bin/python bench/replicas.py [--kills 10] [--skip-take-over]
+    .venv/bin/python bench/replicas.py [--kills 10] [--skip-take-over] [--clicks-only]
 
 Starts a private PostgreSQL (scripts/postgres-up, under /tmp, on a free loopback port) and
 real holmd processes (tests/kits/holmd.py) on it, blobs and frames in one shared folder
 (`HOLM_BLOB_URL=file://…`, as a bucket would be), and stops everything at the end.
 
 - A recorded click through a holmd that does not own the box beside one through its
-  owner: the median and p90 of one click each (in-memory runtime: what is measured is
-  the server's path, recording included, not a desktop), and the difference.
+  owner, one of each in turn: the median and p90 of one click each (in-memory runtime:
+  what is measured is the server's path, recording included, not a desktop), the
+  difference, and the forwarding holmd's processor time a click. Beside it the floor of
+  one hop on this machine: a bare aiohttp answer asked directly and through a bare
+  aiohttp process that sends requests on (`--clicks-only`: these alone).
 - Three holmd against one: actions/s from 32 clients on 12 boxes (in-memory runtime),
   the boxes made through each holmd in turn and each client sending to every holmd in
   turn (so two of three requests are forwarded), beside one holmd with every box and

@@ -7,7 +7,9 @@ sent there), A with a warm pool and B without (docs/scale.md#replicas):
   it as they are on A; `list_boxes` through B lists A's boxes too;
 - each holmd keeps its own spares: `GET /v1/runtimes/{name}` shows the pool of the holmd
   that answers, and names it; a create through B, which has no pool, works (cold), and
-  is driven through A; a create through A takes A's spare."""
+  is driven through A; a create through A is A's;
+- a request sent on to a holmd that does not run the box (its sender's idea of the owner
+  is old) is answered 421, naming the holmd that does."""
 
 from __future__ import annotations
 
@@ -153,3 +155,21 @@ async def pool_ready(http: aiohttp.ClientSession, server: Holmd) -> Any:
             return view
         await asyncio.sleep(0.1)
     raise AssertionError(f"the pool did not fill: {view}")
+
+
+async def test_a_holmd_sent_a_request_for_a_box_it_does_not_run_names_the_one_that_does(
+    pair: tuple[Holmd, Holmd], http: aiohttp.ClientSession
+) -> None:
+    a, b = pair
+    box = (await ok(await http.post(f"{b.url}/v1/boxes", json={})))["id"]
+    # As a holmd whose idea of the owner is old sends it: A does not serve it, and says
+    # whose it is (the sender then asks the database again and sends it there).
+    sent_on = {"x-holm-forwarded-by": server_id_of(b.state_dir)}
+    answer = await http.get(f"{a.url}/v1/boxes/{box}", headers=sent_on)
+    assert answer.status == 421
+    assert answer.headers["x-holm-not-mine"] == server_id_of(b.state_dir)
+    # Sent by a client, it is forwarded to B as any request.
+    assert (await ok(await http.get(f"{a.url}/v1/boxes/{box}")))["id"] == box
+    await ok(
+        await http.delete(f"{b.url}/v1/boxes/{box}", headers={"x-holm-confirm-delete": "true"})
+    )
