@@ -9,13 +9,17 @@ sent there), A with a warm pool and B without (docs/scale.md#replicas):
   that answers, and names it; a create through B, which has no pool, works (cold), and
   is driven through A; a create through A is A's;
 - a request sent on to a holmd that does not run the box (its sender's idea of the owner
-  is old) is answered 421, naming the holmd that does."""
+  is old) is answered 421, naming the holmd that does;
+- a body over what a forwarding holmd reads first streams through to the owner whole,
+  with its length or chunked."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
-from collections.abc import Iterator
+from base64 import b64decode, b64encode
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import aiohttp
@@ -173,3 +177,32 @@ async def test_a_holmd_sent_a_request_for_a_box_it_does_not_run_names_the_one_th
     await ok(
         await http.delete(f"{b.url}/v1/boxes/{box}", headers={"x-holm-confirm-delete": "true"})
     )
+
+
+async def test_a_large_body_streams_through_to_the_holmd_that_runs_the_box(
+    pair: tuple[Holmd, Holmd], http: aiohttp.ClientSession
+) -> None:
+    a, b = pair
+    box = (await ok(await http.post(f"{b.url}/v1/boxes", json={})))["id"]
+    files = f"{a.url}/v1/boxes/{box}/files"
+    # Over the size a forwarding holmd reads before sending on: streamed, once with its
+    # length and once chunked (no length said).
+    for name, size in (("long.bin", 1_200_000), ("chunked.bin", 900_000)):
+        data = secrets.token_bytes(size)
+        body = json.dumps({"path": f"/tmp/{name}", "contents_base64": b64encode(data).decode()})
+        sent: bytes | AsyncIterator[bytes] = body.encode()
+        if name == "chunked.bin":
+            sent = in_pieces(body.encode())
+        headers = {"Content-Type": "application/json"}
+        saved = await ok(await http.put(files, data=sent, headers=headers))
+        assert saved["size"] == size
+        read = await ok(await http.get(files, params={"path": f"/tmp/{name}"}))
+        assert b64decode(read["contents_base64"]) == data
+    await ok(
+        await http.delete(f"{b.url}/v1/boxes/{box}", headers={"x-holm-confirm-delete": "true"})
+    )
+
+
+async def in_pieces(body: bytes) -> AsyncIterator[bytes]:
+    for start in range(0, len(body), 256 * 1024):
+        yield body[start : start + 256 * 1024]
