@@ -1,5 +1,6 @@
-"""The replicas' rows (holm/events/leases.py, shared_keys.py, shared_docs.py) on a real
-PostgreSQL: two holmd's views of one database, as two stores on one schema."""
+"""The replicas' rows (holm/events/leases.py, shared_keys.py, shared_docs.py, and the
+workspaces kept in a shared document) on a real PostgreSQL: two holmd's views of one
+database, as two stores on one schema."""
 
 from __future__ import annotations
 
@@ -103,3 +104,22 @@ async def test_a_shared_document_refuses_a_write_from_an_old_version(
     assert await b.write(1, b"two")
     assert not await a.write(1, b"three")
     assert await a.version() == 2
+
+
+async def test_a_key_made_through_another_holmd_right_after_a_look_is_known_at_once(
+    two: tuple[PostgresStore, PostgresStore], tmp_path: Path
+) -> None:
+    from holm.http.workspaces import Workspaces
+
+    here, there = (Workspaces.load(tmp_path / name) for name in ("here", "there"))
+    for workspaces, store in ((here, two[0]), (there, two[1])):
+        workspaces.path.parent.mkdir()
+        await workspaces.share(SharedDoc(store, "workspaces"))
+    await here.refresh()  # a look (the periodic one) just before the key is made
+    made = await there.create_workspace("team")
+    key = await there.create_key(made.id)
+    assert here.workspace_of(key.key) is None
+    # What a request with an unknown key does: a look, even within half a second of the
+    # last (it waits for its turn rather than being refused).
+    await here.refresh(at_most_every=0.5)
+    assert here.workspace_of(key.key) == made.id
