@@ -296,8 +296,13 @@ def unreachable(owner: Replica, exc: BaseException) -> Unavailable:
 
 
 async def replica_session(app: web.Application) -> AsyncIterator[None]:
-    """The client this holmd forwards with (one pool of connections to the others)."""
+    """The client this holmd forwards with: one pool of kept-alive connections per other
+    holmd, with no cap (aiohttp's default of 100 in all would queue the requests of many
+    clients behind each other: each client's own connection to this holmd already
+    bounds how many are under way), each kept a minute after its last request so that
+    a client's next click finds it open."""
     session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
         auto_decompress=False,
     )
