@@ -36,7 +36,7 @@ from holm.errors import BadCredential, BadRequest, Denied, Gone, HolmError, NotF
 from holm.events.leases import Replica
 from holm.wire.api import BoxList
 
-from .middlewares import check_host, check_same_origin
+from .middlewares import MisdirectedHost, check_host, check_same_origin, error_response
 from .routing import ACCESS, ENGINE, json_response, route_of
 from .socket_relay import relay_sockets
 
@@ -97,7 +97,10 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
             holder = await ownership.leases.holder(box_id)
             if holder is not None and holder.owner != ownership.me:
                 # The forwarding holmd's idea of the owner is old: it looks again.
-                return web.Response(status=421, headers={NOT_MINE: holder.owner})
+                misdirected = MisdirectedHost(f"box {box_id} is run by holmd {holder.owner}")
+                answer = error_response(misdirected, request)
+                answer.headers[NOT_MINE] = holder.owner
+                return answer
         return await handler(request)
     if request.method == "GET" and request.path == "/v1/boxes":
         return await _every_replicas_boxes(request, handler)

@@ -170,7 +170,7 @@ async def test_a_holmd_sent_a_request_for_a_box_it_does_not_run_names_the_one_th
     # whose it is (the sender then asks the database again and sends it there).
     sent_on = {"x-holm-forwarded-by": server_id_of(b.state_dir)}
     answer = await http.get(f"{a.url}/v1/boxes/{box}", headers=sent_on)
-    assert answer.status == 421
+    assert answer.status == 421 and (await answer.json())["code"] == "denied"
     assert answer.headers["x-holm-not-mine"] == server_id_of(b.state_dir)
     # Sent by a client, it is forwarded to B as any request.
     assert (await ok(await http.get(f"{a.url}/v1/boxes/{box}")))["id"] == box
