@@ -1,15 +1,18 @@
 """Figures of several holmd on one PostgreSQL (docs/scale.md#replicas), in one run. Prints
 numbers; asserts nothing.
 
-    .venv/bin/python bench/replicas.py [--kills 10] [--skip-take-over]
+    .venv/bin/python bench/replicas.py [--kills 10] [--skip-take-over] [--clicks-only]
 
 Starts a private PostgreSQL (scripts/postgres-up, under /tmp, on a free loopback port) and
 real holmd processes (tests/kits/holmd.py) on it, blobs and frames in one shared folder
 (`HOLM_BLOB_URL=file://…`, as a bucket would be), and stops everything at the end.
 
 - A recorded click through a holmd that does not own the box beside one through its
-  owner: the median and p90 of one click each (in-memory runtime: what is measured is
-  the server's path, recording included, not a desktop), and the difference.
+  owner, one of each in turn: the median and p90 of one click each (in-memory runtime:
+  what is measured is the server's path, recording included, not a desktop), the
+  difference, and the forwarding holmd's processor time a click. Beside it the floor of
+  one hop on this machine: a bare aiohttp answer asked directly and through a bare
+  aiohttp process that sends requests on (`--clicks-only`: these alone).
 - Three holmd against one: actions/s from 32 clients on 12 boxes (in-memory runtime),
   the boxes made through each holmd in turn and each client sending to every holmd in
   turn (so two of three requests are forwarded), beside one holmd with every box and
@@ -31,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -39,6 +43,7 @@ sys.path.insert(0, str(_HERE.parent / "tests"))
 
 import aiohttp  # noqa: E402
 import asyncpg  # noqa: E402
+from aiohttp import web  # noqa: E402
 from kits.holmd import TOKEN, Holmd, free_port  # noqa: E402
 
 from holm.config import server_id_of  # noqa: E402
@@ -93,17 +98,20 @@ async def create(http: aiohttp.ClientSession, server: Holmd) -> str:
         return str(body["id"])
 
 
-async def click_times(http: aiohttp.ClientSession, server: Holmd, box: str) -> list[float]:
-    times = []
-    for n in range(CLICKS):
-        start = time.perf_counter()
-        async with http.post(
-            f"{server.url}/v1/boxes/{box}/screens/0/actions", json=click_body(n)
-        ) as answer:
-            await answer.read()
-            assert answer.status == 200
-        times.append((time.perf_counter() - start) * 1000)
-    return times
+async def click(http: aiohttp.ClientSession, server: Holmd, box: str, n: int) -> float:
+    """One recorded click, in ms."""
+    start = time.perf_counter()
+    async with http.post(
+        f"{server.url}/v1/boxes/{box}/screens/0/actions", json=click_body(n)
+    ) as answer:
+        await answer.read()
+        assert answer.status == 200
+    return (time.perf_counter() - start) * 1000
+
+
+def spread(name: str, times: list[float]) -> str:
+    p90 = statistics.quantiles(times, n=10)[-1]
+    return f"  {name:<30} p50 {statistics.median(times):6.2f} ms  p90 {p90:6.2f} ms"
 
 
 async def forwarded_click(db: str, objects: Path) -> None:
@@ -112,23 +120,117 @@ async def forwarded_click(db: str, objects: Path) -> None:
         owner, other = servers
         async with aiohttp.ClientSession(headers=AUTH) as http:
             box = await create(http, owner)
-            await click_times(http, owner, box)  # warm both paths first
-            await click_times(http, other, box)
-            mine, forwarded = [], []
-            for _ in range(3):
-                mine += await click_times(http, owner, box)
-                forwarded += await click_times(http, other, box)
-        p50 = statistics.median(mine), statistics.median(forwarded)
-        p90 = (
-            statistics.quantiles(mine, n=10)[-1],
-            statistics.quantiles(forwarded, n=10)[-1],
-        )
-        print(f"a recorded click, {len(mine)} each (in-memory runtime):")
-        print(f"  through its owner      p50 {p50[0]:6.2f} ms  p90 {p90[0]:6.2f} ms")
-        print(f"  through another holmd  p50 {p50[1]:6.2f} ms  p90 {p90[1]:6.2f} ms")
-        print(f"  forwarding adds        p50 {p50[1] - p50[0]:+6.2f} ms")
+            for n in range(CLICKS // 4):  # warm both paths first
+                await click(http, owner, box, n)
+                await click(http, other, box, n)
+            # One click through each in turn, so that the machine's load, which varies
+            # from second to second here, weighs on both alike.
+            mine: list[float] = []
+            forwarded: list[float] = []
+            for n in range(3 * CLICKS):
+                mine.append(await click(http, owner, box, n))
+                forwarded.append(await click(http, other, box, n))
+            # The processor time the forwarding holmd spends on one click it sends on,
+            # which the machine's load does not change (the latency it adds is this
+            # time, stretched by the wait for a core): its time over clicks through it,
+            # less what it spends meanwhile when idle (its heartbeat, its feed follower).
+            pid = other.pid
+            idle_start, idle_cpu = time.perf_counter(), cpu_ms(pid)
+            await asyncio.sleep(3.0)
+            idle_rate = (cpu_ms(pid) - idle_cpu) / (time.perf_counter() - idle_start)
+            busy_start, busy_cpu = time.perf_counter(), cpu_ms(pid)
+            for n in range(CLICKS):
+                await click(http, other, box, n)
+            busy = cpu_ms(pid) - busy_cpu - idle_rate * (time.perf_counter() - busy_start)
+        print(f"a recorded click, {len(mine)} each, in turn (in-memory runtime):")
+        print(spread("through its owner", mine))
+        print(spread("through another holmd", forwarded))
+        added = statistics.median(forwarded) - statistics.median(mine)
+        print(f"  forwarding adds                p50 {added:+6.2f} ms")
+        print(f"  the forwarding holmd's processor time: {busy / CLICKS:.2f} ms a click")
     finally:
         await close(servers)
+    await bare_hop()
+
+
+async def bare_hop() -> None:
+    """The floor of one more hop on this machine: a bare aiohttp answer (one tiny JSON
+    body) asked directly, and through a bare aiohttp process that sends each request on
+    over one kept-alive connection, as forwarding does (no holm code in either)."""
+    target, proxy = free_port(), free_port()
+    started = [
+        subprocess.Popen([sys.executable, __file__, "--serve-bare", str(target)]),
+        subprocess.Popen([sys.executable, __file__, "--serve-hop", str(proxy), str(target)]),
+    ]
+    try:
+        async with aiohttp.ClientSession() as http:
+            for port in (target, proxy):
+                for _ in range(200):
+                    try:
+                        async with http.get(f"http://127.0.0.1:{port}/") as answer:
+                            await answer.read()
+                        break
+                    except aiohttp.ClientConnectionError:
+                        await asyncio.sleep(0.05)
+            direct: list[float] = []
+            hopped: list[float] = []
+            hop_cpu = cpu_ms(started[1].pid)
+            for n in range(3 * CLICKS + CLICKS // 4):
+                for port, times in ((target, direct), (proxy, hopped)):
+                    start = time.perf_counter()
+                    async with http.post(f"http://127.0.0.1:{port}/", json=click_body(n)) as a:
+                        await a.read()
+                    if n >= CLICKS // 4:
+                        times.append((time.perf_counter() - start) * 1000)
+            hop_cpu = cpu_ms(started[1].pid) - hop_cpu
+    finally:
+        for process in started:
+            process.terminate()
+            process.wait()
+    print("the floor of one hop here, bare aiohttp (no holm code), in turn:")
+    print(spread("asked directly", direct))
+    print(spread("through a bare aiohttp hop", hopped))
+    added = statistics.median(hopped) - statistics.median(direct)
+    print(f"  the hop adds                   p50 {added:+6.2f} ms")
+    print(f"  the hop's processor time: {hop_cpu / (3 * CLICKS + CLICKS // 4):.2f} ms a request")
+
+
+def cpu_ms(pid: int) -> float:
+    """The processor time process `pid` has used, user and system, in ms."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def serve_bare(port: int) -> None:
+    async def answer(request: web.Request) -> web.Response:
+        await request.read()
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_route("*", "/", answer)
+    web.run_app(app, host="127.0.0.1", port=port, print=None)
+
+
+def serve_hop(port: int, target: int) -> None:
+    async def send_on(request: web.Request) -> web.Response:
+        body = await request.read()
+        async with request.app[HOP].request(
+            request.method, f"http://127.0.0.1:{target}/", data=body, headers=request.headers
+        ) as upstream:
+            return web.Response(status=upstream.status, body=await upstream.read())
+
+    async def session(app: web.Application) -> AsyncIterator[None]:
+        app[HOP] = aiohttp.ClientSession()
+        yield
+        await app[HOP].close()
+
+    app = web.Application()
+    app.cleanup_ctx.append(session)
+    app.router.add_route("*", "/", send_on)
+    web.run_app(app, host="127.0.0.1", port=port, print=None)
+
+
+HOP = web.AppKey("hop", aiohttp.ClientSession)
 
 
 async def actions_per_sec(servers: list[Holmd]) -> float:
@@ -225,6 +327,7 @@ async def main() -> None:
     parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--lease-ms", type=int, default=6000)
     parser.add_argument("--skip-take-over", action="store_true")
+    parser.add_argument("--clicks-only", action="store_true")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="holm-bench-replicas-", dir="/tmp"))
     pg_dir = Path(tempfile.mkdtemp(prefix="holm-bench-pg-", dir="/tmp"))
@@ -235,6 +338,8 @@ async def main() -> None:
         objects = root / "objects"
         objects.mkdir()
         await forwarded_click(await fresh_database(url), objects)
+        if args.clicks_only:
+            return
         await three_against_one(url, objects)
         if not args.skip_take_over:
             subprocess.run([str(REPO / "scripts/dockerd-up")], check=True, capture_output=True)
@@ -247,4 +352,9 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    if sys.argv[1:2] == ["--serve-bare"]:
+        serve_bare(int(sys.argv[2]))
+    elif sys.argv[1:2] == ["--serve-hop"]:
+        serve_hop(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        asyncio.run(main())

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import Coroutine
+from typing import Any
 
 # A byte stream, both ways.
 Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -32,22 +34,32 @@ async def close_stream(stream: Stream) -> None:
         await writer.wait_closed()
 
 
-async def splice(a: Stream, b: Stream) -> None:
-    """Pump `a` and `b` into each other until either ends or fails, then close both: a
-    relay has no use for a half-open stream, and a box that keeps its side open must not
-    keep the other."""
-    tasks = [
-        asyncio.ensure_future(pump(a[0], b[1])),
-        asyncio.ensure_future(pump(b[0], a[1])),
-    ]
+async def until_first(
+    *work: Coroutine[Any, Any, None], timeout: float | None = None
+) -> set[asyncio.Task[None]]:
+    """Run the directions of a relay (and whatever else may end it: a stop, a deadline)
+    until the first ends or fails, or `timeout` passes; then cancel the others and wait
+    until they are gone, so that nothing of the relay outlives it. The tasks that ended
+    first, for the caller to read their failure."""
+    tasks = [asyncio.ensure_future(part) for part in work]
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+    return done
+
+
+async def splice(a: Stream, b: Stream) -> None:
+    """Pump `a` and `b` into each other until either ends or fails, then close both: a
+    relay has no use for a half-open stream, and a box that keeps its side open must not
+    keep the other."""
+    try:
+        await until_first(pump(a[0], b[1]), pump(b[0], a[1]))
+    finally:
         await close_stream(a)
         await close_stream(b)
 
@@ -66,4 +78,4 @@ async def stream_pair(limit: int = 1 << 16) -> tuple[Stream, socket.socket]:
     return stream, theirs
 
 
-__all__ = ["CHUNK", "Stream", "close_stream", "pump", "splice", "stream_pair"]
+__all__ = ["CHUNK", "Stream", "close_stream", "pump", "splice", "stream_pair", "until_first"]

@@ -49,9 +49,11 @@ log = logging.getLogger(__name__)
 # How often the events feed reads what the other holmd appended: well within the feed's
 # delay (HOLM_EVENTS_DELAY_MS), so no event shows in one holmd's feed before another's.
 FOLLOW_SECS = 0.1
-# How long a box's holder, once looked up, is taken as known: a forwarded request then
-# needs no query. A holder that died meanwhile does not answer, which drops it at once.
-HOLDER_CACHE_SECS = 1.0
+# A box's holder, once looked up, is taken as known until its lease as read then runs out
+# (no other holmd can take the box before), less this margin for the time the answer took
+# to come: a forwarded request then needs no query. A holder that died meanwhile does not
+# answer, and one that let the box go says so (421, http/forwarding.py): either drops it.
+HOLDER_MARGIN_SECS = 0.25
 # Every this many heartbeats, idempotency keys past their day go.
 FORGET_KEYS_EVERY = 300
 
@@ -70,7 +72,8 @@ class Ownership:
         # read yet; a request for one is answered 503, retryable (http/forwarding.py).
         self.adopting: set[str] = set()
         self._feed_pos = -1
-        self._holders: dict[str, tuple[float, Holder | None]] = {}
+        # Box → (until when, by the loop's clock, its holder is known; the holder).
+        self._holders: dict[str, tuple[float, Holder]] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -96,24 +99,26 @@ class Ownership:
                 self.taken_over.add(state.id)
 
     async def holder(self, box_id: str) -> Holder | None:
-        """Who holds the lease of a box this holmd does not run, looked up at most once a
-        `HOLDER_CACHE_SECS` (forwarding.py asks it on every request it sends on)."""
-        now = asyncio.get_running_loop().time()
+        """Who holds the lease of a box this holmd does not run, looked up once a lease at
+        most (forwarding.py asks it on every request it sends on)."""
+        clock = asyncio.get_running_loop().time
         cached = self._holders.get(box_id)
-        if cached is not None and now - cached[0] < HOLDER_CACHE_SECS:
+        if cached is not None and clock() < cached[0]:
             return cached[1]
+        asked = clock()
         found = await self.leases.holder(box_id)
         if len(self._holders) > 10_000:
             self._holders.clear()
         # Only a live holder is kept: a box being taken over is looked up again.
-        if found is not None and found.replica is not None:
-            self._holders[box_id] = (now, found)
+        if found is not None and found.replica is not None and not found.expired:
+            self._holders[box_id] = (asked + found.left_ms / 1000 - HOLDER_MARGIN_SECS, found)
         else:
             self._holders.pop(box_id, None)
         return found
 
     def drop_holder(self, box_id: str) -> None:
-        """The holder did not answer: look it up again next time."""
+        """The holder did not answer, or said the box is not its: look it up again next
+        time."""
         self._holders.pop(box_id, None)
 
     async def claim_new(self, box_id: str) -> None:

@@ -36,11 +36,13 @@ class Replica(msgspec.Struct, frozen=True):
 
 class Holder(msgspec.Struct, frozen=True):
     """Who holds a box's lease: the replica (None when it is not alive any more, or its
-    row is gone) and whether the lease has run out."""
+    row is gone), whether the lease has run out, and in how many ms it does (by the
+    database's clock, when it was read): until then no other replica can take it."""
 
     owner: str
     replica: Replica | None
     expired: bool
+    left_ms: int = 0
 
 
 class Claim(msgspec.Struct, frozen=True):
@@ -107,7 +109,7 @@ class Leases:
         """Who holds the lease of `box`; None when no replica ever took it."""
         rows = await self.store.query(
             "find a box's owner",
-            f"SELECT l.owner, l.expires_at_ms < {_NOW} AS expired, r.url,"
+            f"SELECT l.owner, l.expires_at_ms - {_NOW} AS left_ms, r.url,"
             f" r.expires_at_ms >= {_NOW} AS alive"
             " FROM holm_box_leases l LEFT JOIN holm_replicas r ON r.id = l.owner"
             " WHERE l.box = $1",
@@ -117,7 +119,8 @@ class Leases:
             return None
         row = rows[0]
         replica = Replica(row["owner"], row["url"]) if row["alive"] else None
-        return Holder(owner=row["owner"], replica=replica, expired=bool(row["expired"]))
+        left_ms = int(row["left_ms"])
+        return Holder(owner=row["owner"], replica=replica, expired=left_ms < 0, left_ms=left_ms)
 
     async def release(self, box: str) -> None:
         """Let go of a removed box's lease."""

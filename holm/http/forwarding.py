@@ -22,9 +22,9 @@ Without a postgres store there is one holmd and this passes every request throug
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import aiohttp
 import msgspec
@@ -36,12 +36,21 @@ from holm.errors import BadCredential, BadRequest, Denied, Gone, HolmError, NotF
 from holm.events.leases import Replica
 from holm.wire.api import BoxList
 
-from .middlewares import check_host, check_same_origin
+from .middlewares import MisdirectedHost, check_host, check_same_origin, error_response
 from .routing import ACCESS, ENGINE, json_response, route_of
+from .socket_relay import relay_sockets
+
+if TYPE_CHECKING:
+    from holm.engine.ownership import Ownership
 
 log = logging.getLogger(__name__)
 
 FORWARDED_BY = "x-holm-forwarded-by"
+# On a 421 to a forwarded request: this holmd does not run the box; the value is the
+# replica whose lease it is now.
+NOT_MINE = "x-holm-not-mine"
+# A body up to this size is read before it is sent on (so it can be sent again).
+REPLAYABLE = 1 << 20
 SESSION = web.AppKey("replica_session", aiohttp.ClientSession)
 # Headers of one hop (RFC 9110 §7.6.1), and those the client library sets itself.
 _HOP = {
@@ -64,7 +73,7 @@ _WS_HOP = _HOP | {
 }
 _MAX_MESSAGE = 64 * 1024 * 1024
 # A refused WebSocket handshake tells its status only: the same error here.
-_REFUSALS: dict[int, type[HolmError]] = {
+REFUSALS: dict[int, type[HolmError]] = {
     401: BadCredential,
     404: NotFound,
     409: Denied,
@@ -82,8 +91,16 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         return await handler(request)
     box_id = _box_named(request)
     if box_id is not None and box_id in ownership.adopting:
-        raise _taking_over(box_id)
+        raise taking_over(box_id)
     if FORWARDED_BY in request.headers:
+        if box_id is not None and engine.journal.state(box_id) is None:
+            holder = await ownership.leases.holder(box_id)
+            if holder is not None and holder.owner != ownership.me:
+                # The forwarding holmd's idea of the owner is old: it looks again.
+                misdirected = MisdirectedHost(f"box {box_id} is run by holmd {holder.owner}")
+                answer = error_response(misdirected, request)
+                answer.headers[NOT_MINE] = holder.owner
+                return answer
         return await handler(request)
     if request.method == "GET" and request.path == "/v1/boxes":
         return await _every_replicas_boxes(request, handler)
@@ -92,19 +109,38 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
     holder = await ownership.holder(box_id)
     if holder is None or holder.owner == ownership.me:
         return await handler(request)
-    if holder.replica is None:
-        # Its holmd stopped and no other has taken the box over yet (engine/ownership.py):
-        # one will within a lease, so a retry finds it.
-        raise _taking_over(box_id)
     route = route_of(request)
     if route is None or route.auth != "none":
         check_host(request, request.app[ACCESS])
         check_same_origin(request, request.app[ACCESS])
-    try:
-        return await forward(request, holder.replica, ownership.me)
-    except Unavailable:
-        ownership.drop_holder(box_id)
-        raise
+    # A small body is read once, so that a request the owner sends back can go again; a
+    # large one (an upload) streams through as it comes.
+    body: bytes | aiohttp.StreamReader | None = None
+    if request.body_exists:
+        small = request.content_length is not None and request.content_length <= REPLAYABLE
+        body = await request.read() if small else request.content
+    for _ in range(2):
+        if holder is None or holder.owner == ownership.me:
+            return await handler(request)
+        if holder.replica is None:
+            # Its holmd stopped and no other has taken the box over yet
+            # (engine/ownership.py): one will within a lease, so a retry finds it.
+            raise taking_over(box_id)
+        try:
+            return await forward(request, holder.replica, ownership.me, body)
+        except Unavailable:
+            ownership.drop_holder(box_id)
+            raise
+        except _NotMine:
+            ownership.drop_holder(box_id)
+            if not isinstance(body, bytes | None):
+                break
+            holder = await ownership.holder(box_id)
+    raise taking_over(box_id)
+
+
+class _NotMine(Exception):
+    """The holmd a request was sent to does not run the box (its lease moved)."""
 
 
 def _box_named(request: web.Request) -> str | None:
@@ -118,21 +154,30 @@ def _box_named(request: web.Request) -> str | None:
     return None
 
 
-async def forward(request: web.Request, owner: Replica, me: str) -> web.StreamResponse:
-    """The request as the owner answers it."""
+async def forward(
+    request: web.Request,
+    owner: Replica,
+    me: str,
+    body: bytes | aiohttp.StreamReader | None,
+) -> web.StreamResponse:
+    """The request as the owner answers it: `body` is the request's, read or streaming."""
     url = owner.url.rstrip("/") + request.path_qs
     if request.headers.get("Upgrade", "").lower() == "websocket":
         return await _relay_socket(request, url, me)
     headers = _outgoing(request.headers, _HOP, me)
-    body = await request.read() if request.body_exists else None
+    if isinstance(body, aiohttp.StreamReader) and request.content_length is not None:
+        # Sent as it came, not chunked.
+        headers["Content-Length"] = str(request.content_length)
     session = request.app[SESSION]
     try:
         upstream = await session.request(
             request.method, url, headers=headers, data=body, allow_redirects=False
         )
     except (aiohttp.ClientError, OSError) as exc:
-        raise _unreachable(owner, exc) from None
+        raise unreachable(owner, exc) from None
     try:
+        if upstream.status == 421 and NOT_MINE in upstream.headers:
+            raise _NotMine()
         answer_headers = CIMultiDict(
             (k, v) for k, v in upstream.headers.items() if k.lower() not in _HOP
         )
@@ -146,7 +191,7 @@ async def forward(request: web.Request, owner: Replica, me: str) -> web.StreamRe
         await streamed.write_eof()
         return streamed
     except (aiohttp.ClientError, OSError) as exc:
-        raise _unreachable(owner, exc) from None
+        raise unreachable(owner, exc) from None
     finally:
         upstream.release()
 
@@ -167,7 +212,7 @@ async def _relay_socket(request: web.Request, url: str, me: str) -> web.StreamRe
     except aiohttp.WSServerHandshakeError as exc:
         # The owner refused (a bad ticket, an absent box): as it would have here.
         refused = f"the holmd that runs this box refused: {exc.status} {exc.message}"
-        raise _REFUSALS.get(exc.status, BadRequest)(refused) from None
+        raise REFUSALS.get(exc.status, BadRequest)(refused) from None
     except (aiohttp.ClientError, OSError) as exc:
         raise Unavailable(f"the holmd that runs this box did not answer: {exc}") from None
     client = web.WebSocketResponse(
@@ -176,51 +221,17 @@ async def _relay_socket(request: web.Request, url: str, me: str) -> web.StreamRe
         compress=False,
     )
     await client.prepare(request)
-    tasks = [
-        asyncio.ensure_future(_pump(client, upstream)),
-        asyncio.ensure_future(_pump(upstream, client)),
-    ]
-    await asyncio.wait(tasks, return_when="FIRST_COMPLETED")
-    for task in tasks:
-        task.cancel()
-    with contextlib.suppress(Exception):
-        await upstream.close()
-    with contextlib.suppress(Exception):
-        await client.close()
+    await relay_sockets(client, upstream)
     return client
 
 
-async def _pump(
-    source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
-    sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
-) -> None:
-    async for message in source:
-        if message.type == aiohttp.WSMsgType.TEXT:
-            await sink.send_str(message.data)
-        elif message.type == aiohttp.WSMsgType.BINARY:
-            await sink.send_bytes(message.data)
-        else:
-            break
-
-
 async def _every_replicas_boxes(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """This holmd's boxes and each other live holmd's, oldest first. A holmd that does not
-    answer is left out (its boxes are taken over within a lease, then listed again)."""
+    """This holmd's boxes and each other live holmd's (`with_others`)."""
     mine = await handler(request)
     if mine.status != 200 or not isinstance(mine, web.Response) or mine.body is None:
         return mine
     ownership = request.app[ENGINE].ownership
-    assert ownership is not None
-    try:
-        others = await ownership.leases.others()
-    except Unavailable as exc:
-        # The database is down: this holmd's own boxes, as one holmd answers then.
-        log.info("listing this holmd's boxes only: %s", exc)
-        return mine
-    if not others:
-        return mine
-    assert isinstance(mine.body, bytes)
-    boxes = list(_box_list.decode(mine.body).boxes)
+    assert ownership is not None and isinstance(mine.body, bytes)
     headers = _outgoing(request.headers, _HOP, ownership.me)
     session = request.app[SESSION]
 
@@ -236,6 +247,28 @@ async def _every_replicas_boxes(request: web.Request, handler: Handler) -> web.S
             log.info("replica %s did not list its boxes: %s", replica.id, exc)
             return None
 
+    own = _box_list.decode(mine.body)
+    every = await with_others(ownership, own, listed)
+    return mine if every is own else json_response(every)
+
+
+async def with_others(
+    ownership: Ownership,
+    mine: BoxList,
+    listed: Callable[[Replica], Awaitable[BoxList | None]],
+) -> BoxList:
+    """`mine` and the boxes each other live holmd lists (`listed`: None when it does not
+    answer, and it is left out: its boxes are taken over within a lease, then listed
+    again), oldest first; `mine` itself when there is no other."""
+    try:
+        others = await ownership.leases.others()
+    except Unavailable as exc:
+        # The database is down: this holmd's own boxes, as one holmd answers then.
+        log.info("listing this holmd's boxes only: %s", exc)
+        return mine
+    if not others:
+        return mine
+    boxes = list(mine.boxes)
     seen = {box.id for box in boxes}
     for answer in await asyncio.gather(*(listed(replica) for replica in others)):
         for box in answer.boxes if answer is not None else []:
@@ -243,7 +276,7 @@ async def _every_replicas_boxes(request: web.Request, handler: Handler) -> web.S
                 seen.add(box.id)
                 boxes.append(box)
     boxes.sort(key=lambda box: (box.created_at_ms, box.id))
-    return json_response(BoxList(boxes=boxes))
+    return BoxList(boxes=boxes)
 
 
 def _outgoing(headers: CIMultiDictProxy[str], drop: set[str], me: str) -> CIMultiDict[str]:
@@ -254,11 +287,11 @@ def _outgoing(headers: CIMultiDictProxy[str], drop: set[str], me: str) -> CIMult
     return kept
 
 
-def _taking_over(box_id: str) -> Unavailable:
+def taking_over(box_id: str) -> Unavailable:
     return Unavailable(f"box {box_id} is being taken over from a holmd that stopped; retry shortly")
 
 
-def _unreachable(owner: Replica, exc: BaseException) -> Unavailable:
+def unreachable(owner: Replica, exc: BaseException) -> Unavailable:
     return Unavailable(
         f"the holmd that runs this box ({owner.id}) did not answer ({type(exc).__name__}); "
         "another takes its boxes over once its lease runs out"
@@ -266,8 +299,13 @@ def _unreachable(owner: Replica, exc: BaseException) -> Unavailable:
 
 
 async def replica_session(app: web.Application) -> AsyncIterator[None]:
-    """The client this holmd forwards with (one pool of connections to the others)."""
+    """The client this holmd forwards with: one pool of kept-alive connections per other
+    holmd, with no cap (aiohttp's default of 100 in all would queue the requests of many
+    clients behind each other: each client's own connection to this holmd already
+    bounds how many are under way), each kept a minute after its last request so that
+    a client's next click finds it open."""
     session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=60),
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
         auto_decompress=False,
     )
@@ -276,4 +314,15 @@ async def replica_session(app: web.Application) -> AsyncIterator[None]:
     await session.close()
 
 
-__all__ = ["FORWARDED_BY", "forward", "forwarding_middleware", "replica_session"]
+__all__ = [
+    "FORWARDED_BY",
+    "NOT_MINE",
+    "REFUSALS",
+    "SESSION",
+    "forward",
+    "forwarding_middleware",
+    "replica_session",
+    "taking_over",
+    "unreachable",
+    "with_others",
+]

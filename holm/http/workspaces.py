@@ -74,6 +74,7 @@ class Workspaces:
         self._shared: SharedDoc | None = None
         self._version = 0
         self._looked = 0.0
+        self._looking = asyncio.Lock()
 
     async def share(self, doc: SharedDoc) -> None:
         """With replicas (a postgres store, docs/scale.md): the workspaces are the shared
@@ -88,15 +89,22 @@ class Workspaces:
 
     async def refresh(self, at_most_every: float = 0.0) -> None:
         """Read what another holmd changed (a key made or removed there); at most once a
-        `at_most_every` seconds, for a caller that an unknown key sends here."""
+        `at_most_every` seconds, for a caller that an unknown key sends here. A caller
+        that comes within that time waits for the next look rather than none, or a key
+        made just after the last look would be refused here; the callers that wait share
+        one look, which begins after each of them came."""
         if self._shared is None:
             return
-        now = time.monotonic()
-        if now - self._looked < at_most_every:
-            return
-        self._looked = now
-        if await self._shared.version() != self._version:
-            self._take(*await self._shared.read())
+        came = time.monotonic()
+        async with self._looking:
+            if self._looked > came:
+                return
+            wait = self._looked + at_most_every - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._looked = time.monotonic()
+            if await self._shared.version() != self._version:
+                self._take(*await self._shared.read())
 
     def _take(self, version: int, raw: bytes | None) -> None:
         kept = Kept() if raw is None else msgspec.json.decode(raw, type=Kept)

@@ -445,6 +445,10 @@ class RuntimeView(_Response):
     room: Room | None = None
     # The warm pool's spares on this runtime, per spec; absent without a pool here.
     pool: list[PoolView] | None = None
+    # With replicas (docs/scale.md): the id of the holmd that answered; `pool` is that
+    # holmd's own (each keeps its own spares, and a create takes one of the holmd it
+    # reached).
+    replica: str | None = None
 
 
 class RuntimeList(_Response):

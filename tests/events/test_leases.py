@@ -1,5 +1,6 @@
-"""The replicas' rows (holm/events/leases.py, shared_keys.py, shared_docs.py) on a real
-PostgreSQL: two holmd's views of one database, as two stores on one schema."""
+"""The replicas' rows (holm/events/leases.py, shared_keys.py, shared_docs.py, and the
+workspaces kept in a shared document) on a real PostgreSQL: two holmd's views of one
+database, as two stores on one schema."""
 
 from __future__ import annotations
 
@@ -134,3 +135,22 @@ async def test_the_leases_of_removed_boxes_are_forgotten_once_they_run_out(
     assert await other.expired() == ["box_live"]
     assert (await other.holder("box_kept")) is not None
     assert await other.forget_removed(everyone) == []
+
+
+async def test_a_key_made_through_another_holmd_right_after_a_look_is_known_at_once(
+    two: tuple[PostgresStore, PostgresStore], tmp_path: Path
+) -> None:
+    from holm.http.workspaces import Workspaces
+
+    here, there = (Workspaces.load(tmp_path / name) for name in ("here", "there"))
+    for workspaces, store in ((here, two[0]), (there, two[1])):
+        workspaces.path.parent.mkdir()
+        await workspaces.share(SharedDoc(store, "workspaces"))
+    await here.refresh()  # a look (the periodic one) just before the key is made
+    made = await there.create_workspace("team")
+    key = await there.create_key(made.id)
+    assert here.workspace_of(key.key) is None
+    # What a request with an unknown key does: a look, even within half a second of the
+    # last (it waits for its turn rather than being refused).
+    await here.refresh(at_most_every=0.5)
+    assert here.workspace_of(key.key) == made.id

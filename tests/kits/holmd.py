@@ -118,6 +118,12 @@ class Holmd:
         return made.read_text().strip() if made.exists() else None
 
     @property
+    def pid(self) -> int:
+        """The process id of holmd, running."""
+        assert self._process is not None, "holmd is not running"
+        return self._process.pid
+
+    @property
     def client_env(self) -> dict[str, str]:
         """What a `holm` command needs to reach this server."""
         return {"HOLM_SERVER_URL": self.url, "HOLM_SERVER_TOKEN": self.token or ""}

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import aiohttp
 import pytest
-from kits.holmd import TOKEN, Holmd
+from kits.holmd import Holmd
 from replica_kit import fresh_database, ok, whole_feed, whole_trace
 from store_kit import PgServer, S3Server
 from yarl import URL
@@ -21,8 +21,6 @@ from yarl import URL
 from holm.secrets_box import new_key
 
 pytestmark = pytest.mark.desktop
-
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +48,6 @@ def cluster(pg_server: PgServer, s3_server: S3Server) -> Iterator[list[Holmd]]:
     finally:
         for server in servers:
             server.close()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(headers=AUTH) as session:
-        yield session
 
 
 async def test_a_workspace_and_its_key_made_through_two_holmd_work_through_the_third(

@@ -10,18 +10,23 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import mcp_types as types
+import msgspec
 from aiohttp import web
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from holm.errors import HolmError
+from holm.wire.api import BoxList
 
+from ..forwarding import FORWARDED_BY
 from ..routing import CONFIG, ENGINE, MCP_PATH, Caller, Route, caller_of, engine_of, public_base
+from .across import every_replicas_boxes, on_owner
 from .bridge import asgi_handler, run_manager
-from .tools import BY_NAME, TOOLS, Tool
+from .tools import BY_NAME, TOOLS, Content, Tool, list_boxes, text
 
 log = logging.getLogger(__name__)
+_box_list = msgspec.json.Decoder(BoxList)
 
 PATH = MCP_PATH
 MANAGER = web.AppKey("mcp_sessions", StreamableHTTPSessionManager)
@@ -30,6 +35,13 @@ MANAGER = web.AppKey("mcp_sessions", StreamableHTTPSessionManager)
 # browser reaches this server at, where a box's viewer pages are (`public_base`).
 CALLER_STATE = "holm.caller"
 VIEWER_BASE_STATE = "holm.viewer_base"
+# With replicas (across.py): the caller's bearer token, which a tool call on a box another
+# holmd runs is sent there with, and whether this call came from another holmd (it is
+# then never sent on).
+AUTHORIZATION_STATE = "holm.authorization"
+FORWARDED_STATE = "holm.forwarded"
+# Calls another holmd sends on (across.py): one JSON-RPC request each, no session.
+PEER_MANAGER = web.AppKey("mcp_peer_calls", StreamableHTTPSessionManager)
 
 INSTRUCTIONS = (
     "holm runs isolated Linux desktops (boxes) for you to drive. Start one with launch_box, "
@@ -91,8 +103,15 @@ def mcp_server(app: web.Application) -> Server[Any]:
         if not isinstance(caller, Caller):
             return _error("denied: the call came without the HTTP request that carries it")
         viewer_base = state.get(VIEWER_BASE_STATE)
+        authorization = state.get(AUTHORIZATION_STATE)
+        authorization = authorization if isinstance(authorization, str) else None
+        here_only = state.get(FORWARDED_STATE) is True
         try:
             call = tool.decode(params.arguments)
+            if call.box and not here_only:
+                elsewhere = await on_owner(app, call.box, params, authorization)
+                if elsewhere is not None:
+                    return elsewhere
             if call.box:
                 # The same refusal the REST routes' guards give: another workspace's box is
                 # as absent as a box that never was.
@@ -103,6 +122,9 @@ def mcp_server(app: web.Application) -> Server[Any]:
                 viewer_base=viewer_base if isinstance(viewer_base, str) else None,
             )
             content = await tool.run(engine, call)
+            if tool.run is list_boxes and not here_only:
+                mine = _box_list.decode(_text_of(content))
+                content = text(await every_replicas_boxes(app, mine, authorization))
         except HolmError as exc:
             return _error(f"{exc.code}: {exc.message}")
         return types.CallToolResult(content=list(content))
@@ -129,6 +151,12 @@ def _state(ctx: ServerRequestContext[Any]) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
+def _text_of(content: list[Content]) -> str:
+    first = content[0]
+    assert isinstance(first, types.TextContent)
+    return first.text
+
+
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)], is_error=True
@@ -137,25 +165,39 @@ def _error(message: str) -> types.CallToolResult:
 
 async def handle_mcp(request: web.Request) -> web.StreamResponse:
     engine_of(request)  # the engine runs, so the tools can reach it
-    manager = request.app[MANAGER]
-    state = {CALLER_STATE: caller_of(request), VIEWER_BASE_STATE: public_base(request)}
+    forwarded = FORWARDED_BY in request.headers
+    manager = request.app[PEER_MANAGER if forwarded else MANAGER]
+    state = {
+        CALLER_STATE: caller_of(request),
+        VIEWER_BASE_STATE: public_base(request),
+        AUTHORIZATION_STATE: request.headers.get("Authorization"),
+        FORWARDED_STATE: forwarded,
+    }
     return await asgi_handler(request, manager.handle_request, state)
 
 
 def setup_mcp(app: web.Application) -> None:
-    """Make the app's MCP session manager, run with the app (`cleanup_ctx`)."""
-    manager = StreamableHTTPSessionManager(
-        mcp_server(app),
-        # A tool's answer as one JSON body rather than an event stream: no tool sends
-        # anything before its result, and a stream cost a click 6 ms (bench/mcp_calls.py).
-        json_response=True,
-        # The limit of every other body; a chunked body is not announced, so the SDK counts.
-        max_request_body_size=app[CONFIG].max_body_bytes,
+    """Make the app's MCP session managers, run with the app (`cleanup_ctx`): the one of
+    clients' sessions, and the stateless one of calls other holmd send on."""
+    server = mcp_server(app)
+    manager, peers = (
+        StreamableHTTPSessionManager(
+            server,
+            # A tool's answer as one JSON body rather than an event stream: no tool sends
+            # anything before its result, and a stream cost a click 6 ms (bench/mcp_calls.py).
+            json_response=True,
+            # The limit of every other body; a chunked body is not announced, so the SDK
+            # counts.
+            max_request_body_size=app[CONFIG].max_body_bytes,
+            stateless=stateless,
+        )
+        for stateless in (False, True)
     )
     app[MANAGER] = manager
+    app[PEER_MANAGER] = peers
 
     async def sessions(app: web.Application) -> AsyncIterator[None]:
-        async with run_manager(manager.run):
+        async with run_manager(manager.run), run_manager(peers.run):
             yield
 
     app.cleanup_ctx.append(sessions)

@@ -32,6 +32,7 @@ from holm.streams import Stream, splice, stream_pair
 from holm.wire.api import CdpAddress, CdpQuery
 
 from ..routing import Route, engine_of, json_response, public_base, query_of
+from ..socket_relay import relay_sockets
 
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=30)
 # What the relay holds of the box's answers, which the box may make as large as it likes:
@@ -258,30 +259,8 @@ async def relay_socket(request: web.Request) -> web.WebSocketResponse:
         client = web.WebSocketResponse(max_msg_size=MAX_MESSAGE)
         await client.prepare(request)
 
-        async def pump(
-            source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
-            sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
-        ) -> None:
-            async for message in source:
-                if message.type == aiohttp.WSMsgType.TEXT:
-                    await sink.send_str(message.data)
-                elif message.type == aiohttp.WSMsgType.BINARY:
-                    await sink.send_bytes(message.data)
-                else:
-                    break
-
-        tasks = [
-            asyncio.ensure_future(pump(client, upstream)),
-            asyncio.ensure_future(pump(upstream, client)),
-        ]
         # The session ends when either side closes, or when the token expires.
-        await asyncio.wait(tasks, timeout=max(0.0, remaining), return_when="FIRST_COMPLETED")
-        for task in tasks:
-            task.cancel()
-        with contextlib.suppress(Exception):
-            await upstream.close()
-        with contextlib.suppress(Exception):
-            await client.close()
+        await relay_sockets(client, upstream, timeout=max(0.0, remaining))
     return client
 
 

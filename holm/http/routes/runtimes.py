@@ -21,6 +21,8 @@ def _view(request: web.Request, engine: Engine, name: str) -> RuntimeView:
     default = request.app[CONFIG].default_runtime
     pool = engine.pool_status(name)
     view = RuntimeView(name=name, default=name == default, can=runtime.can(), pool=pool)
+    if engine.ownership is not None:
+        view.replica = engine.ownership.me
     record = engine.vendors.record(name)
     if record is not None:
         view.provider = record.provider

@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 
 from holm.errors import HolmError
+from holm.streams import until_first
 from holm.vnc_auth import CHALLENGE_BYTES, answers, new_challenge
 
 from .relay import CHUNK, SERVER_VERSION
@@ -279,22 +280,13 @@ class VncDoor:
                 writer.write(data)
                 await writer.drain()
 
-        tasks = [
-            asyncio.create_task(to_box(), name="vnc door→box"),
-            asyncio.create_task(to_client(), name="box→vnc door"),
-        ]
         try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            done = await until_first(to_box(), to_client())
             for task in done:
                 failure = task.exception() if not task.cancelled() else None
                 if failure is not None:
                     log.info("a VNC door client of %s ended: %s", self.box_id, _said(failure))
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(BaseException):
-                    await task
             close = getattr(on_input, "close", None)
             if close is not None:
                 await close()

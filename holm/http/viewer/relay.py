@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 
 from aiohttp import WSMsgType, web
 
+from holm.streams import close_stream, until_first
 from holm.wire.api import ViewerMode
 
 from .rfb import ClientStream, Message, RfbError
@@ -146,13 +147,8 @@ async def relay(
         else:
             await asyncio.Future()
 
-    tasks = [
-        asyncio.create_task(stopped(), name="viewer stop"),
-        asyncio.create_task(to_box(), name="viewer→box"),
-        asyncio.create_task(to_viewer(), name="box→viewer"),
-    ]
     try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        done = await until_first(stopped(), to_box(), to_viewer())
         for task in done:
             failure = task.exception() if not task.cancelled() else None
             if isinstance(failure, RfbError):
@@ -160,14 +156,7 @@ async def relay(
             elif failure is not None:
                 log.warning("a viewer relay of %s ended: %r", request.path, failure)
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
-        writer.close()
-        with contextlib.suppress(Exception):
-            await writer.wait_closed()
+        await close_stream(stream)
         await ws.close()
     return ws
 
