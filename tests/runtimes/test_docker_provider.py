@@ -170,7 +170,12 @@ async def test_clicks_typing_exec_and_frames_go_through_the_engines_api(far: Far
         far, [{"type": "click", "at": {"x": 200, "y": 150}}, {"type": "type", "text": "far away"}]
     )
     assert [r["ok"] for r in typed["results"]] == [True, True]
-    after = await ok_json(await far.front.get(f"/v1/boxes/{far.box}/screens/0/frame"))
+    # The batch answers once the keys went in; Chromium draws them a moment later.
+    for _ in range(100):
+        after = await ok_json(await far.front.get(f"/v1/boxes/{far.box}/screens/0/frame"))
+        if after["hash"] != before["hash"]:
+            break
+        await asyncio.sleep(0.1)
     assert after["width"] == 1280 and after["png_base64"] and after["hash"] != before["hash"]
     ran = await ok_json(
         await far.front.post(f"/v1/boxes/{far.box}/exec", json={"argv": ["hostname"]})
