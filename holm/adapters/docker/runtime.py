@@ -549,6 +549,11 @@ class DockerRuntime:
         placement = _placement_decoder.decode(labels[LABEL_PLACEMENT])
         desktop = spec.desktop
         volumes, tmpfs = self._run_mounts(labels)
+        if desktop.server == "wayland":
+            # The engine mounts a tmpfs noexec; sway runs XWayland through a wrapper it
+            # writes in its runtime folder in /tmp (holm/agent/wayland/sway_up.py). A box
+            # runs what it writes in its home anyway: this takes nothing from it.
+            tmpfs["/tmp"] += ",exec"
         agent = agent_command(
             ["python3"],
             BOX_RUN,
