@@ -3,14 +3,18 @@ does: its environment, and a real agent process started and stopped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import msgspec
+
+from holm.adapters.agent_desktop import AgentDesktop
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -94,3 +98,23 @@ def stop_agent(agent: RunningAgent) -> int:
         os.killpg(agent.proc.pid, signal.SIGKILL)
         agent.proc.wait()
         raise
+
+
+# The screens of the agent each test folder shares (tests/agent's X11 one, tests/wayland's).
+WIDTH, HEIGHT = 1280, 800
+
+
+def start_shared_agent(tmp: Path, *args: str) -> RunningAgent:
+    """The agent a folder's tests share: two screens of WIDTH×HEIGHT, and `args`."""
+    return start_agent(tmp, "--screens", "2", "--width", str(WIDTH), "--height", str(HEIGHT), *args)
+
+
+@contextlib.asynccontextmanager
+async def connected(agent: RunningAgent) -> AsyncIterator[AgentDesktop]:
+    """A connection of a test's own to the agent, once its desktop is up."""
+    desktop = await AgentDesktop.connect(agent.socket)
+    try:
+        await desktop.ready(90)
+        yield desktop
+    finally:
+        await desktop.close()

@@ -7,37 +7,23 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from agent_kit import RunningAgent, start_agent, stop_agent
+from agent_kit import RunningAgent, connected, start_shared_agent, stop_agent
 from desktop_kit import tabs
 
 from holm.adapters.agent_desktop import AgentDesktop
 
-WIDTH, HEIGHT = 1280, 800
-
 
 @pytest.fixture(scope="session")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAgent]:
-    running = start_agent(
-        tmp_path_factory.mktemp("agent"),
-        "--screens",
-        "2",
-        "--width",
-        str(WIDTH),
-        "--height",
-        str(HEIGHT),
-        "--display-base",
-        "200",
-    )
+    running = start_shared_agent(tmp_path_factory.mktemp("agent"), "--display-base", "200")
     yield running
     stop_agent(running)
 
 
 @pytest.fixture
 async def desktop(agent: RunningAgent) -> AsyncIterator[AgentDesktop]:
-    d = await AgentDesktop.connect(agent.socket)
-    await d.ready(90)
-    yield d
-    await d.close()
+    async with connected(agent) as d:
+        yield d
 
 
 def write_page(agent: RunningAgent, name: str, html: str) -> str:

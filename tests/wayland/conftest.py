@@ -7,34 +7,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from agent_kit import RunningAgent, start_agent, stop_agent
+from agent_kit import RunningAgent, connected, start_shared_agent, stop_agent
 
 from holm.adapters.agent_desktop import AgentDesktop
-
-WIDTH, HEIGHT = 1280, 800
 
 
 @pytest.fixture(scope="session")
 def wayland_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningAgent]:
     # Chromium runs as root here as in a box; its pages are files sway's uid need not read.
-    running = start_agent(
-        tmp_path_factory.mktemp("wayland"),
-        "--server",
-        "wayland",
-        "--screens",
-        "2",
-        "--width",
-        str(WIDTH),
-        "--height",
-        str(HEIGHT),
-    )
+    running = start_shared_agent(tmp_path_factory.mktemp("wayland"), "--server", "wayland")
     yield running
     stop_agent(running)
 
 
 @pytest.fixture
 async def desktop(wayland_agent: RunningAgent) -> AsyncIterator[AgentDesktop]:
-    d = await AgentDesktop.connect(wayland_agent.socket)
-    await d.ready(90)
-    yield d
-    await d.close()
+    async with connected(wayland_agent) as d:
+        yield d

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 
 from holm.agent.desktop import processes
-from holm.agent.desktop.desktop_up import StartFailed
 from holm.agent.wayland.sway_ipc import SwayIpc
+from holm.agent.wayland.sway_up import wait_started
 
 DOCK_START_S = 10.0
 DOCK_HEIGHT = 30
@@ -67,20 +66,14 @@ def start_dock(
     )
     conn = SwayIpc(ipc)
     try:
-        deadline = time.monotonic() + DOCK_START_S
-        while not _has_zone(conn, height):
-            if proc.poll() is not None:
-                raise StartFailed(
-                    f"screen {screen}: the dock (waybar) ended with {proc.returncode}: "
-                    f"{processes.log_tail(log_path)}"
-                )
-            if time.monotonic() > deadline:
-                processes.kill_group(proc.pid)
-                raise StartFailed(
-                    f"screen {screen}: the dock (waybar) did not start within "
-                    f"{DOCK_START_S:.0f} s (see {log_path})"
-                )
-            time.sleep(0.02)
+        wait_started(
+            "the dock (waybar)",
+            screen,
+            proc,
+            lambda: _has_zone(conn, height),
+            DOCK_START_S,
+            log_path,
+        )
     finally:
         conn.close()
     processes.supervise(f"waybar (screen {screen})", proc)
