@@ -119,7 +119,7 @@ def test_a_wayland_image_is_its_own_and_holds_the_compositor_and_pywayland() -> 
     wayland = Spec(desktop=DesktopSpec(server="wayland"))
     assert image_key(wayland, source, ARCH) != image_key(Spec(), source, ARCH)
     text = spec_dockerfile(wayland, source)
-    assert " sway wayvnc wl-clipboard xwayland " in text
+    assert " sway waybar wayvnc wl-clipboard xwayland " in text
     assert "pywayland.protocol.wlr_screencopy_unstable_v1" in text
     x11 = spec_dockerfile(Spec(), source)
     assert "sway" not in x11 and "pywayland" not in x11
