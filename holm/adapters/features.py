@@ -29,12 +29,16 @@ FEATURE_PACKAGES: dict[Feature, tuple[str, ...]] = {
 # What a Wayland desktop needs besides the X11 one's (holm/agent/wayland/): the compositor,
 # the viewer's VNC server and the clipboard's tools.
 WAYLAND_PACKAGES = ("sway", "wayvnc", "wl-clipboard")
-# What a feature needs more on a Wayland desktop: the X clients need XWayland to show.
-WAYLAND_FEATURE_PACKAGES: dict[Feature, tuple[str, ...]] = {"x11_apps": ("xwayland",)}
-# The features a Wayland box does not have yet, refused by name (`can().wayland_without`,
-# docs/runtimes.md): tint2's dock is an X11 panel, which XWayland would show as one more
-# window.
-WAYLAND_WITHOUT: tuple[Feature, ...] = ("dock",)
+# What a feature needs more on a Wayland desktop: the X clients need XWayland to show, and
+# the dock is waybar's task list (tint2 is an X11 panel, which XWayland would show as one
+# more window: holm/agent/wayland/dock.py).
+WAYLAND_FEATURE_PACKAGES: dict[Feature, tuple[str, ...]] = {
+    "x11_apps": ("xwayland",),
+    "dock": ("waybar",),
+}
+# The features a Wayland box does not have, refused by name (`can().wayland_without`,
+# docs/runtimes.md): none now; a feature that one day cannot be had goes here.
+WAYLAND_WITHOUT: tuple[Feature, ...] = ()
 
 
 def feature_packages(features: Iterable[Feature]) -> list[str]:

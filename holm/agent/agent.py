@@ -23,7 +23,7 @@ from holm.agent.desktop.catalog import AppCatalog
 from holm.agent.desktop.screen_recording import Recorder
 from holm.agent.desktop.viewer_socket import ViewerSocket
 from holm.agent.frames.tiles import FrameHasher
-from holm.agent.wayland import sway_up
+from holm.agent.wayland import dock, sway_up
 from holm.agent.wayland.screen import Screen as WaylandScreen
 from holm.agent.widgets import a11y_bus
 from holm.agent.widgets.atspi import Widgets
@@ -110,11 +110,7 @@ class Agent:
         # The features' services start while the screens' X servers do: Xvfb needs none of
         # them, and every program after it starts with their addresses (_bring_up waits).
         services = asyncio.create_task(self._start_services(failures))
-        if self.wayland:
-            screens = [s for s in self.screens if isinstance(s, WaylandScreen)]
-            await asyncio.gather(*(self._bring_up_wayland(s, services) for s in screens))
-        else:
-            await asyncio.gather(*(self._bring_up(s, services) for s in self.screens))
+        await asyncio.gather(*(self._bring_up(s, services) for s in self.screens))
         # A service that failed in an unforeseen way failed each screen that waited for it.
         with contextlib.suppress(Exception):
             await services
@@ -152,38 +148,42 @@ class Agent:
                 self._widgets = Widgets()
 
     async def _bring_up(self, screen: Screen, services: asyncio.Task[None]) -> None:
+        """A screen: its display server (`_start_display`: Xvfb, or a sway), its
+        connections, its viewer, its window manager and dock, and its Chromium."""
         o = self.options
         i = screen.index
-        part = "the X display (Xvfb)"
+        part = "the compositor (sway)" if self.wayland else "the X display (Xvfb)"
         connecting: asyncio.Task[None] | None = None
         try:
-            async with self._display_lock:
-                # Screens start one after another from the base, so they do not race each
-                # other for one display number.
-                base = max(
-                    [o.display_base] + [_number(s) + 1 for s in self.screens if s.display_name]
-                )
-                number, _ = await asyncio.to_thread(
-                    desktop_up.start_xvfb, i, o.width, o.height, base, self.run_dir, self._env(None)
-                )
-                screen.display_name = f":{number}"
-            name = screen.display_name
+            name = await self._start_display(screen)
             # The screen's own connections open while its programs start: none of these
-            # needs them, and the tile grid subscribes to DAMAGE before it reads a pixel,
+            # needs them, and the tile grid subscribes to damage before it reads a pixel,
             # so what the programs draw meanwhile is read at its first hash.
             connecting = asyncio.create_task(screen.connect(name))
             part = "the sound server or the accessibility bus"
             await asyncio.shield(services)
             env = self._env(name)
-            part = "the viewer socket"
-            viewer = ViewerSocket(i, name, self.run_dir, env)
-            self._viewers.append(viewer)
-            screen.vnc_socket = str(viewer.path)
-            part = "the window manager (openbox)"
-            await asyncio.to_thread(desktop_up.start_window_manager, i, name, self.run_dir, env)
-            if "dock" in o.features:
-                part = "the dock (tint2)"
-                await asyncio.to_thread(features_up.start_dock, i, name, self.run_dir, env)
+            if isinstance(screen, WaylandScreen) and screen.sway is not None:
+                sway = screen.sway
+                part = "the viewer's VNC server (wayvnc)"
+                screen.vnc_socket = await asyncio.to_thread(
+                    sway_up.start_wayvnc, i, sway, self.run_dir, env
+                )
+                if "dock" in o.features:
+                    part = "the dock (waybar)"
+                    await asyncio.to_thread(
+                        dock.start_dock, i, sway.ipc, o.height, self.run_dir, env
+                    )
+            else:
+                part = "the viewer socket"
+                viewer = ViewerSocket(i, name, self.run_dir, env)
+                self._viewers.append(viewer)
+                screen.vnc_socket = str(viewer.path)
+                part = "the window manager (openbox)"
+                await asyncio.to_thread(desktop_up.start_window_manager, i, name, self.run_dir, env)
+                if "dock" in o.features:
+                    part = "the dock (tint2)"
+                    await asyncio.to_thread(features_up.start_dock, i, name, self.run_dir, env)
             browser = None
             if o.chromium:
                 part = "chromium"
@@ -195,7 +195,9 @@ class Agent:
                 browser.keep(proc, port)
                 self._browsers[i] = browser
                 self._bridges.append(await devtools_bridge.bridge(self.run_dir, i, browser.wait_up))
-            part = "the screen's X connections"
+            part = (
+                "the screen's Wayland connections" if self.wayland else "the screen's X connections"
+            )
             await connecting
             if browser is not None:
                 part = "chromium"
@@ -216,49 +218,37 @@ class Agent:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await connecting
 
-    async def _bring_up_wayland(self, screen: WaylandScreen, services: asyncio.Task[None]) -> None:
-        """A Wayland screen: its sway, its connections, its viewer's wayvnc and its
-        Chromium (as `_bring_up` does for an X11 one)."""
+    async def _start_display(self, screen: Screen) -> str:
+        """The screen's display server, started; answers its name (`:N`, or the sway's
+        Wayland socket), which the screen's connections and programs are given."""
         o = self.options
-        i = screen.index
-        part = "the compositor (sway)"
-        try:
+        if isinstance(screen, WaylandScreen):
             screen.sway = await asyncio.to_thread(
                 sway_up.start_sway,
-                i,
+                screen.index,
                 o.width,
                 o.height,
                 self.run_dir,
                 self._env(None),
                 "x11_apps" in o.features,
             )
-            part = "the screen's Wayland connections"
-            await screen.connect(screen.sway.socket)
-            part = "the sound server or the accessibility bus"
-            await asyncio.shield(services)
-            part = "the viewer's VNC server (wayvnc)"
-            screen.vnc_socket = await asyncio.to_thread(
-                sway_up.start_wayvnc, i, screen.sway, self.run_dir, self._env(screen.display_name)
+            screen.display_name = screen.sway.socket
+            return screen.display_name
+        async with self._display_lock:
+            # Screens start one after another from the base, so they do not race each
+            # other for one display number.
+            base = max([o.display_base] + [_number(s) + 1 for s in self.screens if s.display_name])
+            number, _ = await asyncio.to_thread(
+                desktop_up.start_xvfb,
+                screen.index,
+                o.width,
+                o.height,
+                base,
+                self.run_dir,
+                self._env(None),
             )
-            if o.chromium:
-                part = "chromium"
-                proc, port = await self._start_chromium(screen)
-                screen.devtools_port = port
-                browser = Browser(
-                    i, lambda: self._start_chromium(screen), lambda new: self._moved(i, new)
-                )
-                browser.keep(proc, port)
-                self._browsers[i] = browser
-                self._bridges.append(await devtools_bridge.bridge(self.run_dir, i, browser.wait_up))
-                await screen.wait_still(START_STILL_MS, START_STILL_WITHIN_MS)
-            screen.up.set()
-            if o.chromium:
-                self._warm(i)
-        except desktop_up.StartFailed as exc:
-            screen.failure = str(exc)
-        except Exception as exc:
-            log.exception("screen %d", i)
-            screen.failure = f"screen {i}: {part} did not start: {type(exc).__name__}: {exc}"
+            screen.display_name = f":{number}"
+        return screen.display_name
 
     async def _start_chromium(self, screen: Screen) -> tuple[subprocess.Popen[bytes], int]:
         """Start the screen's Chromium (on its profile, a blank page) and answer it once

@@ -59,7 +59,7 @@ async def test_typed_text_arrives_in_a_chromium_input(
     desktop: AgentDesktop, agent: RunningAgent
 ) -> None:
     await _open_input_page(desktop, agent)
-    text = "Hello, wörld! ✓ 日本 #1"
+    text = "Hello, wörld! ✓ 日本 😀 #1"
     assert await desktop.act(0, a.Type(text=text)) == r.Typed(typed=len(text))
     assert await page_title(desktop, 0, f"value:{text}") == f"value:{text}"
     pressed = await desktop.act(0, a.Press(chord=["ctrl+a"], then=["BackSpace"]))

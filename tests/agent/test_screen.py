@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 
+from agent_kit import HEIGHT, WIDTH
 from desktop_kit import cursor
 from PIL import Image
 
@@ -13,7 +14,7 @@ from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.values import Point, Region
 
-from .conftest import HEIGHT, WIDTH, RunningAgent, page_title, write_page
+from .conftest import RunningAgent, page_title, write_page
 
 CLICK_PAGE = """<!doctype html><html><body style="margin:0;height:100vh;background:#fff">
 <script>

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from agent_kit import HEIGHT, WIDTH
 
 from holm.adapters.agent_desktop import AgentDesktop
 from holm.engine.journal import Journal, entry, now_ms
@@ -19,7 +20,7 @@ from holm.wire import actions as a
 from holm.wire.entries import BoxCreated, BoxReady, FrameSeen
 from holm.wire.spec import DesktopSpec, Placement, Spec
 
-from .conftest import HEIGHT, WIDTH, RunningAgent, write_page
+from .conftest import RunningAgent, write_page
 
 BOX = "box_watched"
 SCREEN = 1

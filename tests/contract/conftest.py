@@ -1,8 +1,8 @@
 """One box per runtime for the contract suite: the in-memory double, a local box (real Xvfb
 and Chromium under bubblewrap), a local Wayland box (headless sway, Chromium on Wayland),
-a docker box, and one of provider `docker` on a second engine over TLS
-(kits/remote_dockerd.py), each shared by the tests of a module, so that every test runs the
-same actions on all of them."""
+a docker box and a docker Wayland box (its own image), and one of provider `docker` on a
+second engine over TLS (kits/remote_dockerd.py), each shared by the tests of a module, so
+that every test runs the same actions on all of them."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ def state_dir() -> Iterator[Path]:
         pytest.param("local", marks=pytest.mark.desktop),
         pytest.param("local-wayland", marks=pytest.mark.desktop),
         pytest.param("docker", marks=[pytest.mark.desktop, pytest.mark.docker]),
+        pytest.param("docker-wayland", marks=[pytest.mark.desktop, pytest.mark.docker]),
         pytest.param("remote_docker", marks=[pytest.mark.desktop, pytest.mark.docker]),
     ],
 )

@@ -31,7 +31,6 @@ from holm.errors import (
     Denied,
     NotFound,
     Unavailable,
-    Unsupported,
 )
 from holm.wire.actions import Click, Press, Type, WaitStill
 from holm.wire.api import ImageInfo
@@ -251,8 +250,6 @@ async def test_screens_come_at_the_specs_size_each_with_its_viewer(
 
 
 async def test_what_the_runtime_refuses(runtime: DockerRuntime) -> None:
-    with pytest.raises(Unsupported):
-        await runtime.create(new_box_id(), Spec(desktop=DesktopSpec(server="wayland")), Placement())
     with pytest.raises(BadRequest):
         await runtime.create(new_box_id(), Spec(), Placement(memory="lots"))
     with pytest.raises(BadRequest):
@@ -267,7 +264,7 @@ def test_the_runtime_says_what_it_can_do(runtime: DockerRuntime) -> None:
     can = runtime.can()
     assert can.packages and can.memory_limit and can.cpu_limit and can.persistent
     assert can.pause and can.stop and can.network_off and can.pages
-    assert not can.wayland
+    assert can.wayland and can.wayland_without == []
 
 
 async def test_the_runtime_is_there_only_when_an_engine_answers(

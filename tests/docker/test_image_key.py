@@ -112,3 +112,26 @@ def test_a_specs_catalog_apps_put_their_packages_in_the_image_and_only_theirs() 
     assert image_key(bare, source, ARCH) != image_key(with_mousepad, source, ARCH)
     own = Spec(apps={"tool": AppDefinition(command=["tool"], packages=["jq"])})
     assert " jq" in spec_dockerfile(own, source)
+
+
+def test_a_wayland_image_is_its_own_and_holds_the_compositor_and_pywayland() -> None:
+    source = image_source()
+    wayland = Spec(desktop=DesktopSpec(server="wayland"))
+    assert image_key(wayland, source, ARCH) != image_key(Spec(), source, ARCH)
+    text = spec_dockerfile(wayland, source)
+    assert " sway waybar wayvnc wl-clipboard xwayland " in text
+    assert "pywayland.protocol.wlr_screencopy_unstable_v1" in text
+    x11 = spec_dockerfile(Spec(), source)
+    assert "sway" not in x11 and "pywayland" not in x11
+    # The two share their first and largest layer: the desktop packages' step.
+    assert x11.split("\nRUN ")[1] == text.split("\nRUN ")[1]
+
+
+def test_what_only_a_wayland_image_holds_makes_no_new_x11_image() -> None:
+    source = image_source()
+    assert any(lib.startswith("pywayland==") for lib in source.wayland_libraries)
+    assert source.wayland_protocols, "scripts/build-wayland-protocols made no bindings"
+    other = msgspec.structs.replace(source, wayland_protocols=(("x.py", "0" * 64),))
+    assert image_key(Spec(), other, ARCH) == image_key(Spec(), source, ARCH)
+    wayland = Spec(desktop=DesktopSpec(server="wayland"))
+    assert image_key(wayland, other, ARCH) != image_key(wayland, source, ARCH)

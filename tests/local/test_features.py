@@ -131,10 +131,20 @@ def peak(raw: bytes) -> int:
     return max(abs(s) for s in samples)
 
 
-async def test_the_dock_shows_each_window_that_opens(make_runtime: MakeRuntime) -> None:
+# The panel of each display server: tint2 on X11, waybar's task list on Wayland (whose
+# xterm shows through XWayland: `x11_apps`).
+@pytest.mark.parametrize(
+    ("server", "panel", "features"),
+    [("x11", "tint2", ("dock",)), ("wayland", "waybar", ("dock", "x11_apps"))],
+)
+async def test_the_dock_shows_each_window_that_opens(
+    make_runtime: MakeRuntime, server: str, panel: str, features: tuple[Feature, ...]
+) -> None:
     runtime = make_runtime(chromium=False)
     box_id = new_id()
-    await runtime.create(box_id, with_features("dock"), Placement())
+    spec = with_features(*features)
+    spec.desktop.server = server  # type: ignore[assignment]
+    await runtime.create(box_id, spec, Placement())
     desktop = await runtime.desktop(box_id)
 
     empty = await band_hash(desktop, DOCK_BAND)
@@ -145,7 +155,7 @@ async def test_the_dock_shows_each_window_that_opens(make_runtime: MakeRuntime) 
     await act(desktop, 0, a.WaitStill(settle_ms=500), r.Stillness)
     two = await band_hash(desktop, DOCK_BAND)
     assert len({empty, one, two}) == 3
-    assert (await run(desktop, "pgrep", "-x", "tint2")).code == 0
+    assert (await run(desktop, "pgrep", "-x", panel)).code == 0
     # The panel is the desktop's, not a window an agent drives.
     titles = [w.title for w in await windows(desktop, 0)]
     assert sorted(titles) == ["first window", "second window"]

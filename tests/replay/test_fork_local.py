@@ -38,8 +38,8 @@ from holm.wire.actions import (
 from holm.wire.api import ActionsRequest, ForkRequest
 from holm.wire.entries import Executed, ForkedFrom, FrameSeen
 from holm.wire.results import Evaluated, ExecResult, FileSaved, WindowList, expect
-from holm.wire.spec import Placement, Spec
-from holm.wire.values import Point
+from holm.wire.spec import DesktopSpec, Placement, Spec
+from holm.wire.values import Point, Region
 
 pytestmark = pytest.mark.desktop
 
@@ -76,11 +76,20 @@ async def upload(engine: Engine, box_id: str, path: str, contents_base64: str) -
     expect(await engine.act(box_id, 0, action), FileSaved)
 
 
+# The same run on each display server: an X11 box, and a Wayland one (headless sway,
+# Chromium on Wayland).
+SERVERS = [
+    pytest.param(Spec(), id="x11"),
+    pytest.param(Spec(desktop=DesktopSpec(server="wayland")), id="wayland"),
+]
+
+
+@pytest.mark.parametrize("spec", SERVERS)
 async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
-    desktops: Any,
+    desktops: Any, spec: Spec
 ) -> None:
     engine = desktops.engine()
-    source = (await engine.create_box(Spec(), Placement())).id
+    source = (await engine.create_box(spec, Placement())).id
     await run(engine, source, *write_file_argv("/tmp/form.html", FORM))
     batch = await engine.run_batch(source, 0, ActionsRequest(actions=FILL_FORM))
     assert all(r.ok for r in batch.results), batch.results
@@ -123,8 +132,17 @@ async def test_a_browser_run_forks_to_the_same_screen_skipping_what_it_cannot(
     assert (fidelity.matched, fidelity.missing, fidelity.extra) == (1 + len(FILL_FORM), [], [])
     (frame,) = fidelity.frames
     # To the pixel, Chromium's toolbar included (its window is maximised for that).
-    assert frame.pixels_equal, frame
-    assert fidelity.same(), fidelity.divergence
+    wayland = spec.desktop.server == "wayland"
+    if not frame.pixels_equal and wayland:
+        # Known, and the only difference seen (about one run in four): Chromium on Wayland
+        # draws two antialiased pixels of its toolbar's top-left curve, at (6, 40), one of
+        # two ways per start (2 levels apart), whatever the run did (docs/agent.md). Every
+        # other pixel is the source's.
+        assert frame.changed == Region(6, 40, 2, 1), frame
+        assert frame.distance is not None and frame.distance < 1e-7, frame
+    else:
+        assert frame.pixels_equal, frame
+    assert fidelity.same(frame_tolerance=1e-7 if wayland else 0.0), fidelity.divergence
 
 
 TITLE = EvaluateWhat(expression="document.title")

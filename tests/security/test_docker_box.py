@@ -18,7 +18,7 @@ from kits.net import hi_server
 
 from holm.adapters.docker.runtime import DockerRuntime, container_name
 from holm.adapters.local.network import host_addresses
-from holm.wire.spec import Placement, Policy, Spec
+from holm.wire.spec import DesktopSpec, Placement, Policy, Spec
 
 from .conftest import SECRET, SECRET_NAME, Box, FarHost, Loop
 from .test_box_servers import SERVERS, assert_private
@@ -118,6 +118,25 @@ def test_root_in_a_docker_box_keeps_setgid_only_and_gains_nothing(
     attrs = engine.containers.get(container_name(online.box_id)).attrs["HostConfig"]
     assert attrs["CapDrop"] == ["ALL"] and attrs["SecurityOpt"] == ["no-new-privileges"]
     assert attrs["PidsLimit"] == PIDS_MAX
+
+
+def test_root_in_a_docker_wayland_box_keeps_setuid_and_setgid_only_and_sway_is_not_root(
+    engine: docker.DockerClient, runtime: DockerRuntime, loop: Loop
+) -> None:
+    # The default Wayland spec: the image the contract suite's Wayland box has too.
+    box = create(runtime, loop, network=False, spec=Spec(desktop=DesktopSpec(server="wayland")))
+    try:
+        status = box.sh("grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status").split()
+        kept = f"{1 << 6 | 1 << 7:016x}"
+        assert status == ["CapEff:", kept, "CapBnd:", kept, "NoNewPrivs:", "1"]
+        assert box.exec("mount -t tmpfs none /mnt").code != 0
+        sways = box.sh("for p in $(pgrep -x sway); do stat -c %u /proc/$p; done")
+        assert sways.split() == ["1000"], sways
+        attrs = engine.containers.get(container_name(box.box_id)).attrs["HostConfig"]
+        assert attrs["CapDrop"] == ["ALL"] and sorted(attrs["CapAdd"]) == ["SETGID", "SETUID"]
+        assert attrs["SecurityOpt"] == ["no-new-privileges"]
+    finally:
+        loop.run(runtime.delete(box.box_id))
 
 
 def test_a_fork_bomb_stops_at_the_docker_boxs_pids_limit(online: Box) -> None:

@@ -6,10 +6,8 @@ One server and one box for the module (these tests do not change the box's life)
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
@@ -17,7 +15,18 @@ import pytest_asyncio
 import yarl
 from http_kit import Client, error_of, ok_json
 from local_kit import LocalServer, client_of, new_box, started
-from viewer_kit import PAGE_URL, bridge, vnc_do
+from viewer_kit import (
+    CLICK_AND_TYPE,
+    bridge,
+    novnc_open,
+    open_page,
+    page_title,
+    socket_path,
+    ticket,
+    until_title,
+    view_input_is_dropped_and_control_input_arrives,
+    vnc_do,
+)
 
 from holm.http.viewer.relay import TICKETS
 
@@ -34,45 +43,6 @@ async def server() -> AsyncIterator[LocalServer]:
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def box(server: LocalServer) -> str:
     return await new_box(server)
-
-
-async def ticket(client: Client, box: str, mode: str = "view", screen: int = 0) -> Any:
-    path = f"/v1/boxes/{box}/screens/{screen}/viewer/ticket"
-    return await ok_json(await client.post(path, json={"mode": mode}))
-
-
-def socket_path(box: str, value: str, mode: str = "view", screen: int = 0) -> str:
-    return f"/v1/boxes/{box}/screens/{screen}/viewer/socket?ticket={value}&mode={mode}"
-
-
-async def page_title(client: Client, box: str) -> str:
-    windows = (await ok_json(await client.get(f"/v1/boxes/{box}/screens/0/windows")))["windows"]
-    titles = [w.get("title", "") for w in windows if w.get("class") == "Chromium"]
-    return next((t for t in titles if re.match(r"c\d+k", t)), "")
-
-
-async def until_title(client: Client, box: str, wanted: str, tries: int = 100) -> str:
-    title = ""
-    for _ in range(tries):
-        title = await page_title(client, box)
-        if title.startswith(wanted):
-            return title
-        await asyncio.sleep(0.1)
-    return title
-
-
-async def open_page(client: Client, box: str) -> None:
-    body = {"actions": [{"type": "open_url", "url": PAGE_URL}]}
-    await ok_json(await client.post(f"/v1/boxes/{box}/screens/0/actions", json=body))
-    assert (await until_title(client, box, "c0k")).startswith("c0k")
-
-
-CLICK_AND_TYPE = [
-    ("mouseMove", (640, 450)),
-    ("mousePress", (1,)),
-    ("keyPress", ("x",)),
-    ("keyPress", ("y",)),
-]
 
 
 async def test_a_ticket_names_its_screen_mode_and_expiry(server: LocalServer, box: str) -> None:
@@ -92,19 +62,9 @@ async def test_a_ticket_names_its_screen_mode_and_expiry(server: LocalServer, bo
 async def test_view_input_is_dropped_and_control_input_arrives(
     server: LocalServer, box: str, tmp_path: Path
 ) -> None:
-    client = client_of(server)
-    shot = tmp_path / "seen.png"
-    await open_page(client, box)
-    view = await ticket(client, box, "view")
-    async with bridge(client, socket_path(box, view["ticket"], "view")) as port:
-        # The screen is seen (frames pass), and the clicks and keys are dropped.
-        await asyncio.to_thread(vnc_do, port, [*CLICK_AND_TYPE, ("captureScreen", (str(shot),))])
-    assert shot.stat().st_size > 0
-    control = await ticket(client, box, "control")
-    async with bridge(client, socket_path(box, control["ticket"], "control")) as port:
-        await asyncio.to_thread(vnc_do, port, CLICK_AND_TYPE)
-    # Had the view viewer's input arrived, the page would count two clicks and xyxy.
-    assert await until_title(client, box, "c1kxy") == "c1kxy - Chromium"
+    await view_input_is_dropped_and_control_input_arrives(
+        client_of(server), box, tmp_path / "seen.png"
+    )
 
 
 # x11vnc (LibVNCServer) reads the minor version "0_7" as 0, an RFB 3.3 client that sends no
@@ -205,28 +165,10 @@ async def test_the_viewer_page_is_novnc_pointed_at_the_socket(
 async def test_novnc_in_a_browser_connects_through_the_page(
     server: LocalServer, box: str, tmp_path: Path
 ) -> None:
-    """Headless Chromium opens the URL a ticket gives: noVNC loads from holmd, connects to
-    the socket with the ticket, and shows the 1280x800 screen; the viewers count it."""
-    from kits.chromium import CHROMIUM, Chromium
-
-    if not CHROMIUM.exists():
-        pytest.skip("needs Debian's chromium")
+    """The noVNC page a ticket gives shows the screen; the viewers count it."""
     client = client_of(server)
-    made = await ticket(client, box, "control")
-    url = str(client.make_url(yarl.URL(made["url"]).path_qs))
     viewers = f"/v1/boxes/{box}/screens/0/viewers"
-    async with Chromium(tmp_path / "chromium") as chromium:
-        await chromium.open(url)
-        width = None
-        # Bounded polling (Chromium on a busy machine can take a while), not a timing.
-        for _ in range(600):
-            width = await chromium.evaluate(
-                "(document.querySelector('#noVNC_container canvas') || {}).width || null"
-            )
-            if width == 1280:
-                break
-            await asyncio.sleep(0.1)
-        assert width == 1280
+    async with novnc_open(client, box, tmp_path / "chromium"):
         counted = await ok_json(await client.get(viewers))
         assert (counted["watching"], counted["driving"]) == (1, 1)
     for _ in range(100):

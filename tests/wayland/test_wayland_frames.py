@@ -13,6 +13,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from agent_kit import RunningAgent
 from PIL import Image
 
 from holm.adapters.agent_desktop import AgentDesktop
@@ -22,8 +23,6 @@ from holm.agent.wayland import sway_up
 from holm.agent.wayland.screen import Screen
 from holm.wire import actions as a
 from holm.wire.values import Encoding, Region
-
-from .conftest import WaylandAgent
 
 pytestmark = pytest.mark.desktop
 
@@ -70,7 +69,7 @@ async def test_a_still_screen_answers_unchanged_without_reading_a_pixel(
 
 
 async def test_frames_follow_the_page_in_every_format(
-    desktop: AgentDesktop, wayland_agent: WaylandAgent
+    desktop: AgentDesktop, wayland_agent: RunningAgent
 ) -> None:
     page = wayland_agent.pages / "colour.html"
     page.write_text('<body style="margin:0;background:rgb(255,0,0)"></body>')

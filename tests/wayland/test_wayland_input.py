@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from agent_kit import RunningAgent
 from desktop_kit import tabs
 
 from holm.adapters.agent_desktop import AgentDesktop
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.values import Point
-
-from .conftest import WaylandAgent
 
 pytestmark = pytest.mark.desktop
 
@@ -50,7 +49,7 @@ async def _title(desktop: AgentDesktop, want: str, prefix: bool = False, suffix:
     return title
 
 
-async def _open(desktop: AgentDesktop, agent: WaylandAgent) -> tuple[int, int]:
+async def _open(desktop: AgentDesktop, agent: RunningAgent) -> tuple[int, int]:
     """Open the page; the screen's place of the page's (0, 0), from a first click (from
     its clientX and clientY: a Wayland window does not know its place on the screen, so a
     page's screenX is not the screen's)."""
@@ -66,7 +65,7 @@ async def _open(desktop: AgentDesktop, agent: WaylandAgent) -> tuple[int, int]:
 
 
 async def test_a_click_lands_where_asked(
-    desktop: AgentDesktop, wayland_agent: WaylandAgent
+    desktop: AgentDesktop, wayland_agent: RunningAgent
 ) -> None:
     left, top = await _open(desktop, wayland_agent)
     await desktop.act(0, a.Click(at=Point(x=left + 321, y=top + 456), button="right"))
@@ -77,13 +76,14 @@ async def test_a_click_lands_where_asked(
 
 
 async def test_non_ascii_text_arrives_in_a_field(
-    desktop: AgentDesktop, wayland_agent: WaylandAgent
+    desktop: AgentDesktop, wayland_agent: RunningAgent
 ) -> None:
     left, top = await _open(desktop, wayland_agent)
     await desktop.act(0, a.Click(at=Point(x=left + 500, y=top + 220)))
     # More different characters than the keymap has spare keys (keymap.py): some are
-    # rebound while the text is typed.
-    text = "Hello, wörld! ✓ 日本 Ωμέγα Привет ñ€ #1"
+    # rebound while the text is typed; and characters beyond the BMP (emoji), which a key
+    # of their own keysym would not type (input.py's `_type_char`).
+    text = "Hello, wörld! ✓ 日本 Ωμέγα Привет ñ€ 😀🎉 #1"
     assert await desktop.act(0, a.Type(text=text)) == r.Typed(typed=len(text))
     assert await _title(desktop, f"value:{text}") == f"value:{text}"
     await desktop.act(0, a.Press(chord=["ctrl+a"], then=["BackSpace"]))
@@ -97,7 +97,7 @@ async def test_non_ascii_text_arrives_in_a_field(
     assert await _title(desktop, "value:X") == "value:X"
 
 
-async def test_double_click_and_wheel(desktop: AgentDesktop, wayland_agent: WaylandAgent) -> None:
+async def test_double_click_and_wheel(desktop: AgentDesktop, wayland_agent: RunningAgent) -> None:
     left, top = await _open(desktop, wayland_agent)
     await desktop.act(0, a.DoubleClick(at=Point(x=left + 400, y=top + 500)))
     assert await _title(desktop, "dblclick:2") == "dblclick:2"

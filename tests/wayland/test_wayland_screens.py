@@ -7,6 +7,7 @@ import asyncio
 import io
 
 import pytest
+from agent_kit import RunningAgent
 from desktop_kit import tabs
 from PIL import Image
 
@@ -14,8 +15,6 @@ from holm.adapters.agent_desktop import AgentDesktop
 from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.values import Point
-
-from .conftest import WaylandAgent
 
 pytestmark = pytest.mark.desktop
 
@@ -37,7 +36,7 @@ async def _title(desktop: AgentDesktop, screen: int, want: str) -> str:
 
 
 async def test_a_human_path_and_a_drag_reach_the_page(
-    desktop: AgentDesktop, wayland_agent: WaylandAgent
+    desktop: AgentDesktop, wayland_agent: RunningAgent
 ) -> None:
     page = wayland_agent.pages / "drag.html"
     page.write_text(DRAG_PAGE)
@@ -60,7 +59,7 @@ async def test_both_selections_are_set_and_read(desktop: AgentDesktop) -> None:
 
 
 async def test_the_second_screen_is_its_own(
-    desktop: AgentDesktop, wayland_agent: WaylandAgent
+    desktop: AgentDesktop, wayland_agent: RunningAgent
 ) -> None:
     page = wayland_agent.pages / "blue.html"
     page.write_text('<body style="margin:0;background:rgb(0,0,255)"></body>')

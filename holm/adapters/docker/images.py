@@ -80,6 +80,16 @@ AGENT_PATHS = (
 )
 # The agent's libraries; their own dependencies come along.
 AGENT_LIBRARIES = ("msgspec", "pillow", "python-xlib")
+# What a Wayland image's agent adds (holm/agent/wayland/): pywayland, with the bindings of
+# the wlroots protocols that scripts/build-wayland-protocols generates into its package
+# folder (files of no wheel's record, so they are named here).
+WAYLAND_LIBRARIES = ("pywayland",)
+GENERATED_PROTOCOLS = (
+    "pywayland/protocol/virtual_keyboard_unstable_v1",
+    "pywayland/protocol/wlr_virtual_pointer_unstable_v1",
+    "pywayland/protocol/wlr_screencopy_unstable_v1",
+    "pywayland/protocol/wlr_data_control_unstable_v1",
+)
 
 _PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9+.:-]*", re.IGNORECASE)
 
@@ -97,6 +107,9 @@ class ImageSource(msgspec.Struct, frozen=True, kw_only=True):
     agent_files: tuple[tuple[str, str], ...]
     # "name==version" of each library copied, in order.
     python_libraries: tuple[str, ...]
+    # The same for what a Wayland image adds, and the generated protocols' (path, sha256).
+    wayland_libraries: tuple[str, ...] = ()
+    wayland_protocols: tuple[tuple[str, str], ...] = ()
 
 
 def image_source(base_image: str = DEFAULT_BASE_IMAGE) -> ImageSource:
@@ -109,15 +122,24 @@ def image_source(base_image: str = DEFAULT_BASE_IMAGE) -> ImageSource:
         agent_files=tuple(
             (rel, hashlib.sha256(path.read_bytes()).hexdigest()) for rel, path in _agent_files()
         ),
-        python_libraries=tuple(
-            f"{dist.metadata['Name']}=={dist.version}" for dist in _library_closure()
+        python_libraries=_versions(_library_closure(AGENT_LIBRARIES)),
+        wayland_libraries=_versions(_library_closure(WAYLAND_LIBRARIES, AGENT_LIBRARIES)),
+        wayland_protocols=tuple(
+            (rel, hashlib.sha256(path.read_bytes()).hexdigest()) for rel, path in _generated_files()
         ),
     )
+
+
+def _versions(dists: list[importlib.metadata.Distribution]) -> tuple[str, ...]:
+    return tuple(f"{dist.metadata['Name']}=={dist.version}" for dist in dists)
 
 
 def image_key(spec: Spec, source: ImageSource, arch: str) -> str:
     """The key in an image's tag: 32 hex digits of a hash over every input of the image."""
     desktop = canonical_spec(spec).desktop
+    if desktop.server != "wayland":
+        # What only a Wayland image holds makes no new X11 image.
+        source = msgspec.structs.replace(source, wayland_libraries=(), wayland_protocols=())
     inputs = {
         "source": source,
         "dockerfile": spec_dockerfile(spec, source),
@@ -294,7 +316,8 @@ class Images:
             }
             log(f"building {ref} from {base}")
             started = time.monotonic()
-            with _build_context(spec_dockerfile(spec, self.source)) as context:
+            dockerfile_text = spec_dockerfile(spec, self.source)
+            with _build_context(dockerfile_text, spec.desktop.server == "wayland") as context:
                 lines = self._client.api.build(
                     fileobj=context,
                     custom_context=True,
@@ -360,7 +383,9 @@ def spec_dockerfile(spec: Spec, source: ImageSource) -> str:
     canonical = canonical_spec(spec)
     desktop = canonical.desktop
     packages = [*desktop.packages, *app_packages(canonical.apps)]
-    return dockerfile.render(desktop.features or [], packages, source.python_version)
+    return dockerfile.render(
+        desktop.features or [], packages, source.python_version, desktop.server
+    )
 
 
 def _check_packages(spec: Spec) -> None:
@@ -368,8 +393,6 @@ def _check_packages(spec: Spec) -> None:
     for pkg in [*spec.desktop.packages, *app_packages(spec.apps)]:
         if not _PACKAGE_NAME.fullmatch(pkg):
             raise BadRequest(f"spec.desktop.packages has an invalid package name {pkg!r}")
-    if spec.desktop.server != "x11":
-        raise BadRequest("the docker runtime builds x11 desktops only")
 
 
 def _follow_build(lines: Iterator[dict[str, Any]], log: Progress) -> None:
@@ -386,9 +409,10 @@ def _follow_build(lines: Iterator[dict[str, Any]], log: Progress) -> None:
 
 
 @contextmanager
-def _build_context(dockerfile_text: str) -> Iterator[IO[bytes]]:
+def _build_context(dockerfile_text: str, wayland: bool = False) -> Iterator[IO[bytes]]:
     """The build context as a tar stream: the Dockerfile, the agent's code and its
-    libraries, read straight from holm's environment (nothing copied on disk)."""
+    libraries (a Wayland image's with pywayland's), read straight from holm's environment
+    (nothing copied on disk)."""
     with tempfile.TemporaryFile() as file:
         with tarfile.open(fileobj=file, mode="w") as tar:
             data = dockerfile_text.encode()
@@ -397,7 +421,7 @@ def _build_context(dockerfile_text: str) -> Iterator[IO[bytes]]:
             tar.addfile(entry, io.BytesIO(data))
             for rel, path in _agent_files():
                 tar.add(path, arcname=f"holm/{rel}", recursive=False)
-            for rel, path in _library_files():
+            for rel, path in _library_files(wayland):
                 tar.add(path, arcname=f"python/{rel}", recursive=False)
         file.seek(0)
         yield file
@@ -417,11 +441,17 @@ def _agent_files() -> list[tuple[str, Path]]:
     return files
 
 
-def _library_closure() -> list[importlib.metadata.Distribution]:
-    """The agent's libraries and what they require, as installed beside holm. A requirement
-    only for an extra is left out; one that is not installed here is not needed here."""
+def _library_closure(
+    libraries: tuple[str, ...], without: tuple[str, ...] = ()
+) -> list[importlib.metadata.Distribution]:
+    """The libraries and what they require, as installed beside holm, but for those of
+    `without`'s closure. A requirement only for an extra is left out; one that is not
+    installed here is not needed here."""
     seen: dict[str, importlib.metadata.Distribution] = {}
-    todo = list(AGENT_LIBRARIES)
+    if without:
+        seen = {_normalise(d.metadata["Name"]): d for d in _library_closure(without)}
+    known = set(seen)
+    todo = list(libraries)
     while todo:
         name = _normalise(todo.pop())
         if name in seen:
@@ -437,12 +467,15 @@ def _library_closure() -> list[importlib.metadata.Distribution]:
             match = re.match(r"[A-Za-z0-9._-]+", requirement)
             if match:
                 todo.append(match.group(0))
-    return [seen[name] for name in sorted(seen)]
+    return [seen[name] for name in sorted(seen) if name not in known]
 
 
-def _library_files() -> list[tuple[str, Path]]:
-    files: list[tuple[str, Path]] = []
-    for dist in _library_closure():
+def _library_files(wayland: bool = False) -> list[tuple[str, Path]]:
+    dists = _library_closure(AGENT_LIBRARIES)
+    if wayland:
+        dists += _library_closure(WAYLAND_LIBRARIES, AGENT_LIBRARIES)
+    files: list[tuple[str, Path]] = _generated_files() if wayland else []
+    for dist in dists:
         for file in dist.files or []:
             # Scripts land outside the site directory ("../../bin/…"); bytecode is remade.
             if file.parts[0] == ".." or "__pycache__" in file.parts:
@@ -451,6 +484,19 @@ def _library_files() -> list[tuple[str, Path]]:
             if path.is_file():
                 files.append((file.as_posix(), path))
     return files
+
+
+def _generated_files() -> list[tuple[str, Path]]:
+    """The wlroots protocols' bindings where scripts/build-wayland-protocols wrote them
+    (none where pywayland is not installed: holm then builds no Wayland image that works,
+    and that image's build fails at its import check)."""
+    try:
+        dist = importlib.metadata.distribution("pywayland")
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    site = Path(str(dist.locate_file("")))
+    paths = [site / f"{module}.py" for module in GENERATED_PROTOCOLS]
+    return [(p.relative_to(site).as_posix(), p) for p in paths if p.is_file()]
 
 
 def _normalise(name: str) -> str:

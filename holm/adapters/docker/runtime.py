@@ -59,6 +59,7 @@ from holm.adapters.docker.images import (
     engine_errors,
     image_source,
 )
+from holm.adapters.features import WAYLAND_WITHOUT
 from holm.adapters.local.limits import DEFAULT_PIDS_MAX, parse_cpus, parse_memory
 from holm.adapters.refusals import refuse_what_no_runtime_runs
 from holm.adapters.run_sockets import open_run_socket
@@ -145,6 +146,10 @@ INSTALL_TAIL_CHARS = 1500
 # not own past its mode bits, trace no process, and configure no interface. With
 # no-new-privileges no setuid program gives any of them back.
 CAPS_KEPT = ["SETGID"]
+# A Wayland box's agent starts sway as the box's uid 1000 (sway refuses root:
+# holm/agent/wayland/sway_up.py), which takes CAP_SETUID too: a root that may become any uid
+# of its own container, as the local runtime's Wayland box (docs/security.md).
+WAYLAND_CAPS_KEPT = [*CAPS_KEPT, "SETUID"]
 SECURITY_OPT = ["no-new-privileges"]
 # The whole environment of a box's container, composed here (the image adds LANG): the
 # engine passes nothing of holmd's.
@@ -237,6 +242,9 @@ class DockerRuntime:
             profile=True,
             # The agent relays each box's Chromium DevTools (docs/runtimes.md).
             pages=self.chromium,
+            # Its own image (dockerfile.py): headless sway, wayvnc, pywayland.
+            wayland=True,
+            wayland_without=list(WAYLAND_WITHOUT),
         )
 
     # Images (served by the server as the images API)
@@ -487,7 +495,9 @@ class DockerRuntime:
     # What a box is
 
     def _refuse(self, box_id: str, spec: Spec, placement: Placement) -> None:
-        refuse_what_no_runtime_runs(self.name, spec, placement, self._longest_socket(box_id))
+        refuse_what_no_runtime_runs(
+            self.name, spec, placement, self._longest_socket(box_id), ("x11", "wayland")
+        )
         if placement.profile is not None and not _PROFILE.fullmatch(placement.profile):
             raise BadRequest(
                 f"placement.profile {placement.profile!r} must be 1 to 64 letters, digits, "
@@ -543,6 +553,11 @@ class DockerRuntime:
         placement = _placement_decoder.decode(labels[LABEL_PLACEMENT])
         desktop = spec.desktop
         volumes, tmpfs = self._run_mounts(labels)
+        if desktop.server == "wayland":
+            # The engine mounts a tmpfs noexec; sway runs XWayland through a wrapper it
+            # writes in its runtime folder in /tmp (holm/agent/wayland/sway_up.py). A box
+            # runs what it writes in its home anyway: this takes nothing from it.
+            tmpfs["/tmp"] += ",exec"
         agent = agent_command(
             ["python3"],
             BOX_RUN,
@@ -553,6 +568,7 @@ class DockerRuntime:
             apps=spec.apps,
             features=desktop.features or [],
             server_id=self.server_id,
+            display_server=desktop.server,
         )
         options: dict[str, Any] = {}
         if placement.memory is not None:
@@ -576,7 +592,7 @@ class DockerRuntime:
             working_dir=BOX_HOME,
             environment=dict(BOX_ENV),
             cap_drop=["ALL"],
-            cap_add=list(CAPS_KEPT),
+            cap_add=list(WAYLAND_CAPS_KEPT if desktop.server == "wayland" else CAPS_KEPT),
             security_opt=list(SECURITY_OPT),
             pids_limit=self.pids_limit,
             volumes=volumes,

@@ -465,14 +465,6 @@ class LocalRuntime:
         refuse_what_no_runtime_runs(
             self.name, spec, placement, paths.vnc_socket(MAX_SCREENS - 1), ("x11", "wayland")
         )
-        if spec.desktop.server == "wayland":
-            features = canonical_spec(spec).desktop.features or []
-            missing = sorted(f for f in features if f in WAYLAND_WITHOUT)
-            if missing:
-                raise Unsupported(
-                    f"the local runtime's wayland desktops have no {', '.join(missing)}"
-                    " (list the spec's features without them)"
-                )
         if spec.desktop.packages:
             raise Unsupported("the local runtime cannot install packages; use the docker runtime")
         if placement.profile is not None:

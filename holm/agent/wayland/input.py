@@ -148,6 +148,19 @@ class Input(X11Input):
             if detail in self._modifier_bits or detail == self._caps_lock:
                 self._send_modifiers()
 
+    def _type_char(self, char: str) -> None:
+        code = ord(char)
+        if code <= 0xFFFF:
+            super()._type_char(char)
+            return
+        # Chromium keeps one UTF-16 unit of a key's character (its KeyEvent's char16_t):
+        # a key of the character's own keysym arrives as its low 16 bits (U+1F600 as
+        # U+F600). Two keys of the surrogates' keysyms arrive as the pair, which the field
+        # joins into the character.
+        code -= 0x10000
+        for unit in (0xD800 | code >> 10, 0xDC00 | code & 0x3FF):
+            self._tap(0x01000000 | unit)
+
     def _send_modifiers(self) -> None:
         depressed = 0
         for code in self._down:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
-from holm.agent.frames import capture as frames
+from holm.agent.frames.band_cache import WholePng
 from holm.agent.frames.capture import Raw
 from holm.agent.frames.change_count import ChangeCount
 from holm.agent.frames.tiles import FrameHasher
@@ -26,11 +26,10 @@ from holm.agent.wayland.sway_up import Sway
 from holm.agent.x11.screen import WINDOW_POLL_S
 from holm.agent.x11.screen import Screen as X11Screen
 from holm.agent.x11.windows import no_window
-from holm.errors import BadRequest, Failed, ScreenUnavailable
+from holm.errors import Failed, ScreenUnavailable
 from holm.wire.actions import Arrange
 from holm.wire.results import WindowInfo
-from holm.wire.runtime import FrameResult
-from holm.wire.values import PNG, Encoding, Point, Region, Selection
+from holm.wire.values import Encoding, Point, Region, Selection
 
 if TYPE_CHECKING:
     # pywayland's modules, imported when a screen connects: an X11 box's image (the docker
@@ -121,38 +120,31 @@ class Screen(X11Screen):
         _, digest = await self.capture_lane.run(self._read_and_hash)
         return digest, self.width, self.height
 
-    async def frame(
+    # The frame's own steps (X11Screen.frame does the rest)
+
+    async def _window_region(self, window: str) -> Region:
+        found = await self.on_query(lambda ipc: windows.get_window(ipc, window))
+        return Region(found.x, found.y, found.width, found.height)
+
+    def _changes_counted(self) -> int | None:
+        return self._changes.value
+
+    async def _read_frame(
         self,
-        have: str | None = None,
-        window: str | None = None,
-        region: Region | None = None,
-        scale: int = 100,
-        pointer: bool = False,
-        encoding: Encoding = PNG,
-    ) -> FrameResult:
-        frames.check_scale(scale)
-        if window is not None:
-            if region is not None:
-                raise BadRequest("capture a window or a region, not both")
-            found = await self.on_query(lambda ipc: windows.get_window(ipc, window))
-            region = Region(found.x, found.y, found.width, found.height)
-        area = self._region(region)
-        at: tuple[int, int] | None = None
-        if pointer:
-            where = await self.cursor()
-            at = (where.x - area.x, where.y - area.y)
-        whole = region is None and scale == 100 and at is None
-        # Read before the picture is taken: every change counted is in it (capture.py
-        # keeps a picture before it counts it).
-        changes = self._changes.value if whole else None
-        width, height = frames.scaled_size(area, scale)
-        if whole:
+        whole_screen: bool,
+        area: Region,
+        have: str | None,
+        scale: int,
+        at: tuple[int, int] | None,
+        encoding: Encoding,
+    ) -> tuple[str, Raw | WholePng | bytes | None]:
+        """The frame's hash and, unless it is `have`, its pixels or the picture last
+        encoded of them: the capture watcher's last picture, hashed once."""
+        if whole_screen and scale == 100 and at is None:
             kept = self._kept_hash()
             if kept is not None and kept == have:
                 # A still screen: answered from the kept hash, without reading a pixel.
-                return FrameResult(
-                    hash=kept, unchanged=True, width=width, height=height, changes=changes
-                )
+                return kept, None
             picture, digest = await self.capture_lane.run(self._read_and_hash)
             raw = Raw(picture.data, self.width, self.height)
         else:
@@ -162,25 +154,8 @@ class Screen(X11Screen):
                 lambda: self.hasher.picture(raw.data, raw.width, raw.height, scale, at)
             )
         if digest == have:
-            return FrameResult(
-                hash=digest, unchanged=True, width=width, height=height, changes=changes
-            )
-        encoded = self._encoded
-        if encoded is not None and encoded[0] == digest and encoded[1] == encoding:
-            image = encoded[2]
-        else:
-            image = await asyncio.get_running_loop().run_in_executor(
-                self._png_pool, frames.encode, raw, scale, at, encoding
-            )
-            self._encoded = (digest, encoding, image)
-        return FrameResult(
-            hash=digest,
-            image=image,
-            format=encoding.format,
-            width=width,
-            height=height,
-            changes=changes,
-        )
+            return digest, None
+        return digest, self._encoded_as(digest, encoding) or raw
 
     async def await_change(self, after: int, within_ms: int) -> int:
         self._up(self._capture)

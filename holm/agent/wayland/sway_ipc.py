@@ -13,7 +13,7 @@ from typing import Any
 
 MAGIC = b"i3-ipc"
 HEADER = struct.Struct("=6sII")
-RUN_COMMAND, GET_OUTPUTS, GET_TREE = 0, 3, 4
+RUN_COMMAND, GET_WORKSPACES, GET_OUTPUTS, GET_TREE = 0, 1, 3, 4
 
 
 class SwayIpc:
@@ -55,6 +55,10 @@ class SwayIpc:
 
     def outputs(self) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = self._call(GET_OUTPUTS)
+        return found
+
+    def workspaces(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self._call(GET_WORKSPACES)
         return found
 
     def close(self) -> None:

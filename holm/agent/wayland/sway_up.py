@@ -18,6 +18,7 @@ import glob
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from holm.agent.desktop import processes
@@ -237,19 +238,34 @@ def start_wayvnc(screen: int, sway: Sway, run_dir: Path, env: dict[str, str]) ->
         cwd="/",
         log_path=run_dir / f"wayvnc-{screen}.log",
     )
-    deadline = time.monotonic() + WAYVNC_START_S
-    while not path.exists():
+    wait_started(
+        "wayvnc", screen, proc, path.exists, WAYVNC_START_S, run_dir / f"wayvnc-{screen}.log"
+    )
+    path.chmod(0o600)
+    processes.supervise(f"wayvnc (screen {screen})", proc)
+    return str(path)
+
+
+def wait_started(
+    what: str,
+    screen: int,
+    proc: subprocess.Popen[bytes],
+    ready: Callable[[], bool],
+    within_s: float,
+    log_path: Path,
+) -> None:
+    """Wait until `ready()`. A program that ends first, or is not ready in time (it is
+    then ended), fails the screen's start, naming it."""
+    deadline = time.monotonic() + within_s
+    while not ready():
         if proc.poll() is not None:
             raise StartFailed(
-                f"screen {screen}: wayvnc ended with {proc.returncode}: "
-                f"{processes.log_tail(run_dir / f'wayvnc-{screen}.log')}"
+                f"screen {screen}: {what} ended with {proc.returncode}: "
+                f"{processes.log_tail(log_path)}"
             )
         if time.monotonic() > deadline:
             processes.kill_group(proc.pid)
             raise StartFailed(
-                f"screen {screen}: wayvnc did not start within {WAYVNC_START_S:.0f} s"
+                f"screen {screen}: {what} did not start within {within_s:.0f} s (see {log_path})"
             )
         time.sleep(0.02)
-    path.chmod(0o600)
-    processes.supervise(f"wayvnc (screen {screen})", proc)
-    return str(path)

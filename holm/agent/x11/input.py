@@ -526,7 +526,7 @@ class Input:
         held, locked = self._set_aside()
         try:
             for char in text:
-                self._tap(keys.char_keysym(char))
+                self._type_char(char)
                 if delay_ms:
                     self.sync()
                     time.sleep(delay_ms / 1000)
@@ -534,6 +534,9 @@ class Input:
             self._put_back(held, locked)
         self.sync()
         return len(text)
+
+    def _type_char(self, char: str) -> None:
+        self._tap(keys.char_keysym(char))
 
     def press(self, chord: list[str], then: list[str], held: list[Modifier]) -> None:
         together = [sym for name in chord for sym in keys.chord_keysyms(name)]

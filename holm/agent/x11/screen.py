@@ -233,40 +233,22 @@ class Screen:
         if window is not None:
             if region is not None:
                 raise BadRequest("capture a window or a region, not both")
-            found = await self.on_query(lambda c: windows.get_window(c, window))
-            region = Region(found.x, found.y, found.width, found.height)
+            region = await self._window_region(window)
         area = self._region(region)
         at: tuple[int, int] | None = None
         if pointer:
             where = await self.cursor()
             at = (where.x - area.x, where.y - area.y)
-        loop = asyncio.get_running_loop()
-        # Read before the capture: every change counted so far is in its picture.
-        damage = self._damage
         whole = region is None and scale == 100 and at is None
-        changes = damage.count.value if whole and damage is not None and damage.telling() else None
-        raw: Raw | WholePng | bytes | None
-        grid = self._up(self._grid)
-        kept_hash: Callable[[], str | None]
-        read: Callable[[], tuple[str, Raw | WholePng | bytes | None]]
-        if region is None:
-            kept_hash = functools.partial(grid.hash_if_clean, scale, at)
-            read = functools.partial(self._whole, grid, have, scale, at, encoding)
-        else:
-            kept_hash = functools.partial(self._part_if_kept, grid, area, scale, at)
-            read = functools.partial(self._part, grid, area, have, scale, at, encoding)
-        # Only a frame that may be `have` is worth the check here, on the loop: any other
-        # is read on the capture thread, which asks the X server what was drawn again.
-        kept = self.capture_lane.here(kept_hash) if have is not None else None
-        if kept is not None and kept == have:
-            digest, raw = kept, None
-        else:
-            digest, raw = await self.capture_lane.run(read)
+        # Read before the picture is taken: every change counted so far is in it.
+        changes = self._changes_counted() if whole else None
+        digest, raw = await self._read_frame(region is None, area, have, scale, at, encoding)
         width, height = capture.scaled_size(area, scale)
         if digest == have or raw is None:
             return FrameResult(
                 hash=digest, unchanged=True, width=width, height=height, changes=changes
             )
+        loop = asyncio.get_running_loop()
         if isinstance(raw, WholePng):
             image = await loop.run_in_executor(self._png_pool, raw.png)
         elif isinstance(raw, bytes):
@@ -284,6 +266,44 @@ class Screen:
             height=height,
             changes=changes,
         )
+
+    # What a display server's screen does its own way (holm/agent/wayland/screen.py):
+    # where a window is, the count of changes, and the pixel read.
+
+    async def _window_region(self, window: str) -> Region:
+        found = await self.on_query(lambda c: windows.get_window(c, window))
+        return Region(found.x, found.y, found.width, found.height)
+
+    def _changes_counted(self) -> int | None:
+        damage = self._damage
+        return damage.count.value if damage is not None and damage.telling() else None
+
+    async def _read_frame(
+        self,
+        whole_screen: bool,
+        area: Region,
+        have: str | None,
+        scale: int,
+        at: tuple[int, int] | None,
+        encoding: Encoding,
+    ) -> tuple[str, Raw | WholePng | bytes | None]:
+        """The frame's hash and, unless it is `have`, its pixels or what stands for them
+        (None: unchanged): the X server's, through the tile grid."""
+        grid = self._up(self._grid)
+        kept_hash: Callable[[], str | None]
+        read: Callable[[], tuple[str, Raw | WholePng | bytes | None]]
+        if whole_screen:
+            kept_hash = functools.partial(grid.hash_if_clean, scale, at)
+            read = functools.partial(self._whole, grid, have, scale, at, encoding)
+        else:
+            kept_hash = functools.partial(self._part_if_kept, grid, area, scale, at)
+            read = functools.partial(self._part, grid, area, have, scale, at, encoding)
+        # Only a frame that may be `have` is worth the check here, on the loop: any other
+        # is read on the capture thread, which asks the X server what was drawn again.
+        kept = self.capture_lane.here(kept_hash) if have is not None else None
+        if kept is not None and kept == have:
+            return kept, None
+        return await self.capture_lane.run(read)
 
     def _whole(
         self,
