@@ -8,15 +8,13 @@ import stat
 from pathlib import Path
 
 import pytest
-from agent_kit import alive
+from agent_kit import alive, start_agent, stop_agent
 from desktop_kit import clipboard, cursor, launch, run, windows
 
 from holm.adapters.agent_desktop import AgentDesktop
 from holm.errors import Failed, ScreenUnavailable, Unsupported
 from holm.wire import actions as a
 from holm.wire.values import Point
-
-from .conftest import start_agent, stop_agent
 
 
 def _ppid(pid: int) -> int:
