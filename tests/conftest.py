@@ -1,8 +1,8 @@
 """What every part of the suite may share: one Docker Engine for the whole run, started by
 scripts/dockerd-up when none answers (and stopped at the end only if this run started it),
 and one PostgreSQL and one SeaweedFS (store_kit), each started by the first test that asks
-for it; none is started for a run that needs none; and the time bound of the tests that use
-the Docker Engine."""
+for it; none is started for a run that needs none; the time bound of the tests that use
+the Docker Engine; and the sharing of one run by several pytest processes (kits.workers)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import docker
 import pytest
 from hypothesis import settings
+from kits.workers import pytest_runtestloop
 from runtime_kit import docker_engine
 from store_kit import pg_server, s3_server
 
@@ -41,7 +42,7 @@ def docker_client() -> Iterator[docker.DockerClient]:
         yield client
 
 
-__all__ = ["docker_client", "pg_server", "s3_server"]
+__all__ = ["docker_client", "pg_server", "pytest_runtestloop", "s3_server"]
 
 
 @pytest.fixture(scope="session", autouse=True)
