@@ -5,7 +5,9 @@ tests started it) and the default spec's box image (the first build takes minute
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import fcntl
 import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -46,11 +48,25 @@ def docker_engine() -> Iterator[docker.DockerClient]:
             subprocess.run([str(REPO / "scripts/dockerd-down")], check=True, timeout=120)
 
 
+# One build of the session image at a time on this host: the processes that share a run
+# (kits.workers) would otherwise each build it at once, twice the minutes on two cores; the
+# one that waited finds the other's by its tag.
+BUILD_LOCK = Path("/run/lock" if Path("/run/lock").is_dir() else "/tmp") / "holm-test-build.lock"
+
+
+@contextlib.asynccontextmanager
+async def _build_lock() -> AsyncIterator[None]:
+    with BUILD_LOCK.open("a") as held:
+        await asyncio.to_thread(fcntl.flock, held, fcntl.LOCK_EX)
+        yield
+
+
 async def built_image(client: docker.DockerClient, boxes_dir: Path, server_id: str) -> ImageInfo:
     """The default image, built (or found by its tag)."""
     runtime = DockerRuntime(boxes_dir, server_id, client=client)
     lines: list[str] = []
-    info = await runtime.build_image(SESSION_SPEC, lines.append)
+    async with _build_lock():
+        info = await runtime.build_image(SESSION_SPEC, lines.append)
     assert info.state is None and info.image, lines[-20:]
     return info
 
