@@ -1,9 +1,10 @@
 """What every part of the suite may share: one Docker Engine for the whole run, started by
 scripts/dockerd-up when none answers (and stopped at the end only if this run started it),
 one second engine standing for one on another host (kits/remote_dockerd.py: the box image
-is sent to it once a run), and one PostgreSQL and one SeaweedFS (store_kit), each started
-by the first test that asks for it; none is started for a run that needs none; and the time
-bound of the tests that use the Docker Engine."""
+is sent to it once a process), and one PostgreSQL and one SeaweedFS (store_kit), each
+started by the first test that asks for it; none is started for a run that needs none; the
+time bound of the tests that use the Docker Engine; and the sharing of one run by several
+pytest processes (kits.workers)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import docker
 import pytest
 from hypothesis import settings
 from kits.remote_dockerd import RemoteEngine, remote_engine
+from kits.workers import pytest_runtestloop
 from runtime_kit import docker_engine
 from store_kit import pg_server, s3_server
 
@@ -49,7 +51,7 @@ def remote_docker_engine() -> Iterator[RemoteEngine]:
         yield engine
 
 
-__all__ = ["docker_client", "pg_server", "remote_docker_engine", "s3_server"]
+__all__ = ["docker_client", "pg_server", "pytest_runtestloop", "remote_docker_engine", "s3_server"]
 
 
 @pytest.fixture(scope="session", autouse=True)

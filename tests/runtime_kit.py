@@ -5,11 +5,15 @@ tests started it) and the default spec's box image (the first build takes minute
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import fcntl
+import os
 import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import docker
 from aiohttp import web
@@ -31,26 +35,58 @@ REPO = Path(__file__).resolve().parents[1]
 SESSION_SPEC = Spec()
 
 
+def _engine_users() -> Path:
+    """The lock every user of the engine holds shared while it uses it (scripts/pytest-workers
+    too): the one that started the engine stops it only when it alone holds it."""
+    return Path(os.environ.get("HOLM_DOCKERD_PIDFILE", "/run/holm-dockerd.pid") + ".users")
+
+
 @contextlib.contextmanager
 def docker_engine() -> Iterator[docker.DockerClient]:
-    up = subprocess.run(
-        [str(REPO / "scripts/dockerd-up")], capture_output=True, text=True, timeout=120
-    )
-    assert up.returncode == 0, f"no Docker Engine: {up.stderr}"
-    client = docker.from_env(timeout=600)
+    with _engine_users().open("a") as users:
+        fcntl.flock(users, fcntl.LOCK_SH)
+        up = subprocess.run(
+            [str(REPO / "scripts/dockerd-up")], capture_output=True, text=True, timeout=120
+        )
+        assert up.returncode == 0, f"no Docker Engine: {up.stderr}"
+        client = docker.from_env(timeout=600)
+        try:
+            yield client
+        finally:
+            client.close()
+            if up.stdout.strip() == "started" and _alone(users):
+                subprocess.run([str(REPO / "scripts/dockerd-down")], check=True, timeout=120)
+
+
+def _alone(users: IO[str]) -> bool:
+    """Whether no other process uses the engine now; if one does, the engine is left running
+    for it (stopping it would pull it from under that one's tests)."""
     try:
-        yield client
-    finally:
-        client.close()
-        if up.stdout.strip() == "started":
-            subprocess.run([str(REPO / "scripts/dockerd-down")], check=True, timeout=120)
+        fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+# One build of the session image at a time on this host: the processes that share a run
+# (kits.workers) would otherwise each build it at once, twice the minutes on two cores; the
+# one that waited finds the other's by its tag.
+BUILD_LOCK = Path("/run/lock" if Path("/run/lock").is_dir() else "/tmp") / "holm-test-build.lock"
+
+
+@contextlib.asynccontextmanager
+async def _build_lock() -> AsyncIterator[None]:
+    with BUILD_LOCK.open("a") as held:
+        await asyncio.to_thread(fcntl.flock, held, fcntl.LOCK_EX)
+        yield
 
 
 async def built_image(client: docker.DockerClient, boxes_dir: Path, server_id: str) -> ImageInfo:
     """The default image, built (or found by its tag)."""
     runtime = DockerRuntime(boxes_dir, server_id, client=client)
     lines: list[str] = []
-    info = await runtime.build_image(SESSION_SPEC, lines.append)
+    async with _build_lock():
+        info = await runtime.build_image(SESSION_SPEC, lines.append)
     assert info.state is None and info.image, lines[-20:]
     return info
 
