@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec.inspect as mi
 import trace_kit
+from hypothesis import reject
 from hypothesis import strategies as st
 from trace_kit import T0
 
@@ -294,11 +295,38 @@ def from_type_info(info: mi.Type) -> st.SearchStrategy[Any]:
         case mi.DictType(key_type=key, value_type=value):
             return st.dictionaries(from_type_info(key), from_type_info(value), max_size=4)
         case mi.StructType(cls=cls, fields=fields):
-            return st.builds(cls, **{f.name: from_type_info(f.type) for f in fields})
+            return _checked(cls, {f.name: _field(f) for f in fields})
         case mi.AnyType():
             return _JSON
         case _:
             raise NotImplementedError(f"no strategy for {info!r}")
+
+
+# The names a struct checks in `__post_init__` (holm/wire/actions.py): a secret's, an
+# environment variable's. Drawn from their patterns, since text at random is almost never one.
+_SECRET_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.-]{0,20}", fullmatch=True)
+_VARIABLES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True)
+
+
+def _field(field: mi.Field) -> st.SearchStrategy[Any]:
+    if field.name == "secret" and isinstance(field.type, mi.StrType):
+        return _SECRET_NAMES
+    if field.name == "secret" and isinstance(field.type, mi.UnionType):
+        return st.none() | _SECRET_NAMES
+    if field.name == "env" and isinstance(field.type, mi.DictType):
+        return st.dictionaries(_VARIABLES, from_type_info(field.type.value_type), max_size=3)
+    return from_type_info(field.type)
+
+
+@st.composite
+def _checked(draw: st.DrawFn, cls: type, fields: dict[str, st.SearchStrategy[Any]]) -> Any:
+    """A `cls` of drawn fields; a draw its own checks refuse (a text and a secret both given)
+    is not a value of the type, and is drawn again."""
+    values = {name: draw(strategy) for name, strategy in fields.items()}
+    try:
+        return cls(**values)
+    except ValueError:
+        reject()
 
 
 any_entry: st.SearchStrategy[Entry] = from_type_info(mi.type_info(Entry))
