@@ -170,10 +170,21 @@ def split_by_kind(
     before, host_before = cpu_by_process(roots), host_cpu_seconds()
     time.sleep(seconds)
     after, host = cpu_by_process(roots), host_cpu_seconds() - host_before
+    split = {
+        f"{prefix} {kind} %": spent / seconds * 100
+        for kind, spent in spent_by_kind(before, after, holmd).items()
+    }
+    return split, host / seconds * 100
+
+
+def spent_by_kind(
+    before: dict[int, float], after: dict[int, float], holmd: int
+) -> dict[str, float]:
+    """The CPU seconds each kind of process (kind_of) spent between two cpu_by_process."""
     split: dict[str, float] = defaultdict(float)
     for pid, spent in after.items():
-        split[f"{prefix} {kind_of(pid, holmd)} %"] += (spent - before.get(pid, 0.0)) / seconds * 100
-    return dict(split), host / seconds * 100
+        split[kind_of(pid, holmd)] += spent - before.get(pid, 0.0)
+    return dict(split)
 
 
 def box_roots(state_dir: Path, boxes: list[str], holmd: int) -> list[int]:
@@ -203,10 +214,7 @@ def load(
     for thread in threads:
         thread.join(timeout=seconds + 120)
     took = time.monotonic() - began
-    cpu_after = cpu_by_process(roots)
-    split: dict[str, float] = defaultdict(float)
-    for pid, spent in cpu_after.items():
-        split[kind_of(pid, holmd)] += spent - cpu_before.get(pid, 0.0)
+    split = spent_by_kind(cpu_before, cpu_by_process(roots), holmd)
     figures: dict[str, float] = {
         "actions_per_s": sum(c.actions for c in team) / took,
         "errors": float(sum(len(c.errors) for c in team)),
