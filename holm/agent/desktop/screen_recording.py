@@ -230,6 +230,10 @@ class Recorder:
             stopped_ms = int(Path(running.view.path).stat().st_mtime * 1000)
         except OSError:
             stopped_ms = int(time.time() * 1000)
+        # A file's mtime comes from the kernel's coarse clock (a tick behind time.time()),
+        # so a short recording could seem to stop before it started.
+        assert running.view.started_at_ms is not None
+        stopped_ms = max(stopped_ms, running.view.started_at_ms)
         self._last = Recording(
             recording=False,
             path=running.view.path,
