@@ -32,7 +32,7 @@ import re
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -298,30 +298,41 @@ def _parse_head(head: bytes, link: _Link) -> Reply:
     if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or not code.isdigit():
         raise LinkFailed("the answer's status line is not HTTP/1.x")
     status = int(code)
-    headers: CIMultiDict[str] = CIMultiDict()
+    pairs: list[tuple[str, str]] = []
+    lengths: set[bytes] = set()
+    connection: list[bytes] = []
+    coding: list[bytes] = []
     for line in lines[1:]:
         name, colon, value = line.partition(b":")
         if not colon or not name or name.strip() != name:
             raise LinkFailed("an answer's header line cannot be read")
-        headers.add(name.decode("ascii"), value.strip(b" \t").decode("utf-8", "surrogateescape"))
-    tokens = _tokens(headers.getall("Connection", ()))
-    keep_alive = "close" not in tokens and (version == b"HTTP/1.1" or "keep-alive" in tokens)
-    chunked = "chunked" in _tokens(headers.getall("Transfer-Encoding", ()))
+        value = value.strip(b" \t")
+        # The three that frame the answer, picked out in the one pass.
+        lower = name.lower()
+        if lower == b"content-length":
+            lengths.add(value)
+        elif lower == b"connection":
+            connection.append(value)
+        elif lower == b"transfer-encoding":
+            coding.append(value)
+        pairs.append((name.decode("ascii"), value.decode("utf-8", "surrogateescape")))
+    tokens = _tokens(connection)
+    keep_alive = b"close" not in tokens and (version == b"HTTP/1.1" or b"keep-alive" in tokens)
+    chunked = b"chunked" in _tokens(coding)
     length: int | None = None
     if status in _NO_BODY or 100 <= status < 200:
         length = 0
-    elif not chunked:
-        lengths = set(headers.getall("Content-Length", ()))
+    elif not chunked and lengths:
         if len(lengths) > 1 or not all(given.isdigit() for given in lengths):
             raise LinkFailed("the answer's content-length cannot be read")
-        length = int(lengths.pop()) if lengths else None
+        length = int(lengths.pop())
     if length is None and not chunked:
         # Its end is the connection's.
         keep_alive = False
     return Reply(
         status=status,
         reason=reason.decode("latin-1"),
-        headers=headers,
+        headers=CIMultiDict(pairs),
         length=length,
         chunked=chunked,
         keep_alive=keep_alive,
@@ -329,8 +340,8 @@ def _parse_head(head: bytes, link: _Link) -> Reply:
     )
 
 
-def _tokens(values: Iterable[str]) -> set[str]:
-    return {token.strip().lower() for value in values for token in value.split(",")}
+def _tokens(values: list[bytes]) -> set[bytes]:
+    return {token.strip().lower() for value in values for token in value.split(b",")}
 
 
 __all__ = ["IDLE_SECS", "LinkFailed", "OwnerLinks", "Reply", "Target"]
