@@ -190,12 +190,15 @@ async def forward_lean(
                     pass
                 raise _NotMine()
             headers = CIMultiDict((k, v) for k, v in reply.headers.items() if k.lower() not in _HOP)
-            if reply.length is not None:
+            if reply.length is not None and reply.length <= REPLAYABLE:
                 data = await reply.read()
                 return web.Response(
                     status=reply.status, reason=reply.reason, headers=headers, body=data
                 )
+            # A large answer (a file, a recording) or one of no known length: as it comes.
             streamed = web.StreamResponse(status=reply.status, reason=reply.reason, headers=headers)
+            if reply.length is not None:
+                streamed.content_length = reply.length
             await streamed.prepare(request)
             async for piece in reply.pieces():
                 await streamed.write(piece)
