@@ -200,23 +200,29 @@ class OwnerLinks:
 
     async def _send(self, target: Target, request: bytes, *, again: bool) -> Reply:
         for attempt in range(2):
-            link, reused = await self._take(target)
+            # The second try is on a fresh connection: the kept ones may all be as dead.
+            link, reused = (
+                await self._take(target) if attempt == 0 else (await self._open(target), False)
+            )
             try:
                 link.writer.write(request)
                 await link.writer.drain()
                 return await _reply(link)
             except asyncio.IncompleteReadError as exc:
                 link.close()
-                if reused and again and attempt == 0 and not exc.partial:
+                if reused and again and not exc.partial:
                     # Closed by the owner as the request went: nothing was answered, and
                     # sending it again is harmless.
                     continue
                 raise LinkFailed(f"the connection ended ({type(exc).__name__})") from exc
-            except (OSError, asyncio.LimitOverrunError) as exc:
+            except OSError as exc:
                 link.close()
-                if reused and again and attempt == 0:
+                if reused and again:
                     continue
                 raise LinkFailed(f"the connection failed ({type(exc).__name__})") from exc
+            except asyncio.LimitOverrunError as exc:
+                link.close()
+                raise LinkFailed("the answer's head is too long") from exc
             except BaseException:
                 link.close()
                 raise

@@ -245,12 +245,17 @@ async def test_no_server_a_cut_answer_or_one_not_http_fail_and_are_not_kept(
     def two_lengths(number: int, head: bytes, body: bytes) -> bytes:
         return b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"
 
-    for script in (cut, not_http, two_lengths):
+    def huge_head(number: int, head: bytes, body: bytes) -> bytes:
+        return b"HTTP/1.1 200 OK\r\nX-Long: " + b"x" * 400_000 + b"\r\n\r\n"
+
+    for script in (cut, not_http, two_lengths, huge_head):
         server = await served(script, close_after_answer=True)
         try:
             with pytest.raises(LinkFailed):
-                await exchange(links, server.target, request("GET"))
+                await exchange(links, server.target, request("GET"), again=True)
             assert links.idle(server.target) == 0
+            # Not sent again: what the owner answered was wrong, not its connection.
+            assert server.connections == 1
         finally:
             await server.close()
 
