@@ -6,7 +6,10 @@ it reached.
   `/v1/cdp/{box}.{secret}/…`) that this holmd does not run, and
   whose lease another live holmd holds (holm/events/leases.py), is forwarded to that
   holmd's URL: method, path, query, headers and body as they came, the answer streamed
-  back as it goes; a WebSocket (viewers, raw streams) is relayed message by message. The
+  back as it goes. Nearly every request (no body, or one up to `REPLAYABLE`) goes over a
+  kept-alive connection of owner_links.py, as the client's own bytes; a large body
+  streams through aiohttp's client; a WebSocket (viewers, raw streams) is relayed
+  message by message. The
   owner checks the bearer token and every guard itself, so a workspace's key works
   through any holmd; this holmd checks the Host and the browser's origin first, as it
   would for its own routes (DNS rebinding). `x-holm-forwarded-by` marks a forwarded
