@@ -2,6 +2,7 @@
 numbers; asserts nothing.
 
     .venv/bin/python bench/replicas.py [--kills 10] [--skip-take-over] [--clicks-only]
+                                       [--against /path/to/another/checkout]
 
 Starts a private PostgreSQL (scripts/postgres-up, under /tmp, on a free loopback port) and
 real holmd processes (tests/kits/holmd.py) on it, blobs and frames in one shared folder
@@ -10,9 +11,11 @@ real holmd processes (tests/kits/holmd.py) on it, blobs and frames in one shared
 - A recorded click through a holmd that does not own the box beside one through its
   owner, one of each in turn: the median and p90 of one click each (in-memory runtime:
   what is measured is the server's path, recording included, not a desktop), the
-  difference, and the forwarding holmd's processor time a click. Beside it the floor of
-  one hop on this machine: a bare aiohttp answer asked directly and through a bare
-  aiohttp process that sends requests on (`--clicks-only`: these alone).
+  difference, and the forwarding holmd's processor time a click; with `--against`, a
+  pair of holmd of another checkout's code too (the code before a change), every
+  pair's clicks in turn. Beside it the floor of one hop on this machine: a bare aiohttp
+  answer asked directly and through a bare aiohttp process that sends requests on
+  (`--clicks-only`: these alone).
 - Three holmd against one: actions/s from 32 clients on 12 boxes (in-memory runtime),
   the boxes made through each holmd in turn and each client sending to every holmd in
   turn (so two of three requests are forwarded), beside one holmd with every box and
@@ -114,43 +117,61 @@ def spread(name: str, times: list[float]) -> str:
     return f"  {name:<30} p50 {statistics.median(times):6.2f} ms  p90 {p90:6.2f} ms"
 
 
-async def forwarded_click(db: str, objects: Path) -> None:
-    servers = replicas(2, db, objects, runtime="memory")
+async def forwarded_click(url: str, objects: Path, against: list[Path]) -> None:
+    """A pair of holmd (an owner, another) of this tree's code, and one of each tree in
+    `against` (another checkout: the code before a change), side by side: their clicks
+    in turn, so that the machine's load, which varies from second to second here, weighs
+    on every pair alike."""
+    trees = [(f"{tree} (--against)", tree) for tree in against] + [("this tree", REPO)]
+    pairs: list[tuple[str, list[Holmd]]] = []
     try:
-        owner, other = servers
+        for name, tree in trees:
+            db = await fresh_database(url)
+            pairs.append((name, replicas(2, db, objects, runtime="memory", PYTHONPATH=str(tree))))
         async with aiohttp.ClientSession(headers=AUTH) as http:
-            box = await create(http, owner)
-            for n in range(CLICKS // 4):  # warm both paths first
-                await click(http, owner, box, n)
-                await click(http, other, box, n)
-            # One click through each in turn, so that the machine's load, which varies
-            # from second to second here, weighs on both alike.
-            mine: list[float] = []
-            forwarded: list[float] = []
+            boxes = [await create(http, servers[0]) for _, servers in pairs]
+            for n in range(CLICKS // 4):  # warm every path first
+                for (_, (owner, other)), box in zip(pairs, boxes, strict=True):
+                    await click(http, owner, box, n)
+                    await click(http, other, box, n)
+            mine: list[list[float]] = [[] for _ in pairs]
+            forwarded: list[list[float]] = [[] for _ in pairs]
             for n in range(3 * CLICKS):
-                mine.append(await click(http, owner, box, n))
-                forwarded.append(await click(http, other, box, n))
-            # The processor time the forwarding holmd spends on one click it sends on,
-            # which the machine's load does not change (the latency it adds is this
-            # time, stretched by the wait for a core): its time over clicks through it,
-            # less what it spends meanwhile when idle (its heartbeat, its feed follower).
-            pid = other.pid
-            idle_start, idle_cpu = time.perf_counter(), cpu_ms(pid)
-            await asyncio.sleep(3.0)
-            idle_rate = (cpu_ms(pid) - idle_cpu) / (time.perf_counter() - idle_start)
-            busy_start, busy_cpu = time.perf_counter(), cpu_ms(pid)
-            for n in range(CLICKS):
-                await click(http, other, box, n)
-            busy = cpu_ms(pid) - busy_cpu - idle_rate * (time.perf_counter() - busy_start)
-        print(f"a recorded click, {len(mine)} each, in turn (in-memory runtime):")
-        print(spread("through its owner", mine))
-        print(spread("through another holmd", forwarded))
-        added = statistics.median(forwarded) - statistics.median(mine)
-        print(f"  forwarding adds                p50 {added:+6.2f} ms")
-        print(f"  the forwarding holmd's processor time: {busy / CLICKS:.2f} ms a click")
+                for index, ((_, (owner, other)), box) in enumerate(zip(pairs, boxes, strict=True)):
+                    mine[index].append(await click(http, owner, box, n))
+                    forwarded[index].append(await click(http, other, box, n))
+            busy = [
+                await click_cpu(http, servers[1], box)
+                for (_, servers), box in zip(pairs, boxes, strict=True)
+            ]
+        print(f"a recorded click, {3 * CLICKS} each, in turn (in-memory runtime):")
+        for index, (name, _) in enumerate(pairs):
+            print(f" {name}:")
+            print(spread("through its owner", mine[index]))
+            print(spread("through another holmd", forwarded[index]))
+            added = statistics.median(forwarded[index]) - statistics.median(mine[index])
+            print(f"  forwarding adds                p50 {added:+6.2f} ms")
+            print(f"  the forwarding holmd's processor time: {busy[index]:.2f} ms a click")
     finally:
-        await close(servers)
+        for _, servers in pairs:
+            await close(servers)
     await bare_hop()
+
+
+async def click_cpu(http: aiohttp.ClientSession, forwarder: Holmd, box: str) -> float:
+    """The processor time the forwarding holmd spends on one click it sends on, which the
+    machine's load does not change (the latency it adds is this time, stretched by the
+    wait for a core): its time over clicks through it, less what it spends meanwhile when
+    idle (its heartbeat, its feed follower)."""
+    pid = forwarder.pid
+    idle_start, idle_cpu = time.perf_counter(), cpu_ms(pid)
+    await asyncio.sleep(3.0)
+    idle_rate = (cpu_ms(pid) - idle_cpu) / (time.perf_counter() - idle_start)
+    busy_start, busy_cpu = time.perf_counter(), cpu_ms(pid)
+    for n in range(CLICKS):
+        await click(http, forwarder, box, n)
+    busy = cpu_ms(pid) - busy_cpu - idle_rate * (time.perf_counter() - busy_start)
+    return busy / CLICKS
 
 
 async def bare_hop() -> None:
@@ -328,6 +349,14 @@ async def main() -> None:
     parser.add_argument("--lease-ms", type=int, default=6000)
     parser.add_argument("--skip-take-over", action="store_true")
     parser.add_argument("--clicks-only", action="store_true")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        action="append",
+        default=[],
+        help="another checkout of holm (the code before a change): its holmd's forwarded "
+        "clicks measured beside this tree's, in the same run",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="holm-bench-replicas-", dir="/tmp"))
     pg_dir = Path(tempfile.mkdtemp(prefix="holm-bench-pg-", dir="/tmp"))
@@ -337,7 +366,7 @@ async def main() -> None:
         url = (pg_dir / "url").read_text().strip()
         objects = root / "objects"
         objects.mkdir()
-        await forwarded_click(await fresh_database(url), objects)
+        await forwarded_click(url, objects, args.against)
         if args.clicks_only:
             return
         await three_against_one(url, objects)

@@ -14,6 +14,7 @@ a request's `Host` and `Origin` may carry.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -170,6 +171,8 @@ def origin_of(url: str) -> Origin | None:
     return Origin(parsed.scheme.lower(), parsed.raw_host, parsed.port)
 
 
+# Asked of every request's Host (middlewares.check_host): its answer is kept.
+@functools.lru_cache(maxsize=1024)
 def host_and_port(host_header: str) -> tuple[str, int | None] | None:
     """The name and port of a `Host` header (`[::1]:8080` → ("::1", 8080)); None for one
     that is not just a host and port."""

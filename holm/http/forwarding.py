@@ -6,7 +6,10 @@ it reached.
   `/v1/cdp/{box}.{secret}/…`) that this holmd does not run, and
   whose lease another live holmd holds (holm/events/leases.py), is forwarded to that
   holmd's URL: method, path, query, headers and body as they came, the answer streamed
-  back as it goes; a WebSocket (viewers, raw streams) is relayed message by message. The
+  back as it goes. Nearly every request (no body, or one up to `REPLAYABLE`) goes over a
+  kept-alive connection of owner_links.py, as the client's own bytes; a large body
+  streams through aiohttp's client; a WebSocket (viewers, raw streams) is relayed
+  message by message. The
   owner checks the bearer token and every guard itself, so a workspace's key works
   through any holmd; this holmd checks the Host and the browser's origin first, as it
   would for its own routes (DNS rebinding). `x-holm-forwarded-by` marks a forwarded
@@ -36,7 +39,9 @@ from holm.errors import BadCredential, BadRequest, Denied, Gone, HolmError, NotF
 from holm.events.leases import Replica
 from holm.wire.api import BoxList
 
+from .idempotency import HEADER as IDEMPOTENCY_HEADER
 from .middlewares import MisdirectedHost, check_host, check_same_origin, error_response
+from .owner_links import LinkFailed, OwnerLinks, Target
 from .routing import ACCESS, ENGINE, json_response, route_of
 from .socket_relay import relay_sockets
 
@@ -52,6 +57,7 @@ NOT_MINE = "x-holm-not-mine"
 # A body up to this size is read before it is sent on (so it can be sent again).
 REPLAYABLE = 1 << 20
 SESSION = web.AppKey("replica_session", aiohttp.ClientSession)
+LINKS = web.AppKey("owner_links", OwnerLinks)
 # Headers of one hop (RFC 9110 §7.6.1), and those the client library sets itself.
 _HOP = {
     "connection",
@@ -65,6 +71,10 @@ _HOP = {
     "host",
     "content-length",
 }
+# As bytes, for the lean path's raw header lines; `expect` too: the body is sent at once
+# (this holmd answered the client's `100-continue` itself).
+_LEAN_HOP = frozenset(name.encode() for name in _HOP | {"expect"})
+_FORWARDED_BY = FORWARDED_BY.encode()
 _WS_HOP = _HOP | {
     "sec-websocket-key",
     "sec-websocket-version",
@@ -127,6 +137,8 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
             # (engine/ownership.py): one will within a lease, so a retry finds it.
             raise taking_over(box_id)
         try:
+            if isinstance(body, bytes | None) and _lean(request):
+                return await forward_lean(request, holder.replica, ownership.me, body)
             return await forward(request, holder.replica, ownership.me, body)
         except Unavailable:
             ownership.drop_holder(box_id)
@@ -152,6 +164,78 @@ def _box_named(request: web.Request) -> str | None:
         box, dot, _ = request.match_info.get("token", "").partition(".")
         return box if dot and box else None
     return None
+
+
+def _lean(request: web.Request) -> bool:
+    """Whether owner_links.py sends the request on: all but a WebSocket (relayed message
+    by message), a HEAD (whose answer's length is not its body's), and a body too large
+    to read first (streamed through aiohttp's client, `forward`)."""
+    return request.method != "HEAD" and "Upgrade" not in request.headers
+
+
+async def forward_lean(
+    request: web.Request, owner: Replica, me: str, body: bytes | None
+) -> web.StreamResponse:
+    """The request as the owner answers it, over a kept-alive connection of
+    owner_links.py: `body` is the request's, read whole."""
+    links = request.app[LINKS]
+    target = links.target(owner.url)
+    sent = _request_bytes(request, target, me, body)
+    # Sent again on a fresh connection only if a second copy cannot change anything.
+    again = IDEMPOTENCY_HEADER in request.headers or (
+        request.method == "GET" and not request.path.startswith("/v1/cdp/")
+    )
+    streamed: web.StreamResponse | None = None
+    try:
+        async with links.exchange(target, sent, again=again) as reply:
+            if reply.status == 421 and NOT_MINE in reply.headers:
+                async for _ in reply.pieces():
+                    pass
+                raise _NotMine()
+            headers = CIMultiDict((k, v) for k, v in reply.headers.items() if k.lower() not in _HOP)
+            if reply.length is not None and reply.length <= REPLAYABLE:
+                data = await reply.read()
+                return web.Response(
+                    status=reply.status, reason=reply.reason, headers=headers, body=data
+                )
+            # A large answer (a file, a recording) or one of no known length: as it comes.
+            streamed = web.StreamResponse(status=reply.status, reason=reply.reason, headers=headers)
+            if reply.length is not None:
+                streamed.content_length = reply.length
+            await streamed.prepare(request)
+            async for piece in reply.pieces():
+                await streamed.write(piece)
+            await streamed.write_eof()
+            return streamed
+    except LinkFailed as exc:
+        if streamed is not None and streamed.prepared:
+            # The answer has begun: the client must see it cut short, not ended.
+            if request.transport is not None:
+                request.transport.close()
+            return streamed
+        raise unreachable(owner, exc) from None
+
+
+def _request_bytes(request: web.Request, target: Target, me: str, body: bytes | None) -> bytes:
+    """The request as the client sent it (its method, its raw path and query, its header
+    lines as they came, which this holmd's parser checked), less the hop's headers, to
+    the owner's address; `body` with its length."""
+    path = target.prefix + request.raw_path.encode("utf-8", "surrogateescape")
+    lines = [b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (request.method.encode(), path, target.authority)]
+    lines.extend(
+        b"%s: %s\r\n" % (name, value)
+        for name, value in request.raw_headers
+        if name.lower() not in _LEAN_HOP
+    )
+    lines.append(b"%s: %s\r\n" % (_FORWARDED_BY, me.encode()))
+    if body is not None:
+        lines.append(b"Content-Length: %d\r\n\r\n" % len(body))
+        lines.append(body)
+    elif "Content-Length" in request.headers:
+        lines.append(b"Content-Length: 0\r\n\r\n")
+    else:
+        lines.append(b"\r\n")
+    return b"".join(lines)
 
 
 async def forward(
@@ -310,16 +394,20 @@ async def replica_session(app: web.Application) -> AsyncIterator[None]:
         auto_decompress=False,
     )
     app[SESSION] = session
+    links = app[LINKS] = OwnerLinks()
     yield
+    await links.close()
     await session.close()
 
 
 __all__ = [
     "FORWARDED_BY",
+    "LINKS",
     "NOT_MINE",
     "REFUSALS",
     "SESSION",
     "forward",
+    "forward_lean",
     "forwarding_middleware",
     "replica_session",
     "taking_over",

@@ -4,6 +4,7 @@ place that token is sent, and the only address an API without a token listens on
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +23,8 @@ def token_path(state_dir: Path) -> Path:
     return state_dir / TOKEN_FILE
 
 
+# Asked of every request's Host (http/middlewares.py): its answer is kept.
+@functools.lru_cache(maxsize=1024)
 def is_loopback(host: str) -> bool:
     """Whether a host (a name, an address, or `[v6]`) is this machine's loopback:
     127.0.0.0/8, ::1 or `localhost`."""

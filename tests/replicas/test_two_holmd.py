@@ -19,41 +19,19 @@ import asyncio
 import json
 import secrets
 from base64 import b64decode, b64encode
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import asyncpg
-import pytest
 from kits.holmd import TOKEN, Holmd
 from mcp_kit import call, json_of, mcp_session
-from replica_kit import fresh_database, ok, whole_trace
-from store_kit import PgServer, S3Server
+from replica_kit import ok, whole_trace
 
 from holm.config import server_id_of
 
 # The longest A's pool may take to start its one spare of the in-memory runtime.
 FILL_WAIT_S = 30.0
-
-
-@pytest.fixture(scope="module")
-def pair(pg_server: PgServer, s3_server: S3Server) -> Iterator[tuple[Holmd, Holmd]]:
-    url = asyncio.run(fresh_database(pg_server))
-    shared = {
-        "HOLM_STORAGE_BACKEND": "postgres",
-        "HOLM_DATABASE_URL": url,
-        "HOLM_BLOB_URL": f"s3://holm-test/{secrets.token_hex(6)}",
-        **s3_server.settings,
-    }
-    a = Holmd(runtime="memory", HOLM_POOL="default:1", **shared)
-    b = Holmd(runtime="memory", **shared)
-    try:
-        a.start()
-        b.start()
-        yield a, b
-    finally:
-        b.close()
-        a.close()
 
 
 async def test_an_mcp_session_on_one_holmd_drives_a_box_another_runs(
