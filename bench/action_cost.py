@@ -207,7 +207,7 @@ KINDS: dict[str, tuple[Callable[[Side, int], None], int]] = {
     "frame, unchanged": (_unchanged, 1),
     LETTER: (_letter, 1),
     LETTER_FRAME: (_letter_and_frame, 1),
-    "host.py's loop, per action": (_host_loop, 2),
+    "host.py's loop (per action)": (_host_loop, 2),
 }
 
 
