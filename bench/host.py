@@ -10,14 +10,25 @@ Chromium), each on a page of its own. Then, beside the figures of the run before
 
 1. memory: PSS per box (each box's share of the pages they all map, Chromium's binary above
    all) and in all, and holmd's own RSS;
-2. idle: the CPU of the whole host (/proc/stat) over `--idle-seconds` while every box
-   shows its still page, as a share of one core, and that of holmd and the boxes alone;
+2. idle: once the boxes have settled (below), the CPU of the whole host (/proc/stat) over
+   `--idle-seconds` while every box shows its still page, as a share of one core, and that
+   of holmd and the boxes alone; then what is not a box's: the few other processes that
+   spent most (by name: another engineer's test, this bench itself), the kernel's threads,
+   and the rest, from /proc/stat's own fields (interrupts, soft interrupts, time stolen
+   by the hypervisor) and what no process still running accounts for;
 3. load: `--clients` clients, each on one keep-alive connection of its own (the lean
    client, bench/lean_http.py, in a thread), spread over the first `--load-boxes` boxes,
    each looping click, type of 3 letters and a frame with `have` (the hash it saw last) for
    `--seconds`
    (bounded): recorded actions/s, p50/p99 per operation, errors, and the CPU split between
    holmd, the agents, Chromium and the X servers over that time.
+
+Settling: a box is ready once its page is drawn, but Chromium goes on starting things for
+a while after (its start-up tasks, a first look at its profile, the processes it starts
+and ends), and with 40 boxes made two at a time the last boxes are seconds old when the
+first are a minute old. So the idle figure waits until the boxes' own CPU, read over
+SETTLE_WINDOW_S windows, stops falling (a window within SETTLE_SHARE of the one before),
+and at most `--settle-seconds`; it prints how long that took and the windows' figures.
 
 Every box it made is removed at the end (and `served` ends any a failed run left). Asserts
 nothing; a figure of the run before was measured under that run's load.
@@ -44,6 +55,14 @@ from proc_cpu import cpu_by_process
 NAME = "host"
 OPERATIONS = ("click", "type", "frame with have")
 CREATE_AT_ONCE = 2
+# The boxes have settled when their CPU over one window is within this share of the
+# window before's (or under SETTLE_FLOOR percent of a core apart).
+SETTLE_WINDOW_S = 5.0
+SETTLE_SHARE = 0.1
+SETTLE_FLOOR = 0.5
+# How many of the other processes (not holmd's, not a box's) the idle figure names.
+OTHERS_SHOWN = 4
+PF_KTHREAD = 0x00200000
 
 
 def page(n: int) -> str:
@@ -53,10 +72,73 @@ def page(n: int) -> str:
 
 def host_cpu_seconds() -> float:
     """CPU seconds the whole host spent (user, nice, system, irq, softirq, steal)."""
+    return sum(host_cpu_fields().values())
+
+
+def host_cpu_fields() -> dict[str, float]:
+    """The CPU seconds the whole host spent so far, by /proc/stat's fields that are not
+    idle: what processes ran (user, nice, system), interrupts (irq, softirq) and the
+    time the hypervisor gave another guest (steal)."""
     with open("/proc/stat") as stat:
         fields = [int(v) for v in stat.readline().split()[1:]]
-    busy = fields[0] + fields[1] + fields[2] + fields[5] + fields[6] + fields[7]
-    return busy / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    names = {"user": 0, "nice": 1, "system": 2, "irq": 5, "softirq": 6, "steal": 7}
+    return {name: fields[at] / tick for name, at in names.items()}
+
+
+def every_process() -> dict[int, tuple[str, bool, float]]:
+    """Every process of the host: its name, whether it is a kernel thread, and its CPU
+    seconds so far."""
+    found: dict[int, tuple[str, bool, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                head, _, tail = stat.read().rpartition(")")
+        except OSError:
+            continue
+        fields = tail.split()
+        name = head.partition("(")[2]
+        kernel = bool(int(fields[6]) & PF_KTHREAD)
+        found[int(entry)] = (name, kernel, (int(fields[11]) + int(fields[12])) / tick)
+    return found
+
+
+def not_the_boxes(
+    before: dict[int, tuple[str, bool, float]],
+    after: dict[int, tuple[str, bool, float]],
+    fields: dict[str, float],
+    boxes: set[int],
+    seconds: float,
+) -> dict[str, float]:
+    """The percent of one core spent by what is not holmd's nor a box's, split: the
+    OTHERS_SHOWN other processes (by name) that spent most, the rest of them, the kernel's
+    threads, interrupts, soft interrupts and steal (`fields`, /proc/stat's over the same
+    time), and what none of these accounts for (processes that ended meanwhile)."""
+    by_name: dict[str, float] = defaultdict(float)
+    kernel = 0.0
+    processes = 0.0
+    for pid, (name, is_kernel, spent) in after.items():
+        was = before.get(pid)
+        ran = spent - (was[2] if was is not None and was[0] == name else 0.0)
+        processes += ran
+        if pid in boxes:
+            continue
+        if is_kernel:
+            kernel += ran
+        else:
+            by_name["this bench" if pid == os.getpid() else name] += ran
+    ranked = sorted(by_name.items(), key=lambda item: -item[1])
+    split = {f"idle cpu not boxes: {name} %": ran for name, ran in ranked[:OTHERS_SHOWN]}
+    split["idle cpu not boxes: other processes %"] = sum(r for _, r in ranked[OTHERS_SHOWN:])
+    split["idle cpu not boxes: kernel threads %"] = kernel
+    for name in ("irq", "softirq", "steal"):
+        split[f"idle cpu not boxes: {name} %"] = fields[name]
+    ran = fields["user"] + fields["nice"] + fields["system"]
+    split["idle cpu not boxes: not accounted %"] = max(0.0, ran - processes)
+    return {name: spent / seconds * 100 for name, spent in split.items()}
 
 
 def kind_of(pid: int, holmd: int) -> str:
@@ -162,21 +244,6 @@ def memory(state_dir: Path, boxes: list[str], holmd: int) -> dict[str, float]:
     return {"pss_per_box": pss / len(boxes) / 1024, "pss_all": pss / 1024, "holmd_rss": rss / 1024}
 
 
-def split_by_kind(
-    roots: list[int], holmd: int, seconds: float, prefix: str
-) -> tuple[dict[str, float], float]:
-    """The percent of one core that each kind of process (kind_of) under `roots` used over
-    the next `seconds`, and the whole host's (every process, this one's and others')."""
-    before, host_before = cpu_by_process(roots), host_cpu_seconds()
-    time.sleep(seconds)
-    after, host = cpu_by_process(roots), host_cpu_seconds() - host_before
-    split = {
-        f"{prefix} {kind} %": spent / seconds * 100
-        for kind, spent in spent_by_kind(before, after, holmd).items()
-    }
-    return split, host / seconds * 100
-
-
 def spent_by_kind(
     before: dict[int, float], after: dict[int, float], holmd: int
 ) -> dict[str, float]:
@@ -193,10 +260,38 @@ def box_roots(state_dir: Path, boxes: list[str], holmd: int) -> list[int]:
 
 
 def idle(state_dir: Path, boxes: list[str], holmd: int, seconds: float) -> dict[str, float]:
-    """The idle host's CPU over `seconds`, and the share of each kind of box process, so a
-    busy machine's other work shows as the gap between the two."""
-    split, host = split_by_kind(box_roots(state_dir, boxes, holmd), holmd, seconds, "idle cpu")
-    return {"idle host cpu %": host, **split}
+    """The idle host's CPU over `seconds`, the share of each kind of box process, and what
+    is not a box's, split (not_the_boxes)."""
+    roots = box_roots(state_dir, boxes, holmd)
+    before, host_before = cpu_by_process(roots), host_cpu_fields()
+    all_before = every_process()
+    time.sleep(seconds)
+    after, host_after = cpu_by_process(roots), host_cpu_fields()
+    all_after = every_process()
+    fields = {name: host_after[name] - host_before[name] for name in host_after}
+    split = {
+        f"idle cpu {kind} %": spent / seconds * 100
+        for kind, spent in spent_by_kind(before, after, holmd).items()
+    }
+    others = not_the_boxes(all_before, all_after, fields, set(after), seconds)
+    return {"idle host cpu %": sum(fields.values()) / seconds * 100, **split, **others}
+
+
+def settle(state_dir: Path, boxes: list[str], holmd: int, most_s: float) -> list[float]:
+    """Wait until the boxes' CPU stops falling (module docstring), `most_s` at most; the
+    percent of one core they used in each window."""
+    roots = box_roots(state_dir, boxes, holmd)
+    windows: list[float] = []
+    began = time.monotonic()
+    while time.monotonic() - began + SETTLE_WINDOW_S <= most_s:
+        before = sum(cpu_by_process(roots).values())
+        time.sleep(SETTLE_WINDOW_S)
+        windows.append((sum(cpu_by_process(roots).values()) - before) / SETTLE_WINDOW_S * 100)
+        if len(windows) >= 2:
+            last, previous_window = windows[-1], windows[-2]
+            if abs(previous_window - last) <= max(SETTLE_SHARE * previous_window, SETTLE_FLOOR):
+                break
+    return windows
 
 
 def load(
@@ -251,6 +346,12 @@ def main() -> None:
     parser.add_argument("--load-boxes", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--idle-seconds", type=float, default=30)
+    parser.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=90,
+        help="at most this long for the boxes' CPU to stop falling before the idle figure",
+    )
     args = parser.parse_args()
     before = previous(NAME)
     flags = ["--chromium", "--displays", str(args.boxes + 4)]
@@ -262,8 +363,13 @@ def main() -> None:
             print(
                 f"{len(boxes)} boxes ready in {ready_s:.1f} s, {CREATE_AT_ONCE} created at a time"
             )
-            # Let every page settle before the box is counted idle.
-            time.sleep(10)
+            settled = time.monotonic()
+            windows = settle(state_dir, boxes, holmd, args.settle_seconds)
+            shares = ", ".join(f"{w:.1f}" for w in windows)
+            print(
+                f"settled {time.monotonic() - settled:.0f} s after the last box was ready "
+                f"(the boxes' % of a core over {SETTLE_WINDOW_S:.0f} s windows: {shares})"
+            )
             figures = memory(state_dir, boxes, holmd)
             figures.update(idle(state_dir, boxes, holmd, args.idle_seconds))
             print(f"{len(boxes)} idle boxes:")

@@ -51,6 +51,11 @@ CHROMIUM_FLAGS = (
     # moved the page by the time it answers, and the frame after it is the page at rest.
     "--disable-smooth-scrolling",
 )
+# Measured for Chromium's CPU per click and per key (bench/action_cost.py --against, one
+# flag at a time) and left out (docs/agent.md, "CPU per action"): --disable-hang-monitor,
+# --num-raster-threads=1, --disable-best-effort-tasks and --disable-gpu-compositing saved
+# nothing beyond the noise; --disable-threaded-compositing saved CPU on a move, but the
+# page then showed no letter typed into it.
 
 # --- Memory: what an idle box's Chromium need not hold (bench/local.py --memory) ---
 # Each flag here was measured on its own and kept only where it saved memory and no
