@@ -58,6 +58,11 @@ class Relay:
         self._running = 2
         self._lock = threading.Lock()
 
+    @property
+    def running(self) -> bool:
+        with self._lock:
+            return self._running > 0
+
     def start(self) -> None:
         for source, sink, look in (
             (self.client, self.server, self.from_client),
@@ -127,21 +132,25 @@ def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
 
 
 def _send(sock: socket.socket, data: bytes, fds: list[int]) -> None:
+    """All of `data`, the descriptors `fds` with its first bytes; the descriptors are
+    closed here, sent or not."""
     view = memoryview(data)
+    pending = list(fds)
     try:
-        while view or fds:
-            batch, fds = fds[:FDS_PER_SEND], fds[FDS_PER_SEND:]
+        while view:
+            batch = pending[:FDS_PER_SEND]
             ancillary = (
                 [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", batch).tobytes())]
                 if batch
                 else []
             )
             sent = sock.sendmsg([view[:CHUNK]], ancillary)
+            del pending[: len(batch)]
             for fd in batch:
                 os.close(fd)
             view = view[sent:]
     finally:
-        for fd in fds:
+        for fd in pending:
             os.close(fd)
 
 
@@ -163,8 +172,9 @@ def pump(source: socket.socket, sink: socket.socket, look: Look) -> None:
             for start, end in whole:
                 look(buf, start, end)
             upto = whole[-1][1]
-            _send(sink, bytes(buf[:upto]), fds)
-            fds = []
+            # The descriptors are _send's to close from here on.
+            out, fds = fds, []
+            _send(sink, bytes(buf[:upto]), out)
             del buf[:upto]
     except OSError:
         return
@@ -210,7 +220,8 @@ class MaximisedProxy:
                     server.close()
                     return
                 relay = Relay(client, server)
-                self._relays.append(relay)
+                # Those of connections that ended (a Chromium started again) go.
+                self._relays = [r for r in self._relays if r.running] + [relay]
             relay.start()
 
     def close(self) -> None:
