@@ -24,6 +24,7 @@ from holm.agent.desktop.screen_recording import Recorder
 from holm.agent.desktop.viewer_socket import ViewerSocket
 from holm.agent.frames.tiles import FrameHasher
 from holm.agent.wayland import dock, sway_up
+from holm.agent.wayland.maximised_proxy import MaximisedProxy
 from holm.agent.wayland.screen import Screen as WaylandScreen
 from holm.agent.widgets import a11y_bus
 from holm.agent.widgets.atspi import Widgets
@@ -233,6 +234,11 @@ class Agent:
                 "x11_apps" in o.features,
             )
             screen.display_name = screen.sway.socket
+            if o.chromium:
+                # Chromium reaches sway through it, so its window is told it is maximised.
+                screen.chromium_proxy = MaximisedProxy(
+                    self.run_dir / f"wayland-chromium-{screen.index}.sock", screen.sway.socket
+                )
             return screen.display_name
         async with self._display_lock:
             # Screens start one after another from the base, so they do not race each
@@ -255,6 +261,8 @@ class Agent:
         its window is drawn, with its DevTools port."""
         env = self._env(screen.display_name)
         wayland = isinstance(screen, WaylandScreen) and screen.sway is not None
+        if isinstance(screen, WaylandScreen) and screen.chromium_proxy is not None:
+            env["WAYLAND_DISPLAY"] = str(screen.chromium_proxy.path)
         proc = await asyncio.to_thread(
             desktop_up.start_chromium,
             screen.index,

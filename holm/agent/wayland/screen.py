@@ -21,6 +21,7 @@ from holm.agent.frames.capture import Raw
 from holm.agent.frames.change_count import ChangeCount
 from holm.agent.frames.tiles import FrameHasher
 from holm.agent.wayland import windows
+from holm.agent.wayland.maximised_proxy import MaximisedProxy
 from holm.agent.wayland.sway_ipc import SwayIpc, WindowEvents
 from holm.agent.wayland.sway_up import Sway
 from holm.agent.x11.screen import WINDOW_POLL_S
@@ -52,6 +53,8 @@ class Screen(X11Screen):
     ) -> None:
         super().__init__(index, width, height, png_pool, hasher)
         self.sway: Sway | None = None
+        # Chromium's way to the sway (maximised_proxy.py), when the screen has a Chromium.
+        self.chromium_proxy: MaximisedProxy | None = None
         self._capture: Capture | None = None
         self._ipc: SwayIpc | None = None
         # sway's window events, counted: what the tab listing is kept by (pages.py).
@@ -279,6 +282,8 @@ class Screen(X11Screen):
             self._ipc.close()
         if self._events is not None:
             self._events.close()
+        if self.chromium_proxy is not None:
+            self.chromium_proxy.close()
         self.input_lane.shutdown()
         self.capture_lane.shutdown()
         self._query_thread.shutdown(wait=False, cancel_futures=True)
