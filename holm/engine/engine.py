@@ -227,7 +227,17 @@ class Engine:
 
     async def box(self, box_id: str) -> BoxState:
         """The box as its trace says, removed ones included; NotFound when unknown."""
-        return guards.known(self.journal.state(box_id), box_id)
+        return guards.known(self.state_of(box_id), box_id)
+
+    def state_of(self, box_id: str) -> BoxState | None:
+        """The box as this holmd folded its trace: one it runs (or removed), else, with
+        replicas, one another holmd runs or ran, as the store's changes fold here
+        (engine/elsewhere.py); None when unknown. For reads: a request that changes a box
+        another holmd runs is forwarded to it (http/forwarding.py)."""
+        state = self.journal.state(box_id)
+        if state is None and self.ownership is not None:
+            return self.ownership.elsewhere.state(box_id)
+        return state
 
     def desktop_seq(self, box_id: str) -> int | None:
         """Which desktop of the box is up, told by the seq of its last stop (`stopped_seq`;
@@ -240,7 +250,7 @@ class Engine:
     def box_seen_by(self, box_id: str, workspace: str | None) -> BoxState:
         """The box, removed ones included, when `workspace` sees it (None: the server sees
         every box); NotFound, as for an absent box, when it is unknown or another's."""
-        return guards.seen_by(self.journal.state(box_id), box_id, workspace)
+        return guards.seen_by(self.state_of(box_id), box_id, workspace)
 
     def boxes(self, seen_by: str | None = None) -> list[BoxState]:
         """The boxes not removed, oldest first; with `seen_by`, that workspace's only."""
@@ -279,7 +289,7 @@ class Engine:
         limit = max(1, min(limit, PAGE_MAX))
         info = await stored(self.store.info(box_id))
         # The server's own trace (images) is not a box's.
-        if box_id == SERVER_TRACE or (info is None and self.journal.state(box_id) is None):
+        if box_id == SERVER_TRACE or (info is None and self.state_of(box_id) is None):
             raise NotFound(f"no trace for box {box_id}")
         entries = await stored(self.store.read(box_id, after, limit))
         last = await stored(self.store.max_seq(box_id))
@@ -295,9 +305,10 @@ class Engine:
     async def traces(self, seen_by: str | None = None) -> list[TraceView]:
         """Every trace the store keeps, removed boxes' and the server's own included, each
         with the box its entries fold to; with `seen_by`, that workspace's boxes' only (the
-        server's own trace is the server token's)."""
+        server's own trace is the server token's). With replicas, every holmd's traces, the
+        same through each: the store keeps them all, and each box is folded here too."""
         infos = await stored(self.store.traces())
-        views = [(info, self.journal.state(info.trace)) for info in infos]
+        views = [(info, self.state_of(info.trace)) for info in infos]
         return [
             trace_view(info, box)
             for info, box in views
@@ -901,6 +912,9 @@ class Engine:
         for state in self.journal.states():
             if await stored(self.store.info(state.id)) is None:
                 self.journal.forget(state.id)
+        if self.ownership is not None:
+            kept = {info.trace for info in await stored(self.store.traces())}
+            self.ownership.elsewhere.keep_only(kept)
         self.feed.prune(now)
         return report
 

@@ -7,6 +7,7 @@ key made through another holmd works here again."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from pathlib import Path
 
@@ -44,10 +45,8 @@ class Following:
 
     async def close(self) -> None:
         self.task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await self.task
-        except asyncio.CancelledError:
-            pass
 
 
 async def test_a_database_outage_keeps_the_last_workspaces_and_logs_a_line_each_way(
