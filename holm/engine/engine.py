@@ -232,8 +232,9 @@ class Engine:
     def state_of(self, box_id: str) -> BoxState | None:
         """The box as this holmd folded its trace: one it runs (or removed), else, with
         replicas, one another holmd runs or ran, as the store's changes fold here
-        (engine/elsewhere.py); None when unknown. For reads: a request that changes a box
-        another holmd runs is forwarded to it (http/forwarding.py)."""
+        (engine/elsewhere.py); None when unknown. A request that changes a box another
+        holmd runs is forwarded to it (http/forwarding.py); one for a box another holmd
+        removed is answered here, and the guards refuse it as its holmd would (410)."""
         state = self.journal.state(box_id)
         if state is None and self.ownership is not None:
             return self.ownership.elsewhere.state(box_id)
@@ -497,7 +498,7 @@ class Engine:
     async def delete_box(self, box_id: str) -> BoxState:
         """Remove the box from its runtime and record `box_deleted`; its trace stays."""
         async with self._lock(box_id):
-            state = guards.live(self.journal.state(box_id), box_id)
+            state = guards.live(self.state_of(box_id), box_id)
             await self.watchers.stop(box_id, last_look=True)
             runtime = self._runtime_named(state.runtime)
             with contextlib.suppress(NotFound):
@@ -550,7 +551,7 @@ class Engine:
         `apps_installed` once they are there. A runtime that cannot, or a box it cannot
         give them to, is refused with nothing recorded."""
         async with self._lock(box_id):
-            state = guards.ready(self.journal.state(box_id), box_id)
+            state = guards.ready(self.state_of(box_id), box_id)
             wanted = app_packages_by_name(apps, (state.spec or Spec()).apps)
             runtime = self._runtime_named(state.runtime)
             if not isinstance(runtime, AppInstaller):
@@ -640,14 +641,14 @@ class Engine:
         request = msgspec.structs.replace(
             request, actions=[normalized_action(action) for action in request.actions]
         )
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=True)
         guards.features_for(state, request.actions)
         names = names_in(request.actions)
         values = await values_for(self, state.owner, names, request.secrets) if names else {}
         async with self._screen_lock(box_id, screen):
             # Checked again: the box may have been paused while this batch waited.
-            state = guards.ready(self.journal.state(box_id), box_id)
+            state = guards.ready(self.state_of(box_id), box_id)
             guards.screen_of(state, screen, drive=True)
             desktop = await self._desktop(box_id)
             try:
@@ -678,7 +679,7 @@ class Engine:
         `file_written`, `clipboard_read`/`clipboard_set`, `app_launched`, or nothing for a
         read. An action that drives a screen holds it, as a batch does."""
         action = normalized_action(action)
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.features_for(state, [action])
         names = names_in([action])
         values = await values_for(self, state.owner, names, secrets or {}) if names else {}
@@ -807,7 +808,7 @@ class Engine:
     def check_viewer(self, box_id: str, screen: int) -> None:
         """Refuse a viewer of a screen that is not there to be watched: the box must be
         ready, have the screen, and its runtime viewers (a ticket is made only then)."""
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         runtime = self._runtime_named(state.runtime)
         if not runtime.can().viewer:
@@ -820,7 +821,7 @@ class Engine:
         for the relays (which check their ticket or token before they ask): the box must
         be ready and have the screen; what its runtime cannot give is `unsupported`. The
         caller closes it. Nothing through it is recorded."""
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         runtime = self._runtime_named(state.runtime)
         can = runtime.can()
@@ -843,10 +844,10 @@ class Engine:
         `takeover_started` (actor `agent`: a client of the API hands the screen over, as the
         spec's trace example reads). From then on the agent's input on it is refused
         (`guards.screen_of`). False, and nothing recorded, when a person has it already."""
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         async with self._screen_lock(box_id, screen):
-            guards.ready(self.journal.state(box_id), box_id)
+            guards.ready(self.state_of(box_id), box_id)
             if self.taken_over(box_id, screen):
                 return False
             desktop = await self._desktop(box_id)
@@ -859,7 +860,7 @@ class Engine:
     async def give_back(self, box_id: str, screen: int) -> bool:
         """The agent takes the screen back: `takeover_ended`. False, and nothing recorded,
         when no person had it (a starting or failed box refuses it, as every call)."""
-        state = guards.usable(self.journal.state(box_id), box_id)
+        state = guards.usable(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         async with self._screen_lock(box_id, screen):
             if not self.taken_over(box_id, screen):
@@ -931,7 +932,7 @@ class Engine:
         return runtime
 
     def _expect(self, box_id: str, allowed: tuple[str, ...], verb: str) -> BoxState:
-        state = guards.usable(self.journal.state(box_id), box_id)
+        state = guards.usable(self.state_of(box_id), box_id)
         if state.state == "unreachable":
             guards.ready(state, box_id)
         if state.state not in allowed:
@@ -952,12 +953,12 @@ class Engine:
         return await boundary(runtime.desktop(box_id), "reaching the box's desktop")
 
     async def _reading(self, box_id: str, screen: int) -> Desktop:
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         return await self._desktop(box_id)
 
     async def _driving(self, box_id: str, screen: int) -> Desktop:
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=True)
         return await self._desktop(box_id)
 

@@ -262,6 +262,13 @@ async def test_a_trace_is_listed_and_read_the_same_through_each_holmd_after_its_
 
         assert await same_through_each(cluster, asked) == (410, "gone")
 
+        async def driven(server: Holmd) -> tuple[int, str]:
+            url = f"{server.url}/v1/boxes/{box}/screens/0/actions"
+            answer = await own.post(url, json=click)
+            return answer.status, (await answer.json())["code"]
+
+        assert await same_through_each(cluster, driven) == (410, "gone")
+
         # Another workspace sees none of it, through any holmd.
         for server in cluster:
             assert (await ok(await stranger.get(f"{server.url}/v1/traces")))["traces"] == []
