@@ -269,6 +269,17 @@ async def test_a_trace_is_listed_and_read_the_same_through_each_holmd_after_its_
 
         assert await same_through_each(cluster, driven) == (410, "gone")
 
+        # Forked through a holmd that never ran it: from the trace the store keeps.
+        made = await ok(await own.post(f"{b.url}/v1/boxes/{box}/fork", json={}))
+        fork = made["box"]["id"]
+        forked = await whole_trace(own, c.url, fork)
+        assert any(item["kind"] == "forked_from" for item in forked)
+        assert [item["action"]["at"] for item in forked if item["kind"] == "acted"] == [
+            {"x": 30, "y": 40}
+        ]
+        confirm = {"x-holm-confirm-delete": "true"}
+        await ok(await own.delete(f"{a.url}/v1/boxes/{fork}", headers=confirm))
+
         # Another workspace sees none of it, through any holmd.
         for server in cluster:
             assert (await ok(await stranger.get(f"{server.url}/v1/traces")))["traces"] == []
