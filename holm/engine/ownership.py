@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from holm.errors import HolmError
 from holm.events.leases import Holder, Leases
 from holm.events.shared_keys import SharedKeys
-from holm.wire.entries import PAGE_MAX, Adopted
+from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Adopted
 from holm.wire.runtime import RuntimeBox
 
 from .adoption import runtime_difference
@@ -242,7 +242,10 @@ class Ownership:
                 return
             for change in changes:
                 self.engine.feed.add(change.trace, [change.entry])
-                if journal.state(change.trace) is None:
+                if change.trace == SERVER_TRACE:
+                    # A workspace's secret set or removed through any holmd.
+                    self.engine.secrets.fold(change.entry)
+                elif journal.state(change.trace) is None:
                     self.elsewhere.fold(change.trace, [change.entry])
             self._feed_pos = changes[-1].pos
 

@@ -224,6 +224,19 @@ async def test_a_trace_is_listed_and_read_the_same_through_each_holmd_after_its_
         click = {"actions": [{"type": "click", "at": {"x": 30, "y": 40}}]}
         await ok(await own.post(f"{b.url}/v1/boxes/{box}/screens/0/actions", json=click))
 
+        # A workspace's secret set through c is typed by a, which runs the box, for a step
+        # sent through b; its name and length list the same through each.
+        secret = {"value": "hunter2-" + secrets.token_hex(4)}
+        await ok(await own.put(f"{c.url}/v1/secrets/SIGN_IN", json=secret))
+
+        async def named(server: Holmd) -> Any:
+            return (await ok(await own.get(f"{server.url}/v1/secrets")))["secrets"]
+
+        assert [item["name"] for item in await same_through_each(cluster, named)] == ["SIGN_IN"]
+        typing = {"actions": [{"type": "type", "secret": "SIGN_IN"}]}
+        typed = await ok(await own.post(f"{b.url}/v1/boxes/{box}/screens/0/actions", json=typing))
+        assert [step["ok"] for step in typed["results"]] == [True], typed
+
         async def workspace_traces(server: Holmd) -> Any:
             return (await ok(await own.get(f"{server.url}/v1/traces")))["traces"]
 
@@ -269,14 +282,16 @@ async def test_a_trace_is_listed_and_read_the_same_through_each_holmd_after_its_
 
         assert await same_through_each(cluster, driven) == (410, "gone")
 
-        # Forked through a holmd that never ran it: from the trace the store keeps.
+        # Forked through a holmd that never ran it, from the trace the store keeps: the
+        # secret typed again from the workspace's, which that holmd read from the store.
         made = await ok(await own.post(f"{b.url}/v1/boxes/{box}/fork", json={}))
         fork = made["box"]["id"]
         forked = await whole_trace(own, c.url, fork)
         assert any(item["kind"] == "forked_from" for item in forked)
-        assert [item["action"]["at"] for item in forked if item["kind"] == "acted"] == [
-            {"x": 30, "y": 40}
-        ]
+        steps = [item["action"] for item in forked if item["kind"] == "acted"]
+        assert [step["type"] for step in steps] == ["click", "type"]
+        assert steps[0]["at"] == {"x": 30, "y": 40} and steps[1]["secret"] == "SIGN_IN"
+        assert all(item["ok"] for item in forked if item["kind"] == "acted")
         confirm = {"x-holm-confirm-delete": "true"}
         await ok(await own.delete(f"{a.url}/v1/boxes/{fork}", headers=confirm))
 
