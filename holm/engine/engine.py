@@ -240,6 +240,16 @@ class Engine:
             return self.ownership.elsewhere.state(box_id)
         return state
 
+    def answers_here(self, box_id: str) -> bool:
+        """Whether a request for the box is this holmd's to answer, not another's
+        (http/forwarding.py, MCP's mcp/across.py): one it runs, or a removed one, which no
+        holmd runs and whose state and trace read the same here as anywhere, even while
+        the lease its holmd never let go of (it died) waits to be forgotten."""
+        if self.journal.state(box_id) is not None:
+            return True
+        state = self.state_of(box_id)
+        return state is not None and state.removed
+
     def desktop_seq(self, box_id: str) -> int | None:
         """Which desktop of the box is up, told by the seq of its last stop (`stopped_seq`;
         None before any stop or when the box is unknown): a viewer ticket opens only the

@@ -41,7 +41,6 @@ from .routing import ACCESS, ENGINE, json_response, route_of
 from .socket_relay import relay_sockets
 
 if TYPE_CHECKING:
-    from holm.engine import Engine
     from holm.engine.ownership import Ownership
 
 log = logging.getLogger(__name__)
@@ -105,7 +104,7 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         return await handler(request)
     if request.method == "GET" and request.path == "/v1/boxes":
         return await _every_replicas_boxes(request, handler)
-    if box_id is None or _answered_here(engine, box_id):
+    if box_id is None or engine.answers_here(box_id):
         return await handler(request)
     holder = await ownership.holder(box_id)
     if holder is None or holder.owner == ownership.me:
@@ -138,16 +137,6 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
                 break
             holder = await ownership.holder(box_id)
     raise taking_over(box_id)
-
-
-def _answered_here(engine: Engine, box_id: str) -> bool:
-    """A box this holmd runs, or a removed one: no holmd runs that, and its state and
-    trace read the same here as anywhere (engine/elsewhere.py), even while the lease its
-    holmd never let go of (it died) waits to be forgotten."""
-    if engine.journal.state(box_id) is not None:
-        return True
-    state = engine.state_of(box_id)
-    return state is not None and state.removed
 
 
 class _NotMine(Exception):
