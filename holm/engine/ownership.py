@@ -243,8 +243,9 @@ class Ownership:
             for change in changes:
                 self.engine.feed.add(change.trace, [change.entry])
                 if change.trace == SERVER_TRACE:
-                    # A workspace's secret set or removed through any holmd.
+                    # A workspace's secret, or a runtime, set or removed through any holmd.
                     self.engine.secrets.fold(change.entry)
+                    await self.engine.vendors.follow(change.entry)
                 elif journal.state(change.trace) is None:
                     self.elsewhere.fold(change.trace, [change.entry])
             self._feed_pos = changes[-1].pos

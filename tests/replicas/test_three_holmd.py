@@ -14,7 +14,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from kits.holmd import Holmd
+from kits.holmd import TOKEN, Holmd
 from replica_kit import fresh_database, ok, whole_feed, whole_trace
 from store_kit import PgServer, S3Server
 from yarl import URL
@@ -300,3 +300,31 @@ async def test_a_trace_is_listed_and_read_the_same_through_each_holmd_after_its_
             assert (await ok(await stranger.get(f"{server.url}/v1/traces")))["traces"] == []
             refused = await stranger.get(f"{server.url}/v1/boxes/{box}/trace")
             assert refused.status == 404
+
+
+async def test_a_runtime_added_through_one_holmd_is_every_ones_until_removed(
+    cluster: list[Holmd], http: aiohttp.ClientSession
+) -> None:
+    a, b, c = cluster
+    name = "far-" + secrets.token_hex(3)
+    # c as a runtime of provider holm: another holmd (docs/runtimes.md).
+    body = {
+        "name": name,
+        "provider": "holm",
+        "fields": {"url": c.url},
+        "secrets": {"api_key": TOKEN},
+    }
+    added = await ok(await http.post(f"{a.url}/v1/runtimes", json=body))
+    assert added["secrets"] == ["api_key"] and TOKEN not in str(added)
+
+    async def shown(server: Holmd) -> Any:
+        answer = await http.get(f"{server.url}/v1/runtimes/{name}")
+        got = await answer.json()
+        return answer.status, got.get("provider"), got.get("fields")
+
+    assert await same_through_each(cluster, shown) == (200, "holm", {"url": c.url})
+    await ok(await http.patch(f"{b.url}/v1/runtimes/{name}", json={"fields": {"url": c.url + "/"}}))
+    assert await same_through_each(cluster, shown) == (200, "holm", {"url": c.url + "/"})
+    removed = await http.delete(f"{c.url}/v1/runtimes/{name}")
+    assert removed.status in (200, 204), await removed.text()
+    assert await same_through_each(cluster, shown) == (404, None, None)
