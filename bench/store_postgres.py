@@ -10,6 +10,9 @@ concurrent writers on one trace and from 64 writers on a trace each, on the loca
 on the postgres store (its blobs as files: these entries spill none). Also PostgreSQL's
 own commit time, and where the time goes: holmd's CPU and PostgreSQL's (every process of
 the cluster, from /proc) per entry, and the WAL flushes (`pg_stat_wal.wal_sync`) per commit.
+And the read path: `read` (a page of 50 entries) and `info`, one call at a time, p50, with
+asyncpg's reset of each pooled connection given back (what holm did before) and without it
+(holm's `pool_reset`), in turns.
 
 `--before CHECKOUT` (an older revision's files, e.g. `git archive HEAD~3 holm bench | tar
 -x -C /tmp/before`) measures the postgres store of that revision and of this one in turns,
@@ -31,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 # `--holm CHECKOUT` (a child of `--before`): that checkout's holm is the one measured.
@@ -136,6 +139,50 @@ def postgres_store(url: str, root: Path) -> PostgresStore:
     return PostgresStore(url, FileObjects(root), schema="bench_" + secrets.token_hex(4))
 
 
+class ResetEach(PostgresStore):
+    """The store as it was: asyncpg's reset (a round trip) of each connection given back."""
+
+    pool_reset = None
+
+
+async def read_path(url: str, root: Path, rounds: int = 5, calls: int = 200) -> None:
+    """p50 of `read` and `info` one at a time on one trace, with asyncpg's reset and
+    without, in turns (rounds), so both meet the same load."""
+    schema = "bench_" + secrets.token_hex(4)
+    objects = FileObjects(root / "reads")
+    stores: dict[str, PostgresStore] = {
+        "asyncpg's reset": ResetEach(url, objects, schema=schema),
+        "no reset (holm)": PostgresStore(url, objects, schema=schema),
+    }
+    await stores["no reset (holm)"].append("box_read", [click(i) for i in range(100)])
+    calls_of: dict[str, Callable[[PostgresStore], Awaitable[object]]] = {
+        "read": lambda store: store.read("box_read", 49, 50),
+        "info": lambda store: store.info("box_read"),
+    }
+    times: dict[tuple[str, str], list[float]] = {
+        (name, call): [] for name in stores for call in calls_of
+    }
+    try:
+        for store in stores.values():
+            await store.info("box_read")  # the pool opened before the clock starts
+        for _ in range(rounds):
+            for name, store in stores.items():
+                for call, run in calls_of.items():
+                    for _ in range(calls):
+                        start = time.perf_counter()
+                        await run(store)
+                        times[name, call].append((time.perf_counter() - start) * 1000)
+    finally:
+        for store in stores.values():
+            await store.close()
+    print(f"read path, one call at a time, {rounds} x {calls} calls each, p50:")
+    for name in stores:
+        figures = "  ".join(
+            f"{call} {statistics.median(times[name, call]):.3f} ms" for call in calls_of
+        )
+        print(f"  {name:<16} {figures}")
+
+
 async def one_case(url_file: Path, traces: int) -> None:
     """A child of `--before`: the postgres store of `--holm`, one shape; JSON on stdout."""
     url = url_file.read_text().strip()
@@ -190,6 +237,7 @@ async def side_by_side(url_file: Path, root: Path) -> None:
     for traces in (1, 64):
         ratio = rates["postgres", traces] / rates["local", traces]
         print(f"  postgres / local on {traces} trace(s): {ratio:.2f}x")
+    await read_path(url, root)
     print(f"PostgreSQL after: one INSERT committed p50 {await commit_latency_ms(url):.2f} ms")
 
 

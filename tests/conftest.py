@@ -17,7 +17,7 @@ from hypothesis import settings
 from kits.remote_dockerd import RemoteEngine, remote_engine
 from kits.workers import pytest_runtestloop
 from runtime_kit import docker_engine
-from store_kit import pg_server, s3_server
+from store_kit import own_pg, pg_server, s3_server
 
 # No deadline per example: a property holds or not whatever the machine's load, and a timed
 # assertion is a bench's job (on a loaded 2-core host one fold took 372 ms, past the 200 ms
@@ -51,7 +51,14 @@ def remote_docker_engine() -> Iterator[RemoteEngine]:
         yield engine
 
 
-__all__ = ["docker_client", "pg_server", "pytest_runtestloop", "remote_docker_engine", "s3_server"]
+__all__ = [
+    "docker_client",
+    "own_pg",
+    "pg_server",
+    "pytest_runtestloop",
+    "remote_docker_engine",
+    "s3_server",
+]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -136,6 +136,18 @@ def s3_server() -> Iterator[S3Server]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture
+def own_pg() -> Iterator[PgServer]:
+    """A PostgreSQL of the test's own, to stop and start (the session's serves the others)."""
+    folder = Path("/tmp") / f"holm-test-pgown-{secrets.token_hex(4)}"
+    server = PgServer({"HOLM_PG_DIR": str(folder), "HOLM_PG_PORT": str(free_ports(1))}, folder)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop(purge=True)
+
+
 def postgres_store(
     pg: PgServer, objects: ObjectStore, schema: str | None = None, **options: object
 ) -> PostgresStore:
@@ -148,4 +160,12 @@ def postgres_store(
     )
 
 
-__all__ = ["PgServer", "S3Server", "free_ports", "pg_server", "postgres_store", "s3_server"]
+__all__ = [
+    "PgServer",
+    "S3Server",
+    "free_ports",
+    "own_pg",
+    "pg_server",
+    "postgres_store",
+    "s3_server",
+]

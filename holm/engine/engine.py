@@ -227,7 +227,28 @@ class Engine:
 
     async def box(self, box_id: str) -> BoxState:
         """The box as its trace says, removed ones included; NotFound when unknown."""
-        return guards.known(self.journal.state(box_id), box_id)
+        return guards.known(self.state_of(box_id), box_id)
+
+    def state_of(self, box_id: str) -> BoxState | None:
+        """The box as this holmd folded its trace: one it runs (or removed), else, with
+        replicas, one another holmd runs or ran, as the store's changes fold here
+        (engine/elsewhere.py); None when unknown. A request that changes a box another
+        holmd runs is forwarded to it (http/forwarding.py); one for a box another holmd
+        removed is answered here, and the guards refuse it as its holmd would (410)."""
+        state = self.journal.state(box_id)
+        if state is None and self.ownership is not None:
+            return self.ownership.elsewhere.state(box_id)
+        return state
+
+    def answers_here(self, box_id: str) -> bool:
+        """Whether a request for the box is this holmd's to answer, not another's
+        (http/forwarding.py, MCP's mcp/across.py): one it runs, or a removed one, which no
+        holmd runs and whose state and trace read the same here as anywhere, even while
+        the lease its holmd never let go of (it died) waits to be forgotten."""
+        if self.journal.state(box_id) is not None:
+            return True
+        state = self.state_of(box_id)
+        return state is not None and state.removed
 
     def desktop_seq(self, box_id: str) -> int | None:
         """Which desktop of the box is up, told by the seq of its last stop (`stopped_seq`;
@@ -240,7 +261,7 @@ class Engine:
     def box_seen_by(self, box_id: str, workspace: str | None) -> BoxState:
         """The box, removed ones included, when `workspace` sees it (None: the server sees
         every box); NotFound, as for an absent box, when it is unknown or another's."""
-        return guards.seen_by(self.journal.state(box_id), box_id, workspace)
+        return guards.seen_by(self.state_of(box_id), box_id, workspace)
 
     def boxes(self, seen_by: str | None = None) -> list[BoxState]:
         """The boxes not removed, oldest first; with `seen_by`, that workspace's only."""
@@ -279,7 +300,7 @@ class Engine:
         limit = max(1, min(limit, PAGE_MAX))
         info = await stored(self.store.info(box_id))
         # The server's own trace (images) is not a box's.
-        if box_id == SERVER_TRACE or (info is None and self.journal.state(box_id) is None):
+        if box_id == SERVER_TRACE or (info is None and self.state_of(box_id) is None):
             raise NotFound(f"no trace for box {box_id}")
         entries = await stored(self.store.read(box_id, after, limit))
         last = await stored(self.store.max_seq(box_id))
@@ -295,9 +316,10 @@ class Engine:
     async def traces(self, seen_by: str | None = None) -> list[TraceView]:
         """Every trace the store keeps, removed boxes' and the server's own included, each
         with the box its entries fold to; with `seen_by`, that workspace's boxes' only (the
-        server's own trace is the server token's)."""
+        server's own trace is the server token's). With replicas, every holmd's traces, the
+        same through each: the store keeps them all, and each box is folded here too."""
         infos = await stored(self.store.traces())
-        views = [(info, self.journal.state(info.trace)) for info in infos]
+        views = [(info, self.state_of(info.trace)) for info in infos]
         return [
             trace_view(info, box)
             for info, box in views
@@ -486,7 +508,7 @@ class Engine:
     async def delete_box(self, box_id: str) -> BoxState:
         """Remove the box from its runtime and record `box_deleted`; its trace stays."""
         async with self._lock(box_id):
-            state = guards.live(self.journal.state(box_id), box_id)
+            state = guards.live(self.state_of(box_id), box_id)
             await self.watchers.stop(box_id, last_look=True)
             runtime = self._runtime_named(state.runtime)
             with contextlib.suppress(NotFound):
@@ -539,7 +561,7 @@ class Engine:
         `apps_installed` once they are there. A runtime that cannot, or a box it cannot
         give them to, is refused with nothing recorded."""
         async with self._lock(box_id):
-            state = guards.ready(self.journal.state(box_id), box_id)
+            state = guards.ready(self.state_of(box_id), box_id)
             wanted = app_packages_by_name(apps, (state.spec or Spec()).apps)
             runtime = self._runtime_named(state.runtime)
             if not isinstance(runtime, AppInstaller):
@@ -629,14 +651,14 @@ class Engine:
         request = msgspec.structs.replace(
             request, actions=[normalized_action(action) for action in request.actions]
         )
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=True)
         guards.features_for(state, request.actions)
         names = names_in(request.actions)
         values = await values_for(self, state.owner, names, request.secrets) if names else {}
         async with self._screen_lock(box_id, screen):
             # Checked again: the box may have been paused while this batch waited.
-            state = guards.ready(self.journal.state(box_id), box_id)
+            state = guards.ready(self.state_of(box_id), box_id)
             guards.screen_of(state, screen, drive=True)
             desktop = await self._desktop(box_id)
             try:
@@ -667,7 +689,7 @@ class Engine:
         `file_written`, `clipboard_read`/`clipboard_set`, `app_launched`, or nothing for a
         read. An action that drives a screen holds it, as a batch does."""
         action = normalized_action(action)
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.features_for(state, [action])
         names = names_in([action])
         values = await values_for(self, state.owner, names, secrets or {}) if names else {}
@@ -796,7 +818,7 @@ class Engine:
     def check_viewer(self, box_id: str, screen: int) -> None:
         """Refuse a viewer of a screen that is not there to be watched: the box must be
         ready, have the screen, and its runtime viewers (a ticket is made only then)."""
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         runtime = self._runtime_named(state.runtime)
         if not runtime.can().viewer:
@@ -809,7 +831,7 @@ class Engine:
         for the relays (which check their ticket or token before they ask): the box must
         be ready and have the screen; what its runtime cannot give is `unsupported`. The
         caller closes it. Nothing through it is recorded."""
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         runtime = self._runtime_named(state.runtime)
         can = runtime.can()
@@ -832,10 +854,10 @@ class Engine:
         `takeover_started` (actor `agent`: a client of the API hands the screen over, as the
         spec's trace example reads). From then on the agent's input on it is refused
         (`guards.screen_of`). False, and nothing recorded, when a person has it already."""
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         async with self._screen_lock(box_id, screen):
-            guards.ready(self.journal.state(box_id), box_id)
+            guards.ready(self.state_of(box_id), box_id)
             if self.taken_over(box_id, screen):
                 return False
             desktop = await self._desktop(box_id)
@@ -848,7 +870,7 @@ class Engine:
     async def give_back(self, box_id: str, screen: int) -> bool:
         """The agent takes the screen back: `takeover_ended`. False, and nothing recorded,
         when no person had it (a starting or failed box refuses it, as every call)."""
-        state = guards.usable(self.journal.state(box_id), box_id)
+        state = guards.usable(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         async with self._screen_lock(box_id, screen):
             if not self.taken_over(box_id, screen):
@@ -901,6 +923,9 @@ class Engine:
         for state in self.journal.states():
             if await stored(self.store.info(state.id)) is None:
                 self.journal.forget(state.id)
+        if self.ownership is not None:
+            kept = {info.trace for info in await stored(self.store.traces())}
+            self.ownership.elsewhere.keep_only(kept)
         self.feed.prune(now)
         return report
 
@@ -917,7 +942,7 @@ class Engine:
         return runtime
 
     def _expect(self, box_id: str, allowed: tuple[str, ...], verb: str) -> BoxState:
-        state = guards.usable(self.journal.state(box_id), box_id)
+        state = guards.usable(self.state_of(box_id), box_id)
         if state.state == "unreachable":
             guards.ready(state, box_id)
         if state.state not in allowed:
@@ -938,12 +963,12 @@ class Engine:
         return await boundary(runtime.desktop(box_id), "reaching the box's desktop")
 
     async def _reading(self, box_id: str, screen: int) -> Desktop:
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=False)
         return await self._desktop(box_id)
 
     async def _driving(self, box_id: str, screen: int) -> Desktop:
-        state = guards.ready(self.journal.state(box_id), box_id)
+        state = guards.ready(self.state_of(box_id), box_id)
         guards.screen_of(state, screen, drive=True)
         return await self._desktop(box_id)
 

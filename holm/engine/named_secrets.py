@@ -27,7 +27,7 @@ import msgspec
 from holm.errors import BadRequest, HolmError
 from holm.wire import actions as a
 from holm.wire.actions import names_in
-from holm.wire.entries import PAGE_MAX, SERVER_TRACE, SecretRemoved, SecretSet
+from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Entry, SecretRemoved, SecretSet
 from holm.wire.results import ExecResult
 
 from .journal import entry, stored
@@ -117,12 +117,17 @@ def _aad(workspace: str, name: str) -> bytes:
 class WorkspaceSecrets:
     """Each workspace's named secrets, as the server trace has them (`secret_set`,
     `secret_removed`: the last of a name's is what it is), so a restarted server, and every
-    server that reads the same store, has them. Values are sealed before they are written
-    and opened only to be typed."""
+    server that reads the same store, has them; with replicas, each holmd folds in what the
+    others append as its feed follower reads it (engine/ownership.py), so a secret set
+    through one holmd is typed by the holmd that runs the box. Values are sealed before they
+    are written and opened only to be typed."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._records: dict[tuple[str, str], SecretSet] = {}
+        # The seq of the last entry folded for each name: the follower may bring an entry
+        # again, or after this holmd's own later one.
+        self._folded: dict[tuple[str, str], int] = {}
         self._lock = asyncio.Lock()
 
     async def load(self) -> None:
@@ -133,12 +138,22 @@ class WorkspaceSecrets:
             if not page:
                 break
             for item in page:
-                match item:
-                    case SecretSet(workspace=workspace, name=name):
-                        self._records[workspace, name] = item
-                    case SecretRemoved(workspace=workspace, name=name):
-                        self._records.pop((workspace, name), None)
+                self.fold(item)
             after = page[-1].seq
+
+    def fold(self, item: Entry) -> None:
+        """An entry of the server trace: a secret's, newer than the last of its name, is
+        what the name is from now; any other is not the secrets'."""
+        if not isinstance(item, SecretSet | SecretRemoved):
+            return
+        key = item.workspace, item.name
+        if item.seq <= self._folded.get(key, -1):
+            return
+        self._folded[key] = item.seq
+        if isinstance(item, SecretSet):
+            self._records[key] = item
+        else:
+            self._records.pop(key, None)
 
     def names(self, workspace: str) -> dict[str, SecretSet]:
         return {name: r for (ws, name), r in sorted(self._records.items()) if ws == workspace}
@@ -153,7 +168,7 @@ class WorkspaceSecrets:
             )
             (kept,) = await self._engine.journal.append(SERVER_TRACE, [made])
             assert isinstance(kept, SecretSet)
-            self._records[workspace, name] = kept
+            self.fold(kept)
         return kept
 
     async def remove(self, workspace: str, name: str) -> bool:
@@ -161,8 +176,7 @@ class WorkspaceSecrets:
             if (workspace, name) not in self._records:
                 return False
             gone = entry(SecretRemoved, "agent", workspace=workspace, name=name)
-            await self._engine.journal.append(SERVER_TRACE, [gone])
-            self._records.pop((workspace, name), None)
+            self.fold((await self._engine.journal.append(SERVER_TRACE, [gone]))[0])
         return True
 
     async def values(self, workspace: str, names: Iterable[str]) -> dict[str, str]:

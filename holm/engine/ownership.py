@@ -17,7 +17,9 @@ it to that holmd (holm/http/forwarding.py). This module keeps the leases of this
   One whose box is removed in the log (deleted just before its holmd died), or has no
   trace, has its lease row deleted: no runtime lists it, so nothing else would.
 - The events feed follows the store: what the other holmd append is folded into this
-  one's feed (its seqs are a function of the entries, so every holmd's feed agrees).
+  one's feed (its seqs are a function of the entries, so every holmd's feed agrees), and
+  into the states of the boxes this holmd does not run (engine/elsewhere.py), which the
+  reads served from the store itself answer with (`GET /v1/traces`, a removed box).
 
 Without a postgres store there is one holmd, and none of this runs.
 """
@@ -27,19 +29,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from holm.errors import HolmError, Unavailable
+from holm.errors import HolmError
 from holm.events.leases import Holder, Leases
 from holm.events.shared_keys import SharedKeys
-from holm.wire.entries import PAGE_MAX, Adopted
+from holm.wire.entries import PAGE_MAX, SERVER_TRACE, Adopted
 from holm.wire.runtime import RuntimeBox
 
 from .adoption import runtime_difference
+from .elsewhere import Elsewhere
 from .guards import boundary
 from .journal import entry
-from .reaper import every
+from .reaper import every, outages_told_once
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -72,6 +74,8 @@ class Ownership:
         # read yet; a request for one is answered 503, retryable (http/forwarding.py).
         self.adopting: set[str] = set()
         self._feed_pos = -1
+        # The boxes other holmd run or ran, folded from what the follower reads.
+        self.elsewhere = Elsewhere()
         # Box → (until when, by the loop's clock, its holder is known; the holder).
         self._holders: dict[str, tuple[float, Holder]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -94,6 +98,7 @@ class Ownership:
                 continue
             claim = await self.leases.claim(state.id)
             if not claim.taken:
+                self.elsewhere.keep(state)
                 self.engine.journal.forget(state.id)
             elif claim.from_other is not None:
                 self.taken_over.add(state.id)
@@ -132,31 +137,14 @@ class Ownership:
     def serve(self) -> None:
         beat = max(self.leases.lease_ms / 3000, 0.05)
         self._tasks = [
-            asyncio.create_task(every(beat, self._quietly(self.beat)), name="leases"),
             asyncio.create_task(
-                every(FOLLOW_SECS, self._quietly(self.follow)), name="feed follower"
+                every(beat, outages_told_once("replicas", self.beat, log)), name="leases"
+            ),
+            asyncio.create_task(
+                every(FOLLOW_SECS, outages_told_once("replicas", self.follow, log)),
+                name="feed follower",
             ),
         ]
-
-    def _quietly(self, work: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
-        """`work`, its failures of the database (down, unreachable) logged once when they
-        begin, not each tenth of a second: the next round tries again."""
-        failing = False
-
-        async def run() -> None:
-            nonlocal failing
-            try:
-                await work()
-            except Unavailable as exc:
-                if not failing:
-                    log.warning("replicas: %s (tried again until it answers)", exc)
-                failing = True
-                return
-            if failing:
-                log.info("replicas: the database answers again")
-            failing = False
-
-        return run
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -184,6 +172,7 @@ class Ownership:
             if not claim.taken:
                 log.warning("box %s is run by %s now: this holmd lets it go", state.id, claim)
                 await self.engine.watchers.stop(state.id)
+                self.elsewhere.keep(state)
                 self.engine.journal.forget(state.id)
         await self.take_over()
 
@@ -226,6 +215,7 @@ class Ownership:
         on from the last entry the store holds (seqs are the store's, so it stays whole)."""
         journal = self.engine.journal
         await journal.load(box.box_id)
+        self.elsewhere.drop(box.box_id)
         state = journal.state(box.box_id)
         if state is None or state.removed:
             await self.release(box.box_id)
@@ -242,14 +232,22 @@ class Ownership:
     # The events feed
 
     async def follow(self) -> None:
-        """Fold into this holmd's feed what every holmd appended since the last look."""
+        """Fold into this holmd's feed what every holmd appended since the last look, and
+        into `elsewhere` what it appended to the boxes this holmd does not run."""
         store = self.leases.store
+        journal = self.engine.journal
         while True:
             changes = await store.changes(self._feed_pos, PAGE_MAX)
             if not changes:
                 return
             for change in changes:
                 self.engine.feed.add(change.trace, [change.entry])
+                if change.trace == SERVER_TRACE:
+                    # A workspace's secret, or a runtime, set or removed through any holmd.
+                    self.engine.secrets.fold(change.entry)
+                    await self.engine.vendors.follow(change.entry)
+                elif journal.state(change.trace) is None:
+                    self.elsewhere.fold(change.trace, [change.entry])
             self._feed_pos = changes[-1].pos
 
     async def _feed_end(self) -> int:

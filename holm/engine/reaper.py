@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from holm.errors import HolmError
+from holm.errors import HolmError, Unavailable
 from holm.projections.box_state import LOST_REASON, BoxState
 
 from .guards import boundary
@@ -98,3 +98,27 @@ async def every(seconds: float, work: Callable[[], Awaitable[object]]) -> None:
             raise
         except Exception:
             log.exception("scheduled work failed")
+
+
+def outages_told_once(
+    what: str, work: Callable[[], Awaitable[None]], logger: logging.Logger
+) -> Callable[[], Awaitable[None]]:
+    """`work` (a round of `every`), its failures of the database (down, unreachable: an
+    outage that is expected, not a bug) logged in one line when they begin and one when
+    it answers again, not with a traceback each round: the next round tries again."""
+    failing = False
+
+    async def run() -> None:
+        nonlocal failing
+        try:
+            await work()
+        except Unavailable as exc:
+            if not failing:
+                logger.warning("%s: %s (tried again until it answers)", what, exc)
+            failing = True
+            return
+        if failing:
+            logger.info("%s: the database answers again", what)
+        failing = False
+
+    return run

@@ -33,6 +33,7 @@ from holm.wire.api import AddRuntime, ChangeRuntime
 from holm.wire.entries import (
     PAGE_MAX,
     SERVER_TRACE,
+    Entry,
     RuntimeAdded,
     RuntimeChanged,
     RuntimeRemoved,
@@ -56,12 +57,16 @@ def _aad(name: str) -> bytes:
 
 
 class Vendors:
-    """The runtimes of the vendor API, by name, as the server trace has them."""
+    """The runtimes of the vendor API, by name, as the server trace has them (with
+    replicas, as every holmd appends to it: `follow`)."""
 
     def __init__(self, engine: Engine, make: MakeRuntime | None) -> None:
         self._engine = engine
         self._make = make
         self._records: dict[str, RuntimeAdded] = {}
+        # The seq of the last entry of each name taken in: with replicas the feed follower
+        # brings this holmd's own entries too (`follow`).
+        self._folded: dict[str, int] = {}
         self._box: SecretsBox | None = None
         self._lock = asyncio.Lock()
 
@@ -90,8 +95,10 @@ class Vendors:
                 match item:
                     case RuntimeAdded():
                         self._records[item.name] = item
+                        self._folded[item.name] = item.seq
                     case RuntimeRemoved(name=name):
                         self._records.pop(name, None)
+                        self._folded[name] = item.seq
             after = page[-1].seq
         try:
             await self._make_all()
@@ -116,6 +123,44 @@ class Vendors:
             except HolmError as exc:
                 # A provider this server has no client for (a newer server added it).
                 log.error("runtime %s (%s) is left out: %s", name, record.provider, exc.message)
+
+    async def follow(self, item: Entry) -> None:
+        """An entry of the server trace as the feed follower reads it (replicas,
+        engine/ownership.py): a runtime another holmd added or changed is made (again)
+        here, one it removed is closed, so every holmd lists it and places boxes on it.
+        This holmd's own entries, taken in already, are passed over. One removed there
+        that boxes of this holmd still run on is kept here (its removal there checked
+        that holmd's boxes only)."""
+        if not isinstance(item, RuntimeAdded | RuntimeRemoved) or self._make is None:
+            return
+        name = item.name
+        async with self._lock:
+            if item.seq <= self._folded.get(name, -1):
+                return
+            self._folded[name] = item.seq
+            if name in self._engine.runtimes and name not in self._records:
+                log.error("runtime %s added through another holmd is one of this one's own", name)
+                return
+            if isinstance(item, RuntimeRemoved):
+                using = [s.id for s in self._engine.boxes() if s.runtime == name]
+                if using:
+                    log.warning(
+                        "runtime %s, removed elsewhere, runs %d box(es) here", name, len(using)
+                    )
+                    return
+                self._records.pop(name, None)
+                before = self._engine.runtimes.pop(name, None)
+            else:
+                try:
+                    runtime = await self._make(await self._opened(item))
+                except (HolmError, SecretsKeyError) as exc:
+                    log.error("runtime %s added through another holmd is left out: %s", name, exc)
+                    return
+                self._records[name] = item
+                before = self._engine.runtimes.get(name)
+                self._engine.runtimes[name] = runtime
+            if before is not None:
+                await _closed(before)
 
     async def _opened(self, record: RuntimeAdded) -> RuntimeSetup:
         secrets: dict[str, str] = {}
@@ -168,6 +213,7 @@ class Vendors:
                 raise
             assert isinstance(written, RuntimeAdded)
             self._records[body.name] = written
+            self._folded[body.name] = written.seq
             self._engine.runtimes[body.name] = runtime
             return written
 
@@ -201,6 +247,7 @@ class Vendors:
                 raise
             assert isinstance(written, RuntimeAdded)
             self._records[name] = written
+            self._folded[name] = written.seq
             before = self._engine.runtimes.get(name)
             self._engine.runtimes[name] = runtime
             if before is not None:
@@ -218,7 +265,8 @@ class Vendors:
                     retryable=False,
                 )
             removed = entry(RuntimeRemoved, "agent", name=name)
-            await self._engine.journal.append(SERVER_TRACE, [removed])
+            [written] = await self._engine.journal.append(SERVER_TRACE, [removed])
+            self._folded[name] = written.seq
             self._records.pop(name, None)
             runtime = self._engine.runtimes.pop(name, None)
             if runtime is not None:

@@ -129,8 +129,23 @@ class _Fetched:
         return self.blobs.get(ref)
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """What the pool does to a connection given back, in place of asyncpg's reset (one more
+    round trip after every query: `SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *;
+    RESET ALL`): nothing, for no pooled connection keeps session state. Their advisory
+    locks are a transaction's (`pg_advisory_xact_lock…`, let go by its end); the migration's
+    session lock is taken on a connection of its own, outside the pool, and let go
+    explicitly (pg_schema.py); nothing listens; a cursor lives in a transaction; and the one
+    setting, `search_path`, is the connection's own from its start (`server_settings`). A
+    transaction left open is still rolled back: asyncpg does that before calling this."""
+
+
 class PostgresStore:
     """The `postgres` backend. See the module docstring."""
+
+    # The pool's reset of a connection given back (None: asyncpg's own, for
+    # bench/store_postgres.py to compare).
+    pool_reset: Callable[[asyncpg.Connection], Awaitable[None]] | None = staticmethod(_keep_session)
 
     def __init__(
         self,
@@ -352,6 +367,7 @@ class PostgresStore:
                 max_size=self._pool_size,
                 command_timeout=self._timeout,
                 server_settings=self._settings(),
+                reset=self.pool_reset,
             )
             return pool
 

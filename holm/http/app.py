@@ -127,11 +127,8 @@ async def _shared_workspaces(engine: Engine, workspaces: Workspaces) -> AsyncIte
         yield
         return
     await workspaces.share(doc)
-
-    async def refresh() -> None:
-        await workspaces.refresh()
-
-    task = asyncio.create_task(every(WORKSPACES_REFRESH_SECS, refresh), name="workspaces")
+    # `follow`: an outage of the database is one line in the log, not a traceback a second.
+    task = asyncio.create_task(every(WORKSPACES_REFRESH_SECS, workspaces.follow), name="workspaces")
     try:
         yield
     finally:

@@ -114,7 +114,7 @@ async def forwarding_middleware(request: web.Request, handler: Handler) -> web.S
         return await handler(request)
     if request.method == "GET" and request.path == "/v1/boxes":
         return await _every_replicas_boxes(request, handler)
-    if box_id is None or engine.journal.state(box_id) is not None:
+    if box_id is None or engine.answers_here(box_id):
         return await handler(request)
     holder = await ownership.holder(box_id)
     if holder is None or holder.owner == ownership.me:

@@ -7,6 +7,9 @@ PostgreSQL: `Workspaces.share`, holm/events/shared_docs.py).
 - The file is written whole or not at all, with mode 0600 from the moment it exists
   (`write_atomic`), and read once at start; a change is answered only once it is on disk,
   and takes effect with that answer (a removed key is refused by the next request).
+- With replicas, each holmd reads the document again every second (`follow`). While
+  PostgreSQL is down, the workspaces and keys last read keep answering; the outage is one
+  line in the log when it begins and one when the database answers again, no traceback.
 - A request's key is looked up by its digest. The lookup's time may say something of the
   digest, never of the key: the digest of a 256-bit secret cannot be turned back into it.
 """
@@ -23,6 +26,7 @@ from pathlib import Path
 
 import msgspec
 
+from holm.engine.reaper import outages_told_once
 from holm.errors import BadRequest, Denied, NotFound, Unavailable
 from holm.events.blobs import write_atomic
 from holm.events.shared_docs import SharedDoc
@@ -75,6 +79,7 @@ class Workspaces:
         self._version = 0
         self._looked = 0.0
         self._looking = asyncio.Lock()
+        self.follow = outages_told_once("workspaces, kept as last read", self.refresh, log)
 
     async def share(self, doc: SharedDoc) -> None:
         """With replicas (a postgres store, docs/scale.md): the workspaces are the shared

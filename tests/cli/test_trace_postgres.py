@@ -11,14 +11,13 @@ import asyncio
 import json
 import secrets
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 from e2e_kit import HOLM, Holmd
-from store_kit import PgServer, S3Server, free_ports
+from store_kit import PgServer, S3Server
 
 from holm.client import SyncHolmClient
 from holm.errors import Unavailable
@@ -26,17 +25,6 @@ from holm.wire.actions import Click
 from holm.wire.values import Point
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def own_pg() -> Iterator[PgServer]:
-    folder = Path("/tmp") / f"holm-test-pgcli-{secrets.token_hex(4)}"
-    server = PgServer({"HOLM_PG_DIR": str(folder), "HOLM_PG_PORT": str(free_ports(1))}, folder)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop(purge=True)
 
 
 def settings(pg: PgServer, s3: S3Server, prefix: str) -> dict[str, str]:

@@ -198,17 +198,6 @@ async def test_a_trace_key_is_shared_by_every_store_on_the_database_and_shredded
 
 
 @pytest.fixture
-def own_pg() -> Iterator[PgServer]:
-    folder = Path("/tmp") / f"holm-test-pgown-{secrets.token_hex(4)}"
-    server = PgServer({"HOLM_PG_DIR": str(folder), "HOLM_PG_PORT": str(free_ports(1))}, folder)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop(purge=True)
-
-
-@pytest.fixture
 def own_s3() -> Iterator[S3Server]:
     folder = Path("/tmp") / f"holm-test-s3own-{secrets.token_hex(4)}"
     env = {

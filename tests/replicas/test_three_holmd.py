@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
 
 import aiohttp
 import pytest
-from kits.holmd import Holmd
+from kits.holmd import TOKEN, Holmd
 from replica_kit import fresh_database, ok, whole_feed, whole_trace
 from store_kit import PgServer, S3Server
 from yarl import URL
@@ -193,3 +194,137 @@ async def test_a_box_made_through_one_is_listed_driven_forked_and_viewed_through
         )
     for server in cluster:
         assert not {box, fork} & set(await box_ids(http, server))
+
+
+async def same_through_each(cluster: list[Holmd], read: Callable[[Holmd], Awaitable[Any]]) -> Any:
+    """What `read` answers through every holmd, once the answers agree: a holmd folds what
+    another appended within its feed follower's tenth of a second (engine/elsewhere.py)."""
+    for _ in range(100):
+        answers = [await read(server) for server in cluster]
+        if answers[1:] == answers[:-1]:
+            return answers[0]
+        await asyncio.sleep(0.1)
+    assert answers[0] == answers[1] == answers[2]
+
+
+async def test_a_trace_is_listed_and_read_the_same_through_each_holmd_after_its_box_is_gone(
+    cluster: list[Holmd], http: aiohttp.ClientSession
+) -> None:
+    a, b, c = cluster
+    name = "traces-" + secrets.token_hex(4)
+    await ok(await http.post(f"{a.url}/v1/workspaces", json={"name": name}))
+    key = await ok(await http.post(f"{a.url}/v1/keys", json={"workspace": name}))
+    await ok(await http.post(f"{a.url}/v1/workspaces", json={"name": name + "-other"}))
+    other_key = await ok(await http.post(f"{a.url}/v1/keys", json={"workspace": name + "-other"}))
+    own = aiohttp.ClientSession(headers={"Authorization": f"Bearer {key['key']}"})
+    stranger = aiohttp.ClientSession(headers={"Authorization": f"Bearer {other_key['key']}"})
+    async with own, stranger:
+        # Made through a, driven through b, deleted through c: a ran it all along.
+        box = (await ok(await own.post(f"{a.url}/v1/boxes", json={})))["id"]
+        click = {"actions": [{"type": "click", "at": {"x": 30, "y": 40}}]}
+        await ok(await own.post(f"{b.url}/v1/boxes/{box}/screens/0/actions", json=click))
+
+        # A workspace's secret set through c is typed by a, which runs the box, for a step
+        # sent through b; its name and length list the same through each.
+        secret = {"value": "hunter2-" + secrets.token_hex(4)}
+        await ok(await own.put(f"{c.url}/v1/secrets/SIGN_IN", json=secret))
+
+        async def named(server: Holmd) -> Any:
+            return (await ok(await own.get(f"{server.url}/v1/secrets")))["secrets"]
+
+        assert [item["name"] for item in await same_through_each(cluster, named)] == ["SIGN_IN"]
+        typing = {"actions": [{"type": "type", "secret": "SIGN_IN"}]}
+        typed = await ok(await own.post(f"{b.url}/v1/boxes/{box}/screens/0/actions", json=typing))
+        assert [step["ok"] for step in typed["results"]] == [True], typed
+
+        async def workspace_traces(server: Holmd) -> Any:
+            return (await ok(await own.get(f"{server.url}/v1/traces")))["traces"]
+
+        live = await same_through_each(cluster, workspace_traces)
+        assert [trace["trace"] for trace in live] == [box] and live[0]["state"] == "ready"
+
+        deleted = await own.delete(
+            f"{c.url}/v1/boxes/{box}", headers={"x-holm-confirm-delete": "true"}
+        )
+        assert deleted.status == 200, await deleted.text()
+        listed = await same_through_each(cluster, workspace_traces)
+        assert [trace["trace"] for trace in listed] == [box]
+        assert listed[0]["entries"] > live[0]["entries"] and listed[0]["state"] == "gone"
+
+        # The server token lists every trace, the same through each.
+        async def every_trace(server: Holmd) -> Any:
+            return (await ok(await http.get(f"{server.url}/v1/traces")))["traces"]
+
+        assert box in [trace["trace"] for trace in await same_through_each(cluster, every_trace)]
+
+        # Read, viewed and its box asked for through each: one answer.
+        trace = await same_through_each(cluster, lambda server: whole_trace(own, server.url, box))
+        assert [item["seq"] for item in trace] == list(range(len(trace)))
+        assert trace[-1]["kind"] == "box_deleted"
+
+        async def page(server: Holmd) -> tuple[int, str]:
+            answer = await own.get(f"{server.url}/v1/boxes/{box}/trace/view?fork=false")
+            return answer.status, await answer.text()
+
+        status, html = await same_through_each(cluster, page)
+        assert status == 200 and box in html
+
+        async def asked(server: Holmd) -> tuple[int, str]:
+            answer = await own.get(f"{server.url}/v1/boxes/{box}")
+            return answer.status, (await answer.json())["code"]
+
+        assert await same_through_each(cluster, asked) == (410, "gone")
+
+        async def driven(server: Holmd) -> tuple[int, str]:
+            url = f"{server.url}/v1/boxes/{box}/screens/0/actions"
+            answer = await own.post(url, json=click)
+            return answer.status, (await answer.json())["code"]
+
+        assert await same_through_each(cluster, driven) == (410, "gone")
+
+        # Forked through a holmd that never ran it, from the trace the store keeps: the
+        # secret typed again from the workspace's, which that holmd read from the store.
+        made = await ok(await own.post(f"{b.url}/v1/boxes/{box}/fork", json={}))
+        fork = made["box"]["id"]
+        forked = await whole_trace(own, c.url, fork)
+        assert any(item["kind"] == "forked_from" for item in forked)
+        steps = [item["action"] for item in forked if item["kind"] == "acted"]
+        assert [step["type"] for step in steps] == ["click", "type"]
+        assert steps[0]["at"] == {"x": 30, "y": 40} and steps[1]["secret"] == "SIGN_IN"
+        assert all(item["ok"] for item in forked if item["kind"] == "acted")
+        confirm = {"x-holm-confirm-delete": "true"}
+        await ok(await own.delete(f"{a.url}/v1/boxes/{fork}", headers=confirm))
+
+        # Another workspace sees none of it, through any holmd.
+        for server in cluster:
+            assert (await ok(await stranger.get(f"{server.url}/v1/traces")))["traces"] == []
+            refused = await stranger.get(f"{server.url}/v1/boxes/{box}/trace")
+            assert refused.status == 404
+
+
+async def test_a_runtime_added_through_one_holmd_is_every_ones_until_removed(
+    cluster: list[Holmd], http: aiohttp.ClientSession
+) -> None:
+    a, b, c = cluster
+    name = "far-" + secrets.token_hex(3)
+    # c as a runtime of provider holm: another holmd (docs/runtimes.md).
+    body = {
+        "name": name,
+        "provider": "holm",
+        "fields": {"url": c.url},
+        "secrets": {"api_key": TOKEN},
+    }
+    added = await ok(await http.post(f"{a.url}/v1/runtimes", json=body))
+    assert added["secrets"] == ["api_key"] and TOKEN not in str(added)
+
+    async def shown(server: Holmd) -> Any:
+        answer = await http.get(f"{server.url}/v1/runtimes/{name}")
+        got = await answer.json()
+        return answer.status, got.get("provider"), got.get("fields")
+
+    assert await same_through_each(cluster, shown) == (200, "holm", {"url": c.url})
+    await ok(await http.patch(f"{b.url}/v1/runtimes/{name}", json={"fields": {"url": c.url + "/"}}))
+    assert await same_through_each(cluster, shown) == (200, "holm", {"url": c.url + "/"})
+    removed = await http.delete(f"{c.url}/v1/runtimes/{name}")
+    assert removed.status in (200, 204), await removed.text()
+    assert await same_through_each(cluster, shown) == (404, None, None)

@@ -49,7 +49,7 @@ async def on_owner(
     (or no holmd does: the call then fails here as for any unknown box)."""
     engine = app[ENGINE]
     ownership = engine.ownership
-    if ownership is None or engine.journal.state(box) is not None:
+    if ownership is None or engine.answers_here(box):
         return None
     if box in ownership.adopting:
         raise taking_over(box)

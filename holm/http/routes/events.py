@@ -32,7 +32,7 @@ def _with_viewer_pages(engine: Engine, event: Event, base: str) -> Event:
     urls = data.get("viewer_urls")
     if event.kind != "box.ready" or not urls or event.box_id is None:
         return event
-    state = engine.journal.state(event.box_id)
+    state = engine.state_of(event.box_id)
     pages = viewer_pages(event.box_id, len(urls), base, state.spec if state else None)
     return msgspec.structs.replace(event, data={**data, "viewer_urls": pages})
 
