@@ -40,9 +40,13 @@ from holm.streams import Stream
 # The relay in the box: the socket's path is its argument, and how long to wait for it to
 # accept (seconds; a new box's agent binds it a while after the container starts), the
 # second: one exec that waits in the box, not an exec (a python3 start, on a box that is
-# starting) every poll. One thread polling both sides: a thread each way would hand the GIL
-# over at every message, which a click pays for. It ends when either side ends (this side
-# closed the stream, or the socket's closed it).
+# starting) every poll. The third, when given, is a socket that takes the relay's stdin and
+# stdout itself (the agent's `pipes.sock`, holm/agent/handed_pipes.py): once the first
+# socket accepts, the relay hands them over there and only waits for that socket's end,
+# so a message crosses one process fewer each way; an agent without it (an older image)
+# is relayed as below. Otherwise one thread polling both sides: a thread each way would
+# hand the GIL over at every message, which a click pays for. It ends when either side
+# ends (this side closed the stream, or the socket's closed it).
 RELAY = """\
 import os, select, socket, sys, time
 end = time.monotonic() + float(sys.argv[2])
@@ -57,6 +61,20 @@ while True:
             sys.stderr.write(f"{sys.argv[1]}: {e.strerror or e}")
             sys.exit(1)
         time.sleep(0.02)
+if len(sys.argv) > 3:
+    h = socket.socket(socket.AF_UNIX)
+    try:
+        h.connect(sys.argv[3])
+    except OSError:
+        h.close()
+    else:
+        s.close()
+        os.write(1, b"+")
+        socket.send_fds(h, [b"+"], [0, 1])
+        os.close(0)
+        os.close(1)
+        h.recv(1)
+        os._exit(0)
 os.write(1, b"+")
 p = select.poll()
 p.register(0, select.POLLIN)
@@ -222,15 +240,19 @@ async def open_exec_stream(
     limit: int,
     *,
     wait_s: float = 0.0,
+    handed_to: str | None = None,
 ) -> Stream:
     """A stream to `socket_path` in `container` (its name or id); `what` names the socket in
     errors. `Unavailable` when the engine cannot be reached (not retryable when its TLS
     refused us: a retry cannot fix a certificate), `NotFound` when it has no such
     container, `ScreenUnavailable` when the container does not run, `Transport` when nobody
-    listens on the socket (within `wait_s`, in the box)."""
+    listens on the socket (within `wait_s`, in the box). With `handed_to`, the relay hands
+    the exec's stdin and stdout to the socket there when it has one (`RELAY`)."""
     transport, protocol = await _connect(address, limit)
     try:
         command = ["python3", "-I", "-c", RELAY, socket_path, str(wait_s)]
+        if handed_to is not None:
+            command.append(handed_to)
         await attach_exec(transport, protocol, address, container, command)
         try:
             first = await asyncio.wait_for(protocol.reader.read(1), RELAY_TIMEOUT_S + wait_s)
