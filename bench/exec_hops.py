@@ -12,7 +12,9 @@ container, interleaved, in one run:
   connection, over the veth pair): what TLS and the network add;
 - `tls relay, 3 writes`: the message written as three (as a recorded click's look, act and
   end of batch go out), the echo awaited whole; `3 joined`, the same three writes through
-  `exec_stream.JoinedWriter`, which sends the writes of one turn of the loop as one.
+  `exec_stream.JoinedWriter`, which sends the writes of one turn of the loop as one;
+- `tls, pipes handed`: the relay hands the exec's pipes to the echo server, which echoes
+  them itself (as the agent's `pipes.sock` takes them): the relay's hop left out.
 
 The engine is a second dockerd of this machine (tests/kits/remote_dockerd.py), sent the box
 image first; the echo server in the container is a python3 thread per connection.
@@ -53,19 +55,34 @@ from holm.adapters.docker.exec_stream import (  # noqa: E402
 )
 from holm.streams import Stream  # noqa: E402
 
+# An echo server on the socket, and on `HANDED` one that takes a pair of pipes as the
+# agent's `pipes.sock` does (holm/agent/handed_pipes.py) and echoes the one to the other.
 ECHO = """\
 import os, socket, sys, threading
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1])
-os.chmod(sys.argv[1], 0o777)
-s.listen()
+def listen(path):
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(path)
+    os.chmod(path, 0o777)
+    s.listen()
+    return s
 def serve(c):
     while b := c.recv(1 << 16):
         c.sendall(b)
-while True:
-    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
+def serve_pipes(c):
+    _, (i, o), _, _ = socket.recv_fds(c, 1, 2)
+    while b := os.read(i, 1 << 16):
+        os.write(o, b)
+    os.close(o)
+    c.close()
+def accept(s, how):
+    while True:
+        threading.Thread(target=how, args=(s.accept()[0],), daemon=True).start()
+handed = listen(sys.argv[2])
+threading.Thread(target=accept, args=(handed, serve_pipes), daemon=True).start()
+accept(listen(sys.argv[1]), serve)
 """
 SOCKET = "/run/holm/echo.sock"
+HANDED = "/run/holm/echo-pipes.sock"
 MESSAGE = b"m" * 60
 Opener = Callable[[], Awaitable[Stream]]
 
@@ -127,7 +144,7 @@ def container(client: docker.DockerClient, image: str, bind: Path) -> Iterator[A
         entrypoint=[],
     )
     try:
-        box.exec_run(["python3", "-I", "-c", ECHO, SOCKET], detach=True)
+        box.exec_run(["python3", "-I", "-c", ECHO, SOCKET, HANDED], detach=True)
         deadline = time.monotonic() + 30
         while box.exec_run(["test", "-S", SOCKET]).exit_code != 0:
             assert time.monotonic() < deadline, "the echo server did not start"
@@ -158,6 +175,7 @@ async def measure(engine: RemoteEngine, box: Any, bind: Path, count: int, rounds
     address = EngineAddress(engine.address, engine.port, tls)
     unix = str(engine.folder / "docker.sock")
     relay = ["python3", "-I", "-c", RELAY, SOCKET, "0"]
+    handed = [*relay, HANDED]
     ways: dict[str, tuple[Opener, int]] = {
         "socket": (lambda: asyncio.open_unix_connection(str(bind / "echo.sock")), 1),
         "exec cat": (lambda: unix_engine(unix, box.id, ["cat"]), 1),
@@ -169,6 +187,7 @@ async def measure(engine: RemoteEngine, box: Any, bind: Path, count: int, rounds
             lambda: relayed(tls_engine(address, box.id, relay, joined=True)),
             3,
         ),
+        "tls, pipes handed": (lambda: relayed(tls_engine(address, box.id, handed)), 1),
     }
     streams = {name: await opener() for name, (opener, _) in ways.items()}
     for stream in streams.values():

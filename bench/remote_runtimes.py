@@ -127,9 +127,11 @@ def main() -> None:
         raise SystemExit(f"no Docker Engine: {up.stderr}")
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     with contextlib.ExitStack() as stack:
+        # The engine first, so that it stops last: a holmd whose engine is gone lists it
+        # once more as it stops.
+        engine = stack.enter_context(remote_engine())
         front_url = stack.enter_context(holmd(PORTS[0]))
         back_url = stack.enter_context(holmd(PORTS[1]))
-        engine = stack.enter_context(remote_engine())
         front = LeanHttp(front_url)
         stack.callback(front.close)
         vendor = {
