@@ -61,8 +61,9 @@ def holmd(port: int, repo: Path = REPO) -> Iterator[str]:
         "HOLM_DEFAULT_RUNTIME": "docker",
         "HOLM_LOG_LEVEL": "WARNING",
     }
+    # In `repo`: `-m` puts the working folder first on the path, before PYTHONPATH.
     server = subprocess.Popen(
-        [sys.executable, "-m", "holm.server"], env=env, start_new_session=True
+        [sys.executable, "-m", "holm.server"], env=env, cwd=repo, start_new_session=True
     )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -33,17 +33,21 @@ Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Coroutine[Any, An
 
 async def listen_for_pipes(path: Path, serve: Serve, limit: int) -> asyncio.Task[None]:
     """Listen on `path` (made private) and serve each pair of pipes handed over it, until
-    the task answered is cancelled."""
+    the task answered is cancelled; `OSError` when it cannot be bound."""
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
     try:
-        listener.bind(str(path))
-    finally:
-        os.umask(old)
-    os.chmod(path, 0o600)
-    listener.listen()
-    listener.setblocking(False)
+        old = os.umask(0o177)
+        try:
+            listener.bind(str(path))
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        listener.listen()
+        listener.setblocking(False)
+    except OSError:
+        listener.close()
+        raise
     return asyncio.create_task(_accept(listener, serve, limit))
 
 

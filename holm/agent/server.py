@@ -138,7 +138,12 @@ async def serve(options: Options, apps: dict[str, AppDefinition] | None = None) 
     socket_path = options.run_dir / "agent.sock"
     # Before agent.sock: a relay that has reached agent.sock finds it (handed_pipes.py).
     pipes_path = options.run_dir / PIPES_SOCKET
-    pipes = await listen_for_pipes(pipes_path, _serve_on(agent), p.MAX_FRAME_BYTES)
+    pipes: asyncio.Task[None] | None = None
+    try:
+        pipes = await listen_for_pipes(pipes_path, _serve_on(agent), p.MAX_FRAME_BYTES)
+    except OSError as exc:
+        # Only a remote docker box's relay uses it, and relays without it.
+        log.warning("no %s (%s): the agent is served on agent.sock only", PIPES_SOCKET, exc)
     server = await _listen(agent, socket_path)
     log.info("serving on %s", socket_path)
 
@@ -151,7 +156,8 @@ async def serve(options: Options, apps: dict[str, AppDefinition] | None = None) 
     log.info("stopping")
     bring_up.cancel()
     server.close()
-    pipes.cancel()
+    if pipes is not None:
+        pipes.cancel()
     await agent.close()
     await asyncio.to_thread(processes.end_all)
     stop_reaper.set()
