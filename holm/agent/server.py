@@ -18,6 +18,7 @@ from Xlib import error as xerror
 from holm.agent.acts_in_flight import ActsInFlight, all_done
 from holm.agent.agent import Agent, Options
 from holm.agent.desktop import processes
+from holm.agent.handed_pipes import PIPES_SOCKET, Serve, listen_for_pipes
 from holm.errors import BadRequest, Failed, HolmError, Internal, ScreenUnavailable
 from holm.wire import agent_protocol as p
 from holm.wire.spec import AppDefinition
@@ -135,6 +136,14 @@ async def serve(options: Options, apps: dict[str, AppDefinition] | None = None) 
     agent = Agent(options)
     agent.catalog.define(apps or {})
     socket_path = options.run_dir / "agent.sock"
+    # Before agent.sock: a relay that has reached agent.sock finds it (handed_pipes.py).
+    pipes_path = options.run_dir / PIPES_SOCKET
+    pipes: asyncio.Task[None] | None = None
+    try:
+        pipes = await listen_for_pipes(pipes_path, _serve_on(agent), p.MAX_FRAME_BYTES)
+    except OSError as exc:
+        # Only a remote docker box's relay uses it, and relays without it.
+        log.warning("no %s (%s): the agent is served on agent.sock only", PIPES_SOCKET, exc)
     server = await _listen(agent, socket_path)
     log.info("serving on %s", socket_path)
 
@@ -147,17 +156,25 @@ async def serve(options: Options, apps: dict[str, AppDefinition] | None = None) 
     log.info("stopping")
     bring_up.cancel()
     server.close()
+    if pipes is not None:
+        pipes.cancel()
     await agent.close()
     await asyncio.to_thread(processes.end_all)
     stop_reaper.set()
     socket_path.unlink(missing_ok=True)
+    pipes_path.unlink(missing_ok=True)
+
+
+def _serve_on(agent: Agent) -> Serve:
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await Connection(agent, reader, writer).serve()
+
+    return on_connect
 
 
 async def _listen(agent: Agent, socket_path: Path) -> asyncio.Server:
     socket_path.unlink(missing_ok=True)
-
-    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await Connection(agent, reader, writer).serve()
+    on_connect = _serve_on(agent)
 
     # The socket is created private: nobody but the box's owner may drive the box.
     old = os.umask(0o177)

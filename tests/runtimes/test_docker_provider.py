@@ -187,6 +187,39 @@ async def test_clicks_typing_exec_and_frames_go_through_the_engines_api(far: Far
     assert acted[-2:] == ["click", "type"]
 
 
+# In the box: the descriptors of each process run with the agent's pipes socket as an
+# argument (the agent stream's relay), one line each (the name is joined here, so this
+# script's own command line does not name it).
+RELAYS_FDS = """\
+import os
+name = "/run/holm/pipes" + ".sock"
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().decode().split("\\0")
+        if name in argv:
+            print(" ".join(sorted(os.listdir(f"/proc/{pid}/fd"))))
+    except OSError:
+        pass
+"""
+
+
+async def test_the_agent_reads_and_writes_the_exec_pipes_itself(far: Far) -> None:
+    clicked = await act(far, [{"type": "click", "at": {"x": 40, "y": 40}}])
+    assert clicked["results"][0]["ok"] is True
+    client = far.engine.docker_client()
+    try:
+        [container] = client.containers.list(filters={"label": f"holm.box={far.box}"})
+        ran = container.exec_run(["python3", "-I", "-c", RELAYS_FDS])
+    finally:
+        client.close()
+    assert ran.exit_code == 0, ran.output
+    # The front's agent stream's relay (and any of an earlier server's, ending) handed its
+    # stdin and stdout to the agent: a relay that relays keeps both.
+    relays = [line.split() for line in ran.output.decode().splitlines()]
+    assert relays, "no relay of the agent's stream runs in the box"
+    assert all("0" not in fds and "1" not in fds and "2" in fds for fds in relays), relays
+
+
 async def test_a_viewer_through_the_front_relay_reaches_the_far_screen(far: Far) -> None:
     made = await ok_json(
         await far.front.post(f"/v1/boxes/{far.box}/screens/0/viewer/ticket", json={"mode": "view"})

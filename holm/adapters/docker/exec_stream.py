@@ -12,8 +12,9 @@ the relay said on stderr), as a local socket's refusal is.
 
 The stream handed out is the TLS connection itself: its protocol (`_ExecProtocol`) reads
 the engine's HTTP answers, then takes the frames apart straight into the caller's
-`StreamReader`, and the caller's writer writes to the connection; no task or socket pair
-stands between (each would cost a click a hop through the event loop).
+`StreamReader`, and the caller's writer (`JoinedWriter`: the writes of one turn of the
+loop as one) writes to the connection; no task or socket pair stands between (each would
+cost a click a hop through the event loop).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import asyncio
 import json
 import ssl
 import struct
+from collections.abc import Iterable
 from typing import Any
 
 from holm.adapters.docker.engine_tls import (
@@ -38,9 +40,13 @@ from holm.streams import Stream
 # The relay in the box: the socket's path is its argument, and how long to wait for it to
 # accept (seconds; a new box's agent binds it a while after the container starts), the
 # second: one exec that waits in the box, not an exec (a python3 start, on a box that is
-# starting) every poll. One thread polling both sides: a thread each way would hand the GIL
-# over at every message, which a click pays for. It ends when either side ends (this side
-# closed the stream, or the socket's closed it).
+# starting) every poll. The third, when given, is a socket that takes the relay's stdin and
+# stdout itself (the agent's `pipes.sock`, holm/agent/handed_pipes.py): once the first
+# socket accepts, the relay hands them over there and only waits for that socket's end,
+# so a message crosses one process fewer each way; an agent without it (an older image)
+# is relayed as below. Otherwise one thread polling both sides: a thread each way would
+# hand the GIL over at every message, which a click pays for. It ends when either side
+# ends (this side closed the stream, or the socket's closed it).
 RELAY = """\
 import os, select, socket, sys, time
 end = time.monotonic() + float(sys.argv[2])
@@ -55,6 +61,20 @@ while True:
             sys.stderr.write(f"{sys.argv[1]}: {e.strerror or e}")
             sys.exit(1)
         time.sleep(0.02)
+if len(sys.argv) > 3:
+    h = socket.socket(socket.AF_UNIX)
+    try:
+        h.connect(sys.argv[3])
+    except OSError:
+        h.close()
+    else:
+        s.close()
+        os.write(1, b"+")
+        socket.send_fds(h, [b"+"], [0, 1])
+        os.close(0)
+        os.close(1)
+        h.recv(1)
+        os._exit(0)
 os.write(1, b"+")
 p = select.poll()
 p.register(0, select.POLLIN)
@@ -161,6 +181,57 @@ class _ExecProtocol(asyncio.StreamReaderProtocol):
         await self._more.wait()
 
 
+class JoinedWriter(asyncio.StreamWriter):
+    """A writer whose writes of one turn of the event loop go out as one: the requests a
+    step sends together (a look at the screen, the act, the batch's end) cross TLS,
+    dockerd, the shim's pipes and the relay once, not once each (each crossing wakes each
+    of those processes: `bench/exec_hops.py` measured three writes 0.2 ms slower than
+    one). `drain`, `write_eof` and `close` send what waits first, so a pump that drains
+    after each write is not held back."""
+
+    def __init__(
+        self,
+        transport: asyncio.WriteTransport,
+        protocol: asyncio.BaseProtocol,
+        reader: asyncio.StreamReader | None,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        super().__init__(transport, protocol, reader, loop)
+        self._waiting = bytearray()
+        self._loop = loop
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if not self._waiting:
+            self._loop.call_soon(self._send)
+        self._waiting += data
+
+    def writelines(self, data: Iterable[bytes | bytearray | memoryview]) -> None:
+        for chunk in data:
+            self.write(chunk)
+
+    def _send(self) -> None:
+        if not self._waiting:
+            return
+        data = bytes(self._waiting)
+        self._waiting.clear()
+        if not self.transport.is_closing():
+            self.transport.write(data)
+
+    async def drain(self) -> None:
+        self._send()
+        await super().drain()
+
+    def write_eof(self) -> None:
+        self._send()
+        super().write_eof()
+
+    def close(self) -> None:
+        self._send()
+        super().close()
+
+
 async def open_exec_stream(
     address: EngineAddress,
     container: str,
@@ -169,17 +240,20 @@ async def open_exec_stream(
     limit: int,
     *,
     wait_s: float = 0.0,
+    handed_to: str | None = None,
 ) -> Stream:
     """A stream to `socket_path` in `container` (its name or id); `what` names the socket in
     errors. `Unavailable` when the engine cannot be reached (not retryable when its TLS
     refused us: a retry cannot fix a certificate), `NotFound` when it has no such
     container, `ScreenUnavailable` when the container does not run, `Transport` when nobody
-    listens on the socket (within `wait_s`, in the box)."""
+    listens on the socket (within `wait_s`, in the box). With `handed_to`, the relay hands
+    the exec's stdin and stdout to the socket there when it has one (`RELAY`)."""
     transport, protocol = await _connect(address, limit)
     try:
-        exec_id = await _create_exec(transport, protocol, address, container, socket_path, wait_s)
-        await _start_exec(transport, protocol, address, exec_id)
-        protocol.upgrade()
+        command = ["python3", "-I", "-c", RELAY, socket_path, str(wait_s)]
+        if handed_to is not None:
+            command.append(handed_to)
+        await attach_exec(transport, protocol, address, container, command)
         try:
             first = await asyncio.wait_for(protocol.reader.read(1), RELAY_TIMEOUT_S + wait_s)
         except TimeoutError:
@@ -191,7 +265,22 @@ async def open_exec_stream(
         transport.close()
         raise
     loop = asyncio.get_running_loop()
-    return protocol.reader, asyncio.StreamWriter(transport, protocol, protocol.reader, loop)
+    return protocol.reader, JoinedWriter(transport, protocol, protocol.reader, loop)
+
+
+async def attach_exec(
+    transport: asyncio.Transport,
+    protocol: _ExecProtocol,
+    address: EngineAddress,
+    container: str,
+    command: list[str],
+) -> None:
+    """Run `command` in `container` attached to the connection (`transport`, `protocol`,
+    fresh from `_connect` or one like it): from here on its reader has the command's
+    stdout, and what the transport is written goes to its stdin."""
+    exec_id = await _create_exec(transport, protocol, address, container, command)
+    await _start_exec(transport, protocol, address, exec_id)
+    protocol.upgrade()
 
 
 async def ping(address: EngineAddress, within_s: float) -> None:
@@ -297,8 +386,7 @@ async def _create_exec(
     protocol: _ExecProtocol,
     address: EngineAddress,
     container: str,
-    socket_path: str,
-    wait_s: float,
+    command: list[str],
 ) -> str:
     body = {
         "AttachStdin": True,
@@ -306,7 +394,7 @@ async def _create_exec(
         "AttachStderr": True,
         "Tty": False,
         "User": "root",
-        "Cmd": ["python3", "-I", "-c", RELAY, socket_path, str(wait_s)],
+        "Cmd": command,
     }
     path = f"/containers/{container}/exec"
     status, raw = await _request(transport, protocol, address, path, body)
@@ -325,4 +413,4 @@ async def _start_exec(
         raise _refusal(status, raw, exec_id)
 
 
-__all__ = ["RELAY", "open_exec_stream", "ping"]
+__all__ = ["RELAY", "JoinedWriter", "attach_exec", "open_exec_stream", "ping"]

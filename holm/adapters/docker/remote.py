@@ -52,6 +52,7 @@ from holm.adapters.docker.runtime import (
     container_name,
 )
 from holm.adapters.run_sockets import socket_name
+from holm.agent.handed_pipes import PIPES_SOCKET
 from holm.errors import BadRequest, Unavailable, Unsupported
 from holm.wire import agent_protocol as p
 from holm.wire.runtime import RuntimeBox, RuntimeSetup, Started, StreamKind
@@ -284,6 +285,7 @@ class RemoteDockerRuntime(DockerRuntime):
                 _WHAT["agent"],
                 p.MAX_FRAME_BYTES,
                 wait_s=AGENT_WAIT_S,
+                handed_to=f"{BOX_RUN}/{PIPES_SOCKET}",
             )
             return AgentDesktop(*stream)
 
@@ -312,8 +314,10 @@ class RemoteDockerRuntime(DockerRuntime):
         if kind == "devtools" and not self.chromium:
             raise Unsupported("this docker runtime starts no Chromium: it has no DevTools")
         path = f"{BOX_RUN}/{socket_name(kind, screen)}"
+        # The agent reads and writes the exec's pipes itself (holm/agent/handed_pipes.py).
+        handed_to = f"{BOX_RUN}/{PIPES_SOCKET}" if kind == "agent" else None
         return await open_exec_stream(
-            self.address, container_name(box_id), path, _WHAT[kind], limit
+            self.address, container_name(box_id), path, _WHAT[kind], limit, handed_to=handed_to
         )
 
 
