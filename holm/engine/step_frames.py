@@ -118,17 +118,22 @@ class StepFrames:
             width=found.width,
             height=found.height,
         )
-        stored = asyncio.ensure_future(self._store(box_id, screen, desktop, found.hash))
+        stored = asyncio.ensure_future(self._store(box_id, screen, desktop, found))
         return [frame], stored
 
-    async def _store(self, box_id: str, screen: int, desktop: Desktop, digest: str) -> bool:
-        """The picture put in the store; False (its entry is then left out) when it could
+    async def _store(self, box_id: str, screen: int, desktop: Desktop, found: FrameResult) -> bool:
+        """The picture put in the store (the look's answer has it, from an agent that
+        sends it: else it is fetched); False (its entry is then left out) when it could
         not be fetched or stored."""
+        digest = found.hash
         try:
-            kept = await boundary(desktop.kept_frame(screen, digest), "a frame before a step")
-            if kept.png is None:
+            png = found.png
+            if png is None:
+                what = "a frame before a step"
+                png = (await boundary(desktop.kept_frame(screen, digest), what)).png
+            if png is None:
                 return False
-            await self.store.put_frame(box_id, digest, kept.png)
+            await self.store.put_frame(box_id, digest, png)
         except Exception as exc:
             log.info("the frame before a step on %s/%s: %s", box_id, screen, exc)
             return False

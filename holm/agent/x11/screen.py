@@ -436,10 +436,24 @@ class Screen:
         return FrameResult(
             hash=digest,
             unchanged=plan is None,
+            image=None if plan is None else await self._kept_png(digest),
             width=self.width,
             height=self.height,
             changes=changes,
         )
+
+    async def _kept_png(self, digest: str) -> bytes | None:
+        """The PNG of a changed screen a look read, in the look's answer: holmd stores it
+        before the step's entries, and asking for it (`kept_frame`) once the look answered
+        cost a round trip more on the step's answer. None when the encode failed (holmd
+        then asks, and records no frame)."""
+        encoding = self._kept_before.get(digest)
+        if encoding is None:
+            return None
+        try:
+            return await asyncio.shield(encoding)
+        except Exception:
+            return None
 
     def _finish_look(
         self, grid: TileGrid, grabs: list[Grab], have: str | None
