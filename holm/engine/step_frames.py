@@ -81,15 +81,19 @@ class StepFrames:
         # `HOLM_FRAME_BEFORE_STEPS=off` turns it off (the bench compares the two).
         self.enabled = enabled
 
-    def look(self, box_id: str, screen: int, desktop: Desktop, action: Action) -> Looking | None:
+    def look(
+        self, box_id: str, screen: int, desktop: Desktop, action: Action, last_step: bool = True
+    ) -> Looking | None:
         """Ask, right before the step is sent, whether its screen changed since the last
-        frame recorded (or queued) of it; None when nothing need be asked."""
+        frame recorded (or queued) of it; None when nothing need be asked. The last step
+        of a batch asks for the PNG in the answer (the answer waits for it stored); an
+        earlier one fetches it beside the next step (`_store`), which it would wait for."""
         if not self.enabled or not finds_a_screen(action):
             return None
         last = _last_frame(self.journal, box_id, screen)
         if last is not None and self.still.unchanged(box_id, screen, desktop, last) is not None:
             return None
-        found = desktop.look_before(screen, last)
+        found = desktop.look_before(screen, last, with_png=last_step)
         return None if found is None else Looking(found, now_ms())
 
     async def entries(
