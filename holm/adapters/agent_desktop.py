@@ -241,10 +241,13 @@ class AgentDesktop:
     async def frame_hash(self, screen: int) -> tuple[str, int, int]:
         return await self.call(p.FrameHash(id=self._id(), screen=screen), tuple[str, int, int])
 
-    def look_before(self, screen: int, have: str | None) -> asyncio.Future[FrameResult] | None:
+    def look_before(
+        self, screen: int, have: str | None, with_png: bool = False
+    ) -> asyncio.Future[FrameResult] | None:
         if not self._looks_before:
             return None
-        return self.send(p.LookBefore(id=self._id(), screen=screen, have=have), FrameResult)
+        request = p.LookBefore(id=self._id(), screen=screen, have=have, with_png=with_png)
+        return self.send(request, FrameResult)
 
     def kept_frame(self, screen: int, digest: str) -> asyncio.Future[FrameResult]:
         return self.send(p.KeptFrame(id=self._id(), screen=screen, hash=digest), FrameResult)

@@ -77,9 +77,12 @@ class Desktop(Protocol):
         """The hash of the whole screen now, with its width and height; no PNG."""
         ...
 
-    def look_before(self, screen: int, have: str | None) -> Awaitable[FrameResult] | None:
+    def look_before(
+        self, screen: int, have: str | None, with_png: bool = False
+    ) -> Awaitable[FrameResult] | None:
         """The whole screen as the step asked next on it finds it, for the trace: its hash
-        (no picture; `unchanged` when it is `have`), the acts asked after this call on the
+        (`unchanged` when it is `have`; with `with_png`, the PNG of a changed screen, where
+        the desktop can: else no picture, for `kept_frame`), the acts asked after this call on the
         screen being done only once its pixels are read. None when the desktop cannot
         (an agent older than this): the step is then recorded with no frame before it."""
         ...

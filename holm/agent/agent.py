@@ -553,7 +553,7 @@ class Agent:
         except BaseException:
             read.set_result(None)
             raise
-        return await screen.look_before(request.have, read)
+        return await screen.look_before(request.have, read, request.with_png)
 
     async def end_batch(self, index: int) -> BatchEnd:
         screen = self.screen(index)

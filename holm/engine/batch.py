@@ -100,7 +100,11 @@ async def run_steps(
             # step), so that its round trip is over by the time the step is durable.
             sent = with_values(action, values) if values else action
             # Asked before the step is sent: the agent reads the screen before doing it.
-            looking = None if frames is None else frames.look(box_id, screen, desktop, action)
+            looking = (
+                None
+                if frames is None
+                else frames.look(box_id, screen, desktop, action, last_step=index == last)
+            )
             value, error, ended = await _step(
                 desktop, screen, sent, end=index == last and not request.settle_ms
             )

@@ -81,15 +81,19 @@ class StepFrames:
         # `HOLM_FRAME_BEFORE_STEPS=off` turns it off (the bench compares the two).
         self.enabled = enabled
 
-    def look(self, box_id: str, screen: int, desktop: Desktop, action: Action) -> Looking | None:
+    def look(
+        self, box_id: str, screen: int, desktop: Desktop, action: Action, last_step: bool = True
+    ) -> Looking | None:
         """Ask, right before the step is sent, whether its screen changed since the last
-        frame recorded (or queued) of it; None when nothing need be asked."""
+        frame recorded (or queued) of it; None when nothing need be asked. The last step
+        of a batch asks for the PNG in the answer (the answer waits for it stored); an
+        earlier one fetches it beside the next step (`_store`), which it would wait for."""
         if not self.enabled or not finds_a_screen(action):
             return None
         last = _last_frame(self.journal, box_id, screen)
         if last is not None and self.still.unchanged(box_id, screen, desktop, last) is not None:
             return None
-        found = desktop.look_before(screen, last)
+        found = desktop.look_before(screen, last, with_png=last_step)
         return None if found is None else Looking(found, now_ms())
 
     async def entries(
@@ -118,17 +122,22 @@ class StepFrames:
             width=found.width,
             height=found.height,
         )
-        stored = asyncio.ensure_future(self._store(box_id, screen, desktop, found.hash))
+        stored = asyncio.ensure_future(self._store(box_id, screen, desktop, found))
         return [frame], stored
 
-    async def _store(self, box_id: str, screen: int, desktop: Desktop, digest: str) -> bool:
-        """The picture put in the store; False (its entry is then left out) when it could
+    async def _store(self, box_id: str, screen: int, desktop: Desktop, found: FrameResult) -> bool:
+        """The picture put in the store (the look's answer has it, from an agent that
+        sends it: else it is fetched); False (its entry is then left out) when it could
         not be fetched or stored."""
+        digest = found.hash
         try:
-            kept = await boundary(desktop.kept_frame(screen, digest), "a frame before a step")
-            if kept.png is None:
+            png = found.png
+            if png is None:
+                what = "a frame before a step"
+                png = (await boundary(desktop.kept_frame(screen, digest), what)).png
+            if png is None:
                 return False
-            await self.store.put_frame(box_id, digest, kept.png)
+            await self.store.put_frame(box_id, digest, png)
         except Exception as exc:
             log.info("the frame before a step on %s/%s: %s", box_id, screen, exc)
             return False

@@ -38,6 +38,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -109,6 +110,8 @@ OPEN_TRACES = 256
 # gets one line a commit writes its index every this many commits, not each one.
 INDEX_BATCH = 64
 _COPY_CHUNK = 1 << 20
+# The journal's records of frames (`_frame_records`) are named with this before the trace.
+FRAME_RECORD = "frame/"
 
 _T = TypeVar("_T")
 
@@ -228,6 +231,15 @@ class LocalStore:
         self._journal = WriteAhead(state_dir / JOURNAL_DIR, journal_bytes)
         # The traces written since the journal's newest segment began: a checkpoint's work.
         self._dirty: set[str] = set()
+        # Frames put since the last commit began, kept here (a read finds them): the next
+        # commit journals them with its lines (`_frame_records`), so the one fdatasync that
+        # makes a step's entries durable makes the frame before it durable too, and writes
+        # their files while the disk syncs. By path: (trace, frame hash, PNG); those of the
+        # commit under way, until their files are written, in `_frames_writing`.
+        self._frames_ahead: dict[str, tuple[str, str, bytes]] = {}
+        self._frames_writing: dict[str, tuple[str, str, bytes]] = {}
+        # The frame files journaled since the newest segment began: a checkpoint syncs them.
+        self._dirty_frames: set[str] = set()
         self._checkpointing: asyncio.Future[None] | None = None
         # Set when a failed commit could not be taken back: every append fails after it.
         self._broken: str | None = None
@@ -240,8 +252,9 @@ class LocalStore:
         self.fsyncs = 0
         self.aio_commits = 0
         self.checkpoints = 0
-        # Lines the journal gave back to the trace files on open.
+        # Lines the journal gave back to the trace files on open, and frame files.
         self.replayed = 0
+        self.replayed_frames = 0
 
     # TraceStore
 
@@ -295,15 +308,35 @@ class LocalStore:
         return [self._traces[name].info() for name in sorted(self._traces)]
 
     async def put_frame(self, trace: str, frame_hash: str, png: bytes) -> None:
-        await self._in(self._read_pool, self._blobs.put_frame, trace, frame_hash, png)
+        """The frame is readable when this returns, durable with the next commit: its
+        journal records carry the PNG (`_frame_records`), so an entry appended after this
+        that names the frame is never durable without it, and the commit writes its file
+        while the disk syncs the journal. A frame file of its own, written in a thread and
+        fsynced with its folder, cost a thread's hop and two more disk flushes before the
+        step's entries."""
+        path = str(self._blobs.frame_path(trace, frame_hash))
+        if path in self._frames_ahead or path in self._frames_writing:
+            return
+        try:
+            os.utime(path)  # there already: its time refreshed, for the prune by age
+        except FileNotFoundError:
+            self._frames_ahead[path] = (trace, frame_hash, png)
 
     async def get_frame(self, trace: str, frame_hash: str) -> bytes | None:
+        if is_safe_name(trace) and is_safe_name(frame_hash):
+            path = str(self._blobs.frame_path(trace, frame_hash))
+            kept = self._frames_ahead.get(path) or self._frames_writing.get(path)
+            if kept is not None:
+                return kept[2]
         return await self._in(self._read_pool, self._blobs.get_frame, trace, frame_hash)
 
     async def prune(self, now_ms: int, keep: KeepEntries = keep_none) -> PruneReport:
         await self._load()
         cutoff_ms = now_ms - self.keep_entries_secs * 1000
         async with self._write_lock:
+            # Frames no commit has journaled yet are files like the others before a prune.
+            ahead, self._frames_ahead = self._frames_ahead, {}
+            await self._in(self._write_pool, _write_frames_durably, ahead)
             old, rest = [], []
             for state in self._traces.values():
                 # The server's trace is never old as a whole: it holds the runtimes added.
@@ -338,7 +371,10 @@ class LocalStore:
         if checkpoint and self._opened():
             # A last checkpoint: the trace files hold everything, the journal is emptied.
             older = await self._in(self._write_pool, self._journal.retire)
-            dirty, self._dirty = self._dirty, set()
+            # Frames put that no commit journaled are made durable too.
+            ahead, self._frames_ahead = self._frames_ahead, {}
+            await self._in(self._write_pool, _write_frames_durably, ahead)
+            dirty = self._take_dirty()
             await self._in(self._checkpoint_pool, self._sync_traces, dirty, older)
         else:
             self._journal.close()  # what it holds stays for the next open
@@ -353,68 +389,91 @@ class LocalStore:
 
     async def _commit(self, batch: list[Append]) -> None:
         async with self._write_lock:
-            works: dict[str, _Work] = {}
-            done: list[tuple[Append, list[Entry]]] = []
-            for append in batch:
-                work = works.get(append.trace)
-                if work is None:
-                    state = self._traces.get(append.trace) or _Trace(append.trace)
-                    work = works[append.trace] = _Work(state)
-                try:
-                    seq = work.next_seq + len(work.lines)
-                    entries = [
-                        msgspec.structs.replace(entry, seq=seq + i)
-                        for i, entry in enumerate(append.entries)
-                    ]
-                    lines = [encode_entry(entry) for entry in entries]
-                except Exception as exc:  # an entry that cannot be written fails its append
-                    _fail(append.future, exc)
-                    continue
-                work.lines.extend(
-                    entry if needs_spill(line) else line
-                    for entry, line in zip(entries, lines, strict=True)
-                )
-                done.append((append, entries))
-            # A trace whose every append failed to encode gets no file.
-            works = {name: work for name, work in works.items() if work.lines}
-            if not works:
-                return
+            # Taken under the lock: every frame put before an append began is in its commit
+            # or an earlier one.
+            frames, self._frames_ahead = self._frames_ahead, {}
+            self._frames_writing = frames
+            journaled = False
             try:
-                if self._broken is not None:
-                    raise OSError(self._broken)
-                sizes = await self._write_on_loop(list(works.values()))
-                if sizes is None:
-                    sizes = await self._in(self._write_pool, self._write, list(works.values()))
-            except Exception as exc:
-                failure = Unavailable(f"the trace store could not write: {exc}")
-                for append, _ in done:
-                    _fail(append.future, failure)
-                return
-            for work, size in zip(works.values(), sizes, strict=True):
-                state = self._traces.setdefault(work.name, _Trace(work.name))
-                state.layout.next_seq = work.next_seq + len(work.lines)
-                state.size = size
-                state.incomplete = False
-                state.unindexed.extend(work.offsets)
-                del state.unindexed[: len(state.unindexed) - work.unindexed]
-                held = self._files.held(work.name)
-                if held is not None and len(held.pending) >= INDEX_BATCH:
-                    # A small write to the page cache; the commit's lines are in already.
-                    with contextlib.suppress(OSError):
-                        _flush_index(held)
-                    del state.unindexed[: len(state.unindexed) - len(held.pending)]
-            self._dirty.update(works)
-            for append, entries in done:
-                state = self._traces[append.trace]
-                if state.first_at_ms is None:
-                    state.first_at_ms = entries[0].at_ms
-                state.last_at_ms = entries[-1].at_ms
-                if not append.future.done():
-                    append.future.set_result(entries)
-            if self._journal.full and not self._checkpoint_running():
-                await self._start_checkpoint()
+                journaled = await self._commit_with(batch, frames)
+            finally:
+                self._frames_writing = {}
+                if not journaled:
+                    # For the next commit to journal.
+                    self._frames_ahead = {**frames, **self._frames_ahead}
 
-    async def _write_on_loop(self, works: list[_Work]) -> list[int] | None:
+    async def _commit_with(
+        self, batch: list[Append], frames: dict[str, tuple[str, str, bytes]]
+    ) -> bool:
+        """A commit's work under the writer's lock, with the frames it journals; whether
+        it journaled them."""
+        works: dict[str, _Work] = {}
+        done: list[tuple[Append, list[Entry]]] = []
+        for append in batch:
+            work = works.get(append.trace)
+            if work is None:
+                state = self._traces.get(append.trace) or _Trace(append.trace)
+                work = works[append.trace] = _Work(state)
+            try:
+                seq = work.next_seq + len(work.lines)
+                entries = [
+                    msgspec.structs.replace(entry, seq=seq + i)
+                    for i, entry in enumerate(append.entries)
+                ]
+                lines = [encode_entry(entry) for entry in entries]
+            except Exception as exc:  # an entry that cannot be written fails its append
+                _fail(append.future, exc)
+                continue
+            work.lines.extend(
+                entry if needs_spill(line) else line
+                for entry, line in zip(entries, lines, strict=True)
+            )
+            done.append((append, entries))
+        # A trace whose every append failed to encode gets no file.
+        works = {name: work for name, work in works.items() if work.lines}
+        if not works:
+            return False
+        try:
+            if self._broken is not None:
+                raise OSError(self._broken)
+            sizes = await self._write_on_loop(list(works.values()), frames)
+            if sizes is None:
+                sizes = await self._in(self._write_pool, self._write, list(works.values()), frames)
+        except Exception as exc:
+            failure = Unavailable(f"the trace store could not write: {exc}")
+            for append, _ in done:
+                _fail(append.future, failure)
+            return False
+        # Before any checkpoint: the one this commit may start syncs them.
+        self._dirty_frames.update(frames)
+        for work, size in zip(works.values(), sizes, strict=True):
+            state = self._traces.setdefault(work.name, _Trace(work.name))
+            state.layout.next_seq = work.next_seq + len(work.lines)
+            state.size = size
+            state.incomplete = False
+            state.unindexed.extend(work.offsets)
+            del state.unindexed[: len(state.unindexed) - work.unindexed]
+            held = self._files.held(work.name)
+            if held is not None and len(held.pending) >= INDEX_BATCH:
+                # A small write to the page cache; the commit's lines are in already.
+                with contextlib.suppress(OSError):
+                    _flush_index(held)
+                del state.unindexed[: len(state.unindexed) - len(held.pending)]
+        self._dirty.update(works)
+        for append, entries in done:
+            state = self._traces[append.trace]
+            if state.first_at_ms is None:
+                state.first_at_ms = entries[0].at_ms
+            state.last_at_ms = entries[-1].at_ms
+            if not append.future.done():
+                append.future.set_result(entries)
+        if self._journal.full and not self._checkpoint_running():
+            await self._start_checkpoint()
+        return True
+
+    async def _write_on_loop(
+        self, works: list[_Work], frames: dict[str, tuple[str, str, bytes]]
+    ) -> list[int] | None:
         """The usual commit (module docstring): its journal records written here and
         fdatasynced by AIO, its lines written to the trace files here too when it touches a
         few, else in the thread; the new sizes. None for any other commit, which goes to
@@ -430,7 +489,7 @@ class LocalStore:
                 return None  # a file to open or make, a torn mark to clear: the thread's
             if not all(isinstance(line, bytes) for line in work.lines):
                 return None  # a line with blobs to write first
-        start = self._journal.write(self._journal.pack(_records(works)))
+        start = self._journal.write(self._journal.pack([*_frame_records(frames), *_records(works)]))
         synced: asyncio.Future[None] | None = None
         try:
             synced = self._aio.submit(self._journal.fd)
@@ -439,8 +498,10 @@ class LocalStore:
         except BaseException:
             self._journal.cut_back(start)
             raise
-        # The trace files are written while the disk syncs the journal.
+        # The trace files (and the frames' files) are written while the disk syncs the
+        # journal.
         try:
+            _write_frames(frames)
             if len(works) <= LOOP_TRACES:
                 sizes = self._apply(works, rebuild=False)
             else:
@@ -466,7 +527,7 @@ class LocalStore:
         self.aio_commits += 1
         return sizes
 
-    def _write(self, works: list[_Work]) -> list[int]:
+    def _write(self, works: list[_Work], frames: dict[str, tuple[str, str, bytes]]) -> list[int]:
         """Spill what must be spilled, open the files, journal the commit, write its lines
         to the trace files and fdatasync the journal (in the writer's thread); the new
         sizes. On failure nothing of the commit stays, so no seq is half given."""
@@ -486,8 +547,9 @@ class LocalStore:
                     fsync_dir(Path(self._folder))
                 self.fsyncs += 1 + new
             self._files.get(work.name)  # made here, so that a file that cannot be fails now
-        start = self._journal.write(self._journal.pack(_records(works)))
+        start = self._journal.write(self._journal.pack([*_frame_records(frames), *_records(works)]))
         try:
+            _write_frames(frames)
             sizes = self._apply(works)
         except BaseException:
             self._unjournal(start)
@@ -569,7 +631,7 @@ class LocalStore:
         """Start a new journal segment (under the writer's lock) and make the trace files
         durable behind the appends that go on meanwhile; then the older segments go."""
         older = await self._in(self._write_pool, self._journal.rotate)
-        dirty, self._dirty = self._dirty, set()
+        dirty = self._take_dirty()
         self._checkpointing = asyncio.ensure_future(
             self._in(self._checkpoint_pool, self._sync_traces, dirty, older)
         )
@@ -581,7 +643,7 @@ class LocalStore:
         if not self._dirty and self._journal.size == 0:
             return
         older = await self._in(self._write_pool, self._journal.rotate)
-        dirty, self._dirty = self._dirty, set()
+        dirty = self._take_dirty()
         await self._in(self._checkpoint_pool, self._sync_traces, dirty, older)
 
     async def _checkpoint_done(self) -> None:
@@ -592,15 +654,28 @@ class LocalStore:
             except Exception:
                 log.exception("a checkpoint of the trace store failed; the journal keeps it all")
 
-    def _sync_traces(self, traces: set[str], segments: list[Path]) -> None:
-        """fdatasync the files of `traces` and their folder, then remove `segments`, whose
-        records are all in those files."""
+    def _take_dirty(self) -> tuple[set[str], set[str]]:
+        """What a checkpoint syncs: the traces and the frame files written since the last."""
+        dirty = (self._dirty, self._dirty_frames)
+        self._dirty, self._dirty_frames = set(), set()
+        return dirty
+
+    def _sync_traces(self, dirty: tuple[set[str], set[str]], segments: list[Path]) -> None:
+        """fdatasync the files of the traces and the frames `dirty` names and their
+        folders, then remove `segments`, whose records are all in those files."""
+        traces, frames = dirty
         paths = [TracePaths.of(self._folder, trace).jsonl for trace in sorted(traces)]
+        paths += sorted(frames)
         shares = max(1, min(len(paths), 16))
         list(self._fsync_pool.map(_fdatasync_paths, [paths[i::shares] for i in range(shares)]))
-        fsync_dir(Path(self._folder))
+        folders = {Path(self._folder), *(Path(frame).parent for frame in frames)}
+        if frames:
+            folders.add(self._blobs.frames_root)
+        for folder in sorted(folders):
+            with contextlib.suppress(FileNotFoundError):  # a trace's frames, removed
+                fsync_dir(folder)
         self._journal.remove(segments)
-        self.fsyncs += len(paths) + 1
+        self.fsyncs += len(paths) + len(folders)
         self.checkpoints += 1
 
     # Reads
@@ -705,7 +780,11 @@ class LocalStore:
         same bytes, or a torn line), so replaying twice does what replaying once does. A
         trace's file ends where its last record does: nothing after it was answered."""
         replayed = []
+        frames: dict[str, bytes] = {}
         for trace, group in by_trace(records):
+            if trace.startswith(FRAME_RECORD):
+                frames[trace.removeprefix(FRAME_RECORD)] = group[-1].lines
+                continue
             if not is_safe_name(trace):
                 log.error("journal: a record of %r, which is no trace name, is left out", trace)
                 continue
@@ -738,6 +817,28 @@ class LocalStore:
         if replayed:
             fsync_dir(Path(self._folder))
             log.info("journal: replayed into %d trace files", len(replayed))
+        self._replay_frames(frames)
+
+    def _replay_frames(self, frames: dict[str, bytes]) -> None:
+        """Put back, durably, each frame the journal holds (`<trace>/<hash>`: its PNG) whose
+        file a crash lost or left short: its entry may be in a trace."""
+        for name, png in frames.items():
+            trace, _, digest = name.partition("/")
+            if not (is_safe_name(trace) and is_safe_name(digest)):
+                log.error("journal: a frame record of %r, which names no frame, is left out", name)
+                continue
+            if not os.path.exists(TracePaths.of(self._folder, trace).jsonl):
+                continue  # the trace is gone, and its frames with it
+            path = self._blobs.frame_path(trace, digest)
+            if self._blobs.get_frame(trace, digest) != png:
+                write_atomic(path, png)
+                self.replayed_frames += 1
+            else:
+                # Whole but maybe only in the page cache (a killed process's).
+                _fdatasync_paths([str(path)])
+                fsync_dir(path.parent)
+        if frames and self._blobs.frames_root.exists():
+            fsync_dir(self._blobs.frames_root)
 
     def _open_trace(self, name: str) -> _Trace:
         paths = TracePaths.of(self._folder, name)
@@ -1028,6 +1129,38 @@ def _fdatasync_paths(paths: list[str]) -> None:
             os.fdatasync(fd)
         finally:
             os.close(fd)
+
+
+def _write_frames(frames: dict[str, tuple[str, str, bytes]]) -> None:
+    """Put each frame's file in place, whole or not at all, but not synced: the journal
+    holds them until a checkpoint syncs them (`LocalStore.put_frame`). A few writes to the
+    page cache, beside the commit's own."""
+    for path, (_, _, png) in frames.items():
+        folder, name = os.path.split(path)
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            fd = os.open(tmp, flags, 0o644)
+        except FileNotFoundError:
+            os.makedirs(folder, exist_ok=True)
+            fd = os.open(tmp, flags, 0o644)
+        try:
+            write_all(fd, png)
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+
+
+def _write_frames_durably(frames: dict[str, tuple[str, str, bytes]]) -> None:
+    """Frames no commit journaled, put in their files durably (a prune, a close)."""
+    for path, (_, _, png) in frames.items():
+        write_atomic(Path(path), png)
+
+
+def _frame_records(frames: dict[str, tuple[str, str, bytes]]) -> list[tuple[str, int, bytes]]:
+    """A commit's journal records of the frames put since the last: named
+    `frame/<trace>/<hash>` (no trace's name has a slash), the PNG as their lines."""
+    return [(f"{FRAME_RECORD}{trace}/{digest}", 0, png) for trace, digest, png in frames.values()]
 
 
 def _records(works: list[_Work]) -> Iterator[tuple[str, int, bytes]]:

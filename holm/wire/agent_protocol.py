@@ -81,10 +81,14 @@ class LookBefore(_Request, tag="look_before"):
     its hash (a `FrameResult` with no picture, `unchanged` when it is `have`). Every `Act`
     and `EndBatch` on the same screen sent after it on the connection is done only once
     its pixels are read (only the tiles drawn on since the last read), so the picture is
-    the one the step found; its PNG is encoded beside them, and `KeptFrame` fetches it."""
+    the one the step found; its PNG is encoded beside them, and `KeptFrame` fetches it.
+    With `with_png` (the last step of a batch, whose answer waits for that PNG stored),
+    the answer of a changed screen carries the PNG instead, once encoded: no `KeptFrame`
+    round trip after it. An older agent ignores the field and answers without."""
 
     screen: int
     have: str | None = None
+    with_png: bool = False
 
 
 class KeptFrame(_Request, tag="kept_frame"):

@@ -11,6 +11,10 @@ once; WRITES counts those writes.
   lost what the page cache held of them; the journal goes on), and WRITES writes later the
   writer is killed: every entry answered since is only in the journal.
 - `torn`: at write WRITES, half of the first new line is written, then the kill.
+- `frames`: each append is a `frame` entry after its picture was put (`png_of`); after
+  WRITES writes the frames' files are no longer written (lost as the trace files are in
+  `lost`), and WRITES writes later the kill: every frame answered since is only in the
+  journal.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 
 from holm.events import local
 from holm.events.local import LocalStore
-from holm.wire.entries import BoxPaused, Entry, Executed
+from holm.wire.entries import BoxPaused, Entry, Executed, FrameSeen
 
 TASKS = 64
 TRACES = 16
@@ -44,6 +48,11 @@ def entry(rng: random.Random) -> Entry:
         key="sha256:" + "5" * 64,
         stdout=rng.choice("abcdef") * rng.randrange(2_000),
     )
+
+
+def png_of(frame_hash: str) -> bytes:
+    """The picture put for a frame (`frames`): a few KiB that name it."""
+    return b"\x89PNG" + frame_hash.encode() * 200
 
 
 def kill() -> None:
@@ -73,15 +82,43 @@ def break_the_commit_path(mode: str, writes: int) -> None:
         # Nor is an index written once the lines are not: it would point past the end.
         return True if mode == "lost" and done > writes else index_offsets(held, work)
 
+    write_frames = local._write_frames
+
+    def frames(frames: Any) -> None:
+        nonlocal done
+        done += 1
+        if done > writes * 2:
+            kill()
+        if done <= writes:
+            write_frames(frames)
+
+    if mode == "frames":
+        local._write_frames = frames  # type: ignore[assignment]
+        return
     local._write_lines = write  # type: ignore[assignment]
     local._index_offsets = index  # type: ignore[assignment]
 
 
-async def write_forever(store: LocalStore, task: int) -> None:
+async def write_forever(store: LocalStore, task: int, mode: str) -> None:
     rng = random.Random(task)
     while True:
         trace = f"box_{rng.randrange(TRACES)}"
-        appended = await store.append(trace, [entry(rng) for _ in range(rng.randint(1, 3))])
+        if mode == "frames":
+            frame_hash = f"px:{task}-{rng.randrange(2**40)}"
+            await store.put_frame(trace, frame_hash, png_of(frame_hash))
+            seen = FrameSeen(
+                seq=-1,
+                at_ms=rng.randrange(2**40),
+                actor="agent",
+                screen=0,
+                frame=frame_hash,
+                width=8,
+                height=8,
+            )
+            entries: list[Entry] = [seen]
+        else:
+            entries = [entry(rng) for _ in range(rng.randint(1, 3))]
+        appended = await store.append(trace, entries)
         sys.stdout.write("".join(f"{trace} {e.seq} {e.at_ms}\n" for e in appended))
         sys.stdout.flush()
 
@@ -90,7 +127,7 @@ async def main(state_dir: Path, mode: str, writes: int) -> None:
     store = LocalStore(state_dir)
     await store.traces()
     break_the_commit_path(mode, writes)
-    await asyncio.gather(*(write_forever(store, task) for task in range(TASKS)))
+    await asyncio.gather(*(write_forever(store, task, mode) for task in range(TASKS)))
 
 
 if __name__ == "__main__":

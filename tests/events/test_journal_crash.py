@@ -5,6 +5,7 @@ held; a line torn in a trace file is mended from the journal, not cut."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import signal
 import sys
@@ -14,9 +15,20 @@ from pathlib import Path
 import pytest
 
 from holm.events import LocalStore, read_trace_file, trace_files
+from holm.wire.entries import FrameSeen
 
 REPO = Path(__file__).resolve().parents[2]
 WRITER = Path(__file__).with_name("journal_writer.py")
+
+
+def png_of(frame_hash: str) -> bytes:
+    """The picture the writer put for a frame (journal_writer.py's `png_of`, which runs as a
+    script, not a module the tests import)."""
+    spec = importlib.util.spec_from_file_location("journal_writer", WRITER)
+    assert spec is not None and spec.loader is not None
+    writer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(writer)
+    return bytes(writer.png_of(frame_hash))
 
 
 async def run_until_it_kills_itself(
@@ -99,5 +111,33 @@ async def test_a_line_torn_in_a_trace_file_is_mended_from_the_journal(
         info = await store.info(torn[0])
         assert info is not None and info.max_seq > max(acked[torn[0]], default=-1)
         assert not (tmp_path / "traces" / f"{torn[0]}.torn").exists()
+    finally:
+        await store.close()
+
+
+async def test_frames_answered_after_their_files_were_lost_come_back(tmp_path: Path) -> None:
+    """A frame is journaled with the commit of the entry after it (local.py, `put_frame`):
+    a picture whose file a crash lost is written again from the journal, so no answered
+    `frame` entry names a picture the store lacks."""
+    # Few enough commits that no checkpoint syncs the files the writer left unwritten.
+    acked = await run_until_it_kills_itself(tmp_path, "frames", 50)
+    frames = tmp_path / "frames"
+    store = await reopened_holds(tmp_path, acked)
+    try:
+        named = {
+            entry.frame
+            for trace in acked
+            for entry in await store.read(trace, limit=1_000_000)
+            if isinstance(entry, FrameSeen)
+        }
+        # Answered, yet missing from the frames' folder before the reopen.
+        assert store.replayed_frames > 50
+        for trace, seqs in acked.items():
+            entries = {entry.seq: entry for entry in await store.read(trace, limit=1_000_000)}
+            for seq in seqs:
+                seen = entries[seq]
+                assert isinstance(seen, FrameSeen) and seen.frame in named
+                assert await store.get_frame(trace, seen.frame) == png_of(seen.frame)
+                assert (frames / trace / f"{seen.frame}.png").read_bytes() == png_of(seen.frame)
     finally:
         await store.close()

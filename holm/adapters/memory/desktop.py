@@ -375,7 +375,9 @@ class MemoryDesktop:
     async def await_change(self, screen: int, after: int, within_ms: int) -> int:
         return await self._screen(screen).changes.wait_past(after, within_ms)
 
-    def look_before(self, screen: int, have: str | None) -> Awaitable[FrameResult] | None:
+    def look_before(
+        self, screen: int, have: str | None, with_png: bool = False
+    ) -> Awaitable[FrameResult] | None:
         # The double's picture changes at every action: a frame before each step would be
         # in every test's trace. Its steps are recorded as an older agent's are.
         return None

@@ -385,7 +385,9 @@ class Screen:
             return kept[2]
         return None
 
-    async def look_before(self, have: str | None, read: asyncio.Future[None]) -> FrameResult:
+    async def look_before(
+        self, have: str | None, read: asyncio.Future[None], with_png: bool = False
+    ) -> FrameResult:
         """The whole screen's hash as the next step finds it (`p.LookBefore`). `read` is
         resolved as soon as the pixels of the tiles drawn on since the grid last looked
         are read (the step waits for that); they are hashed after, beside the step, and
@@ -395,6 +397,8 @@ class Screen:
         looked costs that round trip, on the loop, and no pixel read."""
         loop = asyncio.get_running_loop()
         plan: WholePng | None = None
+        # The PNG when the grid's thread encoded it right after the hash.
+        png: bytes | None = None
         try:
             grid = self._up(self._grid)
             damage = self._damage
@@ -407,8 +411,8 @@ class Screen:
                 grabs = grid.grab_due()
                 read.set_result(None)
                 if grabs and not grid.same_as_kept(grabs):
-                    finish = functools.partial(self._finish_look, grid, grabs, have)
-                    digest, plan = await self.capture_lane.run(finish)
+                    finish = functools.partial(self._finish_and_encode, grid, grabs, have, with_png)
+                    digest, plan, png = await self.capture_lane.run(finish)
                 else:
                     # Nothing drawn, or drawn again the same: no hash, no thread.
                     digest = grid.kept_hash()
@@ -416,18 +420,23 @@ class Screen:
                         digest, plan = self._finish_look(grid, [], have)
             else:
 
-                def look() -> tuple[str, WholePng | None]:
+                def look() -> tuple[str, WholePng | None, bytes | None]:
                     grabs = grid.grab_due()
                     loop.call_soon_threadsafe(_resolve, read)
-                    return self._finish_look(grid, grabs, have)
+                    return self._finish_and_encode(grid, grabs, have, with_png)
 
-                digest, plan = await self.capture_lane.run(look)
+                digest, plan, png = await self.capture_lane.run(look)
             if changes is not None:
                 self._clean_at = (changes, digest)
         finally:
             _resolve(read)
         if plan is not None and digest not in self._kept_before:
-            encoding = loop.run_in_executor(self._png_pool, plan.png)
+            encoding: asyncio.Future[bytes]
+            if png is not None:
+                encoding = loop.create_future()
+                encoding.set_result(png)
+            else:
+                encoding = loop.run_in_executor(self._png_pool, plan.png)
             # Fetched or not, a failed encode must not be left unretrieved.
             encoding.add_done_callback(lambda done: done.cancelled() or done.exception())
             self._kept_before[digest] = encoding
@@ -436,10 +445,41 @@ class Screen:
         return FrameResult(
             hash=digest,
             unchanged=plan is None,
+            image=await self._kept_png(digest) if plan is not None and with_png else None,
             width=self.width,
             height=self.height,
             changes=changes,
         )
+
+    async def _kept_png(self, digest: str) -> bytes | None:
+        """The PNG of a changed screen a look read, in the look's answer: holmd stores it
+        before the step's entries, and asking for it (`kept_frame`) once the look answered
+        cost a round trip more on the step's answer. None when the encode failed (holmd
+        then asks, and records no frame)."""
+        encoding = self._kept_before.get(digest)
+        if encoding is None:
+            return None
+        try:
+            return await asyncio.shield(encoding)
+        except Exception:
+            return None
+
+    def _finish_and_encode(
+        self, grid: TileGrid, grabs: list[Grab], have: str | None, with_png: bool
+    ) -> tuple[str, WholePng | None, bytes | None]:
+        """`_finish_look` on the grid's thread, and with `with_png` the PNG of a changed
+        screen encoded right there (only the bands drawn on are deflated): handing it to
+        the PNG pool cost a wake-up of another thread, and one of the loop between, on the
+        answer of a step whose screen changed. None when it was not asked, encoded
+        already, or failed (the pool then tries); a look not asked for it leaves the
+        encode to the pool, beside the steps after it."""
+        digest, plan = self._finish_look(grid, grabs, have)
+        if not with_png or plan is None or digest in self._kept_before:
+            return digest, plan, None
+        try:
+            return digest, plan, plan.png()
+        except Exception:
+            return digest, plan, None
 
     def _finish_look(
         self, grid: TileGrid, grabs: list[Grab], have: str | None
