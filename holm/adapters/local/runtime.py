@@ -49,6 +49,7 @@ from holm.adapters.local.limits import (
     parse_memory,
     remove_groups,
 )
+from holm.adapters.local.priority import at_box_priority
 from holm.adapters.local.records import (
     BoxPaths,
     BoxRecord,
@@ -621,7 +622,7 @@ class LocalRuntime:
 
         try:
             launched = launch(
-                joining_argv(record.cgroups, bwrap_argv(plan)),
+                at_box_priority(joining_argv(record.cgroups, bwrap_argv(plan))),
                 paths.log,
                 env=box_env(plan),
                 box_uid=uid,
