@@ -38,11 +38,6 @@ CFS_PERIOD_US = 100_000
 # Tasks (threads count) a box may have at once. Chromium is the greedy one, a few hundred
 # threads a screen; a fork bomb stops here instead of at the host's limit.
 DEFAULT_PIDS_MAX = 4096
-# All boxes together (`holm-boxes`) weigh, beside holmd and the host's other work, what
-# one process at the boxes' nice (priority.BOX_NICE, 10) weighs beside one at 0: the
-# kernel's weight of nice 10 is 110 of 1024 (v1 `cpu.shares`), which is 11 of v2's 100.
-BOXES_CPU_SHARES = 110
-BOXES_CPU_WEIGHT = 11
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 # A limit below this cannot run a desktop; refusing it says more than an OOM kill would.
@@ -167,14 +162,10 @@ class Cgroups:
             group = _make_group(self.v1["memory"] / box_id)
             (group / "memory.limit_in_bytes").write_text(str(memory))
             procs.append(str(group / "cgroup.procs"))
-        if "cpu" in self.v1:
-            # A cpu group even without a limit: the box's processes are scheduled as one
-            # group beside holmd, not each session as an autogroup of its own (priority.py).
+        if cpus is not None and "cpu" in self.v1:
             group = _make_group(self.v1["cpu"] / box_id)
-            _weigh_boxes(group.parent, "cpu.shares", BOXES_CPU_SHARES)
-            if cpus is not None:
-                (group / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
-                (group / "cpu.cfs_quota_us").write_text(str(round(cpus * CFS_PERIOD_US)))
+            (group / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+            (group / "cpu.cfs_quota_us").write_text(str(round(cpus * CFS_PERIOD_US)))
             procs.append(str(group / "cgroup.procs"))
         if pids is not None and "pids" in self.v1:
             group = _make_group(self.v1["pids"] / box_id)
@@ -187,12 +178,9 @@ class Cgroups:
             v2_files["cpu.max"] = f"{round(cpus * CFS_PERIOD_US)} {CFS_PERIOD_US}"
         if pids is not None and "pids" in self.v2_controllers:
             v2_files["pids.max"] = str(pids)
-        # With the cpu controller, a group even without a limit (as for v1 above).
-        if (v2_files or "cpu" in self.v2_controllers) and self.v2 is not None:
+        if v2_files and self.v2 is not None:
             _make_v2_parent(self.v2, self.v2_controllers)
             group = _make_group(self.v2 / box_id)
-            if "cpu" in self.v2_controllers:
-                _weigh_boxes(self.v2, "cpu.weight", BOXES_CPU_WEIGHT)
             for name, value in v2_files.items():
                 (group / name).write_text(value)
             procs.append(str(group / "cgroup.procs"))
@@ -277,14 +265,6 @@ def remove_groups(procs_files: list[str], timeout_s: float = 5.0) -> None:
                     raise
                 time.sleep(0.05)
         _remove_if_empty(Path(group).parent)
-
-
-def _weigh_boxes(parent: Path, name: str, weight: int) -> None:
-    """The weight of all boxes together beside the host's other groups (priority.py):
-    written at each box's start, since the parent is made again after the last box."""
-    with contextlib.suppress(FileNotFoundError):
-        if (parent / name).read_text().strip() != str(weight):
-            (parent / name).write_text(str(weight))
 
 
 def _make_group(group: Path) -> Path:

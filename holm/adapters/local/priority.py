@@ -1,26 +1,57 @@
 """A local box's processes yield the CPU to holmd: one box's boot must not slow every other
-box's requests.
+box's requests, which holmd's one event loop serves (docs/runtimes.md, "CPU priority").
 
-Two things do it (docs/runtimes.md, "CPU priority"):
+Two things do it:
 
-- every process of a box starts at nice `BOX_NICE` (the box's whole command runs under
-  `nice`, and children inherit it), so where holmd and the boxes are scheduled side by
-  side (one cgroup, as in a container) holmd's threads weigh about ten times a box's;
-- every box has a group of the cpu controller where the host gives one (`limits.py`), so
-  the boxes' processes are scheduled as groups under `holm-boxes`, not each as a group of
-  its own: with the kernel's autogroups each session is a group of equal weight, and
-  every process a box starts is a session, so 16 booting boxes would be a hundred groups
-  to holmd's one, and nice would count only inside each of them.
+- every process of a box starts at nice `BOX_NICE`: the box's whole command runs under
+  `nice`, and what it starts inherits it. Where holmd and the boxes are scheduled side by
+  side (one cgroup, as in a container), holmd weighs about ten times each of them.
+- where the kernel's autogroups are on (`/proc/sys/kernel/sched_autogroup_enabled`), each
+  session is scheduled as a group of its own, as heavy as holmd's whatever its processes'
+  nice, and every program a box's agent starts is a session: 16 booting boxes were a
+  hundred groups to holmd's one. While a box boots, holmd gives each of its sessions the
+  autogroup nice `BOX_NICE` too (`lower_sessions`, from a thread).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
+from pathlib import Path
+
+from holm.adapters.local import procs
 
 # 10: a weight of 110 to holmd's 1024 (the kernel's nice-to-weight table).
 BOX_NICE = 10
+AUTOGROUPS = Path("/proc/sys/kernel/sched_autogroup_enabled")
 
 
 def at_box_priority(argv: Sequence[str]) -> list[str]:
     """`argv` started at the boxes' CPU priority (inherited by all it starts)."""
     return ["nice", "-n", str(BOX_NICE), *argv]
+
+
+def autogroups_on() -> bool:
+    try:
+        return AUTOGROUPS.read_text().strip() == "1"
+    except OSError:
+        return False
+
+
+def autogroup_nice(pid: int) -> int | None:
+    """The nice of `pid`'s autogroup ("/autogroup-12 nice 0"), None when it has none."""
+    try:
+        return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def lower_sessions(init_pid: int, init_start: int) -> None:
+    """Give every autogroup of the box's processes (each session it started so far) the
+    boxes' nice. Blocking (it reads /proc): call it from a thread."""
+    for pid in procs.tree(init_pid, init_start):
+        nice = autogroup_nice(pid)
+        if nice is not None and nice < BOX_NICE:
+            # Gone meanwhile, or not ours to change (EPERM, EAGAIN): it stays as it was.
+            with contextlib.suppress(OSError):
+                Path(f"/proc/{pid}/autogroup").write_text(str(BOX_NICE))
