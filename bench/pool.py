@@ -5,13 +5,20 @@ local boxes). Figures of the run before (bench/last_run.py) are printed beside t
 ones.
 
     .venv/bin/python bench/pool.py [N] [DISPLAY_BASE]      (default 5 boxes, displays :520…)
-    .venv/bin/python bench/pool.py --burst N [DISPLAY_BASE]
+    .venv/bin/python bench/pool.py --burst N [DISPLAY_BASE] [--against DIR | --base REV]
+                                   [--rounds R] [--debug-loop]
 
 `--burst N`: N creates at once, cold (no pool) and then pooled (HOLM_POOL=default:N, its N
 spares waited for first): p50 and p99 from `POST /v1/boxes` to each `ready` answer, how many
 failed, and the loop's longest hold during the burst; then, pooled, while the pool boots N
 spares again, `GET /v1/boxes/{id}` on the burst's boxes every 50 ms: its p50 and p99 and
 the loop's longest hold (the refill must not starve the requests of the boxes in use).
+Each hold is split (loop_hold.py) into work on the loop, waiting for a core and asleep (the
+GIL or a blocking call), for the worst hold and summed over the holds past 20 ms, beside
+the CPU holmd's process and its loop's thread spent in each phase. With `--against DIR`
+(a checkout) or `--base REV` (a git rev, written out of git), each burst runs in a process
+of its own, this checkout's and the other's in turns (cold, then pooled; `--rounds` times),
+their figures side by side; `--debug-loop` has asyncio log each callback over 20 ms.
 
 Cold boxes come first, from a server without a pool; then a server with HOLM_POOL=default:1,
 whose spare is waited for before each create (a refill boots while the next is measured
@@ -19,8 +26,8 @@ only in real use, where creates come faster than boots).
 
 Beside each, the longest the server's event loop was held up during those creates (and
 the removals and refills between them): a ticker on the same loop asks to wake every
-millisecond, and the figure is its latest wake-up. Every other box's requests wait that
-long behind a create.
+millisecond, and the figure is its latest wake-up (loop_hold.py). Every other box's
+requests wait that long behind a create.
 """
 
 from __future__ import annotations

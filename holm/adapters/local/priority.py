@@ -16,6 +16,7 @@ Two things do it:
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,12 +47,43 @@ def autogroup_nice(pid: int) -> int | None:
         return None
 
 
-def lower_sessions(init_pid: int, init_start: int) -> None:
+def lower_sessions(init_pid: int, init_start: int, groups: Sequence[str] = ()) -> None:
     """Give every autogroup of the box's processes (each session it started so far) the
-    boxes' nice. Blocking (it reads /proc): call it from a thread."""
-    for pid in procs.tree(init_pid, init_start):
+    boxes' nice. The processes are read from one of the box's cgroups (`groups`: their
+    `cgroup.procs`) when it has one: walking the tree reads every process of the host,
+    too dear to do for each booting box several times a second. Blocking (it reads
+    /proc): call it from a thread."""
+    try:
+        box_ns = os.readlink(f"/proc/{init_pid}/ns/pid")
+    except OSError:
+        return
+    for pid in _members(groups) or procs.tree(init_pid, init_start):
         nice = autogroup_nice(pid)
         if nice is not None and nice < BOX_NICE:
             # Gone meanwhile, or not ours to change (EPERM, EAGAIN): it stays as it was.
             with contextlib.suppress(OSError):
-                Path(f"/proc/{pid}/autogroup").write_text(str(BOX_NICE))
+                _lower(pid, box_ns)
+
+
+def _members(groups: Sequence[str]) -> list[int]:
+    for group in groups:
+        with contextlib.suppress(OSError, ValueError):
+            return [int(pid) for pid in Path(group).read_text().split()]
+    return []
+
+
+def _lower(pid: int, box_ns: str) -> None:
+    """Write the autogroup nice of `pid` through its /proc folder, once that folder is
+    known to be a process of the box's pid namespace: a pid reused by a process of the
+    host meanwhile is left alone (the folder held is the ended process's)."""
+    folder = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if os.readlink("ns/pid", dir_fd=folder) != box_ns:
+            return
+        autogroup = os.open("autogroup", os.O_WRONLY | os.O_CLOEXEC, dir_fd=folder)
+        try:
+            os.write(autogroup, str(BOX_NICE).encode())
+        finally:
+            os.close(autogroup)
+    finally:
+        os.close(folder)

@@ -95,7 +95,7 @@ STOP_GRACE_S = 5.0
 LOG_TAIL_BYTES = 2000
 RUN_LOG_TAIL_BYTES = 400
 # While a box boots, how often its new sessions are given the boxes' priority.
-LOWER_EVERY_S = 0.05
+LOWER_EVERY_S = 0.25
 log = logging.getLogger(__name__)
 
 # Chromium refuses a profile whose lock names a live process of the same host; after a
@@ -685,7 +685,7 @@ class LocalRuntime:
             lowering.cancel()
         if self._autogroups:
             # The sessions its desktop started last, before the box is anyone's.
-            await asyncio.to_thread(lower_sessions, *_init_of(record))
+            await asyncio.to_thread(lower_sessions, *_init_of(record), record.cgroups)
         return desktop
 
     async def _lower_while_booting(self, record: BoxRecord) -> None:
@@ -694,7 +694,7 @@ class LocalRuntime:
         if not self._autogroups:
             return
         while True:
-            await asyncio.to_thread(lower_sessions, *_init_of(record))
+            await asyncio.to_thread(lower_sessions, *_init_of(record), record.cgroups)
             await asyncio.sleep(LOWER_EVERY_S)
 
     async def _drop_desktop(self, box_id: str) -> None:
