@@ -25,7 +25,7 @@ from holm.adapters.base import Desktop
 from holm.adapters.local import procs
 from holm.adapters.local import runtime as runtime_module
 from holm.adapters.local.box_ids import range_of
-from holm.adapters.local.priority import BOX_NICE, autogroup_nice, autogroups_on
+from holm.adapters.local.priority import BOX_NICE
 from holm.adapters.local.records import BoxPaths, BoxRecord, read_record, write_record
 from holm.adapters.local.runtime import LocalRuntime
 from holm.adapters.local.sandbox import Launched, SandboxPlan, bwrap_argv
@@ -605,12 +605,6 @@ async def test_every_process_of_a_box_runs_below_holmds_priority(
     niced = {names[pid]: nice_of(pid) for pid in pids}
     # Chromium may lower its own background processes further, never raise them.
     assert all(nice is None or nice >= BOX_NICE for nice in niced.values()), niced
-    if autogroups_on():
-        # Each session of the box (every program its agent starts is one) is an autogroup
-        # weighed as the boxes' nice too, not as holmd.
-        sessions = {names[pid]: autogroup_nice(pid) for pid in pids}
-        assert all(nice is None or nice >= BOX_NICE for nice in sessions.values()), sessions
-        assert autogroup_nice(os.getpid()) == 0
     await runtime.delete(box_id)
 
 

@@ -49,7 +49,7 @@ from holm.adapters.local.limits import (
     parse_memory,
     remove_groups,
 )
-from holm.adapters.local.priority import at_box_priority, autogroups_on, lower_sessions
+from holm.adapters.local.priority import at_box_priority
 from holm.adapters.local.records import (
     BoxPaths,
     BoxRecord,
@@ -94,8 +94,6 @@ READY_TIMEOUT_S = 90.0
 STOP_GRACE_S = 5.0
 LOG_TAIL_BYTES = 2000
 RUN_LOG_TAIL_BYTES = 400
-# While a box boots, how often its new sessions are given the boxes' priority.
-LOWER_EVERY_S = 0.25
 log = logging.getLogger(__name__)
 
 # Chromium refuses a profile whose lock names a live process of the same host; after a
@@ -152,8 +150,6 @@ class LocalRuntime:
         # The network of each box this object is launching, until it is up.
         self._attaching: dict[str, network.Attaching] = {}
         self._locks = BoxLocks()
-        # Whether each session is scheduled as a group of its own (priority.py).
-        self._autogroups = autogroups_on()
         # So that no box compiles the agent's modules at its start (agent_bytecode.py).
         agent_bytecode.compile_once(AGENT_PYTHON, holm_package_dir())
 
@@ -672,30 +668,13 @@ class LocalRuntime:
                     _first_bwrap_error(f"{ended}listened: {tail}", tail), retryable=False
                 )
 
-        lowering = asyncio.ensure_future(self._lower_while_booting(record))
-        try:
-            desktop = await await_agent(
-                record.box_id,
-                paths.agent_socket,
-                self.ready_timeout_s,
-                check_alive=check_alive,
-                logs=lambda: asyncio.to_thread(_run_logs_tail, paths),
-            )
-        finally:
-            lowering.cancel()
-        if self._autogroups:
-            # The sessions its desktop started last, before the box is anyone's.
-            await asyncio.to_thread(lower_sessions, *_init_of(record), record.cgroups)
-        return desktop
-
-    async def _lower_while_booting(self, record: BoxRecord) -> None:
-        """Each session the box starts while it boots gets the boxes' priority
-        (priority.py): the boot is what would hold up holmd's other requests."""
-        if not self._autogroups:
-            return
-        while True:
-            await asyncio.to_thread(lower_sessions, *_init_of(record), record.cgroups)
-            await asyncio.sleep(LOWER_EVERY_S)
+        return await await_agent(
+            record.box_id,
+            paths.agent_socket,
+            self.ready_timeout_s,
+            check_alive=check_alive,
+            logs=lambda: asyncio.to_thread(_run_logs_tail, paths),
+        )
 
     async def _drop_desktop(self, box_id: str) -> None:
         self._paused.discard(box_id)
@@ -733,11 +712,6 @@ class LocalRuntime:
         shutil.rmtree(paths.dir, ignore_errors=True)
 
     # Locks
-
-
-def _init_of(record: BoxRecord) -> tuple[int, int]:
-    assert record.init_pid is not None and record.init_start is not None
-    return record.init_pid, record.init_start
 
 
 def _screens(record: BoxRecord) -> int:
