@@ -608,6 +608,33 @@ async def test_every_process_of_a_box_runs_below_holmds_priority(
     await runtime.delete(box_id)
 
 
+async def test_boxes_past_the_boots_at_once_queue_and_each_comes_up(
+    make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Creates past the bound wait for a boot to end, none is refused.
+    runtime = make_runtime(chromium=False, boots_at_once=2)
+    booting, most = 0, 0
+    boot = runtime._boot
+
+    async def counted(paths: BoxPaths, record: BoxRecord) -> Any:
+        nonlocal booting, most
+        booting += 1
+        most = max(most, booting)
+        try:
+            return await boot(paths, record)
+        finally:
+            booting -= 1
+
+    monkeypatch.setattr(runtime, "_boot", counted)
+    box_ids = [new_id() for _ in range(4)]
+    await asyncio.gather(*(runtime.create(box_id, Spec(), Placement()) for box_id in box_ids))
+    assert most == 2
+    assert await states(runtime) == dict.fromkeys(box_ids, "running")
+    for box_id in box_ids:
+        assert (await run(await runtime.desktop(box_id), "true")).code == 0
+        await runtime.delete(box_id)
+
+
 # Limits
 
 

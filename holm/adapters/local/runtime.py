@@ -94,6 +94,7 @@ READY_TIMEOUT_S = 90.0
 STOP_GRACE_S = 5.0
 LOG_TAIL_BYTES = 2000
 RUN_LOG_TAIL_BYTES = 400
+BOOTS_AT_ONCE = 4
 log = logging.getLogger(__name__)
 
 # Chromium refuses a profile whose lock names a live process of the same host; after a
@@ -121,6 +122,7 @@ class LocalRuntime:
         cgroups: Cgroups | None = None,
         pids_max: int | None = DEFAULT_PIDS_MAX,
         max_boxes: int | None = None,
+        boots_at_once: int | None = BOOTS_AT_ONCE,
     ) -> None:
         self.boxes_dir = boxes_dir
         self.server_id = server_id
@@ -136,6 +138,8 @@ class LocalRuntime:
         self.pids_max = pids_max
         # HOLM_MAX_BOXES: the most boxes whose desktops run at once (spares included).
         self.max_boxes = max_boxes
+        # The most boxes booting at once (None: no bound); the rest queue, in order.
+        self._boots = asyncio.Semaphore(boots_at_once or 1 << 30)
         # Boxes given room and not made yet (room.py), with their screens; and what holmd
         # held before it had boxes, to tell the descriptors a box takes.
         self._reserved: dict[str, int] = {}
@@ -545,6 +549,12 @@ class LocalRuntime:
             write_record(paths.record, record)
 
     async def _bring_up(self, paths: BoxPaths, record: BoxRecord) -> Started:
+        # Boots past `boots_at_once` wait for their turn: on a small host, every box
+        # booting at once is that many more processes between holmd and a core.
+        async with self._boots:
+            return await self._boot(paths, record)
+
+    async def _boot(self, paths: BoxPaths, record: BoxRecord) -> Started:
         record = await in_thread(self._launch, paths, record)
         proc = self._children[record.box_id]
         attaching = self._attaching.pop(record.box_id, None)
