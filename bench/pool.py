@@ -5,13 +5,20 @@ local boxes). Figures of the run before (bench/last_run.py) are printed beside t
 ones.
 
     .venv/bin/python bench/pool.py [N] [DISPLAY_BASE]      (default 5 boxes, displays :520…)
-    .venv/bin/python bench/pool.py --burst N [DISPLAY_BASE]
+    .venv/bin/python bench/pool.py --burst N [DISPLAY_BASE] [--against DIR | --base REV]
+                                   [--rounds R] [--debug-loop]
 
 `--burst N`: N creates at once, cold (no pool) and then pooled (HOLM_POOL=default:N, its N
 spares waited for first): p50 and p99 from `POST /v1/boxes` to each `ready` answer, how many
 failed, and the loop's longest hold during the burst; then, pooled, while the pool boots N
 spares again, `GET /v1/boxes/{id}` on the burst's boxes every 50 ms: its p50 and p99 and
 the loop's longest hold (the refill must not starve the requests of the boxes in use).
+Each hold is split (loop_hold.py) into work on the loop, waiting for a core and asleep (the
+GIL or a blocking call), for the worst hold and summed over the holds past 20 ms, beside
+the CPU holmd's process and its loop's thread spent in each phase. With `--against DIR`
+(a checkout) or `--base REV` (a git rev, written out of git), each burst runs in a process
+of its own, this checkout's and the other's in turns (cold, then pooled; `--rounds` times),
+their figures side by side; `--debug-loop` has asyncio log each callback over 20 ms.
 
 Cold boxes come first, from a server without a pool; then a server with HOLM_POOL=default:1,
 whose spare is waited for before each create (a refill boots while the next is measured
@@ -19,16 +26,20 @@ only in real use, where creates come faster than boots).
 
 Beside each, the longest the server's event loop was held up during those creates (and
 the removals and refills between them): a ticker on the same loop asks to wake every
-millisecond, and the figure is its latest wake-up. Every other box's requests wait that
-long behind a create.
+millisecond, and the figure is its latest wake-up (loop_hold.py). Every other box's
+requests wait that long behind a create.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import logging
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
+from checkout import REPO, base_checkout, short
 from last_run import keep, previous
+from loop_hold import HELD_S, LoopLag
 
 from holm.adapters.local.runtime import LocalRuntime
 from holm.config import load_config, parse_pool, server_id_of
@@ -45,31 +58,6 @@ from holm.http.app import create_app
 from holm.http.routing import ENGINE
 
 CONFIRM = {"x-holm-confirm-delete": "true"}
-
-
-class LoopLag:
-    """The latest a ticker on the running loop woke, in seconds past its time."""
-
-    TICK_S = 0.001
-
-    def __init__(self) -> None:
-        self.most = 0.0
-        self._task: asyncio.Task[None] | None = None
-
-    async def _tick(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            due = loop.time() + self.TICK_S
-            await asyncio.sleep(self.TICK_S)
-            self.most = max(self.most, loop.time() - due)
-
-    def __enter__(self) -> LoopLag:
-        self._task = asyncio.get_running_loop().create_task(self._tick())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
 
 
 async def creates(
@@ -150,7 +138,7 @@ async def burst(state: Path, display_base: int, n: int, pooled: bool) -> dict[st
         with LoopLag() as lag:
             took = await asyncio.gather(*(create() for _ in range(n)))
         ready = [seconds for seconds in took if seconds is not None]
-        figures |= {"failed": n - len(ready), "loop": lag.most}
+        figures |= {"failed": n - len(ready)} | lag.figures("loop")
         if ready:
             figures |= {"p50": quantile(ready, 0.5), "p99": quantile(ready, 0.99)}
         if pool_of is not None and made:
@@ -182,39 +170,117 @@ async def refill_beside_requests(client: Any, pool_of: Any, made: list[str]) -> 
         "refill": time.perf_counter() - began,
         "get p50": quantile(times, 0.5),
         "get p99": quantile(times, 0.99),
-        "refill loop": lag.most,
-    }
+    } | lag.figures("refill loop")
+
+
+async def burst_of(kind: str, n: int, display_base: int) -> dict[str, float]:
+    """One burst (`kind`: cold or pooled) on a state dir of its own, figures named by kind."""
+    state = Path(tempfile.mkdtemp(prefix="hpool-", dir="/tmp"))
+    try:
+        figures = await burst(state / kind, display_base, n, pooled=kind == "pooled")
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+    return {f"{kind} {key}": value for key, value in figures.items()}
+
+
+def burst_in(code: str, kind: str, n: int, display_base: int, debug_loop: bool) -> dict[str, float]:
+    """One burst by the `holm` package in folder `code`, in a process of its own (its
+    server, runtime and boxes' agents are that code's); the bench's code is this one's."""
+    argv = [sys.executable, __file__, "--burst-one", kind, "--burst", str(n), str(display_base)]
+    answer = subprocess.run(
+        argv + (["--debug-loop"] if debug_loop else []),
+        env={**os.environ, "PYTHONPATH": code},
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    if answer.returncode != 0:
+        raise SystemExit(f"the {kind} burst of {code} failed ({answer.returncode})")
+    *said, last = answer.stdout.strip().splitlines()
+    for line in said:  # what it said of creates that failed
+        print(line, flush=True)
+    figures: dict[str, float] = json.loads(last)
+    return figures
+
+
+# (figure, label, unit): a row of the burst's table.
+ROWS: list[tuple[str, str, str]] = [
+    ("pooled p50", "pooled p50 (goal ≤ 100 ms)", "ms"),
+    ("pooled p99", "pooled p99 (goal ≤ 250 ms)", "ms"),
+    ("pooled loop", "loop held up at most, pooled (≤ 20)", "ms"),
+    ("cold p50", "cold p50", "ms"),
+    ("cold p99", "cold p99", "ms"),
+    ("cold loop", "loop held up at most, cold (≤ 20)", "ms"),
+    ("pooled refill", "pooled: the refill took", "ms"),
+    ("pooled get p50", "  GET /v1/boxes/{id} meanwhile, p50", "ms"),
+    ("pooled get p99", "  GET /v1/boxes/{id} meanwhile, p99", "ms"),
+    ("pooled refill loop", "  loop held up at most meanwhile", "ms"),
+]
+# Where each phase's holds went (loop_hold.py): its worst hold, and all over HELD_S.
+PHASES = {"pooled loop": "pooled", "cold loop": "cold", "pooled refill loop": "refill"}
+SPLIT = (("on loop", "on the loop"), ("waiting", "waiting for a core"), ("asleep", "asleep"))
+for _prefix, _phase in PHASES.items():
+    ROWS += [(f"{_prefix} {key}", f"{_phase}, worst hold: {what}", "ms") for key, what in SPLIT]
+    over = f"{_phase}, holds over {HELD_S * 1000:.0f} ms"
+    ROWS.append((f"{_prefix} holds over", f"{over}: how many", "count"))
+    ROWS.append((f"{_prefix} over", f"{over}: in all", "ms"))
+    ROWS += [(f"{_prefix} over {key}", f"{over}: {what}", "ms") for key, what in SPLIT]
+    ROWS.append((f"{_prefix} wall", f"{_phase}: the phase took", "ms"))
+    ROWS.append((f"{_prefix} process cpu", f"{_phase}: CPU of holmd (and the bench)", "ms"))
+    ROWS.append((f"{_prefix} loop cpu", f"{_phase}:   of it, the loop's thread", "ms"))
 
 
 async def bursts(n: int, display_base: int) -> None:
-    state = Path(tempfile.mkdtemp(prefix="hpool-", dir="/tmp"))
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"load average before: {load} ({os.cpu_count()} cpus; others' work counts in it)")
-    try:
-        cold = await burst(state / "cold", display_base, n, pooled=False)
-        pooled = await burst(state / "pooled", display_base, n, pooled=True)
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
-    now = {f"cold {key}": value for key, value in cold.items()}
-    now |= {f"pooled {key}": value for key, value in pooled.items()}
+    now = await burst_of("cold", n, display_base)
+    now |= await burst_of("pooled", n, display_base)
     before = previous(f"pool-burst-{n}")
-    print(f"{n} × POST /v1/boxes at once → ready          this run   run before")
-    for key, label in (
-        ("pooled p50", "pooled p50 (goal ≤ 100 ms)"),
-        ("pooled p99", "pooled p99 (goal ≤ 250 ms)"),
-        ("pooled loop", "loop held up at most, pooled (≤ 20)"),
-        ("cold p50", "cold p50"),
-        ("cold p99", "cold p99"),
-        ("cold loop", "loop held up at most, cold (≤ 20)"),
-        ("pooled refill", "pooled: the refill took"),
-        ("pooled get p50", "  GET /v1/boxes/{id} meanwhile, p50"),
-        ("pooled get p99", "  GET /v1/boxes/{id} meanwhile, p99"),
-        ("pooled refill loop", "  loop held up at most meanwhile"),
-    ):
-        print(f"  {label:<40} {ms(now.get(key))}   {ms(before.get(key))}")
-    for name in ("pooled", "cold"):
-        print(f"  {name} creates that failed: {now.get(f'{name} failed', 0):.0f} of {n}")
+    table(n, {"this run": [now], "run before": [before] if before else []})
     keep(f"pool-burst-{n}", now)
+
+
+def compare(n: int, display_base: int, against: str, label: str, rounds: int, debug: bool) -> None:
+    """This checkout's bursts and `against`'s, in turns, `rounds` of each kind."""
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average before: {load} ({os.cpu_count()} cpus; others' work counts in it)")
+    sides = {"this checkout": str(REPO), label: against}
+    runs: dict[str, list[dict[str, float]]] = {side: [{} for _ in range(rounds)] for side in sides}
+    for turn in range(rounds):
+        for kind in ("cold", "pooled"):
+            for side, code in sides.items():
+                print(f"round {turn + 1}: {kind}, {side}", flush=True)
+                runs[side][turn] |= burst_in(code, kind, n, display_base, debug)
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average after:  {load}")
+    table(n, runs)
+    keep(f"pool-burst-{n}", median_of(runs["this checkout"]))
+
+
+def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    keys = {key for run in runs for key in run}
+    return {key: statistics.median(run[key] for run in runs if key in run) for key in keys}
+
+
+def table(n: int, runs: dict[str, list[dict[str, float]]]) -> None:
+    """Each figure's median over its runs, a column per side."""
+    columns = {side: median_of(found) for side, found in runs.items()}
+    rounds = max(len(found) for found in runs.values())
+    head = "".join(f"{side[:16]:>18}" for side in columns)
+    print(f"{n} × POST /v1/boxes at once → ready (median of {rounds}) {head}")
+    for key, label, unit in ROWS:
+        cells = [columns[side].get(key) for side in columns]
+        if all(cell is None for cell in cells):
+            continue
+        shown = [count(cell) if unit == "count" else ms(cell) for cell in cells]
+        print(f"  {label:<50}" + "".join(f"{cell:>18}" for cell in shown))
+    for name in ("pooled", "cold"):
+        failed = ", ".join(f"{c.get(f'{name} failed', 0):.0f}" for c in columns.values())
+        print(f"  {name} creates that failed, of {n}: {failed}")
+
+
+def count(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}"
 
 
 def ms(seconds: float | None) -> str:
@@ -247,9 +313,67 @@ async def main(n: int, display_base: int) -> None:
     keep("pool", now)
 
 
-if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args[:1] == ["--burst"]:
-        asyncio.run(bursts(int(args[1]), int(args[2]) if len(args) > 2 else 520))
+def debug_loop() -> None:
+    """asyncio's debug mode: each callback that ran over HELD_S is logged with its wall
+    time (which counts a wait for a core as much as work)."""
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+    loop = asyncio.get_running_loop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = HELD_S
+
+
+async def one_burst(kind: str, n: int, display_base: int, debug: bool) -> None:
+    if debug:
+        debug_loop()
+    print(json.dumps(await burst_of(kind, n, display_base)))
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("n", nargs="?", type=int, help="creates (default 5; with --burst: N)")
+    parser.add_argument("display_base", nargs="?", type=int, default=520)
+    parser.add_argument("--burst", type=int, metavar="N", help="N creates at once")
+    parser.add_argument("--against", metavar="DIR", help="with --burst: a checkout to compare")
+    parser.add_argument("--base", metavar="REV", help="with --burst: a git rev to compare")
+    parser.add_argument("--rounds", type=int, default=1, help="with --against/--base")
+    parser.add_argument("--debug-loop", action="store_true", help="log callbacks over 20 ms")
+    parser.add_argument("--burst-one", choices=("cold", "pooled"), help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.burst is not None and options.n is not None:
+        # `--burst N DISPLAY_BASE`: the one positional given is the display base.
+        options.display_base = options.n
+    return options
+
+
+def run() -> None:
+    options = arguments()
+    if options.burst is None:
+        asyncio.run(main(options.n or 5, options.display_base))
+    elif options.burst_one is not None:
+        one_burst_of = one_burst(
+            options.burst_one, options.burst, options.display_base, options.debug_loop
+        )
+        asyncio.run(one_burst_of)
+    elif options.against is not None:
+        against = str(Path(options.against).resolve())
+        compare(
+            options.burst,
+            options.display_base,
+            against,
+            against,
+            options.rounds,
+            options.debug_loop,
+        )
+    elif options.base is not None:
+        with tempfile.TemporaryDirectory(prefix="holm-base-") as old:
+            base_checkout(options.base, Path(old))
+            label = f"base {short(options.base)}"
+            compare(
+                options.burst, options.display_base, old, label, options.rounds, options.debug_loop
+            )
     else:
-        asyncio.run(main(int(args[0]) if args else 5, int(args[1]) if len(args) > 1 else 520))
+        asyncio.run(bursts(options.burst, options.display_base))
+
+
+if __name__ == "__main__":
+    run()

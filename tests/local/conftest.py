@@ -17,7 +17,7 @@ from kits.net import hi_server
 from holm.adapters.local import network as network_module
 from holm.adapters.local import procs
 from holm.adapters.local.records import read_records
-from holm.adapters.local.runtime import LocalRuntime
+from holm.adapters.local.runtime import BOOTS_AT_ONCE, LocalRuntime
 from holm.adapters.local.sandbox import (
     BOX_UID,
     SandboxPlan,
@@ -130,7 +130,11 @@ async def make_runtime(state_dir: Path) -> AsyncIterator[MakeRuntime]:
     made: list[LocalRuntime] = []
 
     def make(
-        *, chromium: bool = True, server_id: str = "test-server", ready_timeout_s: float = 90.0
+        *,
+        chromium: bool = True,
+        server_id: str = "test-server",
+        ready_timeout_s: float = 90.0,
+        boots_at_once: int | None = BOOTS_AT_ONCE,
     ) -> LocalRuntime:
         runtime = LocalRuntime(
             state_dir / "boxes",
@@ -139,6 +143,7 @@ async def make_runtime(state_dir: Path) -> AsyncIterator[MakeRuntime]:
             display_count=DISPLAY_COUNT,
             chromium=chromium,
             ready_timeout_s=ready_timeout_s,
+            boots_at_once=boots_at_once,
         )
         made.append(runtime)
         return runtime

@@ -25,6 +25,7 @@ from holm.adapters.base import Desktop
 from holm.adapters.local import procs
 from holm.adapters.local import runtime as runtime_module
 from holm.adapters.local.box_ids import range_of
+from holm.adapters.local.priority import BOX_NICE
 from holm.adapters.local.records import BoxPaths, BoxRecord, read_record, write_record
 from holm.adapters.local.runtime import LocalRuntime
 from holm.adapters.local.sandbox import Launched, SandboxPlan, bwrap_argv
@@ -576,6 +577,62 @@ async def test_a_box_whose_processes_died_is_listed_stopped_and_can_start_again(
     assert await states(runtime) == {box_id: "stopped"}
     await runtime.start(box_id)
     assert (await run(await runtime.desktop(box_id), "true")).code == 0
+
+
+# CPU priority
+
+
+def nice_of(pid: int) -> int | None:
+    """The nice value of `pid` (field 19 of /proc/PID/stat), None once it ended."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    return int(raw[raw.rindex(")") + 2 :].split()[16])
+
+
+async def test_every_process_of_a_box_runs_below_holmds_priority(
+    make_runtime: MakeRuntime,
+) -> None:
+    # One box's boot must not slow every other box's requests (priority.py).
+    runtime = make_runtime()
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement())
+    pids = box_pids(runtime, box_id)
+    names = {pid: Path(f"/proc/{pid}/comm").read_text().strip() for pid in pids}
+    assert {"Xvfb", "chromium"} <= set(names.values()), names
+    assert os.getpriority(os.PRIO_PROCESS, 0) < BOX_NICE
+    niced = {names[pid]: nice_of(pid) for pid in pids}
+    # Chromium may lower its own background processes further, never raise them.
+    assert all(nice is None or nice >= BOX_NICE for nice in niced.values()), niced
+    await runtime.delete(box_id)
+
+
+async def test_boxes_past_the_boots_at_once_queue_and_each_comes_up(
+    make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Creates past the bound wait for a boot to end, none is refused.
+    runtime = make_runtime(chromium=False, boots_at_once=2)
+    booting, most = 0, 0
+    boot = runtime._boot
+
+    async def counted(paths: BoxPaths, record: BoxRecord) -> Any:
+        nonlocal booting, most
+        booting += 1
+        most = max(most, booting)
+        try:
+            return await boot(paths, record)
+        finally:
+            booting -= 1
+
+    monkeypatch.setattr(runtime, "_boot", counted)
+    box_ids = [new_id() for _ in range(4)]
+    await asyncio.gather(*(runtime.create(box_id, Spec(), Placement()) for box_id in box_ids))
+    assert most == 2
+    assert await states(runtime) == dict.fromkeys(box_ids, "running")
+    for box_id in box_ids:
+        assert (await run(await runtime.desktop(box_id), "true")).code == 0
+        await runtime.delete(box_id)
 
 
 # Limits

@@ -49,6 +49,7 @@ from holm.adapters.local.limits import (
     parse_memory,
     remove_groups,
 )
+from holm.adapters.local.priority import at_box_priority
 from holm.adapters.local.records import (
     BoxPaths,
     BoxRecord,
@@ -93,6 +94,7 @@ READY_TIMEOUT_S = 90.0
 STOP_GRACE_S = 5.0
 LOG_TAIL_BYTES = 2000
 RUN_LOG_TAIL_BYTES = 400
+BOOTS_AT_ONCE = 4
 log = logging.getLogger(__name__)
 
 # Chromium refuses a profile whose lock names a live process of the same host; after a
@@ -120,6 +122,7 @@ class LocalRuntime:
         cgroups: Cgroups | None = None,
         pids_max: int | None = DEFAULT_PIDS_MAX,
         max_boxes: int | None = None,
+        boots_at_once: int | None = BOOTS_AT_ONCE,
     ) -> None:
         self.boxes_dir = boxes_dir
         self.server_id = server_id
@@ -135,6 +138,8 @@ class LocalRuntime:
         self.pids_max = pids_max
         # HOLM_MAX_BOXES: the most boxes whose desktops run at once (spares included).
         self.max_boxes = max_boxes
+        # The most boxes booting at once (None: no bound); the rest queue, in order.
+        self._boots = asyncio.Semaphore(boots_at_once or 1 << 30)
         # Boxes given room and not made yet (room.py), with their screens; and what holmd
         # held before it had boxes, to tell the descriptors a box takes.
         self._reserved: dict[str, int] = {}
@@ -544,6 +549,12 @@ class LocalRuntime:
             write_record(paths.record, record)
 
     async def _bring_up(self, paths: BoxPaths, record: BoxRecord) -> Started:
+        # Boots past `boots_at_once` wait for their turn: on a small host, every box
+        # booting at once is that many more processes between holmd and a core.
+        async with self._boots:
+            return await self._boot(paths, record)
+
+    async def _boot(self, paths: BoxPaths, record: BoxRecord) -> Started:
         record = await in_thread(self._launch, paths, record)
         proc = self._children[record.box_id]
         attaching = self._attaching.pop(record.box_id, None)
@@ -621,7 +632,7 @@ class LocalRuntime:
 
         try:
             launched = launch(
-                joining_argv(record.cgroups, bwrap_argv(plan)),
+                at_box_priority(joining_argv(record.cgroups, bwrap_argv(plan))),
                 paths.log,
                 env=box_env(plan),
                 box_uid=uid,
