@@ -635,6 +635,51 @@ async def test_boxes_past_the_boots_at_once_queue_and_each_comes_up(
         await runtime.delete(box_id)
 
 
+async def test_a_box_whose_loopback_set_up_failed_is_brought_up_once_more(
+    make_runtime: MakeRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bwrap's RTM_NEWADDR fails now and then while boxes boot side by side (runtime.py's
+    # LOOPBACK_FAILED): the first try's processes end and the box comes up; another
+    # failure is not tried again.
+    runtime = make_runtime(chromium=False)
+    boot = runtime._boot
+    first_inits: list[tuple[int, int]] = []
+
+    async def failing_once(paths: BoxPaths, record: BoxRecord) -> Any:
+        if first_inits:
+            return await boot(paths, record)
+        launched = await asyncio.to_thread(runtime._launch, paths, record)
+        assert launched.init_pid is not None and launched.init_start is not None
+        first_inits.append((launched.init_pid, launched.init_start))
+        raise Unavailable(
+            f"{runtime_module.LOOPBACK_FAILED}: No child processes (box {record.box_id} ended "
+            "with 1 before its agent listened)",
+            retryable=False,
+        )
+
+    monkeypatch.setattr(runtime, "_boot", failing_once)
+    box_id = new_id()
+    await runtime.create(box_id, Spec(), Placement())
+    assert await states(runtime) == {box_id: "running"}
+    assert not procs.is_alive(*first_inits[0])
+    assert record_of(runtime, box_id).init_pid != first_inits[0][0]
+    assert (await run(await runtime.desktop(box_id), "true")).code == 0
+    await runtime.delete(box_id)
+
+    calls = 0
+
+    async def failing(paths: BoxPaths, record: BoxRecord) -> Any:
+        nonlocal calls
+        calls += 1
+        raise Unavailable("no free X displays", retryable=False)
+
+    monkeypatch.setattr(runtime, "_boot", failing)
+    with pytest.raises(Unavailable, match="no free X displays"):
+        await runtime.create(new_id(), Spec(), Placement())
+    assert calls == 1
+    assert await states(runtime) == {}
+
+
 # Limits
 
 

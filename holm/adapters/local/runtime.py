@@ -96,6 +96,11 @@ LOG_TAIL_BYTES = 2000
 RUN_LOG_TAIL_BYTES = 400
 BOOTS_AT_ONCE = 4
 log = logging.getLogger(__name__)
+# bwrap's set-up of the loopback in a box's new network namespace fails now and then
+# while boxes boot side by side ("bwrap: loopback: Failed RTM_NEWADDR: No child
+# processes", about one boot in a hundred on a busy host; others see it intermittently
+# too): it fails before anything of the box ran, so the box is brought up once more.
+LOOPBACK_FAILED = "bwrap: loopback: Failed RTM_NEWADDR"
 
 # Chromium refuses a profile whose lock names a live process of the same host; after a
 # stop the lock's pid may be reused by an unrelated process of the new namespace.
@@ -552,7 +557,15 @@ class LocalRuntime:
         # Boots past `boots_at_once` wait for their turn: on a small host, every box
         # booting at once is that many more processes between holmd and a core.
         async with self._boots:
-            return await self._boot(paths, record)
+            try:
+                return await self._boot(paths, record)
+            except Unavailable as exc:
+                if LOOPBACK_FAILED not in str(exc):
+                    raise
+                # Before anything of the box ran: end what the first try left, try again.
+                log.warning("box %s: %s; bringing it up once more", record.box_id, exc)
+                await in_thread(self._end, paths, record)
+                return await self._boot(paths, record)
 
     async def _boot(self, paths: BoxPaths, record: BoxRecord) -> Started:
         record = await in_thread(self._launch, paths, record)
