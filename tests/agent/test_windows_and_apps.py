@@ -71,31 +71,6 @@ async def test_focus_and_arrange_change_what_windows_report(desktop: AgentDeskto
         await focus(desktop, 1, term.id)
 
 
-async def test_a_click_focuses_and_raises_a_window_without_the_focus(
-    desktop: AgentDesktop,
-) -> None:
-    """openbox's press in a window focuses and raises only a window without the focus
-    (openbox_config.py): a click on the window behind focuses it and brings it in front,
-    so a click where the two overlap goes to it; a click on the front one keeps it."""
-    back = await launch(desktop, 1, "xterm")
-    front = await launch(desktop, 1, "xterm")
-    for window, x, y in ((back, 300, 200), (front, 100, 100)):
-        await arrange(desktop, 1, window.id, Arrange(how="at", to=Point(x=x, y=y)))
-        await arrange(desktop, 1, window.id, Arrange(how="size", width=400, height=300))
-    await focus(desktop, 1, front.id)
-    # A point of the window behind that the front one does not cover, then one of both.
-    for at, focused in (((650, 450), back), ((400, 300), back), ((150, 150), front)):
-        await desktop.act(1, a.Click(at=Point(x=at[0], y=at[1])))
-        for _ in range(100):
-            active = await active_window(desktop, 1)
-            if active is not None and active.id == focused.id:
-                break
-            await asyncio.sleep(0.05)
-        assert active is not None and active.id == focused.id, at
-    for window in (back, front):
-        await close_window(desktop, 1, window.id)
-
-
 async def test_window_actions_through_act(desktop: AgentDesktop) -> None:
     launched = r.expect(await desktop.act(1, a.Launch(app="xterm")), r.FoundWindow)
     window = launched.window.id

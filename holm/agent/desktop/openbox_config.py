@@ -6,12 +6,6 @@ of them in a box: openbox then puts up a modal "failed to execute" dialog that t
 keyboard. `super+d` hides every window, and the keys that go to another of its four
 desktops leave the screen empty. A box keeps one desktop and the bindings that move
 between and close its windows (alt+Tab, alt+F4), as a person's desktop has them.
-
-A press of a button in a window focuses and raises it (the `Client` context's bindings),
-only when the window is not focused yet: raising the window in front again restacked it
-on every click, and openbox then set `_NET_CLIENT_LIST_STACKING` on the root, which woke
-every program that watches the root's properties (the agent's window watch, the dock,
-Chromium) for a list that had not changed (bench/action_cost.py, docs/agent.md "CPU").
 """
 
 from __future__ import annotations
@@ -39,21 +33,11 @@ def _tag(name: str) -> str:
     return f"{{{NS}}}{name}"
 
 
-# What a press in a window does, on a window that has the focus already: nothing.
-FOCUS_AND_RAISE = ("Focus", "Raise")
-
-
 def box_rc(system: str) -> str:
-    """`system` (an openbox rc.xml) with one desktop, only the key bindings of
-    KEPT_ACTIONS, and a press in a window that focuses and raises it only when it is not
-    focused."""
+    """`system` (an openbox rc.xml) with one desktop and only the key bindings of
+    KEPT_ACTIONS."""
     ET.register_namespace("", NS)
     root = ET.fromstring(system)
-    for context in root.iterfind(f"{_tag('mouse')}/{_tag('context')}"):
-        if context.get("name") == "Client":
-            for bind in context.findall(_tag("mousebind")):
-                if bind.get("action") == "Press":
-                    _only_if_unfocused(bind)
     keyboard = root.find(_tag("keyboard"))
     if keyboard is not None:
         for bind in keyboard.findall(_tag("keybind")):
@@ -64,19 +48,6 @@ def box_rc(system: str) -> str:
     if number is not None:
         number.text = "1"
     return ET.tostring(root, encoding="unicode")
-
-
-def _only_if_unfocused(bind: ET.Element) -> None:
-    """A binding that only focuses and raises, done only on a window without the focus."""
-    actions = list(bind)
-    if tuple(a.get("name") for a in actions) != FOCUS_AND_RAISE:
-        return
-    condition = ET.SubElement(bind, _tag("action"), name="If")
-    ET.SubElement(condition, _tag("focused")).text = "no"
-    then = ET.SubElement(condition, _tag("then"))
-    for action in actions:
-        bind.remove(action)
-        then.append(action)
 
 
 def write_box_rc(run_dir: Path, screen: int, system: Path = SYSTEM_RC) -> Path | None:
