@@ -97,6 +97,9 @@ async def _serve_handed(conn: socket.socket, serve: Serve, limit: int) -> None:
                     await task
             writer.close()
             reading.close()
+            # The transports close their pipes on the loop's next turn: let them, so that
+            # the relay, which ends when this socket closes, ends after the pipes did.
+            await asyncio.sleep(0)
     finally:
         for fd in fds:
             os.close(fd)

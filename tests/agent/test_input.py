@@ -16,7 +16,7 @@ from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.values import Button, Point
 
-from .conftest import RunningAgent, page_title, write_page
+from .conftest import RunningAgent, page_origin, page_title, write_page
 
 # Where a page took a press, and with which button (tab_watch.py).
 Landing = tuple[int, int, int]
@@ -49,9 +49,7 @@ async def _open_input_page(desktop: AgentDesktop, agent: RunningAgent) -> None:
         "<script>\ndocument.addEventListener('mousedown', e => {document.title = "
         "'at:' + (e.screenX - e.clientX) + ',' + (e.screenY - e.clientY)}, {once: true});\n",
     )
-    await desktop.act(0, a.OpenUrl(url=write_page(agent, "input.html", html)))
-    await desktop.act(0, a.Click(at=Point(x=1100, y=700)))
-    left, top = map(int, (await page_title(desktop, 0, "at:", prefix=True))[3:].split(","))
+    left, top = await page_origin(desktop, agent, "input.html", html)
     await desktop.act(0, a.Click(at=Point(x=left + 500, y=top + 220)))
 
 
@@ -86,10 +84,7 @@ document.addEventListener('mousedown', e => {
 async def _page_origin(desktop: AgentDesktop, agent: RunningAgent, html: str) -> tuple[int, int]:
     """Open `html` and tell where its (0, 0) is on the screen (a first click, far from its
     inputs, gives it)."""
-    await desktop.act(0, a.OpenUrl(url=write_page(agent, "two-inputs.html", html)))
-    await desktop.act(0, a.Click(at=Point(x=1100, y=700)))
-    left, top = map(int, (await page_title(desktop, 0, "at:", prefix=True))[3:].split(","))
-    return left, top
+    return await page_origin(desktop, agent, "two-inputs.html", html)
 
 
 async def test_keys_typed_right_after_a_click_go_to_the_field_it_focused(

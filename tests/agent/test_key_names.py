@@ -15,14 +15,11 @@ from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.values import Point
 
-from .conftest import RunningAgent, page_title, write_page
+from .conftest import RunningAgent, page_origin, page_title
 
 
 async def _page(desktop: AgentDesktop, agent: RunningAgent) -> tuple[int, int]:
-    await desktop.act(0, a.OpenUrl(url=write_page(agent, "keys.html", KEYS_PAGE)))
-    await desktop.act(0, a.Click(at=Point(x=1100, y=700)))
-    left, top = map(int, (await page_title(desktop, 0, "at:", prefix=True))[3:].split(","))
-    return left, top
+    return await page_origin(desktop, agent, "keys.html", KEYS_PAGE)
 
 
 async def _evaluate(desktop: AgentDesktop, expression: str) -> Any:

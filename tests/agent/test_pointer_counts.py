@@ -11,7 +11,7 @@ from holm.wire import actions as a
 from holm.wire import results as r
 from holm.wire.values import Point
 
-from .conftest import RunningAgent, page_title, write_page
+from .conftest import RunningAgent, page_origin
 
 POINTER_PAGE = """<!doctype html><html><body style="margin:0;height:20000px;width:20000px">
 <p id="para" style="position:absolute;left:50px;top:300px;width:500px">one two three four</p>
@@ -53,9 +53,7 @@ async def _settled(desktop: AgentDesktop, expression: str) -> Any:
 
 
 async def _open(desktop: AgentDesktop, agent: RunningAgent) -> tuple[int, int]:
-    await desktop.act(0, a.OpenUrl(url=write_page(agent, "pointer.html", POINTER_PAGE)))
-    await desktop.act(0, a.Click(at=Point(x=1100, y=700)))
-    left, top = map(int, (await page_title(desktop, 0, "at:", prefix=True))[3:].split(","))
+    left, top = await page_origin(desktop, agent, "pointer.html", POINTER_PAGE)
     await _settled(desktop, "window.log.length")
     await _evaluate(desktop, "window.log = []")
     return left, top
