@@ -5,6 +5,7 @@ over the bind-mounted socket."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -392,6 +393,32 @@ async def test_each_screen_s_viewer_answers_rfb_on_its_stream(
             writer.close()
 
 
+def _pastas_in_the_netns_of(pasta: int) -> list[int]:
+    """Every pasta that serves the network namespace `pasta` serves (each holds the
+    namespace it serves open: `net:[inode]` among its descriptors)."""
+
+    def netns_held(pid: str) -> set[str]:
+        held = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("net:"):
+                    held.add(target)
+        return held
+
+    served = netns_held(str(pasta))
+    assert served
+    serving = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if Path(os.readlink(entry / "exe")).name.startswith("pasta") and (
+                    netns_held(entry.name) & served
+                ):
+                    serving.append(int(entry.name))
+    return sorted(serving)
+
+
 def _pasta_of(runtime: DockerRuntime, box_id: str) -> tuple[int, int]:
     record = json.loads((runtime.boxes_dir / box_id / "pasta.json").read_text())
     return record["pid"], record["start"]
@@ -472,7 +499,8 @@ async def test_a_running_docker_box_whose_pasta_ended_gets_a_new_one_when_listed
     make_runtime: MakeRuntime,
 ) -> None:
     """As a local box (tests/local): the next listing, the reaper's or a restarted
-    holmd's, gives a box whose pasta ended a new one."""
+    holmd's, gives a box whose pasta ended a new one; one, when two holmd list the engine
+    at once (replicas on a shared engine; CI's two test processes did)."""
     runtime = make_runtime(chromium=False)
     box_id = new_box_id()
     await runtime.create(box_id, Spec(policy=Policy(network=True)), Placement())
@@ -488,10 +516,14 @@ async def test_a_running_docker_box_whose_pasta_ended_gets_a_new_one_when_listed
     # pasta's interface went with it.
     assert await _shell(runtime, box_id, interfaces) == "lo\n"
 
-    listed = await make_runtime(chromium=False).list()
-    assert [box.state for box in listed if box.box_id == box_id] == ["running"]
+    listings = await asyncio.gather(
+        make_runtime(chromium=False).list(), make_runtime(chromium=False).list()
+    )
+    for listed in listings:
+        assert [box.state for box in listed if box.box_id == box_id] == ["running"]
     again = _pasta_of(runtime, box_id)
     assert again != (pid, start) and procs.is_alive(*again)
+    assert _pastas_in_the_netns_of(again[0]) == [again[0]]
     assert await _shell(runtime, box_id, interfaces) == served
     await runtime.list()
     assert _pasta_of(runtime, box_id) == again

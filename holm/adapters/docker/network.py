@@ -9,12 +9,21 @@ restarted holmd finds it there: it neither loses the pasta of a box that runs on
 starts a second one. The record names the pidfile while pasta comes up (a holmd that
 dies meanwhile leaves it to the next one), then pasta's pid and start time.
 
+Every holmd whose runtime lists the box's engine under that runtime's name can find a
+box's pasta ended (replicas on a shared engine; two test processes on one): each change
+of the record is made under a lock on the box's folder (`pasta.lock`, flock), and a
+renewal looks again under it, so two of them never start a pasta each for one box, and
+none starts one for a box whose pasta another just ended on its delete.
+
 Everything here blocks: call it from a thread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -23,6 +32,7 @@ from holm.adapters.local import network, procs
 from holm.adapters.local.network import NetworkFailed
 
 RECORD = "pasta.json"
+LOCK = "pasta.lock"
 LOG = "pasta.log"
 END_GRACE_S = 1.0
 LOG_TAIL_CHARS = 1500
@@ -37,20 +47,30 @@ class PastaRecord(msgspec.Struct, omit_defaults=True):
 def attach(init_pid: int, box_dir: Path) -> None:
     """Give the container whose init is `init_pid` (the engine's `State.Pid`) its way out;
     returns once it is up. Whatever pasta an earlier run of the box left goes first."""
-    end(box_dir)
-    _attach(init_pid, box_dir, again=False)
+    box_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(box_dir):
+        _end(box_dir)
+        _attach(init_pid, box_dir, again=False)
 
 
-def attach_again(init_pid: int, box_dir: Path) -> None:
-    """Give a running box whose pasta ended (`lost`) a new one. Its namespace keeps the
-    rules made at its start. Should this fail, the box stays `lost`, to be tried again."""
-    dead = _read(box_dir)
-    try:
-        _attach(init_pid, box_dir, again=True)
-    except NetworkFailed:
-        if dead is not None:
-            _write(box_dir, dead)
-        raise
+def attach_again(init_pid: int, box_dir: Path) -> bool:
+    """Give a running box whose pasta ended (`lost`) a new one; False when, looked at
+    under the lock, it has one (another holmd gave it one meanwhile) or none was started
+    (its delete ended it). Its namespace keeps the rules made at its start. Should this
+    fail, the box stays `lost`, to be tried again."""
+    if not box_dir.is_dir():
+        return False
+    with _locked(box_dir):
+        if not lost(box_dir):
+            return False
+        dead = _read(box_dir)
+        try:
+            _attach(init_pid, box_dir, again=True)
+        except NetworkFailed:
+            if dead is not None:
+                _write(box_dir, dead)
+            raise
+        return True
 
 
 def lost(box_dir: Path) -> bool:
@@ -74,6 +94,13 @@ def _attach(init_pid: int, box_dir: Path, *, again: bool) -> None:
 
 def end(box_dir: Path) -> None:
     """End the box's pasta, if it has one."""
+    if not box_dir.is_dir():
+        return
+    with _locked(box_dir):
+        _end(box_dir)
+
+
+def _end(box_dir: Path) -> None:
     record = _read(box_dir)
     if record is None:
         return
@@ -88,6 +115,16 @@ def log_tail(box_dir: Path) -> str:
     with contextlib.suppress(OSError):
         return (box_dir / LOG).read_text(errors="replace").strip()[-LOG_TAIL_CHARS:]
     return "(no log)"
+
+
+@contextlib.contextmanager
+def _locked(box_dir: Path) -> Iterator[None]:
+    fd = os.open(box_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _read(box_dir: Path) -> PastaRecord | None:

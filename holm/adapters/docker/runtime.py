@@ -422,8 +422,7 @@ class DockerRuntime:
                 init_pid = int(container.attrs.get("State", {}).get("Pid") or 0)
                 if container.status != "running" or init_pid <= 0:
                     return
-                if await self._call(network.lost, _box_dir(container)):
-                    await in_thread(network.attach_again, init_pid, _box_dir(container))
+                if await in_thread(network.attach_again, init_pid, _box_dir(container)):
                     log.info("box %s: its pasta had ended; a new one serves it", box_id)
             except (HolmError, network.NetworkFailed) as exc:
                 log.warning("box %s: its network could not come back: %s", box_id, exc)
