@@ -126,6 +126,32 @@ def test_keys_no_page_told_of_are_taken_as_told_once_a_press_waited_for_them(
     assert keyboard.buttons_ready()
 
 
+def test_a_press_after_keys_a_page_told_of_waits_longer_for_the_rest(
+    keyboard: Input, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The keys go to a page (it told of one), which is late with the other: the press
+    # waits past BUTTON_AFTER_KEYS_S for it, up to BUTTON_AFTER_PAGE_KEYS_S.
+    monkeypatch.setattr(input_module, "BUTTON_AFTER_KEYS_S", 0.05)
+    monkeypatch.setattr(input_module, "BUTTON_AFTER_PAGE_KEYS_S", 600.0)
+    keyboard.type_text("ab", 0)
+    keyboard.key_landed()
+    clicked = threading.Event()
+
+    def click_now() -> None:
+        keyboard.click((100, 50), "left", [], "instant", None)
+        clicked.set()
+
+    clicking = threading.Thread(target=click_now, daemon=True)
+    clicking.start()
+    assert not clicked.wait(0.3)
+    keyboard.key_landed()
+    assert clicked.wait(30)
+    clicking.join()
+    # After that press, keys no page tells of wait the short while again.
+    keyboard.type_text("xyz", 0)
+    assert 0 < keyboard.buttons_wait_s() <= 0.05
+
+
 def test_a_press_waiting_for_keys_goes_as_soon_as_a_page_took_them(
     keyboard: Input, monkeypatch: pytest.MonkeyPatch
 ) -> None:
