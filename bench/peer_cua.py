@@ -3,6 +3,7 @@ characters and a PNG of the whole screen, each side with Chromium showing the sa
 on a 1280×800 Xvfb screen; prints figures, asserts nothing.
 
     .venv/bin/python bench/peer_cua.py [--rounds 200] [--cua-venv /tmp/cua-venv]
+        [--without-step-frames]
 
 cua is not a dependency of holm. The bench runs it from a virtualenv made once with
 
@@ -245,15 +246,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--cua-venv", type=Path, default=Path("/tmp/cua-venv"))
+    parser.add_argument(
+        "--without-step-frames",
+        action="store_true",
+        help="a third holmd, durable, that records no screen before each step "
+        "(HOLM_FRAME_BEFORE_STEPS=off): what that recording costs each operation",
+    )
     args = parser.parse_args()
     if not (args.cua_venv / "bin" / "python").exists():
         sys.exit(f"no cua virtualenv at {args.cua_venv}: see this script's docstring")
     with contextlib.ExitStack() as stack:
         holmds = []
-        for name, flags in (
+        sides = [
             ("holm (durable trace)", ["--chromium"]),
             ("holm (memory store)", ["--chromium", "--memory-store"]),
-        ):
+        ]
+        if args.without_step_frames:
+            sides.append(
+                ("holm (durable, no step frames)", ["--chromium", "--no-frame-before-steps"])
+            )
+        for name, flags in sides:
             base, _, pid = stack.enter_context(served("h14-cua-", flags))
             holmds.append((name, base, pid))
         cua = stack.enter_context(cua_desktop(args.cua_venv))
