@@ -77,12 +77,12 @@ class Relay:
             pump(source, sink, look)
         finally:
             self.shutdown()
+            # Closed under the lock, so a relay no longer `running` holds no socket.
             with self._lock:
                 self._running -= 1
-                last = self._running == 0
-            if last:
-                self.client.close()
-                self.server.close()
+                if self._running == 0:
+                    self.client.close()
+                    self.server.close()
 
     def shutdown(self) -> None:
         """End both directions (each thread then closes what is its own)."""
