@@ -7,7 +7,6 @@ relayed as before; the relay's end follows the stream's."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
 from collections.abc import AsyncIterator
@@ -15,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import NamedTuple
 
 from agent_kit import SYSTEM_PYTHON, RunningAgent
+from kits.procfs import held_open
 
 from holm.adapters.agent_desktop import AgentDesktop
 from holm.adapters.docker.exec_stream import RELAY
@@ -72,13 +72,7 @@ async def relay(agent: RunningAgent, handed_to: str) -> AsyncIterator[Relayed]:
 
 def pipes_of(pid: int) -> set[str]:
     """The pipes `pid` holds open, as /proc names them (`pipe:[inode]`)."""
-    held = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        with contextlib.suppress(FileNotFoundError):
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            if target.startswith("pipe:"):
-                held.add(target)
-    return held
+    return held_open(pid, "pipe")
 
 
 async def _let_go(pipes: set[str], pid: int) -> bool:

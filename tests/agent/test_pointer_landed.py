@@ -6,7 +6,7 @@ press right after keys waits until a page took the keys (`key_landed`)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import given
@@ -20,6 +20,26 @@ from holm.agent.x11.input import Input
 from .own_screen import HEIGHT, WIDTH, display
 
 __all__ = ["display"]  # fixtures
+
+
+def _held_until(act: Callable[[], None], word: Callable[[], None], held_s: float = 0.2) -> bool:
+    """Whether `act`, run on a thread of its own, was still waiting `held_s` later, and
+    went (within 30 s) once `word` was given: a page's word, on another thread, as the
+    agent's loop gives it."""
+    done = threading.Event()
+
+    def run() -> None:
+        act()
+        done.set()
+
+    acting = threading.Thread(target=run, daemon=True)
+    acting.start()
+    if done.wait(held_s):
+        return False
+    word()
+    went = done.wait(30)
+    acting.join(30)
+    return went
 
 
 @pytest.fixture
@@ -63,18 +83,9 @@ def test_keys_waiting_for_a_click_go_as_soon_as_a_page_took_it(
     # Without a page's word, these keys would wait ten minutes.
     monkeypatch.setattr(input_module, "KEYS_AFTER_BUTTON_S", 600.0)
     keyboard.click((100, 50), "left", [], "instant", None)
-    typed = threading.Event()
-
-    def type_now() -> None:
-        keyboard.type_text("ab", 0)
-        typed.set()
-
-    typing = threading.Thread(target=type_now, daemon=True)
-    typing.start()
-    assert not typed.wait(0.2)
-    keyboard.pointer_landed(100, 50, 0)
-    assert typed.wait(30)
-    typing.join()
+    assert _held_until(
+        lambda: keyboard.type_text("ab", 0), lambda: keyboard.pointer_landed(100, 50, 0)
+    )
 
 
 @given(st.text())
@@ -135,18 +146,11 @@ def test_a_press_after_keys_a_page_told_of_waits_longer_for_the_rest(
     monkeypatch.setattr(input_module, "BUTTON_AFTER_PAGE_KEYS_S", 600.0)
     keyboard.type_text("ab", 0)
     keyboard.key_landed()
-    clicked = threading.Event()
-
-    def click_now() -> None:
-        keyboard.click((100, 50), "left", [], "instant", None)
-        clicked.set()
-
-    clicking = threading.Thread(target=click_now, daemon=True)
-    clicking.start()
-    assert not clicked.wait(0.3)
-    keyboard.key_landed()
-    assert clicked.wait(30)
-    clicking.join()
+    assert _held_until(
+        lambda: keyboard.click((100, 50), "left", [], "instant", None),
+        keyboard.key_landed,
+        held_s=0.3,
+    )
     # After that press, keys no page tells of wait the short while again.
     keyboard.type_text("xyz", 0)
     assert 0 < keyboard.buttons_wait_s() <= 0.05
@@ -158,18 +162,10 @@ def test_a_press_waiting_for_keys_goes_as_soon_as_a_page_took_them(
     # Without a page's word, this click would wait ten minutes.
     monkeypatch.setattr(input_module, "BUTTON_AFTER_KEYS_S", 600.0)
     keyboard.type_text("a", 0)
-    clicked = threading.Event()
-
-    def click_now() -> None:
-        keyboard.click((100, 50), "left", [], "instant", None)
-        clicked.set()
-
-    clicking = threading.Thread(target=click_now, daemon=True)
-    clicking.start()
-    assert not clicked.wait(0.2)
-    keyboard.key_landed()
-    assert clicked.wait(30)
-    clicking.join()
+    assert _held_until(
+        lambda: keyboard.click((100, 50), "left", [], "instant", None),
+        keyboard.key_landed,
+    )
 
 
 # And a wheel right after a click waits until a page took the click's release
@@ -192,18 +188,9 @@ def test_a_wheel_waiting_for_a_release_turns_as_soon_as_a_page_took_it(
 ) -> None:
     monkeypatch.setattr(input_module, "WHEEL_AFTER_RELEASE_S", 600.0)
     keyboard.click((100, 50), "left", [], "instant", None)
-    scrolled = threading.Event()
-
-    def scroll_now() -> None:
-        keyboard.scroll((100, 50), 0, 2)
-        scrolled.set()
-
-    scrolling = threading.Thread(target=scroll_now, daemon=True)
-    scrolling.start()
-    assert not scrolled.wait(0.2)
-    keyboard.pointer_released(100, 50, 0)
-    assert scrolled.wait(30)
-    scrolling.join()
+    assert _held_until(
+        lambda: keyboard.scroll((100, 50), 0, 2), lambda: keyboard.pointer_released(100, 50, 0)
+    )
     # A release no page tells of is waited out once.
     monkeypatch.setattr(input_module, "WHEEL_AFTER_RELEASE_S", 0.05)
     keyboard.click((300, 60), "left", [], "instant", None)

@@ -15,6 +15,7 @@ from pathlib import Path
 import docker
 import pytest
 from desktop_kit import cursor, list_dir, read_bytes, run, windows, write_bytes
+from kits.procfs import held_open
 
 from holm.adapters.docker import runtime as docker_runtime
 from holm.adapters.docker.runtime import (
@@ -396,24 +397,14 @@ async def test_each_screen_s_viewer_answers_rfb_on_its_stream(
 def _pastas_in_the_netns_of(pasta: int) -> list[int]:
     """Every pasta that serves the network namespace `pasta` serves (each holds the
     namespace it serves open: `net:[inode]` among its descriptors)."""
-
-    def netns_held(pid: str) -> set[str]:
-        held = set()
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if target.startswith("net:"):
-                    held.add(target)
-        return held
-
-    served = netns_held(str(pasta))
+    served = held_open(pasta, "net")
     assert served
     serving = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 if Path(os.readlink(entry / "exe")).name.startswith("pasta") and (
-                    netns_held(entry.name) & served
+                    held_open(int(entry.name), "net") & served
                 ):
                     serving.append(int(entry.name))
     return sorted(serving)
