@@ -166,10 +166,15 @@ class ClipboardOwner:
 
     def _start_get(self, selection: Selection, done: Future[str]) -> None:
         atom = self.atom(_NAMES[selection])
-        if atom in self._owned:
+        # The server says who owns it: a program that took the selection from us a moment
+        # ago has its SelectionClear still unread (this turn runs posted work first), and
+        # the text we held is no longer the selection's.
+        owner = self.conn.get_selection_owner(atom)
+        if atom in self._owned and owner == self.window:
             done.set_result(self._owned[atom].decode("utf-8", errors="replace"))
             return
-        if self.conn.get_selection_owner(atom) == X.NONE:
+        self._owned.pop(atom, None)
+        if owner == X.NONE:
             done.set_result("")
             return
         prop = self.atom(f"HOLM_{_NAMES[selection]}")
