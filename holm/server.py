@@ -15,6 +15,7 @@ import sys
 from aiohttp import web
 
 from holm import __version__
+from holm.adapters.local.priority import holmd_above_boxes
 from holm.config import DEFAULT_LOG_LEVEL, LOG_LEVEL, Config, defaults, load_config
 from holm.http.app import create_app
 from holm.http.unreadable import Runner
@@ -64,7 +65,8 @@ def main() -> None:
     except ValueError as exc:
         print(f"holmd: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
-    serve(app, config)
+    with holmd_above_boxes():
+        serve(app, config)
 
 
 def serve(app: web.Application, config: Config) -> None:

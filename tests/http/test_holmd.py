@@ -103,3 +103,82 @@ def test_holmd_refuses_arguments_without_starting(tmp_path: Path, args: list[str
     assert done.returncode == 2
     assert b"takes no arguments" in done.stderr and b"holmd --help" in done.stderr
     assert not state.exists()
+
+
+AUTOGROUPS = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+# A session of its own that reads its group's nice, runs holmd inside it (holmd does not
+# lead that session, as when started from a shell), reads it again while holmd serves and
+# once more after holmd has stopped. It prints the three.
+IN_A_SHELL = """
+import os, signal, subprocess, sys, time, urllib.request
+def nice():
+    return open("/proc/self/autogroup").read().split()[-1]
+seen = [nice()]
+holmd = subprocess.Popen([sys.argv[1]], stderr=subprocess.DEVNULL)
+for _ in range(400):
+    try:
+        urllib.request.urlopen(sys.argv[2] + "/v1/health", timeout=5)
+        break
+    except OSError:
+        time.sleep(0.05)
+seen.append(nice())
+holmd.send_signal(signal.SIGTERM)
+holmd.wait(timeout=30)
+seen.append(nice())
+print(" ".join(seen))
+"""
+
+
+def _holmd_env(state_dir: Path, port: int) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOLM_SERVER_ADDR": f"127.0.0.1:{port}",
+        "HOLM_STATE_DIR": str(state_dir),
+        "HOLM_STORAGE_BACKEND": "local",
+        "HOLM_SERVER_TOKEN": "t0ken",
+    }
+
+
+@pytest.fixture
+def autogroups() -> None:
+    if not AUTOGROUPS.exists() or AUTOGROUPS.read_text().strip() != "1":
+        pytest.skip("the kernel's autogroups are off here: nice alone orders holmd and boxes")
+
+
+@pytest.mark.usefixtures("autogroups")
+def test_holmd_leading_its_session_weighs_its_group_above_the_boxes(state_dir: Path) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [str(HOLMD)],
+        env=_holmd_env(state_dir, port),
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # as under systemd
+    )
+    try:
+        for _ in range(400):
+            try:
+                if get(f"http://127.0.0.1:{port}/v1/health")[0] == 200:
+                    break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.05)
+        group = Path(f"/proc/{process.pid}/autogroup").read_text().split()
+        assert group[-2:] == ["nice", "-15"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+@pytest.mark.usefixtures("autogroups")
+def test_holmd_started_from_a_shell_gives_its_session_back_its_nice(state_dir: Path) -> None:
+    port = free_port()
+    done = subprocess.run(
+        [sys.executable, "-c", IN_A_SHELL, str(HOLMD), f"http://127.0.0.1:{port}"],
+        env=_holmd_env(state_dir, port),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "-15", "0"]
