@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
+from holmd_weight import above_boxes
 
 DISPLAY_BASE = 240
 DISPLAY_COUNT = 20
@@ -91,7 +92,8 @@ def serve(
     app = create_app(config, runtimes={"local": runtime})
     if breakdown:
         parts.add_to(app)
-    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+    with above_boxes():
+        web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
 
 
 async def click_without_desktop(clicks: int) -> None:

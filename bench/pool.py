@@ -48,6 +48,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 from checkout import REPO, base_checkout, short
+from holmd_weight import above_boxes
 from last_run import keep, previous
 from loop_hold import HELD_S, LoopLag
 
@@ -193,6 +194,8 @@ def burst_in(code: str, kind: str, n: int, display_base: int, debug_loop: bool) 
         stdout=subprocess.PIPE,
         text=True,
         check=False,
+        # A session of its own, so that its CPU weight is its own (`above_boxes`).
+        start_new_session=True,
     )
     if answer.returncode != 0:
         raise SystemExit(f"the {kind} burst of {code} failed ({answer.returncode})")
@@ -325,7 +328,8 @@ def debug_loop() -> None:
 async def one_burst(kind: str, n: int, display_base: int, debug: bool) -> None:
     if debug:
         debug_loop()
-    print(json.dumps(await burst_of(kind, n, display_base)))
+    with above_boxes():
+        print(json.dumps(await burst_of(kind, n, display_base)))
 
 
 def arguments() -> argparse.Namespace:
@@ -348,7 +352,8 @@ def arguments() -> argparse.Namespace:
 def run() -> None:
     options = arguments()
     if options.burst is None:
-        asyncio.run(main(options.n or 5, options.display_base))
+        with above_boxes():
+            asyncio.run(main(options.n or 5, options.display_base))
     elif options.burst_one is not None:
         one_burst_of = one_burst(
             options.burst_one, options.burst, options.display_base, options.debug_loop
@@ -372,7 +377,8 @@ def run() -> None:
                 options.burst, options.display_base, old, label, options.rounds, options.debug_loop
             )
     else:
-        asyncio.run(bursts(options.burst, options.display_base))
+        with above_boxes():
+            asyncio.run(bursts(options.burst, options.display_base))
 
 
 if __name__ == "__main__":
