@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kits.holmd import free_port
+from kits.holmd import Holmd, free_port
 
 HOLMD = Path(sys.executable).parent / "holmd"
 
@@ -43,14 +43,9 @@ def get(url: str, token: str | None = None) -> tuple[int, bytes]:
 
 def test_holmd_serves_until_sigterm(state_dir: Path) -> None:
     port = free_port()
-    env = {
-        **os.environ,
-        "HOLM_SERVER_ADDR": f"127.0.0.1:{port}",
-        "HOLM_STATE_DIR": str(state_dir),
-        "HOLM_STORAGE_BACKEND": "local",
-        "HOLM_SERVER_TOKEN": "t0ken",
-    }
-    process = subprocess.Popen([str(HOLMD)], env=env, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [str(HOLMD)], env=_holmd_env(state_dir, port), stderr=subprocess.PIPE
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         for _ in range(200):
@@ -147,26 +142,14 @@ def autogroups() -> None:
 
 
 @pytest.mark.usefixtures("autogroups")
-def test_holmd_leading_its_session_weighs_its_group_above_the_boxes(state_dir: Path) -> None:
-    port = free_port()
-    process = subprocess.Popen(
-        [str(HOLMD)],
-        env=_holmd_env(state_dir, port),
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # as under systemd
-    )
+def test_holmd_leading_its_session_weighs_its_group_above_the_boxes() -> None:
+    holmd = Holmd(runtime="memory")  # its own session, as under systemd
+    holmd.start()
     try:
-        for _ in range(400):
-            try:
-                if get(f"http://127.0.0.1:{port}/v1/health")[0] == 200:
-                    break
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.05)
-        group = Path(f"/proc/{process.pid}/autogroup").read_text().split()
+        group = Path(f"/proc/{holmd.pid}/autogroup").read_text().split()
         assert group[-2:] == ["nice", "-15"]
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
+        holmd.close()
 
 
 @pytest.mark.usefixtures("autogroups")
