@@ -50,25 +50,26 @@ def _group_nice() -> int | None:
 
 
 @contextlib.contextmanager
-def holmd_above_boxes() -> Iterator[int | None]:
+def holmd_above_boxes() -> Iterator[None]:
     """While inside: this process's session group at HOLMD_GROUP_NICE, where the kernel's
-    autogroups are on and it may (CAP_SYS_NICE or RLIMIT_NICE); yields that nice, or None
-    when nothing was changed. A holmd that does not lead its session (started from a shell)
-    shares the group with the session's other programs, so it puts the nice back as it
-    was on the way out; holmd's own session (systemd, setsid) ends with it anyway."""
+    autogroups are on and it may (CAP_SYS_NICE or RLIMIT_NICE). A holmd that does not lead
+    its session (started from a shell) shares the group with the session's other programs,
+    so it puts the nice back as it was on the way out; holmd's own session (systemd,
+    setsid) ends with it anyway."""
     before = _group_nice()
-    if before is None or before <= HOLMD_GROUP_NICE:
-        yield None
-        return
+    changed = before is not None and before > HOLMD_GROUP_NICE and _set_group_nice(before)
+    try:
+        yield
+    finally:
+        if changed and os.getsid(0) != os.getpid():
+            with contextlib.suppress(OSError):
+                OWN_GROUP.write_text(str(before))
+
+
+def _set_group_nice(before: int) -> bool:
     try:
         OWN_GROUP.write_text(str(HOLMD_GROUP_NICE))
     except OSError as exc:
         log.info("holmd's session stays at nice %d beside the boxes' (%s)", before, exc)
-        yield None
-        return
-    try:
-        yield HOLMD_GROUP_NICE
-    finally:
-        if os.getsid(0) != os.getpid():
-            with contextlib.suppress(OSError):
-                OWN_GROUP.write_text(str(before))
+        return False
+    return True
