@@ -20,6 +20,8 @@ from pathlib import Path
 from holm.agent.widgets import a11y_bus
 from holm.agent.desktop import processes
 run_dir = Path(sys.argv[1])
+if len(sys.argv) > 2:
+    a11y_bus.DBUS_DAEMON = sys.argv[2]
 try:
     address = a11y_bus.start(run_dir, {"PATH": "/usr/bin:/bin", "HOME": str(run_dir)})
     print(json.dumps({
@@ -32,17 +34,44 @@ finally:
 """
 
 
-def test_the_bus_comes_up_and_is_asked_without_glib(tmp_path: Path) -> None:
+# A session bus whose socket's file is there a second before it listens (bound, not yet
+# listening), as dbus-daemon's is for a moment between its bind and its listen.
+LATE_LISTENER = """#!/usr/bin/python3
+import os, socket, sys, time
+path = next(a.split("=", 2)[2] for a in sys.argv if a.startswith("--address=unix:path="))
+early = socket.socket(socket.AF_UNIX)
+early.bind(path)
+time.sleep(1.0)
+early.close()
+os.unlink(path)
+os.execv("/usr/bin/dbus-daemon", ["/usr/bin/dbus-daemon", *sys.argv[1:]])
+"""
+
+
+def bring_up(tmp_path: Path, *daemon: str) -> dict[str, object]:
     done = subprocess.run(
-        [SYSTEM_PYTHON, "-c", BRING_UP, str(tmp_path)],
+        [SYSTEM_PYTHON, "-c", BRING_UP, str(tmp_path), *daemon],
         env=agent_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout)
-    assert answer == {"launcher": True, "nobody": False, "gi": []}
+    answer: dict[str, object] = json.loads(done.stdout)
+    return answer
+
+
+def test_the_bus_comes_up_and_is_asked_without_glib(tmp_path: Path) -> None:
+    assert bring_up(tmp_path) == {"launcher": True, "nobody": False, "gi": []}
+
+
+def test_the_launcher_starts_once_the_session_bus_listens_not_when_its_file_is_there(
+    tmp_path: Path,
+) -> None:
+    daemon = tmp_path / "late-dbus-daemon"
+    daemon.write_text(LATE_LISTENER)
+    daemon.chmod(0o755)
+    assert bring_up(tmp_path, str(daemon)) == {"launcher": True, "nobody": False, "gi": []}
 
 
 def test_a_bus_that_is_not_there_has_no_owner(tmp_path: Path) -> None:

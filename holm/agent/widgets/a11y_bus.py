@@ -11,6 +11,7 @@ Everything here blocks; the agent runs it in a thread.
 from __future__ import annotations
 
 import os
+import select
 import time
 from pathlib import Path
 
@@ -51,17 +52,28 @@ def start(run_dir: Path, env: dict[str, str]) -> str:
     socket = run_dir / "session-bus.sock"
     socket.unlink(missing_ok=True)
     address = f"unix:path={socket}"
-    bus = processes.spawn(
-        [DBUS_DAEMON, "--session", "--nofork", "--nopidfile", f"--address={address}"],
-        env=env,
-        log_path=run_dir / "dbus.log",
-    )
-    processes.supervise("the session bus (dbus-daemon)", bus)
     deadline = time.monotonic() + START_S
-    while not socket.exists():
-        if bus.poll() is not None or time.monotonic() > deadline:
+    # The daemon prints its address once it listens. Its socket's file comes earlier, at
+    # bind: a launcher that connected between the two was refused and ended (CI: "Failed
+    # to connect to session bus").
+    argv = [DBUS_DAEMON, "--session", "--nofork", "--nopidfile", f"--address={address}"]
+    ready, told = os.pipe()
+    try:
+        try:
+            bus = processes.spawn(
+                [*argv, f"--print-address={told}"],
+                env=env,
+                log_path=run_dir / "dbus.log",
+                pass_fds=(told,),
+            )
+        finally:
+            # Only the daemon holds it now, so its end ends the pipe.
+            os.close(told)
+        processes.supervise("the session bus (dbus-daemon)", bus)
+        if not _told_address(ready, deadline):
             raise BusFailed(f"the session bus did not start (see {run_dir / 'dbus.log'})")
-        time.sleep(0.02)
+    finally:
+        os.close(ready)
     os.chmod(socket, 0o600)
     launcher = processes.spawn(
         [BUS_LAUNCHER, "--launch-immediately"],
@@ -74,6 +86,21 @@ def start(run_dir: Path, env: dict[str, str]) -> str:
             raise BusFailed(f"the accessibility bus did not start (see {run_dir / 'at-spi.log'})")
         time.sleep(0.05)
     return address
+
+
+def _told_address(ready: int, deadline: float) -> bool:
+    """Whether the daemon wrote a line (its address) on `ready` before `deadline`; False
+    when it ended first (the pipe's end came) or the deadline passed."""
+    said = b""
+    while b"\n" not in said:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([ready], [], [], left)[0]:
+            return False
+        chunk = os.read(ready, 512)
+        if not chunk:
+            return False
+        said += chunk
+    return True
 
 
 def _has_owner(address: str, name: str) -> bool:
